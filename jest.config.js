@@ -1,0 +1,12 @@
+/** Jest 30 with the SWC transform: TypeScript 7 has no compiler API, so ts-jest is out; `npm run typecheck` checks types. */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
+  },
+  globalSetup: '<rootDir>/test/helpers/global-setup.ts',
+  testTimeout: 30000,
+  maxWorkers: 2,
+};

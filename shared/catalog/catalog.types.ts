@@ -1,0 +1,68 @@
+/** The catalog file (config/catalog.json), as decisions.md section 1 defines it. */
+
+export const PROVIDER_KINDS = ['openai', 'anthropic', 'gemini', 'replicate'] as const;
+export type ProviderKind = (typeof PROVIDER_KINDS)[number];
+
+export const MODEL_TYPES = ['chat', 'embedding', 'image', 'video', 'audio', 'upscale'] as const;
+export type ModelType = (typeof MODEL_TYPES)[number];
+
+/** Price names are the same as the `max_price` ceilings of the routing object. RUB. */
+export const PRICE_FIELDS = [
+  'prompt', // per 1,000,000 input tokens
+  'completion', // per 1,000,000 output tokens
+  'cached_prompt', // per 1,000,000 cached input tokens (optional; falls back to prompt)
+  'image', // per image
+  'audio', // per 1,000,000 audio tokens
+  'request', // per request
+  'video_per_second',
+  'stt_per_minute',
+  'tts_per_million_characters',
+] as const;
+export type PriceField = (typeof PRICE_FIELDS)[number];
+/** Decimal strings or numbers in the file; kept as strings after loading so no float ever touches money. */
+export type Price = Partial<Record<PriceField, string>>;
+
+export const MEDIA_OPERATIONS = ['extend', 'upscale_1080p', 'upscale_4k'] as const;
+export type MediaOperation = (typeof MEDIA_OPERATIONS)[number];
+
+export interface ProviderConfig {
+  id: string;
+  kind: ProviderKind;
+  baseUrl: string;
+  apiKeyEnv?: string;
+  /** Resolved from `apiKeyEnv` at load time; never logged. */
+  apiKey?: string;
+  region?: string;
+  timeoutMs: number;
+  /** Cap on concurrent upstream calls from one worker process (0: none). */
+  maxConcurrency?: number;
+}
+
+export interface EndpointConfig {
+  /** `<model id>:<provider id>`; unique in the catalog. */
+  slug: string;
+  provider: string;
+  upstreamModel: string;
+  price: Price;
+  supports: string[];
+  contextLength?: number;
+  maxOutputTokens?: number;
+  maxDimensions?: number;
+  defaultDimensions?: number;
+  multimodal?: boolean;
+  maxImages?: number;
+  legacy?: boolean;
+  operations?: MediaOperation[];
+}
+
+export interface ModelConfig {
+  id: string;
+  displayName: string;
+  type: ModelType;
+  endpoints: EndpointConfig[];
+}
+
+export interface Catalog {
+  providers: Record<string, ProviderConfig>;
+  models: Record<string, ModelConfig>;
+}
