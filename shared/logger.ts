@@ -1,0 +1,41 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import winston from 'winston';
+
+/** Per-request context: every log line written while handling a request carries its trace id. */
+export const traceContext = new AsyncLocalStorage<{ traceId: string }>();
+
+const SECRET_KEYS = /^(authorization|api[-_]?key|x-api-key|x-goog-api-key|token|ownerToken|key|secret|callbackSecret|password|cookie)$/i;
+const SECRET_VALUES = /\b(sy_[A-Za-z0-9]{40}|eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)\b/g;
+
+/** Removes secrets from anything we log: known secret fields and anything shaped like our keys or tokens. */
+export function redact(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return value.replace(SECRET_VALUES, '[redacted]');
+  if (!value || typeof value !== 'object' || depth > 6) return value;
+  if (value instanceof Error) return { name: value.name, message: redact(value.message), stack: value.stack };
+  if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEYS.test(k) ? '[redacted]' : redact(v, depth + 1);
+  return out;
+}
+
+const addContext = winston.format((info) => {
+  const ctx = traceContext.getStore();
+  if (ctx && !info.trace_id) info.trace_id = ctx.traceId;
+  for (const k of Object.keys(info)) {
+    if (k !== 'level' && k !== 'message') info[k] = SECRET_KEYS.test(k) ? '[redacted]' : redact(info[k]);
+  }
+  if (typeof info.message === 'string') info.message = redact(info.message) as string;
+  return info;
+});
+
+export type Logger = winston.Logger;
+
+export function createLogger(opts: { level?: string; service?: string; silent?: boolean } = {}): Logger {
+  return winston.createLogger({
+    level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
+    silent: opts.silent ?? false,
+    defaultMeta: { service: opts.service ?? 'switchyard' },
+    format: winston.format.combine(addContext(), winston.format.timestamp(), winston.format.json()),
+    transports: [new winston.transports.Console()],
+  });
+}

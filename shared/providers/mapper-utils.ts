@@ -1,0 +1,106 @@
+/** Small pure helpers shared by the provider mappers: reading untyped JSON, data: URLs, malformed replies. */
+import type { TextStreamEvent } from './provider.types';
+import { upstreamError } from './upstream-error';
+
+export type Json = Record<string, unknown>;
+
+export function isRecord(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function str(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+export function num(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+export function arr(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [];
+}
+
+export function rec(value: unknown): Json {
+  return isRecord(value) ? value : {};
+}
+
+/** A 2xx body that is not the documented shape: `malformed_reply`, so the next endpoint may be tried. */
+export function malformed(message: string, body: unknown): never {
+  let raw: string | undefined;
+  try {
+    raw = JSON.stringify(body);
+  } catch {
+    raw = undefined;
+  }
+  throw upstreamError(raw === undefined ? { kind: 'malformed', message } : { kind: 'malformed', message, raw });
+}
+
+/** The request cannot be written in this provider's format; nothing was sent. */
+export function unsupported(message: string): never {
+  throw upstreamError({ kind: 'unsupported', message });
+}
+
+export interface DataUrl {
+  mimeType: string;
+  /** Base64 payload (non-base64 data: URLs are re-encoded). */
+  base64: string;
+}
+
+/** `data:image/png;base64,AAAA` → {mimeType, base64}; anything else → undefined. */
+export function parseDataUrl(url: string): DataUrl | undefined {
+  const match = /^data:([^,]*?),(.*)$/s.exec(url);
+  if (!match) return undefined;
+  const meta = match[1] ?? '';
+  const payload = match[2] ?? '';
+  const parts = meta.split(';');
+  const mimeType = parts[0] || 'text/plain';
+  const isBase64 = parts.slice(1).some((p) => p.toLowerCase() === 'base64');
+  const base64 = isBase64 ? payload : Buffer.from(decodeURIComponent(payload), 'utf8').toString('base64');
+  return { mimeType, base64 };
+}
+
+const IMAGE_MIME_BY_EXTENSION: ReadonlyMap<string, string> = new Map([
+  ['png', 'image/png'],
+  ['jpg', 'image/jpeg'],
+  ['jpeg', 'image/jpeg'],
+  ['webp', 'image/webp'],
+  ['gif', 'image/gif'],
+  ['heic', 'image/heic'],
+  ['heif', 'image/heif'],
+  ['pdf', 'application/pdf'],
+]);
+
+/** Best guess of a remote file's type from its URL path (providers that want a mime type for URLs). */
+export function mimeTypeFromUrl(url: string): string | undefined {
+  let path = url;
+  try {
+    path = new URL(url).pathname;
+  } catch {
+    // not absolute: use as is
+  }
+  const ext = /\.([a-z0-9]+)$/i.exec(path)?.[1]?.toLowerCase();
+  return ext ? IMAGE_MIME_BY_EXTENSION.get(ext) : undefined;
+}
+
+export function parseJsonArguments(text: string, what: string): Record<string, unknown> {
+  if (text.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return unsupported(`${what}: arguments are not valid JSON`);
+  }
+  if (!isRecord(value)) return unsupported(`${what}: arguments must be a JSON object`);
+  return value;
+}
+
+/** A stream `data:` line that is not JSON. */
+export function parseStreamJson(data: string): { ok: true; value: Json } | { ok: false; event: TextStreamEvent } {
+  try {
+    const value: unknown = JSON.parse(data);
+    if (isRecord(value)) return { ok: true, value };
+  } catch {
+    // fall through
+  }
+  return { ok: false, event: { type: 'error', message: 'malformed stream event: not a JSON object', raw: data.slice(0, 2000) } };
+}

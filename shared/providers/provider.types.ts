@@ -1,0 +1,147 @@
+/**
+ * The canonical shapes between Switchyard and its provider adapters.
+ *
+ * Public formats (Responses API, chat completions, embeddings) are mapped INTO these by `shared/formats`,
+ * and every adapter (`shared/providers/<kind>/`) maps these to and from its provider's wire format.
+ * Field names follow OpenAI's Responses API where one exists, because that is our public contract.
+ */
+
+// ---------- text: request ----------
+
+export type InputContentPart =
+  | { type: 'input_text'; text: string }
+  | { type: 'input_image'; image_url: string; detail?: 'low' | 'high' | 'auto' }
+  | { type: 'input_file'; file_data?: string; file_url?: string; filename?: string }
+  | { type: 'output_text'; text: string };
+
+export type InputItem =
+  | { type: 'message'; role: 'system' | 'developer' | 'user' | 'assistant'; content: InputContentPart[] }
+  | { type: 'function_call'; call_id: string; name: string; arguments: string }
+  | { type: 'function_call_output'; call_id: string; output: string };
+
+export interface FunctionTool {
+  type: 'function';
+  name: string;
+  description?: string;
+  parameters?: Record<string, unknown>;
+  strict?: boolean;
+}
+
+export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; name: string };
+
+export type TextFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean; description?: string };
+
+export interface TextRequest {
+  /** The provider's own model name (catalog `upstreamModel`). */
+  model: string;
+  instructions?: string;
+  input: InputItem[];
+  tools?: FunctionTool[];
+  toolChoice?: ToolChoice;
+  parallelToolCalls?: boolean;
+  maxOutputTokens?: number;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  stop?: string[];
+  seed?: number;
+  reasoning?: { effort?: 'minimal' | 'low' | 'medium' | 'high' | 'max'; summary?: string; maxTokens?: number; enabled?: boolean };
+  textFormat?: TextFormat;
+  /** Ask for log-probabilities of the output tokens, with this many alternatives per position. */
+  topLogprobs?: number;
+  logprobs?: boolean;
+  stream: boolean;
+  user?: string;
+  promptCacheKey?: string;
+}
+
+// ---------- text: result ----------
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'error';
+
+export type OutputItem =
+  | { type: 'message'; id: string; role: 'assistant'; content: Array<{ type: 'output_text'; text: string }> }
+  | { type: 'function_call'; id: string; call_id: string; name: string; arguments: string }
+  | { type: 'reasoning'; id: string; summary: Array<{ type: 'summary_text'; text: string }> };
+
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cachedTokens?: number;
+  cacheWriteTokens?: number;
+  reasoningTokens?: number;
+  audioInputTokens?: number;
+  audioOutputTokens?: number;
+}
+
+export interface TokenLogprob {
+  token: string;
+  logprob: number;
+  top: Array<{ token: string; logprob: number }>;
+}
+
+export interface TextResult {
+  output: OutputItem[];
+  finishReason: FinishReason;
+  usage: TokenUsage;
+  logprobs?: TokenLogprob[];
+  /** Model version the provider reports, when it reports one. */
+  modelVersion?: string;
+  upstreamId?: string;
+}
+
+/** What a stream parser emits, in order; the worker turns these into public SSE events. */
+export type TextStreamEvent =
+  | { type: 'text_delta'; text: string }
+  | { type: 'reasoning_delta'; text: string }
+  | { type: 'tool_call_start'; index: number; callId: string; name: string }
+  | { type: 'tool_call_delta'; index: number; argumentsDelta: string }
+  | { type: 'usage'; usage: TokenUsage }
+  | { type: 'finish'; finishReason: FinishReason; modelVersion?: string }
+  | { type: 'error'; message: string; raw?: string };
+
+// ---------- embeddings ----------
+
+export type EmbeddingInput =
+  | { type: 'text'; text: string }
+  | { type: 'multimodal'; content: Array<{ type: 'text'; text: string } | { type: 'image_url'; url: string }> };
+
+export interface EmbeddingRequest {
+  model: string;
+  inputs: EmbeddingInput[];
+  dimensions?: number;
+  user?: string;
+}
+
+export interface EmbeddingResult {
+  /** One float vector per input, in input order. */
+  vectors: number[][];
+  usage: { inputTokens: number };
+  modelVersion?: string;
+}
+
+// ---------- I/O descriptions (adapters stay pure: they describe requests, `api.ts` performs them) ----------
+
+export interface HttpRequestSpec {
+  method: 'GET' | 'POST';
+  /** Path and query appended to the provider's `baseUrl`. */
+  path: string;
+  headers: Record<string, string>;
+  body?: unknown;
+}
+
+/** An upstream failure, classified once (see shared/providers/upstream-error.ts). */
+export interface UpstreamFailure {
+  /** `provider_error`, `upstream_timeout`, `rate_limited`, `malformed_reply`, `bad_request`, `unauthorized`. */
+  reason: 'provider_error' | 'upstream_timeout' | 'rate_limited' | 'malformed_reply' | 'bad_request' | 'unauthorized';
+  status?: number;
+  message: string;
+  raw?: string;
+  /** Whether trying the next endpoint makes sense (5xx, 429, timeout, malformed: yes; 400: no). */
+  fallback: boolean;
+}

@@ -1,0 +1,6 @@
+export * from './routing.types';
+export * from './routing-errors';
+export * from './inline-model';
+export * from './plan-route';
+export * from './endpoint-stats';
+export { addDecimal, compareDecimal, formatDecimal, parseDecimal, type ScaledDecimal } from './decimal-compare';

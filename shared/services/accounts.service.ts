@@ -1,0 +1,130 @@
+import type { Db } from '../db/client';
+import type { ApiKey } from '../db/generated/client';
+import { Ledger } from '../billing/ledger';
+import { money, toStorage, type MoneyLike } from '../billing/money';
+import type { LimitReset } from '../billing/periods';
+import { generateApiKey, hashApiKey, keyLabel, newId, newSecret } from '../auth/api-keys';
+import { signToken, type Role } from '../auth/tokens';
+import { AppError } from '../errors/app-error';
+
+export const DEFAULT_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
+
+export interface LimitInput {
+  limit?: MoneyLike | null;
+  reset?: LimitReset | null;
+}
+
+export interface CreateKeyInput extends LimitInput {
+  organizationId: string;
+  userId?: string | null;
+  creatorUserId?: string | null;
+  name?: string;
+  allowedModels?: string[];
+  rateLimitPerMinute?: number | null;
+}
+
+function limitColumns(input: LimitInput): { limit: string | null; limitReset: LimitReset | null } {
+  if (input.limit === undefined || input.limit === null) {
+    if (input.reset) throw new AppError('BAD_REQUEST', 'A limit period needs a limit');
+    return { limit: null, limitReset: null };
+  }
+  if (money(input.limit).isNegative()) throw new AppError('BAD_REQUEST', 'A limit cannot be negative');
+  return { limit: toStorage(input.limit), limitReset: input.reset ?? 'never' };
+}
+
+/** Organizations, users, tokens and keys: shared by the CLI and the /v1/keys routes. */
+export class AccountsService {
+  private readonly ledger: Ledger;
+
+  constructor(
+    private readonly db: Db,
+    private readonly secret: string,
+    private readonly clock: () => Date = () => new Date(),
+  ) {
+    this.ledger = new Ledger(db, clock);
+  }
+
+  async createOrganization(input: { name: string; balance?: MoneyLike }) {
+    const organizationId = newId('org');
+    const ownerUserId = newId('usr');
+    const callbackSecret = newSecret();
+    await this.db.$transaction([
+      this.db.organization.create({ data: { id: organizationId, name: input.name, callbackSecret } }),
+      this.db.user.create({ data: { id: ownerUserId, organizationId, email: `owner@${organizationId}`, role: 'owner' } }),
+    ]);
+    if (input.balance !== undefined && money(input.balance).greaterThan(0)) await this.ledger.topUp(organizationId, input.balance);
+    return { organizationId, ownerUserId, ownerToken: this.issueTokenFor(ownerUserId, organizationId, 'owner'), callbackSecret };
+  }
+
+  async topUp(organizationId: string, amount: MoneyLike) {
+    if (!money(amount).greaterThan(0)) throw new AppError('BAD_REQUEST', 'The amount must be positive');
+    const balance = await this.ledger.topUp(organizationId, amount);
+    if (!balance) throw new AppError('NOT_FOUND', `Organization ${organizationId} not found`);
+    return { organizationId, balance };
+  }
+
+  async createUser(input: { organizationId: string; email: string; role: Role } & LimitInput) {
+    const org = await this.db.organization.findUnique({ where: { id: input.organizationId } });
+    if (!org) throw new AppError('NOT_FOUND', `Organization ${input.organizationId} not found`);
+    const userId = newId('usr');
+    await this.db.user.create({ data: { id: userId, organizationId: input.organizationId, email: input.email, role: input.role, ...limitColumns(input) } });
+    return { userId, token: this.issueTokenFor(userId, input.organizationId, input.role) };
+  }
+
+  async issueToken(userId: string, ttlSeconds = DEFAULT_TOKEN_TTL_SECONDS) {
+    const user = await this.db.user.findUnique({ where: { id: userId } });
+    if (!user) throw new AppError('NOT_FOUND', `User ${userId} not found`);
+    return { token: this.issueTokenFor(user.id, user.organizationId, user.role, ttlSeconds) };
+  }
+
+  async createKey(input: CreateKeyInput) {
+    const org = await this.db.organization.findUnique({ where: { id: input.organizationId } });
+    if (!org) throw new AppError('NOT_FOUND', `Organization ${input.organizationId} not found`);
+    if (input.userId) {
+      const user = await this.db.user.findUnique({ where: { id: input.userId } });
+      if (!user || user.organizationId !== input.organizationId) throw new AppError('NOT_FOUND', `User ${input.userId} not found in this organization`);
+    }
+    const key = generateApiKey();
+    const id = newId('key');
+    const record = await this.db.apiKey.create({
+      data: {
+        id,
+        organizationId: input.organizationId,
+        userId: input.userId ?? null,
+        creatorUserId: input.creatorUserId ?? input.userId ?? null,
+        name: input.name ?? 'default',
+        keyHash: hashApiKey(key),
+        label: keyLabel(key),
+        allowedModels: input.allowedModels ?? [],
+        rateLimitPerMinute: input.rateLimitPerMinute ?? null,
+        ...limitColumns(input),
+      },
+    });
+    return { id, key, label: record.label, record };
+  }
+
+  async revokeKey(id: string) {
+    const found = await this.db.apiKey.findUnique({ where: { id } });
+    if (!found) throw new AppError('NOT_FOUND', `Key ${id} not found`);
+    if (!found.revokedAt) await this.db.apiKey.update({ where: { id }, data: { revokedAt: this.clock(), updatedAt: this.clock() } });
+    return { id, revoked: true as const };
+  }
+
+  async updateKey(id: string, patch: { name?: string; allowedModels?: string[]; rateLimitPerMinute?: number | null; disabled?: boolean } & LimitInput) {
+    const data: Record<string, unknown> = { updatedAt: this.clock() };
+    if (patch.name !== undefined) data.name = patch.name;
+    if (patch.allowedModels !== undefined) data.allowedModels = patch.allowedModels;
+    if (patch.rateLimitPerMinute !== undefined) data.rateLimitPerMinute = patch.rateLimitPerMinute;
+    if (patch.limit !== undefined) Object.assign(data, limitColumns(patch));
+    else if (patch.reset !== undefined) data.limitReset = patch.reset;
+    if (patch.disabled !== undefined) data.revokedAt = patch.disabled ? this.clock() : null;
+    return this.db.apiKey.update({ where: { id }, data });
+  }
+
+  private issueTokenFor(userId: string, org: string, role: Role, ttlSeconds = DEFAULT_TOKEN_TTL_SECONDS): string {
+    const now = this.clock().getTime();
+    return signToken({ sub: userId, org, role, exp: Math.floor(now / 1000) + ttlSeconds }, this.secret, now);
+  }
+}
+
+export type { ApiKey };
