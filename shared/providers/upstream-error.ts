@@ -84,7 +84,7 @@ export function upstreamFailure(problem: UpstreamProblem): UpstreamFailure {
     }
     case 'network': {
       const code = errorCode(problem.error);
-      const reason = (code && REASON_BY_ERROR_CODE.get(code)) ?? 'provider_error';
+      const reason = (code !== undefined ? REASON_BY_ERROR_CODE.get(code) : undefined) ?? 'provider_error';
       const message = problem.error instanceof Error ? problem.error.message : String(problem.error);
       return make(reason, code ? `${code}: ${message}` : message);
     }

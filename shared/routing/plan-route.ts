@@ -104,7 +104,7 @@ export function planRoute(input: PlanRouteInput): RoutePlan {
   }
   const typeMismatch = (model: ModelConfig): string | undefined =>
     types && !types.includes(model.type)
-      ? `Model '${model.id}' is a ${model.type} model; this endpoint serves ${types.join(' or ')} models`
+      ? `Model '${model.id}' is ${/^[aeiou]/.test(model.type) ? 'an' : 'a'} ${model.type} model; this endpoint serves ${types.join(' or ')} models`
       : undefined;
   const primaryMismatch = typeMismatch(catalog.models[modelIds[0]]);
   if (primaryMismatch) throw new RoutingError('model_not_found', primaryMismatch, [], modelIds[0]);

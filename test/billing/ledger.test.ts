@@ -1,5 +1,6 @@
 import { Ledger } from '../../shared/billing/ledger';
 import { money } from '../../shared/billing/money';
+import { periodStart } from '../../shared/billing/periods';
 import { AppError } from '../../shared/errors/app-error';
 import { createTestDb, type TestDb } from '../helpers/test-db';
 import { seedKey, seedOrg } from '../helpers/fixtures';
@@ -177,7 +178,6 @@ describe('Ledger rules', () => {
 
 describe('sy_period_start agrees with periodStart', () => {
   it('for 200 random instants and every period', async () => {
-    const { periodStart } = await import('../../shared/billing/periods');
     const base = Date.UTC(2026, 0, 1);
     for (let i = 0; i < 200; i++) {
       const at = new Date(base + Math.floor(Math.random() * 730 * 86_400_000));

@@ -1,0 +1,120 @@
+import type { NextFunction, Request, Response } from 'express';
+import type { Db } from '../../shared/db/client';
+import { hashApiKey, KEY_PATTERN } from '../../shared/auth/api-keys';
+import { looksLikeJwt, verifyToken, type Role } from '../../shared/auth/tokens';
+import { AppError } from '../../shared/errors/app-error';
+
+export type Principal =
+  | {
+      kind: 'key';
+      organizationId: string;
+      keyId: string;
+      /** The user the key belongs to (its member), if any. */
+      userId: string | null;
+      allowedModels: string[];
+      rateLimitPerMinute: number | null;
+    }
+  | { kind: 'user'; organizationId: string; userId: string; role: Role; rateLimitPerMinute: number | null };
+
+declare module 'express-serve-static-core' {
+  interface Locals {
+    principal: Principal;
+    traceId: string;
+  }
+}
+
+interface CacheEntry {
+  at: number;
+  principal: Principal | 'revoked' | null;
+}
+
+/**
+ * Resolves `Authorization: Bearer ...` to a principal (decisions.md section 2). Lookups are cached for
+ * `cacheMs` (1 s by default) to keep the database off the hot path; a revocation through this process
+ * takes effect at once, one made elsewhere within `cacheMs`.
+ */
+export class Authenticator {
+  private readonly cache = new Map<string, CacheEntry>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly secret: string,
+    private readonly cacheMs = 1000,
+  ) {}
+
+  async authenticate(header: string | undefined): Promise<Principal> {
+    const match = /^Bearer ([^\s]+)$/.exec(header ?? '');
+    if (!match) throw new AppError('UNAUTHORIZED', 'Missing or malformed Authorization header: use "Bearer <API key>"');
+    const token = match[1];
+    if (KEY_PATTERN.test(token)) return this.fromKey(token);
+    if (looksLikeJwt(token)) return this.fromToken(token);
+    throw new AppError('UNAUTHORIZED', 'Unknown API key or token');
+  }
+
+  forget(keyId: string): void {
+    for (const [k, v] of this.cache) if (v.principal && v.principal !== 'revoked' && v.principal.kind === 'key' && v.principal.keyId === keyId) this.cache.delete(k);
+  }
+
+  private async fromKey(key: string): Promise<Principal> {
+    const hash = hashApiKey(key);
+    const cached = this.cache.get(hash);
+    let principal: CacheEntry['principal'];
+    if (cached && Date.now() - cached.at < this.cacheMs) principal = cached.principal;
+    else {
+      const row = await this.db.apiKey.findUnique({ where: { keyHash: hash }, include: { organization: { select: { rateLimitPerMinute: true } } } });
+      principal = !row
+        ? null
+        : row.revokedAt
+          ? 'revoked'
+          : {
+              kind: 'key',
+              organizationId: row.organizationId,
+              keyId: row.id,
+              userId: row.userId,
+              allowedModels: row.allowedModels,
+              rateLimitPerMinute: row.rateLimitPerMinute ?? row.organization.rateLimitPerMinute,
+            };
+      if (this.cacheMs > 0) {
+        if (this.cache.size > 10_000) this.cache.clear();
+        this.cache.set(hash, { at: Date.now(), principal });
+      }
+    }
+    if (principal === 'revoked') throw new AppError('api_key_revoked', 'This API key has been revoked');
+    if (!principal) throw new AppError('UNAUTHORIZED', 'Unknown API key or token');
+    return principal;
+  }
+
+  private async fromToken(token: string): Promise<Principal> {
+    const claims = verifyToken(token, this.secret);
+    if (!claims) throw new AppError('UNAUTHORIZED', 'Invalid or expired token');
+    const user = await this.db.user.findUnique({ where: { id: claims.sub }, include: { organization: { select: { rateLimitPerMinute: true } } } });
+    if (!user || user.organizationId !== claims.org) throw new AppError('UNAUTHORIZED', 'Invalid or expired token');
+    return { kind: 'user', organizationId: user.organizationId, userId: user.id, role: user.role, rateLimitPerMinute: user.organization.rateLimitPerMinute };
+  }
+}
+
+export function authMiddleware(auth: Authenticator) {
+  return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    try {
+      res.locals.principal = await auth.authenticate(req.headers.authorization);
+      next();
+    } catch (e) {
+      next(e);
+    }
+  };
+}
+
+/** Routes for personal-account tokens only, with the roles allowed. */
+export function requireUser(res: Response, roles: Role[] = ['owner', 'admin', 'member']): Extract<Principal, { kind: 'user' }> {
+  const p = res.locals.principal;
+  if (p.kind !== 'user') throw new AppError('FORBIDDEN', 'This endpoint needs a personal-account token, not an API key');
+  if (!roles.includes(p.role)) throw new AppError('FORBIDDEN', `Your role (${p.role}) may not do this`);
+  return p;
+}
+
+/** A key limited to some models asking for another: 403 (decisions.md section 2). */
+export function assertModelAllowed(principal: Principal, model: string): void {
+  if (principal.kind === 'key' && principal.allowedModels.length > 0 && !principal.allowedModels.includes(model)) {
+    throw new AppError('FORBIDDEN', `This API key may not use model ${model}`);
+  }
+}

@@ -1,0 +1,45 @@
+import type { NextFunction, Request, Response } from 'express';
+import { AppError, isAppError } from '../../shared/errors/app-error';
+import type { Logger } from '../../shared/logger';
+
+/** Maps body-parser and infrastructure failures to our codes; anything unknown is a 500 with details only in the log. */
+export function toAppError(err: unknown): AppError {
+  if (isAppError(err)) return err;
+  const e = err as { type?: string; status?: number; message?: string; code?: string; name?: string };
+  if (e?.type === 'entity.too.large') return new AppError('PAYLOAD_TOO_LARGE', 'Request body too large');
+  if (e?.type === 'entity.parse.failed') return AppError.validation([{ path: '/', message: 'body is not valid JSON' }], 'Request body is not valid JSON');
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return new AppError('BAD_REQUEST', e.message ?? 'Unsupported encoding');
+  if (isUnavailable(e)) return new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable: repeat later');
+  return new AppError('INTERNAL_ERROR', 'Internal server error');
+}
+
+/** Redis or PostgreSQL out of reach: the caller should retry, it is not our bug. */
+function isUnavailable(e: { message?: string; code?: string; name?: string } | undefined): boolean {
+  if (!e) return false;
+  const text = `${e.name ?? ''} ${e.code ?? ''} ${e.message ?? ''}`;
+  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection is closed|Stream isn't writeable|enableOfflineQueue|MaxRetriesPerRequest|Can't reach database|P1001|P1017|connection terminated|Connection terminated|timeout exceeded when trying to connect|PrismaClientInitializationError|DriverAdapterError/i.test(
+    text,
+  );
+}
+
+export function sendError(res: Response, err: AppError): void {
+  const traceId = String(res.locals.traceId ?? '');
+  if (err.headers) for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+  res.status(err.status).json(err.toBody(traceId));
+}
+
+export function errorHandler(logger: Logger) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    const appError = toAppError(err);
+    if (appError.status >= 500) logger.error('request failed', { err, method: req.method, path: req.path, code: appError.code });
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    sendError(res, appError);
+  };
+}
+
+export function notFoundHandler(req: Request, _res: Response, next: NextFunction): void {
+  next(new AppError('NOT_FOUND', `No route ${req.method} ${req.path}`));
+}

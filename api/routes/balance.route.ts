@@ -1,0 +1,34 @@
+import { Router, type Response } from 'express';
+import type { AppContext } from '../app-context';
+import { moneyString } from '../../shared/billing/money';
+
+/** GET /v2/balance and the deprecated GET /v1/balance (decisions.md section 4). */
+export function balanceRoutes(ctx: AppContext): Router {
+  const r = Router();
+
+  async function load(res: Response) {
+    const p = res.locals.principal;
+    const key = p.kind === 'key' ? await ctx.db.apiKey.findUniqueOrThrow({ where: { id: p.keyId } }) : null;
+    const memberId = p.kind === 'key' ? p.userId : p.userId;
+    const member = memberId ? await ctx.db.user.findUnique({ where: { id: memberId } }) : null;
+    return ctx.keyInfo.balance(p.organizationId, key, member && member.limit !== null ? member : null);
+  }
+
+  r.get('/v2/balance', ...ctx.guard, async (_req, res) => {
+    res.json((await load(res)).v2);
+  });
+
+  r.get('/v1/balance', ...ctx.guard, async (_req, res) => {
+    const b = await load(res);
+    res.setHeader('Deprecation', 'true');
+    res.setHeader('Link', '</v2/balance>; rel="successor-version"');
+    const personal = b.memberRemaining !== null;
+    res.json({
+      amount: personal ? moneyString(b.memberRemaining!) : moneyString(b.org.balance),
+      available: moneyString(b.available),
+      ...(personal ? {} : { reservedAmount: moneyString(b.org.reserved), spentAmount: moneyString(b.org.spent) }),
+      updatedAt: b.org.updatedAt.toISOString(),
+    });
+  });
+  return r;
+}

@@ -1,0 +1,189 @@
+/**
+ * The only I/O of the provider layer: performs the `HttpRequestSpec`s the adapters describe, over one undici
+ * `Agent` (a keep-alive connection pool per origin). Every failure leaves here as an `UpstreamError`.
+ */
+import { Agent, type Dispatcher } from 'undici';
+import type { ErrorBodyExtractor, SseEvent } from './adapter.types';
+import type { HttpRequestSpec } from './provider.types';
+import { SseParser } from './sse';
+import { abortedError, isUpstreamError, parseRetryAfter, upstreamError, type UpstreamError } from './upstream-error';
+
+export interface UpstreamClientOptions {
+  /** Connection cap per origin (default: no cap; the catalog's `maxConcurrency` limits calls above this). */
+  connectionsPerOrigin?: number;
+  /** How long an idle connection is kept for reuse (default 10 s). */
+  keepAliveTimeoutMs?: number;
+}
+
+export interface UpstreamCallOptions {
+  /**
+   * `request`: deadline for the whole exchange. `stream`: time to the response headers, then the longest
+   * silence allowed between body chunks.
+   */
+  timeoutMs: number;
+  /** The caller's cancellation (job cancelled, client gone); ends with an `UpstreamError` whose `aborted` is true. */
+  signal?: AbortSignal;
+  /** The provider kind's error-body reader (`adapter.extractError`), for messages of non-2xx replies. */
+  extractError?: ErrorBodyExtractor;
+}
+
+export interface UpstreamReply {
+  status: number;
+  headers: Record<string, string>;
+  /** The parsed body (a 2xx that is not JSON is a `malformed_reply`). */
+  json: unknown;
+  text: string;
+}
+
+export interface UpstreamClient {
+  request(baseUrl: string, spec: HttpRequestSpec, options: UpstreamCallOptions): Promise<UpstreamReply>;
+  /**
+   * Resolves once the status is known (non-2xx rejects with the error body read), so a caller can still fall
+   * back before emitting anything; then yields SSE events as they arrive. Leaving the loop early closes the body.
+   */
+  stream(baseUrl: string, spec: HttpRequestSpec, options: UpstreamCallOptions): Promise<AsyncIterable<SseEvent>>;
+  close(): Promise<void>;
+}
+
+const DEFAULT_KEEP_ALIVE_MS = 10_000;
+
+export function createUpstreamClient(options: UpstreamClientOptions = {}): UpstreamClient {
+  const keepAlive = options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_MS;
+  const agent = new Agent({
+    connections: options.connectionsPerOrigin ?? null,
+    keepAliveTimeout: keepAlive,
+    keepAliveMaxTimeout: Math.max(keepAlive, 1_000),
+  });
+
+  return {
+    async request(baseUrl, spec, call) {
+      const deadline = new AbortController();
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        deadline.abort();
+      }, call.timeoutMs);
+      const signal = call.signal ? AbortSignal.any([call.signal, deadline.signal]) : deadline.signal;
+      const failure = (error: unknown): UpstreamError => (timedOut ? upstreamError({ kind: 'timeout', timeoutMs: call.timeoutMs }, { cause: error }) : toUpstreamError(error, call));
+      try {
+        const res = await send(agent, baseUrl, spec, call, signal);
+        const text = await res.body.text();
+        const headers = flattenHeaders(res.headers);
+        if (!isSuccess(res.statusCode)) throw replyError(res.statusCode, headers, text, call);
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          throw upstreamError({ kind: 'malformed', message: `HTTP ${res.statusCode} reply is not JSON`, raw: text });
+        }
+        return { status: res.statusCode, headers, json, text };
+      } catch (error) {
+        throw failure(error);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+
+    async stream(baseUrl, spec, call) {
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await send(agent, baseUrl, spec, call, call.signal);
+      } catch (error) {
+        throw toUpstreamError(error, call);
+      }
+      if (!isSuccess(res.statusCode)) {
+        let text = '';
+        try {
+          text = await res.body.text();
+        } catch {
+          // the status alone classifies it
+        }
+        throw replyError(res.statusCode, flattenHeaders(res.headers), text, call);
+      }
+      return sseEvents(res.body, call);
+    },
+
+    close: () => agent.close(),
+  };
+}
+
+/** `http://host/openai/v1` + `/chat/completions` → origin `http://host`, path `/openai/v1/chat/completions` (a base query is kept). */
+export function joinUpstreamUrl(baseUrl: string, path: string): { origin: string; path: string } {
+  const base = new URL(baseUrl);
+  const basePath = base.pathname.replace(/\/+$/, '');
+  const relative = path.startsWith('/') ? path : `/${path}`;
+  if (!base.search) return { origin: base.origin, path: basePath + relative };
+  const [pathPart, query] = splitOnce(relative, '?');
+  return { origin: base.origin, path: `${basePath}${pathPart}${base.search}${query ? `&${query}` : ''}` };
+}
+
+function splitOnce(text: string, separator: string): [string, string | undefined] {
+  const at = text.indexOf(separator);
+  return at === -1 ? [text, undefined] : [text.slice(0, at), text.slice(at + 1)];
+}
+
+function send(agent: Agent, baseUrl: string, spec: HttpRequestSpec, call: UpstreamCallOptions, signal: AbortSignal | undefined): Promise<Dispatcher.ResponseData> {
+  if (call.signal?.aborted) return Promise.reject(abortedError(call.signal.reason));
+  const target = joinUpstreamUrl(baseUrl, spec.path);
+  const headers = { ...spec.headers };
+  const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
+  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+  return agent.request({
+    origin: target.origin,
+    path: target.path,
+    method: spec.method,
+    headers,
+    body,
+    signal,
+    headersTimeout: call.timeoutMs,
+    bodyTimeout: call.timeoutMs,
+  });
+}
+
+async function* sseEvents(body: Dispatcher.ResponseData['body'], call: UpstreamCallOptions): AsyncGenerator<SseEvent> {
+  const parser = new SseParser();
+  const chunks = body[Symbol.asyncIterator]();
+  let complete = false;
+  try {
+    for (;;) {
+      let next: IteratorResult<unknown>;
+      try {
+        next = await chunks.next();
+      } catch (error) {
+        throw toUpstreamError(error, call);
+      }
+      if (next.done) break;
+      const chunk = next.value;
+      yield* parser.push(typeof chunk === 'string' ? chunk : (chunk as Uint8Array));
+    }
+    complete = true;
+    yield* parser.end();
+  } finally {
+    // Leaving early (break, error, cancellation) frees the connection instead of draining the stream.
+    if (!complete && !body.destroyed) body.destroy();
+  }
+}
+
+function replyError(status: number, headers: Record<string, string>, text: string, call: UpstreamCallOptions): UpstreamError {
+  const retryAfterMs = parseRetryAfter(headers['retry-after'], Date.now());
+  const problem = { kind: 'reply' as const, status, body: text, ...(call.extractError && { extract: call.extractError }) };
+  return upstreamError(problem, retryAfterMs === undefined ? {} : { retryAfterMs });
+}
+
+function toUpstreamError(error: unknown, call: UpstreamCallOptions): UpstreamError {
+  if (isUpstreamError(error)) return error;
+  if (call.signal?.aborted) return abortedError(error);
+  return upstreamError({ kind: 'network', error }, { cause: error });
+}
+
+function isSuccess(status: number): boolean {
+  return status >= 200 && status < 300;
+}
+
+function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const flat: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) flat[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return flat;
+}

@@ -1,0 +1,22 @@
+/**
+ * Provider kind → adapter manifest. New kinds are new folders plus one line here (`replicate` comes next);
+ * `Partial` until every kind of the catalog has its adapter.
+ */
+import type { ProviderKind } from '../catalog/catalog.types';
+import type { ProviderAdapter } from './adapter.types';
+import { anthropicAdapter } from './anthropic';
+import { geminiAdapter } from './gemini';
+import { openaiAdapter } from './openai';
+
+export const providerAdapters = {
+  openai: openaiAdapter,
+  anthropic: anthropicAdapter,
+  gemini: geminiAdapter,
+} as const satisfies Partial<{ [K in ProviderKind]: ProviderAdapter<K> }>;
+
+export type AdapterKind = keyof typeof providerAdapters;
+
+/** The adapter for a catalog provider's kind, or undefined when that kind has none yet. */
+export function adapterFor(kind: ProviderKind): ProviderAdapter | undefined {
+  return (providerAdapters as Partial<Record<ProviderKind, ProviderAdapter>>)[kind];
+}

@@ -1,0 +1,44 @@
+/** Request schemas of the key management routes (POST /v1/keys, PATCH /v1/keys/{id}). */
+const money = { type: ['number', 'string', 'null'], pattern: '^\\d+(\\.\\d+)?$', minimum: 0 } as const;
+const limitReset = { enum: ['daily', 'weekly', 'monthly', 'never', null] } as const;
+const models = { type: 'array', items: { type: 'string', minLength: 1, maxLength: 200 }, maxItems: 500 } as const;
+const rate = { type: ['integer', 'null'], minimum: 0, maximum: 1_000_000 } as const;
+
+export const createKeySchema = {
+  $id: 'CreateKeyRequest',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    limit: money,
+    limit_reset: limitReset,
+    allowed_models: models,
+    rate_limit_per_minute: rate,
+    user_id: { type: 'string', minLength: 1, description: 'Owner and admin only: issue the key to this user of the organization' },
+  },
+} as const;
+
+export const updateKeySchema = {
+  $id: 'UpdateKeyRequest',
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    limit: money,
+    limit_reset: limitReset,
+    allowed_models: models,
+    rate_limit_per_minute: rate,
+    disabled: { type: 'boolean' },
+  },
+} as const;
+
+export interface CreateKeyBody {
+  name?: string;
+  limit?: number | string | null;
+  limit_reset?: 'daily' | 'weekly' | 'monthly' | 'never' | null;
+  allowed_models?: string[];
+  rate_limit_per_minute?: number | null;
+  user_id?: string;
+}
+export type UpdateKeyBody = Omit<CreateKeyBody, 'user_id'> & { disabled?: boolean };

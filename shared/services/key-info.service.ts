@@ -1,0 +1,94 @@
+import type { Db } from '../db/client';
+import type { ApiKey, User } from '../db/generated/client';
+import { money, moneyNumber, moneyString, ZERO, type Decimal } from '../billing/money';
+import { periodStart, type LimitReset } from '../billing/periods';
+
+interface Usage {
+  total: Decimal;
+  daily: Decimal;
+  weekly: Decimal;
+  monthly: Decimal;
+}
+
+interface Limited {
+  limit: ApiKey['limit'];
+  limitReset: ApiKey['limitReset'];
+  periodStart: Date | null;
+  periodSpent: ApiKey['periodSpent'];
+  reserved: ApiKey['reserved'];
+}
+
+/** What is left of a limit now: limit − spent in the current period − held reservations, never below 0. */
+export function limitRemaining(subject: Limited, now: Date): Decimal | null {
+  if (subject.limit === null) return null;
+  const reset = (subject.limitReset ?? 'never') as LimitReset;
+  const current = periodStart(reset, now).getTime();
+  const spent = subject.periodStart && subject.periodStart.getTime() === current ? money(subject.periodSpent) : ZERO;
+  const left = money(subject.limit).minus(spent).minus(money(subject.reserved));
+  return left.isNegative() ? ZERO : left;
+}
+
+/** Key info, balances: read models over the ledger and the counters the money functions keep. */
+export class KeyInfoService {
+  constructor(
+    private readonly db: Db,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  async usage(keyId: string): Promise<Usage> {
+    const now = this.clock();
+    const rows = await this.db.$queryRaw<Array<{ total: string; daily: string; weekly: string; monthly: string }>>`
+      SELECT COALESCE(SUM(-amount), 0)::text AS total,
+             COALESCE(SUM(-amount) FILTER (WHERE created_at >= ${periodStart('daily', now)}), 0)::text AS daily,
+             COALESCE(SUM(-amount) FILTER (WHERE created_at >= ${periodStart('weekly', now)}), 0)::text AS weekly,
+             COALESCE(SUM(-amount) FILTER (WHERE created_at >= ${periodStart('monthly', now)}), 0)::text AS monthly
+      FROM ledger_entries WHERE api_key_id = ${keyId} AND kind = 'charge'`;
+    const r = rows[0];
+    return { total: money(r.total), daily: money(r.daily), weekly: money(r.weekly), monthly: money(r.monthly) };
+  }
+
+  /** The key info record of GET /v1/key: every field always present. */
+  async keyInfo(key: ApiKey) {
+    const u = await this.usage(key.id);
+    const remaining = limitRemaining(key, this.clock());
+    return {
+      creator_user_id: key.creatorUserId,
+      label: key.label,
+      limit: key.limit === null ? null : moneyNumber(key.limit),
+      limit_remaining: remaining === null ? null : moneyNumber(remaining),
+      limit_reset: key.limit === null ? null : key.limitReset,
+      usage: moneyNumber(u.total),
+      usage_daily: moneyNumber(u.daily),
+      usage_weekly: moneyNumber(u.weekly),
+      usage_monthly: moneyNumber(u.monthly),
+    };
+  }
+
+  /** Balance figures for an organization seen through a key and/or a member. */
+  async balance(organizationId: string, key: ApiKey | null, member: User | null) {
+    const org = await this.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
+    const now = this.clock();
+    const keyRemaining = key ? limitRemaining(key, now) : null;
+    const memberRemaining = member ? limitRemaining(member, now) : null;
+    let available = money(org.balance).minus(money(org.reserved));
+    for (const r of [keyRemaining, memberRemaining]) if (r !== null && r.lessThan(available)) available = r;
+    if (available.isNegative()) available = ZERO;
+    const limitView = (s: Limited | null, remaining: Decimal | null) =>
+      s && s.limit !== null ? { limit: moneyString(s.limit), limitRemaining: moneyString(remaining ?? ZERO), limitReset: s.limitReset } : null;
+    return {
+      org,
+      available,
+      memberRemaining,
+      v2: {
+        amount: moneyString(org.balance),
+        available: moneyString(available),
+        reserved: moneyString(org.reserved),
+        spent: moneyString(org.spent),
+        currency: 'RUB' as const,
+        updatedAt: org.updatedAt.toISOString(),
+        key: limitView(key, keyRemaining),
+        member: limitView(member, memberRemaining),
+      },
+    };
+  }
+}

@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto';
+import type Redis from 'ioredis';
+import { createApp } from '../../api/app';
+import type { AppDeps } from '../../api/app-context';
+import { loadConfig, type Config } from '../../shared/config/env';
+import { createRedis } from '../../shared/queue/redis';
+import { createLogger } from '../../shared/logger';
+import type { Catalog } from '../../shared/catalog/catalog.types';
+import { createTestDb, type TestDb } from './test-db';
+import { TEST_REDIS_URL } from './test-env';
+import { TEST_SECRET } from './fixtures';
+
+export interface TestApp {
+  app: ReturnType<typeof createApp>;
+  t: TestDb;
+  redis: Redis;
+  config: Config;
+  prefix: string;
+  close(): Promise<void>;
+}
+
+/** The API on its own database and its own Redis key prefix, so test files run in parallel. */
+export async function createTestApp(opts: { catalog?: Catalog; env?: Record<string, string>; deps?: Partial<AppDeps> } = {}): Promise<TestApp> {
+  const t = await createTestDb();
+  const prefix = `{t-${randomBytes(5).toString('hex')}}`;
+  const config: Config = { ...loadConfig({ QUEUE_PREFIX: prefix, ...opts.env }, []), redisUrl: TEST_REDIS_URL, databaseUrl: t.url };
+  const redis = createRedis(TEST_REDIS_URL, { name: 'test-api' });
+  const app = createApp({
+    config,
+    db: t.db,
+    redis,
+    catalog: opts.catalog ?? { providers: {}, models: {} },
+    logger: createLogger({ silent: !process.env.TEST_LOGS }),
+    secret: TEST_SECRET,
+    ...opts.deps,
+  });
+  return {
+    app,
+    t,
+    redis,
+    config,
+    prefix,
+    async close() {
+      const keys = await redis.keys(`${prefix}*`);
+      if (keys.length) await redis.del(...keys);
+      redis.disconnect();
+      await t.drop();
+    },
+  };
+}
