@@ -7,7 +7,16 @@ import { AccountsService } from '../shared/services/accounts.service';
 import { KeyInfoService } from '../shared/services/key-info.service';
 import { Ledger } from '../shared/billing/ledger';
 import type { RequestHandler } from 'express';
+import { Queue } from 'bullmq';
 import { Authenticator, authMiddleware } from './middleware/auth';
+import { GenerationBus } from '../shared/queue/generation-bus';
+import { whenReady } from '../shared/queue/redis';
+import { QUEUE_NAMES, type QueueName } from '../shared/queue/queue-names';
+import { GenerationService } from '../shared/services/generation.service';
+import { EndpointStatsStore } from '../shared/services/endpoint-stats.store';
+import { GenerationGateway } from './services/generation-gateway';
+import { RoutePlanner } from './services/route-planner';
+import { TextService } from './services/text.service';
 import { rateLimitMiddleware } from './middleware/rate-limit';
 
 /** Everything a route needs, built once from injected I/O (no module-level state). */
@@ -15,6 +24,8 @@ export interface AppDeps {
   config: Config;
   db: Db;
   redis: Redis;
+  /** A connection of its own for the reply channel (a subscribed connection can do nothing else). */
+  subscriber: Redis;
   catalog: Catalog;
   logger: Logger;
   secret: string;
@@ -32,13 +43,45 @@ export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'work
   ledger: Ledger;
   /** Authentication then rate limiting: put in front of every authenticated route (unknown routes stay 404). */
   guard: RequestHandler[];
+  queues: Record<QueueName, Queue>;
+  bus: GenerationBus;
+  generations: GenerationService;
+  stats: EndpointStatsStore;
+  gateway: GenerationGateway;
+  planner: RoutePlanner;
+  text: TextService;
+  /** Resolves once the reply channel is subscribed. */
+  ready(): Promise<void>;
+  close(): Promise<void>;
 }
 
 export function buildContext(deps: AppDeps): AppContext {
   const clock = deps.clock ?? (() => new Date());
   const auth = new Authenticator(deps.db, deps.secret, deps.authCacheMs ?? 1000);
+  const queues = Object.fromEntries(
+    QUEUE_NAMES.map((q) => [q, new Queue(q, { connection: deps.redis, prefix: deps.config.queuePrefix })]),
+  ) as Record<QueueName, Queue>;
+  const bus = new GenerationBus(deps.redis, deps.subscriber, deps.config.queuePrefix);
+  const generations = new GenerationService(deps.db, clock);
+  const stats = new EndpointStatsStore(deps.redis, deps.config.queuePrefix);
+  const gateway = new GenerationGateway(generations, queues, bus, deps.logger);
+  const planner = new RoutePlanner(deps.catalog, stats);
   return {
     ...deps,
+    queues,
+    bus,
+    generations,
+    stats,
+    gateway,
+    planner,
+    text: new TextService(planner, gateway),
+    ready: async () => {
+      await whenReady(deps.redis);
+      await bus.start();
+    },
+    close: async () => {
+      await Promise.all(Object.values(queues).map((q) => q.close()));
+    },
     clock,
     workersReady: deps.workersReady ?? (async () => true),
     auth,

@@ -69,7 +69,7 @@ export function keysRoutes(ctx: AppContext): Router {
   });
 
   r.patch('/v1/keys/:id', ...ctx.guard, async (req, res) => {
-    const key = await manageable(res, req.params.id);
+    const key = await manageable(res, String(req.params.id));
     const body = check<UpdateKeyBody>(updateKeySchema, req.body ?? {});
     const updated = await ctx.accounts.updateKey(key.id, {
       name: body.name,
@@ -84,7 +84,7 @@ export function keysRoutes(ctx: AppContext): Router {
   });
 
   r.delete('/v1/keys/:id', ...ctx.guard, async (req, res) => {
-    const key = await manageable(res, req.params.id);
+    const key = await manageable(res, String(req.params.id));
     await ctx.accounts.revokeKey(key.id);
     ctx.auth.forget(key.id);
     res.json({ id: key.id, revoked: true, deleted: true });

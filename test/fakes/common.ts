@@ -5,6 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FakeKnobs } from './fake-provider';
+import type { Prediction } from './replicate';
 
 export interface Ctx {
   req: IncomingMessage;
@@ -27,7 +28,7 @@ export interface Ctx {
 
 /** State that outlives one request (Replicate predictions). */
 export interface SharedState {
-  predictions: Map<string, unknown>;
+  predictions: Map<string, Prediction>;
 }
 
 /** One wire format, mounted under its own path prefix. */

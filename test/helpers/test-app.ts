@@ -25,15 +25,18 @@ export async function createTestApp(opts: { catalog?: Catalog; env?: Record<stri
   const prefix = `{t-${randomBytes(5).toString('hex')}}`;
   const config: Config = { ...loadConfig({ QUEUE_PREFIX: prefix, ...opts.env }, []), redisUrl: TEST_REDIS_URL, databaseUrl: t.url };
   const redis = createRedis(TEST_REDIS_URL, { name: 'test-api' });
+  const subscriber = createRedis(TEST_REDIS_URL, { name: 'test-api-sub', patient: true });
   const app = createApp({
     config,
     db: t.db,
     redis,
+    subscriber,
     catalog: opts.catalog ?? { providers: {}, models: {} },
     logger: createLogger({ silent: !process.env.TEST_LOGS }),
     secret: TEST_SECRET,
     ...opts.deps,
   });
+  await app.locals.ctx.ready();
   return {
     app,
     t,
@@ -41,9 +44,11 @@ export async function createTestApp(opts: { catalog?: Catalog; env?: Record<stri
     config,
     prefix,
     async close() {
+      await app.locals.ctx.close();
       const keys = await redis.keys(`${prefix}*`);
       if (keys.length) await redis.del(...keys);
       redis.disconnect();
+      subscriber.disconnect();
       await t.drop();
     },
   };

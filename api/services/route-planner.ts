@@ -1,0 +1,87 @@
+import { createHash } from 'node:crypto';
+import type { Catalog, EndpointConfig, ModelConfig, ModelType } from '../../shared/catalog/catalog.types';
+import { AppError } from '../../shared/errors/app-error';
+import {
+  applyModelSpec,
+  parametersToDrop,
+  parseModelSpec,
+  planRoute,
+  RoutingError,
+  RoutingInputError,
+  type ModelSpec,
+  type ProviderPreferences,
+  type RoutePlan,
+} from '../../shared/routing';
+import type { PlannedCandidate } from '../../shared/queue/job-catalog';
+import type { EndpointStatsStore } from '../../shared/services/endpoint-stats.store';
+import { assertModelAllowed, type Principal } from '../middleware/auth';
+
+export interface PlanRequest {
+  principal: Principal;
+  model?: string;
+  models?: string[];
+  provider?: ProviderPreferences;
+  requestedParameters?: string[];
+  modelType: ModelType | ModelType[];
+  requireCapabilities?: string[];
+  /** prompt_cache_key or session_id: requests sharing it stick to one endpoint. */
+  stickiness?: string;
+}
+
+export interface PlannedRoute {
+  spec: ModelSpec;
+  primary: ModelConfig;
+  plan: RoutePlan;
+  candidates: PlannedCandidate[];
+  endpoints: EndpointConfig[];
+  stickyKey?: string;
+}
+
+/** Translates routing failures to our errors (decisions.md section 3). */
+export function routingFailure(e: unknown): never {
+  if (e instanceof RoutingInputError) throw AppError.validation([{ path: `/${e.field.replace(/\./g, '/')}`, message: e.message }], e.message);
+  if (e instanceof RoutingError) throw AppError.fromReason(e.reason, e.message, e.candidates.length ? { candidates: e.candidates } : {});
+  throw e;
+}
+
+/** The routing step every generation route shares: model spec, permissions, stickiness, the plan. */
+export class RoutePlanner {
+  constructor(
+    private readonly catalog: Catalog,
+    private readonly stats: EndpointStatsStore,
+  ) {}
+
+  async plan(r: PlanRequest): Promise<PlannedRoute> {
+    try {
+      const first = r.model ?? r.models?.[0];
+      if (!first) throw new RoutingInputError('model', 'model is required');
+      const spec = parseModelSpec(first, { isKnownModel: (id) => id in this.catalog.models });
+      const models = [spec.model, ...(r.models ?? []).filter((m) => m !== spec.model)];
+      for (const m of models) assertModelAllowed(r.principal, m);
+      const preferences = applyModelSpec(r.provider, spec);
+      const slugs = models.flatMap((m) => this.catalog.models[m]?.endpoints.map((e) => e.slug) ?? []);
+      const stickyKey = r.stickiness ? `${r.principal.organizationId}:${createHash('sha256').update(r.stickiness).digest('hex').slice(0, 32)}` : undefined;
+      const sticky = stickyKey ? ((await this.stats.sticky(stickyKey)) ?? undefined) : undefined;
+      const plan = planRoute({
+        catalog: this.catalog,
+        models,
+        preferences,
+        requestedParameters: r.requestedParameters,
+        modelType: r.modelType,
+        stats: this.stats.snapshot(slugs),
+        sticky,
+        requireCapabilities: r.requireCapabilities,
+      });
+      return {
+        spec,
+        primary: this.catalog.models[spec.model],
+        plan,
+        candidates: plan.candidates.map((c) => ({ model: c.model, slug: c.endpoint.slug, dropParams: parametersToDrop(plan, c.endpoint.slug) })),
+        endpoints: plan.candidates.map((c) => c.endpoint),
+        stickyKey,
+      };
+    } catch (e) {
+      return routingFailure(e);
+    }
+  }
+}

@@ -1,0 +1,120 @@
+import type { TextRequest } from '../../shared/providers/provider.types';
+import type { ProviderPreferences } from '../../shared/routing';
+import { newId } from '../../shared/auth/api-keys';
+import { estimateTokens, maxBound, outputTokensFor, textBound } from '../../shared/billing/pricing';
+import { QUEUES } from '../../shared/queue/queue-names';
+import type { TextJobData } from '../../shared/queue/job-catalog';
+import type { ApiType, ResponseMode } from '../../shared/services/generation.service';
+import type { Principal } from '../middleware/auth';
+import type { GenerationGateway, Submission } from './generation-gateway';
+import type { PlannedRoute, RoutePlanner } from './route-planner';
+
+export const DEFAULT_MAX_OUTPUT_TOKENS = 4096;
+/** The least output a text request may be shrunk to when the balance does not cover its full bound. */
+const MIN_OUTPUT_TOKENS = 16;
+
+export interface TextSubmit {
+  principal: Principal;
+  traceId: string;
+  apiType: Extract<ApiType, 'responses' | 'chat_completions' | 'systemone'>;
+  mode: ResponseMode;
+  model?: string;
+  models?: string[];
+  provider?: ProviderPreferences;
+  request: Omit<TextRequest, 'model'>;
+  requestedParameters: string[];
+  requireCapabilities?: string[];
+  /** What the caller sent, kept on the generation (echo fields, conversations, history). */
+  record: unknown;
+  stickiness?: string;
+  previousResponseId?: string;
+  /** An id chosen by the caller (responses use `resp_...`). */
+  id?: string;
+}
+
+export interface TextSubmitted {
+  submission: Submission;
+  route: PlannedRoute;
+  request: Omit<TextRequest, 'model'>;
+  warnings: string[];
+}
+
+/**
+ * Text generations up to the queue: route, bound the cost, reserve (shrinking max_output_tokens to what the
+ * balance allows), record, enqueue (decisions.md sections 4-6).
+ */
+export class TextService {
+  constructor(
+    private readonly planner: RoutePlanner,
+    private readonly gateway: GenerationGateway,
+  ) {}
+
+  async submit(s: TextSubmit): Promise<TextSubmitted> {
+    const route = await this.planner.plan({
+      principal: s.principal,
+      model: s.model,
+      models: s.models,
+      provider: s.provider,
+      requestedParameters: s.requestedParameters,
+      modelType: 'chat',
+      requireCapabilities: s.requireCapabilities,
+      stickiness: s.stickiness,
+    });
+    const request = { ...s.request };
+    if (route.spec.reasoningEffort) request.reasoning = { ...request.reasoning, effort: route.spec.reasoningEffort as NonNullable<TextRequest['reasoning']>['effort'] };
+    const warnings = [...route.plan.warnings];
+
+    const inputTokens = estimateTokens(JSON.stringify(request.input) + (request.instructions ?? '') + JSON.stringify(request.tools ?? ''));
+    const outputFor = (max?: number) => Math.min(request.maxOutputTokens ?? Number.MAX_SAFE_INTEGER, max ?? DEFAULT_MAX_OUTPUT_TOKENS);
+    const bound = maxBound(route.endpoints, (e) => textBound(e.price, inputTokens, outputFor(e.maxOutputTokens)));
+    const minimum = maxBound(route.endpoints, (e) => textBound(e.price, inputTokens, Math.min(MIN_OUTPUT_TOKENS, outputFor(e.maxOutputTokens))));
+
+    const id = s.id ?? newId('gen');
+    const primary = route.primary;
+    const submission = await this.gateway.submit<TextJobData>(
+      QUEUES.text,
+      {
+        id,
+        organizationId: s.principal.organizationId,
+        apiKeyId: s.principal.kind === 'key' ? s.principal.keyId : null,
+        userId: s.principal.userId,
+        model: primary.id,
+        unifiedModelId: primary.id,
+        modelDisplayName: primary.displayName,
+        requestType: 'chat',
+        apiType: s.apiType,
+        responseMode: s.mode,
+        request: s.record,
+        routing: { candidates: route.candidates.map((c) => c.slug), dropped: route.plan.dropped },
+        previousResponseId: s.previousResponseId ?? null,
+        traceId: s.traceId,
+        bound,
+        minimum,
+      },
+      (granted) => {
+        if (granted.lessThan(bound)) {
+          const fits = outputTokensFor(granted, route.endpoints, inputTokens);
+          request.maxOutputTokens = Math.max(1, Math.min(fits, outputFor()));
+          warnings.push(`max_output_tokens was lowered to ${request.maxOutputTokens} to fit the available balance`);
+        }
+        return {
+          generationId: id,
+          organizationId: s.principal.organizationId,
+          apiKeyId: s.principal.kind === 'key' ? s.principal.keyId : null,
+          userId: s.principal.userId,
+          candidates: route.candidates,
+          warnings,
+          replyTo: s.mode === 'async' ? null : this.gateway.replyChannel,
+          stickyKey: route.stickyKey,
+          traceId: s.traceId,
+          apiType: s.apiType,
+          mode: s.mode,
+          request,
+        };
+      },
+      { listen: s.mode !== 'async' },
+    );
+    return { submission, route, request, warnings };
+  }
+}
+

@@ -1,0 +1,131 @@
+/** Small pure helpers shared by the public-format mappers: money in JSON, log-probabilities, reasoning. */
+import type { TextRequest, TokenLogprob } from '../providers/provider.types';
+import { formatDecimal, parseDecimal, type ScaledDecimal } from '../routing/decimal-compare';
+import type { PublicReasoningEffort, ResponsesReasoning } from '../schemas/responses.schema';
+
+/** Rounds a decimal string (or number) to `places` decimals, half away from zero, on the digits (no float math). */
+export function roundDecimal(value: string | number, places = 6): string {
+  const d = parseDecimal(value);
+  if (!d) throw new TypeError(`Not a decimal number: ${String(value)}`);
+  if (d.scale <= places) return formatDecimal(d);
+  const divisor = 10n ** BigInt(d.scale - places);
+  const negative = d.units < 0n;
+  const abs = negative ? -d.units : d.units;
+  let q = abs / divisor;
+  if ((abs % divisor) * 2n >= divisor) q += 1n;
+  const rounded: ScaledDecimal = { units: negative ? -q : q, scale: places };
+  return formatDecimal(rounded);
+}
+
+/** A money amount as replies show it: a JSON number rounded to 6 places (decisions.md section 4). */
+export function moneyJson(value: string | number): number {
+  return Number(roundDecimal(value, 6));
+}
+
+export interface PublicLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[];
+  top_logprobs: Array<{ token: string; logprob: number; bytes: number[] }>;
+}
+
+const utf8Bytes = (token: string): number[] => Array.from(Buffer.from(token, 'utf8'));
+
+/** Canonical log-probabilities → OpenAI's shape (the same in chat `logprobs.content` and Responses `output_text.logprobs`). */
+export function publicLogprobs(logprobs: readonly TokenLogprob[]): PublicLogprob[] {
+  return logprobs.map((l) => ({
+    token: l.token,
+    logprob: l.logprob,
+    bytes: utf8Bytes(l.token),
+    top_logprobs: l.top.map((t) => ({ token: t.token, logprob: t.logprob, bytes: utf8Bytes(t.token) })),
+  }));
+}
+
+type CanonicalReasoning = NonNullable<TextRequest['reasoning']>;
+type CanonicalEffort = NonNullable<CanonicalReasoning['effort']>;
+
+/**
+ * Public effort levels → canonical ones. `none` turns reasoning off; `xhigh` (OpenAI's level above `high`) is
+ * our `max`, the most an adapter can give.
+ */
+export const REASONING_EFFORT_MAP: ReadonlyMap<PublicReasoningEffort, CanonicalEffort | 'off'> = new Map([
+  ['none', 'off'],
+  ['minimal', 'minimal'],
+  ['low', 'low'],
+  ['medium', 'medium'],
+  ['high', 'high'],
+  ['xhigh', 'max'],
+  ['max', 'max'],
+] as const);
+
+/** The public `reasoning` object (Responses, or chat's `reasoning` + `reasoning_effort`) → canonical; undefined when empty. */
+export function canonicalReasoning(r: ResponsesReasoning | null | undefined): CanonicalReasoning | undefined {
+  if (!r) return undefined;
+  const out: CanonicalReasoning = {};
+  const effort = r.effort ?? r.effort_level ?? undefined;
+  if (effort !== undefined) {
+    const mapped = REASONING_EFFORT_MAP.get(effort);
+    if (mapped === 'off') out.enabled = false;
+    else if (mapped !== undefined) out.effort = mapped;
+  }
+  const summary = r.summary ?? r.generate_summary ?? undefined;
+  if (summary !== undefined) out.summary = summary;
+  if (r.max_tokens !== undefined) out.maxTokens = r.max_tokens;
+  if (r.enabled !== undefined) out.enabled = r.enabled;
+  else if (out.enabled === undefined && r.type === 'disabled') out.enabled = false;
+  else if (out.enabled === undefined && (r.type === 'enabled' || r.type === 'adaptive')) out.enabled = true;
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/**
+ * The catalog `supports` vocabulary, in a fixed order: `requestedParameters` lists the optional features a
+ * request uses, so routing can drop (or, with `require_parameters`, exclude) endpoints lacking them.
+ */
+export const REQUEST_PARAMETERS = [
+  'temperature',
+  'top_p',
+  'top_k',
+  'presence_penalty',
+  'frequency_penalty',
+  'stop',
+  'seed',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'reasoning',
+  'response_format',
+  'logprobs',
+  'top_logprobs',
+  'max_tokens',
+  'stream',
+] as const;
+export type RequestParameter = (typeof REQUEST_PARAMETERS)[number];
+
+/** What both request mappers return: the canonical request minus the upstream model name. */
+export type CanonicalTextRequest = Omit<TextRequest, 'model'> & {
+  requestedParameters: RequestParameter[];
+  /** Parts of the request that were accepted but have no effect (unsupported tool types, item references). */
+  warnings: string[];
+};
+
+/** The parameters a canonical request uses. Defaults (`tool_choice: auto`, `parallel_tool_calls: true`) are not uses. */
+export function requestedParameters(req: Omit<TextRequest, 'model'>): RequestParameter[] {
+  const used = new Set<RequestParameter>();
+  if (req.temperature !== undefined) used.add('temperature');
+  if (req.topP !== undefined) used.add('top_p');
+  if (req.topK !== undefined) used.add('top_k');
+  if (req.presencePenalty !== undefined) used.add('presence_penalty');
+  if (req.frequencyPenalty !== undefined) used.add('frequency_penalty');
+  if (req.stop !== undefined && req.stop.length > 0) used.add('stop');
+  if (req.seed !== undefined) used.add('seed');
+  if (req.tools !== undefined && req.tools.length > 0) used.add('tools');
+  if (req.toolChoice !== undefined && req.toolChoice !== 'auto') used.add('tool_choice');
+  if (req.parallelToolCalls === false) used.add('parallel_tool_calls');
+  if (req.reasoning !== undefined && req.reasoning.enabled !== false) used.add('reasoning');
+  if (req.textFormat !== undefined && req.textFormat.type !== 'text') used.add('response_format');
+  if (req.logprobs === true) used.add('logprobs');
+  if (req.logprobs === true && (req.topLogprobs ?? 0) > 0) used.add('top_logprobs');
+  if (req.maxOutputTokens !== undefined) used.add('max_tokens');
+  if (req.stream) used.add('stream');
+  return REQUEST_PARAMETERS.filter((p) => used.has(p));
+}

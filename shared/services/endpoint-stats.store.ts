@@ -1,0 +1,57 @@
+import type Redis from 'ioredis';
+import { foldStats, parseSample, serializeSample, type StatsSample } from '../routing/endpoint-stats';
+import type { EndpointStats } from '../routing/routing.types';
+
+const KEEP = 200;
+const WINDOW_MS = 10 * 60_000;
+const REFRESH_MS = 5_000;
+
+/**
+ * Rolling per-endpoint statistics in Redis (a capped list of samples per endpoint), shared by every process,
+ * plus the stickiness map (prompt_cache_key / session_id → endpoint). Readers keep a 5-second local copy so
+ * routing never waits on Redis for statistics.
+ */
+export class EndpointStatsStore {
+  private cache: { at: number; stats: Record<string, EndpointStats> } = { at: 0, stats: {} };
+  private refreshing?: Promise<unknown>;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  record(slug: string, sample: StatsSample): void {
+    const key = `${this.prefix}:stats:${slug}`;
+    this.redis.multi().lpush(key, serializeSample(sample)).ltrim(key, 0, KEEP - 1).exec().catch(() => undefined);
+  }
+
+  /** Last known statistics of these endpoints; refreshed in the background at most every 5 s. */
+  snapshot(slugs: string[], now = Date.now()): Record<string, EndpointStats> {
+    if (now - this.cache.at > REFRESH_MS && !this.refreshing) {
+      this.refreshing = this.refresh(slugs, now).finally(() => (this.refreshing = undefined));
+    }
+    return this.cache.stats;
+  }
+
+  async refresh(slugs: string[], now = Date.now()): Promise<Record<string, EndpointStats>> {
+    const pipe = this.redis.pipeline();
+    for (const s of slugs) pipe.lrange(`${this.prefix}:stats:${s}`, 0, KEEP - 1);
+    const replies = (await pipe.exec()) ?? [];
+    const stats: Record<string, EndpointStats> = {};
+    slugs.forEach((slug, i) => {
+      const list = (replies[i]?.[1] as string[] | undefined) ?? [];
+      const samples = list.map(parseSample).filter((s): s is StatsSample => s !== null && s !== undefined);
+      stats[slug] = foldStats(samples, now, WINDOW_MS);
+    });
+    this.cache = { at: now, stats };
+    return stats;
+  }
+
+  sticky(key: string): Promise<string | null> {
+    return this.redis.get(`${this.prefix}:sticky:${key}`).catch(() => null);
+  }
+
+  setSticky(key: string, slug: string): void {
+    this.redis.set(`${this.prefix}:sticky:${key}`, slug, 'EX', 3600).catch(() => undefined);
+  }
+}

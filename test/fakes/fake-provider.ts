@@ -1,0 +1,233 @@
+/**
+ * Fake upstream AI provider: one real `node:http` server speaking four wire formats on distinct
+ * base paths — OpenAI `/openai/v1`, Anthropic `/anthropic/v1`, Gemini `/gemini/v1beta`,
+ * Replicate `/replicate/v1` — plus generated files at `/files/<name>.<ext>` and a small control
+ * API at `/_fake/{knobs,reset,requests}` for out-of-process use (see main.ts).
+ */
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { isObj, sendRaw } from './common';
+import type { Ctx, SharedState, WireFormat } from './common';
+import { anthropic } from './anthropic';
+import { gemini } from './gemini';
+import { openai } from './openai';
+import { replicate } from './replicate';
+import { MEDIA } from './synth';
+
+export interface FakeKnobs {
+  /** Delay before the response headers (and so before the first stream chunk). */
+  latencyMs?: number;
+  /** Force an HTTP error status (e.g. 500, 429, 400), body in the provider's error format. */
+  status?: number;
+  /** Apply the failure knobs (status, malformed, hang, resetConnection, failMidStream) to the first N requests only; alone it means status 500. */
+  failTimes?: number;
+  /** Reply 200 with broken JSON (or an extra broken SSE frame after the first delta in streams). */
+  malformed?: boolean;
+  /** Never answer (hold the socket open). */
+  hang?: boolean;
+  /** Destroy the socket without answering. */
+  resetConnection?: boolean;
+  /** Usage to report; defaults derive from input length (ceil(chars/4), min 1). Prompt includes cached. */
+  promptTokens?: number;
+  /** Output tokens including reasoning tokens. */
+  completionTokens?: number;
+  cachedTokens?: number;
+  reasoningTokens?: number;
+  /** The completion text (default "Echo: <last user text>"). */
+  text?: string;
+  /** Number of content deltas in a stream (default 4). */
+  streamChunks?: number;
+  /** Delay between stream chunks. */
+  chunkDelayMs?: number;
+  /** Keep streaming deltas forever (until the client disconnects). */
+  endlessStream?: boolean;
+  /** Send about half of the deltas (half of the body when not streaming), then destroy the socket. */
+  failMidStream?: boolean;
+  /** Per output position, token -> logprob; the argmax tokens joined become the text (unless `text` is set). */
+  logprobs?: Array<Record<string, number>>;
+  /** Never return logprobs even if asked. */
+  noLogprobs?: boolean;
+  /** Embedding size when the request does not ask for one (default 8). */
+  embeddingDims?: number;
+  /** Answer with a function/tool call instead of text. */
+  toolCall?: { name: string; arguments: string };
+  /** Polls a Replicate prediction stays "processing" before it finishes (default 1). */
+  replicateSteps?: number;
+  /** The prediction ends "failed" with an error string. */
+  replicateFail?: boolean;
+  /** Reported duration of video/audio outputs (default: input `duration`, else 5). */
+  mediaDurationSeconds?: number;
+  /** Adds a `retry-after` header to injected error responses. */
+  retryAfterSeconds?: number;
+}
+
+export interface RecordedRequest {
+  method: string;
+  /** Full path without the query string, e.g. `/openai/v1/chat/completions`. */
+  path: string;
+  query: Record<string, string>;
+  headers: IncomingHttpHeaders;
+  /** Parsed JSON, the raw text when not JSON, or undefined when empty. */
+  body: unknown;
+}
+
+export interface FakeProvider {
+  /** e.g. http://127.0.0.1:PORT */
+  url: string;
+  port: number;
+  /** Replace the knobs (also restarts the `failTimes` count). */
+  setKnobs(k: FakeKnobs): void;
+  /** Every API request received (the last 1000). */
+  requests: RecordedRequest[];
+  /** Clear knobs, recorded requests and predictions. */
+  reset(): void;
+  /** Close the server and every socket (including hanging and endless ones). */
+  close(): Promise<void>;
+}
+
+const FORMATS: WireFormat[] = [openai, anthropic, gemini, replicate];
+const MAX_RECORDED = 1000;
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+/** The injected error status: `status`, or 500 when only `failTimes` is set. */
+function failStatus(k: FakeKnobs): number | undefined {
+  if (k.status !== undefined) return k.status >= 400 ? k.status : undefined;
+  return k.failTimes !== undefined && !(k.malformed || k.hang || k.resetConnection || k.failMidStream) ? 500 : undefined;
+}
+const isFailure = (k: FakeKnobs): boolean => failStatus(k) !== undefined || !!(k.malformed || k.hang || k.resetConnection || k.failMidStream);
+
+export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs; host?: string } = {}): Promise<FakeProvider> {
+  const host = opts.host ?? '127.0.0.1';
+  let knobs: FakeKnobs = { ...opts.knobs };
+  let seen = 0; // API requests since the knobs were set, for failTimes
+  let baseUrl = '';
+  const requests: RecordedRequest[] = [];
+  const shared: SharedState = { predictions: new Map() };
+  const timers = new Set<NodeJS.Timeout>();
+  const sleep = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      const t = setTimeout(() => {
+        timers.delete(t);
+        resolve();
+      }, ms);
+      timers.add(t);
+    });
+  const setKnobs = (k: FakeKnobs): void => {
+    knobs = { ...k };
+    seen = 0;
+  };
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const raw = await readBody(req);
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const query = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
+    let body: unknown;
+    if (raw.length > 0) {
+      const text = raw.toString('utf8');
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = text;
+      }
+    }
+    const method = req.method ?? 'GET';
+    const ctx: Ctx = { req, res, method, path, query, body, knobs, failing: false, baseUrl, sleep, shared };
+
+    if (path.startsWith('/files/')) return serveFile(ctx, path.slice(7));
+    if (path.startsWith('/_fake/')) return control(ctx, path.slice(6));
+
+    requests.push({ method, path, query: Object.fromEntries(query), headers: req.headers, body });
+    if (requests.length > MAX_RECORDED) requests.shift();
+
+    let format: WireFormat | undefined;
+    for (const f of FORMATS) {
+      const prefix = f.prefixes.find((p) => path.startsWith(p) && (path.length === p.length || path[p.length] === '/'));
+      if (prefix === undefined) continue;
+      format = f;
+      ctx.path = path.slice(prefix.length) || '/';
+      break;
+    }
+    if (!format) return sendRaw(ctx, 404, { error: { message: `No fake provider route for ${method} ${path}` } });
+    ctx.failing = isFailure(knobs) && (knobs.failTimes === undefined || seen < knobs.failTimes);
+    seen++;
+
+    if (knobs.latencyMs) await sleep(knobs.latencyMs);
+    if (res.destroyed) return;
+    if (ctx.failing && knobs.hang) return; // hold the socket until the client or close() drops it
+    if (ctx.failing && knobs.resetConnection) return void req.socket.destroy();
+    if (!format.auth(ctx)) return;
+    const status = ctx.failing ? failStatus(knobs) : undefined;
+    if (status !== undefined) {
+      if (knobs.retryAfterSeconds !== undefined) res.setHeader('retry-after', String(knobs.retryAfterSeconds));
+      return format.error(ctx, status);
+    }
+    await format.handle(ctx);
+  }
+
+  function serveFile(ctx: Ctx, name: string): void {
+    const media = MEDIA[name.slice(name.lastIndexOf('.') + 1).toLowerCase()];
+    if (!media || (ctx.method !== 'GET' && ctx.method !== 'HEAD') || name.includes('/')) return sendRaw(ctx, 404, { error: { message: 'file not found' } });
+    ctx.res.writeHead(200, { 'content-type': media.type, 'content-length': media.bytes.length, 'cache-control': 'public, max-age=3600' });
+    ctx.res.end(ctx.method === 'HEAD' ? undefined : media.bytes);
+  }
+
+  function control(ctx: Ctx, what: string): void {
+    const { method, body } = ctx;
+    if (method === 'POST' && what === '/knobs' && isObj(body)) setKnobs(body as FakeKnobs);
+    else if (method === 'POST' && what === '/reset') provider.reset();
+    else if (method === 'GET' && what === '/requests') return sendRaw(ctx, 200, requests);
+    else if (method !== 'GET' || what !== '/knobs') return sendRaw(ctx, 404, { error: { message: 'unknown control route' } });
+    sendRaw(ctx, 200, knobs);
+  }
+
+  const server = createServer({ noDelay: true, requestTimeout: 0 }, (req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (res.headersSent) return void res.destroy();
+      const message = err instanceof Error ? err.message : String(err);
+      res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `fake provider crashed: ${message}` } }));
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  server.headersTimeout = 61_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+  const provider: FakeProvider = {
+    url: baseUrl,
+    port,
+    requests,
+    setKnobs,
+    reset() {
+      setKnobs({});
+      requests.length = 0;
+      shared.predictions.clear();
+    },
+    close() {
+      for (const t of timers) clearTimeout(t);
+      timers.clear();
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+  return provider;
+}

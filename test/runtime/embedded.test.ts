@@ -1,0 +1,238 @@
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Client } from 'pg';
+import Redis from 'ioredis';
+import { migrate } from '../../shared/db/migrate';
+import { startEmbeddedPostgres } from '../../shared/runtime/embedded-postgres';
+import { REDIS_NOT_FOUND_MESSAGE, RedisNotFoundError, redisPing, startEmbeddedRedis } from '../../shared/runtime/embedded-redis';
+import { spawn } from 'node:child_process';
+import { isAlive, readOwner, spawnWatchdog, waitForExit } from '../../shared/runtime/process-utils';
+import { resolveServices } from '../../shared/runtime/services';
+import { readRuntimeInfo } from '../../shared/runtime/runtime-file';
+import { resolveSecret } from '../../shared/runtime/secret';
+import { loadConfig } from '../../shared/config/env';
+
+jest.setTimeout(60_000);
+
+const logger = {
+  debug: () => {},
+  info: () => {},
+  warn: (m: string) => process.env.TEST_LOGS && console.warn(m),
+  error: (m: string) => process.env.TEST_LOGS && console.error(m),
+};
+
+let root: string;
+beforeAll(() => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-runtime-'));
+  fs.chmodSync(root, 0o755); // when we run as root, PostgreSQL runs as the postgres user and must reach it
+});
+afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+
+async function query<T = Record<string, unknown>>(url: string, sql: string): Promise<T[]> {
+  const c = new Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query(sql)).rows as T[];
+  } finally {
+    await c.end();
+  }
+}
+
+describe('embedded PostgreSQL', () => {
+  it('initialises, migrates, stops, and restarts on the same directory with the data kept', async () => {
+    const dataDir = path.join(root, 'pg');
+    const pg = await startEmbeddedPostgres({ dataDir, logger });
+    try {
+      expect(pg.started).toBe(true);
+      expect(pg.url).toMatch(/^postgresql:\/\/postgres:[^@]+@127\.0\.0\.1:\d+\/switchyard$/);
+      expect((await query(pg.url, 'SELECT current_database() AS db'))[0].db).toBe('switchyard');
+      const applied = await migrate(pg.url);
+      expect(applied.length).toBeGreaterThan(0);
+      expect(await migrate(pg.url)).toEqual([]); // cheap when up to date
+      await query(pg.url, `CREATE TABLE keep_me (v text); INSERT INTO keep_me VALUES ('kept')`);
+      expect(fs.readFileSync(path.join(dataDir, 'port'), 'utf8').trim()).toBe(String(pg.port));
+      if (process.getuid?.() === 0) expect(fs.statSync(path.join(dataDir, 'data')).uid).not.toBe(0);
+      expect((fs.statSync(path.join(dataDir, 'password')).mode & 0o077)).toBe(0);
+    } finally {
+      await pg.stop();
+    }
+    expect(fs.existsSync(path.join(dataDir, 'data', 'postmaster.pid'))).toBe(false);
+
+    const again = await startEmbeddedPostgres({ dataDir, logger });
+    try {
+      expect(again.started).toBe(true);
+      expect(again.port).toBe(pg.port); // the stored port is reused
+      expect(await migrate(again.url)).toEqual([]);
+      expect(await query(again.url, 'SELECT v FROM keep_me')).toEqual([{ v: 'kept' }]);
+
+      // A second user of the same directory (the CLI while the service runs) reuses the running server and
+      // leaves it running when done.
+      const cli = await startEmbeddedPostgres({ dataDir, logger, transient: true });
+      expect(cli.started).toBe(false);
+      expect(cli.url).toBe(again.url);
+      await cli.stop();
+      expect((await query(again.url, 'SELECT 1 AS one'))[0].one).toBe(1);
+    } finally {
+      await again.stop();
+    }
+  });
+
+  it('starts despite a stale postmaster.pid left by a crash', async () => {
+    const dataDir = path.join(root, 'pg'); // initialised by the test above
+    const pidFile = path.join(dataDir, 'data', 'postmaster.pid');
+    // pid 1 is alive but is not a postmaster: PostgreSQL itself would refuse to start over this file.
+    fs.writeFileSync(pidFile, `1\n${path.join(dataDir, 'data')}\n1700000000\n5433\n\n127.0.0.1\n  0  0\nready\n`);
+    const pg = await startEmbeddedPostgres({ dataDir, logger });
+    try {
+      expect((await query(pg.url, 'SELECT 1 AS one'))[0].one).toBe(1);
+    } finally {
+      await pg.stop();
+    }
+  });
+});
+
+describe('embedded Redis', () => {
+  it('starts with AOF on, answers PING, keeps data across restarts, and stops', async () => {
+    const dir = path.join(root, 'redis');
+    const r = await startEmbeddedRedis({ dir, logger });
+    const pid = Number(fs.readFileSync(path.join(dir, 'redis.pid'), 'utf8'));
+    try {
+      expect(r.url).toMatch(/^redis:\/\/:[^@]+@127\.0\.0\.1:\d+$/);
+      const client = new Redis(r.url, { maxRetriesPerRequest: 1 });
+      expect(await client.ping()).toBe('PONG');
+      expect(await client.config('GET', 'appendonly')).toEqual(['appendonly', 'yes']);
+      await client.set('sy:test', 'kept');
+      client.disconnect();
+      expect(await redisPing(r.port, 'wrong-password')).toBe(false);
+    } finally {
+      await r.stop();
+    }
+    expect(isAlive(pid)).toBe(false);
+    expect(await redisPing(r.port, '')).toBe(false);
+
+    // The stored port is taken by someone else meanwhile: another one is chosen (and stored).
+    const squatter = net.createServer().listen(r.port, '127.0.0.1');
+    await new Promise((ok) => squatter.once('listening', ok));
+    try {
+      const again = await startEmbeddedRedis({ dir, logger });
+      try {
+        expect(again.port).not.toBe(r.port);
+        expect(fs.readFileSync(path.join(dir, 'port'), 'utf8').trim()).toBe(String(again.port));
+        const client = new Redis(again.url, { maxRetriesPerRequest: 1 });
+        expect(await client.get('sy:test')).toBe('kept');
+        client.disconnect();
+      } finally {
+        await again.stop();
+      }
+    } finally {
+      squatter.close();
+    }
+  });
+
+  it('fails with one clear line when redis-server is not on PATH', async () => {
+    const empty = fs.mkdtempSync(path.join(root, 'nopath-'));
+    const attempt = startEmbeddedRedis({ dir: path.join(root, 'redis-missing'), logger, env: { PATH: empty } });
+    await expect(attempt).rejects.toBeInstanceOf(RedisNotFoundError);
+    await expect(attempt).rejects.toThrow(REDIS_NOT_FOUND_MESSAGE);
+    expect(REDIS_NOT_FOUND_MESSAGE).not.toContain('\n');
+    expect(REDIS_NOT_FOUND_MESSAGE).toMatch(/REDIS_URL/);
+
+    // The same when the process PATH itself is stripped.
+    const saved = process.env.PATH;
+    process.env.PATH = empty;
+    try {
+      await expect(startEmbeddedRedis({ dir: path.join(root, 'redis-missing'), logger })).rejects.toThrow(REDIS_NOT_FOUND_MESSAGE);
+      // resolveServices checks this first, before starting PostgreSQL.
+      const config = { ...loadConfig({ SWITCHYARD_HOME: path.join(root, 'home-missing') }, []) };
+      await expect(resolveServices(config, logger)).rejects.toThrow(REDIS_NOT_FOUND_MESSAGE);
+      expect(fs.existsSync(path.join(root, 'home-missing', 'pg'))).toBe(false);
+    } finally {
+      process.env.PATH = saved;
+    }
+  });
+});
+
+describe('resolveServices', () => {
+  it('uses DATABASE_URL and REDIS_URL as given, migrates, and writes runtime.json', async () => {
+    const homeDir = path.join(root, 'home-env');
+    const pg = await startEmbeddedPostgres({ dataDir: path.join(root, 'pg'), logger, database: 'external' });
+    try {
+      const config = loadConfig({ SWITCHYARD_HOME: homeDir, DATABASE_URL: pg.url, REDIS_URL: 'redis://127.0.0.1:6379' }, []);
+      const services = await resolveServices(config, logger);
+      expect(services).toMatchObject({ databaseUrl: pg.url, redisUrl: 'redis://127.0.0.1:6379', embedded: { postgres: false, redis: false } });
+      expect(await migrate(pg.url)).toEqual([]);
+      expect(readRuntimeInfo(homeDir)).toMatchObject({ pid: process.pid, databaseUrl: pg.url });
+      expect(fs.statSync(path.join(homeDir, 'runtime.json')).mode & 0o077).toBe(0);
+      await services.stop();
+      expect(readRuntimeInfo(homeDir)).toBeNull();
+    } finally {
+      await pg.stop();
+    }
+  });
+
+  it('starts both embedded services under homeDir and stops them', async () => {
+    const homeDir = path.join(root, 'home-embedded');
+    fs.mkdirSync(homeDir, { mode: 0o755 });
+    const config = loadConfig({ SWITCHYARD_HOME: homeDir }, []);
+    const services = await resolveServices(config, logger);
+    const pgOwner = readOwner(path.join(homeDir, 'pg', 'owner'));
+    const redisPid = Number(fs.readFileSync(path.join(homeDir, 'redis', 'redis.pid'), 'utf8'));
+    try {
+      expect(services.embedded).toEqual({ postgres: true, redis: true });
+      expect(pgOwner).toMatchObject({ pid: process.pid, transient: false });
+      expect((await query(services.databaseUrl, `SELECT count(*)::int AS n FROM "_prisma_migrations"`))[0].n).toBeGreaterThan(0);
+      const client = new Redis(services.redisUrl, { maxRetriesPerRequest: 1 });
+      expect(await client.ping()).toBe('PONG');
+      client.disconnect();
+      expect(readRuntimeInfo(homeDir)?.databaseUrl).toBe(services.databaseUrl);
+    } finally {
+      await services.stop();
+    }
+    expect(isAlive(redisPid)).toBe(false);
+    expect(fs.existsSync(path.join(homeDir, 'pg', 'data', 'postmaster.pid'))).toBe(false);
+    expect(fs.existsSync(path.join(homeDir, 'runtime.json'))).toBe(false);
+  });
+});
+
+describe('watchdog', () => {
+  const sleeper = () => {
+    const p = spawn('sleep', ['300'], { stdio: 'ignore' });
+    return p;
+  };
+
+  it('stops the child when the parent dies without calling stop(), unless someone else owns it now', async () => {
+    const ownerFile = path.join(root, 'watchdog-owner');
+    const parent = sleeper();
+    const child = sleeper();
+    const survivor = sleeper();
+    const survivorParent = sleeper();
+    try {
+      fs.writeFileSync(ownerFile, JSON.stringify({ pid: parent.pid, transient: false, token: 't' }));
+      spawnWatchdog(child.pid!, 'TERM', ownerFile, parent.pid);
+      // survivorParent does not own (the owner file names `parent`): its child outlives it.
+      spawnWatchdog(survivor.pid!, 'TERM', ownerFile, survivorParent.pid);
+      await new Promise((r) => setTimeout(r, 300));
+      parent.kill('SIGKILL');
+      survivorParent.kill('SIGKILL');
+      expect(await waitForExit(child.pid!, 5_000)).toBe(true);
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(isAlive(survivor.pid!)).toBe(true);
+    } finally {
+      for (const p of [parent, child, survivor, survivorParent]) p.kill('SIGKILL');
+    }
+  });
+});
+
+describe('resolveSecret', () => {
+  it('prefers SWITCHYARD_SECRET, else generates ./.switchyard/secret once (0600)', () => {
+    const homeDir = path.join(root, 'home-secret');
+    expect(resolveSecret({ secret: 'given', homeDir })).toBe('given');
+    expect(fs.existsSync(path.join(homeDir, 'secret'))).toBe(false);
+    const generated = resolveSecret({ homeDir });
+    expect(generated).toMatch(/^[0-9a-f]{64}$/);
+    expect(fs.statSync(path.join(homeDir, 'secret')).mode & 0o777).toBe(0o600);
+    expect(resolveSecret({ homeDir })).toBe(generated);
+  });
+});

@@ -1,0 +1,9 @@
+import type { Job } from 'bullmq';
+import type { EmbeddingsJobData } from '../../shared/queue/job-catalog';
+import { EmbeddingsExecutor } from '../services/embeddings-executor';
+import type { WorkerDeps } from '../worker-deps';
+
+export function embeddingsProcessor(deps: WorkerDeps) {
+  const executor = new EmbeddingsExecutor(deps);
+  return (job: Job<EmbeddingsJobData>) => executor.run(job.data, { enqueuedAt: job.timestamp, startedAt: job.processedOn ?? Date.now() });
+}

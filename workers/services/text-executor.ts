@@ -1,0 +1,243 @@
+import { AppError } from '../../shared/errors/app-error';
+import { endpointBySlug } from '../../shared/catalog/catalog-index';
+import { adapterFor } from '../../shared/providers/registry';
+import { isUpstreamError, UpstreamError } from '../../shared/providers/upstream-error';
+import type { TextRequest, TextResult, TextStreamEvent, TokenUsage, UpstreamFailure } from '../../shared/providers/provider.types';
+import { estimateTokens, tokenCost } from '../../shared/billing/pricing';
+import { GenerationPublisher } from '../../shared/queue/generation-bus';
+import type { PlannedCandidate, TextJobData } from '../../shared/queue/job-catalog';
+import type { WorkerDeps } from '../worker-deps';
+import { StreamAccumulator } from './stream-accumulator';
+
+export interface Attempt {
+  provider: string;
+  endpoint: string;
+  reason: UpstreamFailure['reason'] | 'unavailable';
+  status?: number;
+  message: string;
+}
+
+/** What the API process receives when a text generation completes. */
+export interface TextDonePayload {
+  result: TextResult;
+  model: string;
+  endpoint: string;
+  provider: string;
+  cost: string;
+  warnings: string[];
+  attempts: Attempt[];
+}
+
+/** Parameters a candidate endpoint does not support are dropped from the request sent to it. */
+const PARAM_FIELDS: Record<string, Array<keyof TextRequest>> = {
+  temperature: ['temperature'],
+  top_p: ['topP'],
+  top_k: ['topK'],
+  presence_penalty: ['presencePenalty'],
+  frequency_penalty: ['frequencyPenalty'],
+  stop: ['stop'],
+  seed: ['seed'],
+  tools: ['tools', 'toolChoice', 'parallelToolCalls'],
+  tool_choice: ['toolChoice'],
+  parallel_tool_calls: ['parallelToolCalls'],
+  reasoning: ['reasoning'],
+  response_format: ['textFormat'],
+  logprobs: ['logprobs', 'topLogprobs'],
+  top_logprobs: ['topLogprobs'],
+};
+
+function requestFor(base: TextJobData['request'], upstreamModel: string, drop: string[]): TextRequest {
+  const req: TextRequest = { ...base, model: upstreamModel };
+  for (const p of drop) for (const f of PARAM_FIELDS[p] ?? []) delete req[f];
+  return req;
+}
+
+class MidStreamFailure extends Error {
+  constructor(
+    readonly failure: UpstreamFailure,
+    readonly partial: StreamAccumulator,
+  ) {
+    super(failure.message);
+  }
+}
+
+/**
+ * Runs a text job: tries each planned endpoint in order until one answers (fallback on 5xx, 429, timeouts and
+ * malformed replies), streams deltas to the waiting API process, then settles the money and the record once.
+ */
+export class TextExecutor {
+  constructor(private readonly deps: WorkerDeps) {}
+
+  async run(data: TextJobData, timing: { enqueuedAt: number; startedAt: number }): Promise<void> {
+    const { generations, clock } = this.deps;
+    const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId);
+    const queueTimeMs = Math.max(0, timing.startedAt - timing.enqueuedAt);
+    if (data.mode === 'async') await generations.markProcessing(data.generationId, queueTimeMs);
+    const attempts: Attempt[] = [];
+
+    for (const candidate of data.candidates) {
+      const resolved = endpointBySlug(this.deps.catalog, candidate.slug);
+      const adapter = resolved && adapterFor(resolved.provider.kind);
+      if (!resolved || !adapter?.text) {
+        attempts.push({ provider: resolved?.provider.id ?? candidate.slug, endpoint: candidate.slug, reason: 'unavailable', message: 'no text adapter for this endpoint' });
+        continue;
+      }
+      const started = Date.now();
+      try {
+        const { result, firstTokenAt } = await this.attempt(data, candidate, resolved, pub);
+        const finished = Date.now();
+        const cost = tokenCost(resolved.endpoint.price, result.usage);
+        const warnings = [...data.warnings, ...candidate.dropParams.map((p) => `Parameter '${p}' is not supported by ${candidate.model} via ${resolved.provider.id} and was ignored`)];
+        const payload: TextDonePayload = {
+          result,
+          model: candidate.model,
+          endpoint: candidate.slug,
+          provider: resolved.provider.id,
+          cost: cost.toFixed(10),
+          warnings,
+          attempts,
+        };
+        const outcome = await generations.finish(data.generationId, {
+          status: 'completed',
+          cost,
+          result: payload,
+          usage: result.usage,
+          warnings,
+          model: candidate.model,
+          provider: resolved.provider.id,
+          finalEndpointSlug: candidate.slug,
+          finishReason: result.finishReason,
+          attemptsCount: attempts.length + 1,
+          latencyMs: queueTimeMs + (firstTokenAt - started),
+          queueTimeMs,
+          generationTimeMs: finished - timing.startedAt,
+          upstreamId: result.upstreamId ?? null,
+        });
+        this.deps.stats.record(candidate.slug, {
+          ok: true,
+          at: finished,
+          ttftMs: firstTokenAt - started,
+          tokensPerSecond: finished > firstTokenAt ? (result.usage.outputTokens * 1000) / (finished - firstTokenAt) : undefined,
+        });
+        if (data.stickyKey) this.deps.stats.setSticky(data.stickyKey, candidate.slug);
+        await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
+        return;
+      } catch (e) {
+        if (e instanceof MidStreamFailure) return this.failMidStream(data, candidate, resolved.provider.id, e, attempts, pub, { queueTimeMs, startedAt: timing.startedAt });
+        const failure: UpstreamFailure = isUpstreamError(e)
+          ? e.failure
+          : { reason: 'malformed_reply', message: `unreadable reply: ${(e as Error).message}`, fallback: true };
+        attempts.push({ provider: resolved.provider.id, endpoint: candidate.slug, reason: failure.reason, status: failure.status, message: failure.message });
+        this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
+        this.deps.logger.warn('provider attempt failed', { generationId: data.generationId, endpoint: candidate.slug, reason: failure.reason, status: failure.status, trace_id: data.traceId });
+        if (!failure.fallback) return this.fail(data, attempts, failure, pub, queueTimeMs, clock().getTime() - timing.startedAt);
+      }
+    }
+    return this.fail(data, attempts, undefined, pub, queueTimeMs, clock().getTime() - timing.startedAt);
+  }
+
+  private async attempt(
+    data: TextJobData,
+    candidate: PlannedCandidate,
+    resolved: NonNullable<ReturnType<typeof endpointBySlug>>,
+    pub: GenerationPublisher,
+  ): Promise<{ result: TextResult; firstTokenAt: number }> {
+    const adapter = adapterFor(resolved.provider.kind)!;
+    const text = adapter.text!;
+    const req = requestFor(data.request, resolved.endpoint.upstreamModel, candidate.dropParams);
+    const spec = text.buildRequest(req, resolved.provider.apiKey ?? '', { defaultMaxOutputTokens: resolved.endpoint.maxOutputTokens });
+    const call = { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError };
+    if (!req.stream) {
+      const reply = await this.deps.upstream.request(resolved.provider.baseUrl, spec, call);
+      const result = text.parseResponse(reply.json);
+      return { result, firstTokenAt: Date.now() };
+    }
+
+    const events = await this.deps.upstream.stream(resolved.provider.baseUrl, spec, call);
+    const parser = text.createStreamParser();
+    const acc = new StreamAccumulator();
+    let announced = false;
+    const handle = async (ev: TextStreamEvent) => {
+      if (ev.type === 'error') {
+        const failure: UpstreamFailure = { reason: 'malformed_reply', message: ev.message, raw: ev.raw, fallback: true };
+        if (acc.produced) throw new MidStreamFailure(failure, acc);
+        throw new UpstreamError(failure);
+      }
+      if (!announced && (ev.type === 'text_delta' || ev.type === 'tool_call_start' || ev.type === 'reasoning_delta')) {
+        announced = true;
+        await pub.send({ type: 'started', endpoint: candidate.slug, model: candidate.model });
+      }
+      acc.push(ev);
+      if (ev.type !== 'usage' && ev.type !== 'finish') await pub.send({ type: 'delta', event: ev });
+    };
+    try {
+      for await (const sse of events) for (const ev of parser.push(sse)) await handle(ev);
+      for (const ev of parser.end()) await handle(ev);
+    } catch (e) {
+      if (e instanceof MidStreamFailure) throw e;
+      const failure: UpstreamFailure = isUpstreamError(e) ? e.failure : { reason: 'malformed_reply', message: (e as Error).message, fallback: true };
+      // Before the first content byte we may still fall back; after it, the stream ends with an error.
+      if (acc.produced) throw new MidStreamFailure(failure, acc);
+      throw isUpstreamError(e) ? e : new UpstreamError(failure);
+    }
+    return { result: acc.result(estimateInput(data)), firstTokenAt: acc.firstTokenAt ?? Date.now() };
+  }
+
+  private async fail(data: TextJobData, attempts: Attempt[], last: UpstreamFailure | undefined, pub: GenerationPublisher, queueTimeMs: number, generationTimeMs: number) {
+    const err =
+      last && !last.fallback && last.reason === 'bad_request'
+        ? new AppError('BAD_REQUEST', `The provider refused the request: ${last.message}`, {
+            metadata: { reason: 'provider_error', raw: last.raw ?? last.message, provider_name: attempts[attempts.length - 1]?.provider, attempts },
+          })
+        : AppError.fromReason('all_providers_failed', attempts.length ? `Every provider failed: ${attempts.map((a) => `${a.provider} (${a.reason})`).join(', ')}` : 'No provider could take the request', {
+            attempts,
+            raw: last?.raw ?? attempts[attempts.length - 1]?.message,
+            provider_name: attempts[attempts.length - 1]?.provider,
+          });
+    const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
+    await this.deps.generations.finish(data.generationId, { status: 'failed', error, attemptsCount: attempts.length, queueTimeMs, generationTimeMs });
+    await pub.send({ type: 'failed', error });
+  }
+
+  /** The stream broke after content reached the client: bill what was produced, end the stream with an error. */
+  private async failMidStream(
+    data: TextJobData,
+    candidate: PlannedCandidate,
+    providerId: string,
+    e: MidStreamFailure,
+    attempts: Attempt[],
+    pub: GenerationPublisher,
+    timing: { queueTimeMs: number; startedAt: number },
+  ) {
+    attempts.push({ provider: providerId, endpoint: candidate.slug, reason: e.failure.reason, status: e.failure.status, message: e.failure.message });
+    const resolved = endpointBySlug(this.deps.catalog, candidate.slug)!;
+    const result = e.partial.result(estimateInput(data));
+    const cost = tokenCost(resolved.endpoint.price, result.usage);
+    const err = AppError.fromReason('provider_error', `The provider failed in the middle of the stream: ${e.failure.message}`, { raw: e.failure.raw ?? e.failure.message, provider_name: providerId, attempts });
+    const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
+    const payload: TextDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: providerId, cost: cost.toFixed(10), warnings: data.warnings, attempts };
+    await this.deps.generations.finish(data.generationId, {
+      status: 'failed',
+      cost,
+      error,
+      result: payload,
+      usage: result.usage,
+      model: candidate.model,
+      provider: providerId,
+      finalEndpointSlug: candidate.slug,
+      finishReason: 'error',
+      attemptsCount: attempts.length,
+      queueTimeMs: timing.queueTimeMs,
+      generationTimeMs: Date.now() - timing.startedAt,
+    });
+    this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
+    await pub.send({ type: 'failed', error, payload });
+  }
+}
+
+/** Input tokens for a stream that ended without the provider's usage: our estimate of the request. */
+function estimateInput(data: TextJobData): number {
+  return estimateTokens(JSON.stringify(data.request.input) + (data.request.instructions ?? ''));
+}
+
+export type { TokenUsage };

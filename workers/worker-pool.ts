@@ -1,0 +1,52 @@
+import { Worker, type Processor } from 'bullmq';
+import type Redis from 'ioredis';
+import { DEFAULT_CONCURRENCY } from '../shared/queue/job-catalog';
+import { QUEUES, type QueueName } from '../shared/queue/queue-names';
+import type { WorkerDeps } from './worker-deps';
+import { textProcessor } from './processors/text.processor';
+import { embeddingsProcessor } from './processors/embeddings.processor';
+
+/** Queue → processor: the worker catalog. */
+function processors(deps: WorkerDeps): Partial<Record<QueueName, Processor>> {
+  return {
+    [QUEUES.text]: textProcessor(deps) as Processor,
+    [QUEUES.embeddings]: embeddingsProcessor(deps) as Processor,
+  };
+}
+
+export function concurrencyFor(queue: QueueName, env: NodeJS.ProcessEnv = process.env): number {
+  const v = Number(env[`WORKER_CONCURRENCY_${queue.toUpperCase()}`]);
+  return Number.isInteger(v) && v > 0 ? v : DEFAULT_CONCURRENCY[queue];
+}
+
+export interface WorkerPool {
+  workers: Worker[];
+  /** Stops taking jobs and waits for the active ones to finish (BullMQ hands unfinished ones back as stalled). */
+  close(): Promise<void>;
+}
+
+/** One BullMQ Worker per queue this process serves. */
+export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { queues?: QueueName[]; env?: NodeJS.ProcessEnv } = {}): WorkerPool {
+  const table = processors(deps);
+  const queues = (opts.queues ?? (Object.keys(table) as QueueName[])).filter((q) => table[q]);
+  const workers = queues.map((q) => {
+    const w = new Worker(q, table[q]!, {
+      connection,
+      prefix: deps.config.queuePrefix,
+      concurrency: concurrencyFor(q, opts.env),
+      // Jobs are removed on completion by their own options (job catalog); a stalled job is re-run once.
+      maxStalledCount: 1,
+      stalledInterval: 15_000,
+      lockDuration: 30_000,
+    });
+    w.on('error', (err) => deps.logger.error('worker error', { queue: q, err }));
+    w.on('failed', (job, err) => deps.logger.error('job failed', { queue: q, jobId: job?.id, err }));
+    return w;
+  });
+  return {
+    workers,
+    async close() {
+      await Promise.all(workers.map((w) => w.close()));
+    },
+  };
+}
