@@ -7,7 +7,7 @@ module.exports = {
     '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
   },
   // The generated Prisma client imports its siblings as './x.js'; map them to the TypeScript sources.
-  moduleNameMapper: { '^(\.{1,2}/.*)\.js$': '$1' },
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
   testTimeout: 30000,
   maxWorkers: 2,

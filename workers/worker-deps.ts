@@ -6,6 +6,10 @@ import type { Logger } from '../shared/logger';
 import type { UpstreamClient } from '../shared/providers/api';
 import { GenerationService } from '../shared/services/generation.service';
 import { EndpointStatsStore } from '../shared/services/endpoint-stats.store';
+import { FilesService, filesBaseUrl } from '../shared/services/files.service';
+import { createBlobStore } from '../shared/storage/create-blob-store';
+import type { BlobStore } from '../shared/storage/blob-store';
+import { resolveSecret } from '../shared/runtime/secret';
 
 /** What processors need, injected (no module-level state). */
 export interface WorkerDeps {
@@ -19,9 +23,25 @@ export interface WorkerDeps {
   clock: () => Date;
   generations: GenerationService;
   stats: EndpointStatsStore;
+  /** Stored files: the media worker saves generated files, the maintenance job deletes expired ones. */
+  files: FilesService;
 }
 
-export function buildWorkerDeps(d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock'> & { clock?: () => Date }): WorkerDeps {
+export function buildWorkerDeps(
+  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files'> & { clock?: () => Date; files?: FilesService; secret?: string; blobStore?: BlobStore },
+): WorkerDeps {
   const clock = d.clock ?? (() => new Date());
-  return { ...d, clock, generations: new GenerationService(d.db, clock), stats: new EndpointStatsStore(d.redis, d.config.queuePrefix) };
+  const { secret, blobStore, ...rest } = d;
+  const files =
+    d.files ??
+    new FilesService({
+      db: d.db,
+      store: blobStore ?? createBlobStore(d.config),
+      // Resolved on first signature only: tests that never store files never touch the secret file.
+      secret: secret ?? (() => resolveSecret(d.config)),
+      baseUrl: filesBaseUrl(d.config),
+      clock,
+      onError: (message, meta) => d.logger.warn(message, meta),
+    });
+  return { ...rest, clock, files, generations: new GenerationService(d.db, clock), stats: new EndpointStatsStore(d.redis, d.config.queuePrefix) };
 }

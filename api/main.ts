@@ -1,0 +1,41 @@
+import { createApp } from './app';
+import { bootstrap, listen, onShutdown, type Runtime } from '../shared/runtime/bootstrap';
+import { QUEUES } from '../shared/queue/queue-names';
+
+/** Starts the HTTP API on a bootstrapped runtime; returns its stopper. */
+export async function startWeb(rt: Runtime): Promise<{ port: number; close(): Promise<void> }> {
+  const subscriber = rt.patient('subscriber');
+  const app = createApp({
+    config: rt.config,
+    db: rt.db,
+    redis: rt.redis,
+    subscriber,
+    catalog: rt.catalog,
+    logger: rt.logger,
+    secret: rt.secret,
+    workersReady: async () => (await app.locals.ctx.queues[QUEUES.text].getWorkersCount()) > 0,
+  });
+  await app.locals.ctx.ready();
+  const http = await listen(app, rt.config.port);
+  rt.logger.info(`Switchyard API listening on http://localhost:${http.port}`);
+  return {
+    port: http.port,
+    async close() {
+      await http.close();
+      await app.locals.ctx.close();
+    },
+  };
+}
+
+if (require.main === module) {
+  bootstrap('web')
+    .then(async (rt) => {
+      const web = await startWeb(rt);
+      rt.onClose(() => web.close());
+      onShutdown(rt.logger, () => rt.close());
+    })
+    .catch((e: Error) => {
+      console.error(e.message);
+      process.exit(1);
+    });
+}

@@ -1,0 +1,52 @@
+import { Router } from 'express';
+import type { AppContext } from '../app-context';
+import { check } from '../../shared/schemas/ajv';
+import { chatSchema, type ChatBody } from '../../shared/schemas/chat.schema';
+import { buildChatCompletion, chatToCanonical, chatUsage, createChatStreamFormatter, encodeChatSse, CHAT_STREAM_DONE } from '../../shared/formats';
+import { newId } from '../../shared/auth/api-keys';
+import type { TextDonePayload } from '../../workers/services/text-executor';
+import { awaitText, pumpStream } from '../services/text-replies';
+
+/** POST /v1/chat/completions: OpenAI's chat completions through the same text pipeline. */
+export function chatRoutes(ctx: AppContext): Router {
+  const r = Router();
+  r.post('/v1/chat/completions', ...ctx.guard, async (req, res) => {
+    const body = check<ChatBody>(chatSchema, req.body ?? {});
+    const { requestedParameters, warnings: formatWarnings, ...request } = chatToCanonical(body);
+    const id = newId('gen');
+    const created = Math.floor(ctx.clock().getTime() / 1000);
+    const mode = body.stream ? 'stream' : 'sync';
+    const { submission } = await ctx.text.submit({
+      id,
+      principal: res.locals.principal,
+      traceId: res.locals.traceId,
+      apiType: 'chat_completions',
+      mode,
+      model: body.model,
+      models: body.models,
+      provider: body.provider,
+      request,
+      requestedParameters,
+      record: { body },
+      stickiness: body.prompt_cache_key ?? body.session_id ?? undefined,
+    });
+    const usage = (p: TextDonePayload) => chatUsage(p.result.usage, { totalRub: p.cost });
+    const warningsOf = (p: TextDonePayload) => (p.warnings.length || formatWarnings.length ? [...formatWarnings, ...p.warnings] : undefined);
+
+    if (mode === 'sync') {
+      const p = await awaitText(ctx.gateway, submission, ctx.config.syncWaitMs, async () => {
+        const g = await ctx.db.generation.findUnique({ where: { id } });
+        return g?.status === 'completed' ? (g.result as unknown as TextDonePayload) : null;
+      });
+      res.json(buildChatCompletion({ id, created, model: p.model, result: p.result, usage: usage(p), logprobs: request.logprobs === true, warnings: warningsOf(p) }));
+      return;
+    }
+    const f = createChatStreamFormatter({ id, created, model: body.model ?? body.models![0], includeUsage: body.stream_options?.include_usage === true });
+    await pumpStream(req, res, ctx.gateway, submission, ctx.config.syncWaitMs, f.start().map(encodeChatSse), {
+      delta: (ev) => f.push(ev).map(encodeChatSse),
+      done: (p) => [...f.complete({ usage: usage(p), finishReason: p.result.finishReason, warnings: warningsOf(p) }).map(encodeChatSse), encodeChatSse(CHAT_STREAM_DONE)],
+      failed: (e) => f.fail({ code: e.code, message: e.message, metadata: e.metadata }).map(encodeChatSse),
+    });
+  });
+  return r;
+}

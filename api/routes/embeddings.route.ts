@@ -1,0 +1,79 @@
+import { Router } from 'express';
+import type { AppContext } from '../app-context';
+import { AppError } from '../../shared/errors/app-error';
+import { check } from '../../shared/schemas/ajv';
+import { embeddingsSchema, type EmbeddingsBody } from '../../shared/schemas/embeddings.schema';
+import { buildEmbeddingList, embeddingUsage, embeddingsToCanonical } from '../../shared/formats';
+import { newId } from '../../shared/auth/api-keys';
+import { estimateTokens, maxBound, tokenCost } from '../../shared/billing/pricing';
+import { QUEUES } from '../../shared/queue/queue-names';
+import type { EmbeddingsJobData } from '../../shared/queue/job-catalog';
+import type { EmbeddingsDonePayload } from '../../workers/services/embeddings-executor';
+import { awaitText } from '../services/text-replies';
+
+/** POST /v1/embeddings: strings, string arrays and multimodal blocks; float or base64 (little-endian float32). */
+export function embeddingsRoutes(ctx: AppContext): Router {
+  const r = Router();
+  r.post('/v1/embeddings', ...ctx.guard, async (req, res) => {
+    const body = check<EmbeddingsBody>(embeddingsSchema, req.body ?? {});
+    const canonical = embeddingsToCanonical(body);
+    const principal = res.locals.principal;
+    const route = await ctx.planner.plan({ principal, model: body.model, provider: body.provider, modelType: 'embedding' });
+
+    // Images only for endpoints marked multimodal; dimensions only up to an endpoint's maximum.
+    let endpoints = route.endpoints;
+    if (canonical.hasImages) endpoints = endpoints.filter((e) => e.multimodal);
+    if (!endpoints.length) throw AppError.fromReason('parameters_unsupported', `Model ${body.model} does not accept images`, { candidates: route.endpoints.map((e) => ({ endpoint: e.slug, provider: e.provider, reason: 'multimodal', detail: 'not multimodal' })) });
+    if (canonical.dimensions !== undefined) {
+      const fit = endpoints.filter((e) => e.maxDimensions === undefined || canonical.dimensions! <= e.maxDimensions);
+      if (!fit.length) {
+        const max = Math.max(...endpoints.map((e) => e.maxDimensions ?? 0));
+        throw AppError.validation([{ path: '/dimensions', message: `must be at most ${max} for ${body.model}` }]);
+      }
+      endpoints = fit;
+    }
+    const candidates = route.candidates.filter((c) => endpoints.some((e) => e.slug === c.slug));
+
+    const tokens = canonical.inputs.reduce((n, i) => n + estimateTokens(JSON.stringify(i)), 0);
+    const bound = maxBound(endpoints, (e) => tokenCost(e.price, { inputTokens: tokens, outputTokens: 0 }));
+    const id = newId('gen');
+    const submission = await ctx.gateway.submit<EmbeddingsJobData>(
+      QUEUES.embeddings,
+      {
+        id,
+        organizationId: principal.organizationId,
+        apiKeyId: principal.kind === 'key' ? principal.keyId : null,
+        userId: principal.userId,
+        model: route.primary.id,
+        unifiedModelId: route.primary.id,
+        modelDisplayName: route.primary.displayName,
+        requestType: 'embedding',
+        apiType: 'embeddings',
+        responseMode: 'sync',
+        request: { model: body.model, inputs: canonical.inputs.length, encoding_format: body.encoding_format ?? 'float', dimensions: body.dimensions },
+        routing: { candidates: candidates.map((c) => c.slug), dropped: route.plan.dropped },
+        traceId: res.locals.traceId,
+        bound,
+      },
+      () => ({
+        generationId: id,
+        organizationId: principal.organizationId,
+        apiKeyId: principal.kind === 'key' ? principal.keyId : null,
+        userId: principal.userId,
+        candidates,
+        warnings: [],
+        replyTo: ctx.gateway.replyChannel,
+        traceId: res.locals.traceId,
+        inputs: canonical.inputs,
+        dimensions: canonical.dimensions,
+        user: canonical.user,
+      }),
+      { listen: true },
+    );
+    const p = await awaitText<EmbeddingsDonePayload>(ctx.gateway, submission, ctx.config.syncWaitMs, async () => null);
+    res.json(
+      buildEmbeddingList({ id, model: p.model, result: p.result, encoding: body.encoding_format ?? 'float', usage: embeddingUsage(p.result.usage.inputTokens, p.cost) }),
+    );
+  });
+  return r;
+}

@@ -1,0 +1,104 @@
+import type { Request, Response } from 'express';
+import { AppError, type ErrorMetadata } from '../../shared/errors/app-error';
+import type { ErrorCode } from '../../shared/errors/error-codes';
+import type { TextStreamEvent } from '../../shared/providers/provider.types';
+import { QUEUES } from '../../shared/queue/queue-names';
+import type { TextDonePayload } from '../../workers/services/text-executor';
+import type { GenerationGateway, Submission } from './generation-gateway';
+
+export interface StoredError {
+  code: ErrorCode;
+  status?: number;
+  message: string;
+  metadata?: ErrorMetadata;
+}
+
+export function errorFromStored(e: StoredError): AppError {
+  return new AppError(e.code, e.message, { metadata: e.metadata });
+}
+
+export const timeoutError = () => new AppError('REQUEST_TIMEOUT', 'Timed out waiting for the model: repeat the request', { metadata: {} });
+
+/**
+ * Waits for a synchronous text/embeddings generation. Past SYNC_WAIT_MS the job is cancelled and not charged
+ * (decisions.md section 5) and the caller gets 408 — unless the worker finished in the meantime.
+ */
+export async function awaitText<T = TextDonePayload>(gateway: GenerationGateway, sub: Submission, waitMs: number, reread: () => Promise<T | null>): Promise<T> {
+  try {
+    const m = await gateway.waitFinal(sub, waitMs);
+    if (m?.type === 'done') return m.payload as T;
+    if (m?.type === 'failed') throw errorFromStored(m.error as StoredError);
+    if (!m && (await gateway.cancel(sub.id, QUEUES.text))) throw timeoutError();
+    const late = await reread();
+    if (late) return late;
+    throw timeoutError();
+  } finally {
+    sub.detach();
+  }
+}
+
+export interface StreamHandlers {
+  delta(ev: TextStreamEvent): string[];
+  done(payload: TextDonePayload): string[];
+  failed(error: StoredError, payload?: TextDonePayload): string[];
+}
+
+/**
+ * Relays a streamed generation as Server-Sent Events, event by event, as the worker publishes them (nothing is
+ * buffered). A client that leaves does not stop the job: it finishes and is billed for what it produced.
+ */
+export async function pumpStream(
+  req: Request,
+  res: Response,
+  gateway: GenerationGateway,
+  sub: Submission,
+  waitMs: number,
+  head: string[],
+  h: StreamHandlers,
+): Promise<void> {
+  res.status(200);
+  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-cache, no-transform');
+  res.setHeader('Connection', 'keep-alive');
+  res.setHeader('X-Accel-Buffering', 'no');
+  res.flushHeaders();
+  let gone = false;
+  let produced = false;
+  req.on('close', () => {
+    gone = true;
+    sub.mailbox?.close();
+  });
+  const write = (chunks: string[]) => {
+    if (!gone && chunks.length) res.write(chunks.join(''));
+  };
+  write(head);
+  try {
+    while (!gone) {
+      const m = await sub.mailbox!.next(waitMs);
+      if (gone) break;
+      if (!m) {
+        // Nothing at all within the wait: the job is cancelled and costs nothing, as for synchronous calls.
+        if (!produced) await gateway.cancel(sub.id, QUEUES.text);
+        write(h.failed({ code: 'REQUEST_TIMEOUT', message: 'Timed out waiting for the model', metadata: { reason: 'upstream_timeout' } }));
+        break;
+      }
+      if (m.type === 'delta') {
+        produced = true;
+        write(h.delta(m.event));
+      }
+      else if (m.type === 'done') {
+        write(h.done(m.payload as TextDonePayload));
+        break;
+      } else if (m.type === 'failed') {
+        write(h.failed(m.error as StoredError, m.payload as TextDonePayload | undefined));
+        break;
+      } else if (m.type === 'cancelled') {
+        write(h.failed({ code: 'REQUEST_TIMEOUT', message: 'The generation was cancelled' }));
+        break;
+      }
+    }
+  } finally {
+    sub.detach();
+    if (!gone) res.end();
+  }
+}

@@ -1,0 +1,140 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type Redis from 'ioredis';
+import { loadConfig, type Config } from '../config/env';
+import { createDb, type Db } from '../db/client';
+import { CatalogError, loadCatalog, providersWithoutKey } from '../catalog/load-catalog';
+import type { Catalog } from '../catalog/catalog.types';
+import { createLogger, type Logger } from '../logger';
+import { createRedis, whenReady } from '../queue/redis';
+import { createUpstreamClient, type UpstreamClient } from '../providers/api';
+import { resolveServices, type Services } from './services';
+import { resolveSecret } from './secret';
+
+export type Role = 'all' | 'web' | 'worker';
+
+/** Everything a Switchyard process holds; `close()` releases it in order. */
+export interface Runtime {
+  config: Config;
+  logger: Logger;
+  services: Services;
+  catalog: Catalog;
+  secret: string;
+  db: Db;
+  /** Fail-fast connection (API requests, publishing). */
+  redis: Redis;
+  /** Patient connections: subscriber and BullMQ workers. */
+  patient(name: string): Redis;
+  upstream: UpstreamClient;
+  onClose(fn: () => Promise<unknown> | unknown): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts what a process needs before it serves: configuration, embedded or external PostgreSQL and Redis
+ * (migrated), the catalog (refused with every problem named), the secret, and connections. In demo mode the
+ * fake providers start too and the demo catalog points at them.
+ */
+export async function bootstrap(role: Role, env: NodeJS.ProcessEnv = process.env, argv: string[] = process.argv): Promise<Runtime> {
+  const config = loadConfig(env, argv);
+  const logger = createLogger({ level: config.logLevel, service: `switchyard-${role}` });
+  const closers: Array<() => Promise<unknown> | unknown> = [];
+
+  if (config.demo) {
+    // The fake providers live with the tests; the build compiles them into dist/test/fakes.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { startFakeProvider } = require('../../test/fakes/fake-provider') as typeof import('../../test/fakes/fake-provider');
+    const port = Number(env.DEMO_PROVIDER_PORT ?? 4010);
+    env.DEMO_PROVIDER_KEY ??= 'demo'; // the demo catalog's providers read their key from here
+    const fake = await startFakeProvider({ port, knobs: { latencyMs: 50, chunkDelayMs: 30 } });
+    closers.push(() => fake.close());
+    logger.info(`demo mode: fake providers on ${fake.url}; catalog ${config.catalogPath}`);
+  }
+
+  let catalog: Catalog;
+  try {
+    catalog = loadCatalog(config.catalogPath, env);
+  } catch (e) {
+    if (e instanceof CatalogError) throw new Error(`catalog ${config.catalogPath} refused:\n- ${e.problems.join('\n- ')}`);
+    throw e;
+  }
+  const missing = providersWithoutKey(catalog);
+  if (missing.length) logger.warn(`providers without an API key (their endpoints are skipped): ${missing.join(', ')}`);
+
+  const services = await resolveServices(config, logger, { writeRuntimeFile: role !== 'worker' || !config.databaseUrl });
+  const secret = resolveSecret(config);
+  const db = createDb(services.databaseUrl, { max: Number(env.DATABASE_POOL_SIZE ?? 20) });
+  const redis = createRedis(services.redisUrl, { name: `switchyard-${role}` });
+  const patients: Redis[] = [];
+  await whenReady(redis);
+  const upstream = createUpstreamClient();
+
+  let closing: Promise<void> | undefined;
+  return {
+    config,
+    logger,
+    services,
+    catalog,
+    secret,
+    db,
+    redis,
+    patient(name) {
+      const r = createRedis(services.redisUrl, { name: `switchyard-${role}-${name}`, patient: true });
+      patients.push(r);
+      return r;
+    },
+    upstream,
+    onClose: (fn) => closers.unshift(fn),
+    close() {
+      closing ??= (async () => {
+        for (const fn of closers) await Promise.resolve(fn()).catch((e) => logger.error('shutdown step failed', { err: e }));
+        await upstream.close().catch(() => undefined);
+        await db.$disconnect().catch(() => undefined);
+        for (const r of [redis, ...patients]) r.disconnect();
+        await services.stop();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** Listens, and on close stops taking connections and lets in-flight requests finish. */
+export function listen(app: http.RequestListener, port: number): Promise<{ server: http.Server; port: number; close(): Promise<void> }> {
+  const server = http.createServer({ keepAliveTimeout: 65_000 }, app);
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, () => {
+      const bound = (server.address() as AddressInfo).port;
+      resolve({
+        server,
+        port: bound,
+        close: () =>
+          new Promise<void>((done) => {
+            server.close(() => done());
+            server.closeIdleConnections();
+          }),
+      });
+    });
+  });
+}
+
+/** SIGTERM / SIGINT → one graceful shutdown, then exit. */
+export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info(`${signal}: shutting down gracefully`);
+    const force = setTimeout(() => process.exit(1), Number(process.env.SHUTDOWN_TIMEOUT_MS ?? 30_000));
+    force.unref();
+    stop().then(
+      () => process.exit(0),
+      (e) => {
+        logger.error('shutdown failed', { err: e });
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => handler('SIGTERM'));
+  process.once('SIGINT', () => handler('SIGINT'));
+}

@@ -1,0 +1,24 @@
+import { bootstrap, onShutdown, type Runtime } from '../shared/runtime/bootstrap';
+import { buildWorkerDeps } from './worker-deps';
+import { startWorkerPool, type WorkerPool } from './worker-pool';
+
+/** Starts one BullMQ worker per queue on a bootstrapped runtime. */
+export async function startWorkers(rt: Runtime): Promise<WorkerPool> {
+  const deps = buildWorkerDeps({ config: rt.config, db: rt.db, redis: rt.redis, catalog: rt.catalog, logger: rt.logger, upstream: rt.upstream });
+  const pool = startWorkerPool(deps, rt.patient('worker'));
+  rt.logger.info(`workers serving ${pool.workers.map((w) => `${w.name}×${w.opts.concurrency}`).join(', ')}`);
+  return pool;
+}
+
+if (require.main === module) {
+  bootstrap('worker')
+    .then(async (rt) => {
+      const pool = await startWorkers(rt);
+      rt.onClose(() => pool.close());
+      onShutdown(rt.logger, () => rt.close());
+    })
+    .catch((e: Error) => {
+      console.error(e.message);
+      process.exit(1);
+    });
+}
