@@ -155,9 +155,14 @@ export interface TestStack {
   close(): Promise<void>;
 }
 
+export interface CatalogOverrides {
+  providers?: Record<string, RawCatalog['providers'][string] | null>;
+  models?: Record<string, RawModel | null>;
+}
+
 export interface TestStackOptions {
   /** Providers/models merged over (and so replacing) the stack catalog's entries; null deletes one. */
-  catalogOverrides?: { providers?: Record<string, RawCatalog['providers'][string] | null>; models?: Record<string, RawModel | null> };
+  catalogOverrides?: CatalogOverrides | ((fakeUrl: string) => CatalogOverrides);
   /**
    * Service environment (SYNC_WAIT_MS, CALLBACK_ALLOW_PRIVATE, WORKER_CONCURRENCY_*, MEDIA_POLL_MS, ...).
    * By default files go to a temporary SWITCHYARD_HOME and PUBLIC_BASE_URL is the stack's own URL.
@@ -190,8 +195,9 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
 
   const fake = await startFakeProvider({ knobs: opts.knobs });
   const raw = stackCatalog(fake.url);
+  const overrides = typeof opts.catalogOverrides === 'function' ? opts.catalogOverrides(fake.url) : opts.catalogOverrides;
   const catalog = parseCatalog(
-    { providers: merge(raw.providers, opts.catalogOverrides?.providers), models: merge(raw.models, opts.catalogOverrides?.models) },
+    { providers: merge(raw.providers, overrides?.providers), models: merge(raw.models, overrides?.models) },
     { FAKE_PROVIDER_KEY },
   );
   const h = await createTestApp({ catalog, env, deps: { authCacheMs: 0, ...opts.appDeps } });

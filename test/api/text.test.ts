@@ -1,0 +1,283 @@
+import request from 'supertest';
+import { money } from '../../shared/billing/money';
+import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+
+const TEXT_PARAMS = ['temperature', 'top_p', 'tools', 'tool_choice', 'response_format', 'max_tokens', 'stream'];
+const chat = (provider: string, price: Record<string, number> = { prompt: 40, completion: 160 }) => ({
+  provider,
+  upstreamModel: 'gpt-4.1-mini',
+  price,
+  supports: TEXT_PARAMS,
+  maxOutputTokens: 4096,
+});
+
+let s: TestStack;
+let org: StackOrg;
+
+beforeAll(async () => {
+  s = await createTestStack({
+    env: { SYNC_WAIT_MS: '3000' },
+    catalogOverrides: (url) => ({
+      providers: {
+        primary: { kind: 'openai', baseUrl: `${url}/openai/v1`, apiKeyEnv: 'FAKE_PROVIDER_KEY', region: 'us', timeoutMs: 2000 },
+        backup: { kind: 'openai', baseUrl: `${url}/openai/v1`, apiKeyEnv: 'FAKE_PROVIDER_KEY', region: 'eu', timeoutMs: 2000 },
+      },
+      models: {
+        'acme/duo': { displayName: 'Duo', type: 'chat', endpoints: [chat('primary'), chat('backup', { prompt: 20, completion: 80 })] },
+        'acme/solo': { displayName: 'Solo', type: 'chat', endpoints: [chat('primary')] },
+      },
+    }),
+  });
+  org = await s.seed({ balance: '1000' });
+});
+afterAll(() => s.close());
+beforeEach(() => s.fake.reset());
+
+const post = (body: object, auth = org.auth) => request(s.app).post('/v1/responses').set(auth).send(body);
+const generation = (id: string) => s.t.db.generation.findUniqueOrThrow({ where: { id } });
+
+async function orgMoney(id = org.organizationId) {
+  const o = await s.t.db.organization.findUniqueOrThrow({ where: { id } });
+  return { balance: money(o.balance), reserved: money(o.reserved) };
+}
+
+describe('fallbacks', () => {
+  it('moves on to the next endpoint after a 5xx and records both attempts', async () => {
+    s.fake.setKnobs({ status: 500, failTimes: 1 });
+    const res = await post({ model: 'acme/duo', input: 'hi' });
+    expect(res.status).toBe(200);
+    const g = await generation(res.body.id);
+    expect(g).toMatchObject({ status: 'completed', attemptsCount: 2, provider: 'backup', finalEndpointSlug: 'acme/duo:backup' });
+    expect(g.queueTimeMs).not.toBeNull();
+    expect(g.generationTimeMs).not.toBeNull();
+    expect(g.latencyMs).not.toBeNull();
+  });
+
+  it('answers 502 all_providers_failed with every attempt when all fail, and charges nothing', async () => {
+    s.fake.setKnobs({ status: 503 });
+    const before = await orgMoney();
+    const res = await post({ model: 'acme/duo', input: 'hi' });
+    expect(res.status).toBe(502);
+    expect(res.body.error.code).toBe('BAD_GATEWAY');
+    expect(res.body.error.metadata.reason).toBe('all_providers_failed');
+    expect(res.body.error.metadata.attempts.map((a: { provider: string }) => a.provider)).toEqual(['primary', 'backup']);
+    const after = await orgMoney();
+    expect(after.balance.equals(before.balance)).toBe(true);
+    expect(after.reserved.isZero()).toBe(true);
+  });
+
+  it('counts a timeout as a failed attempt (upstream_timeout) and tries the next endpoint', async () => {
+    s.fake.setKnobs({ hang: true, failTimes: 1 }); // the first attempt hangs past primary's 2 s timeout
+    const res = await post({ model: 'acme/duo', input: 'hi' });
+    expect(res.status).toBe(200);
+    const g = await generation(res.body.id);
+    expect(g.attemptsCount).toBe(2);
+  });
+
+  it('does not fall back on a provider 400: the request itself is wrong', async () => {
+    s.fake.setKnobs({ status: 400 });
+    const res = await post({ model: 'acme/duo', input: 'hi' });
+    expect(res.status).toBe(400);
+    expect(res.body.error.metadata).toMatchObject({ reason: 'provider_error', provider_name: 'primary' });
+  });
+
+  it('tries the models array in order and names the model that answered', async () => {
+    s.fake.setKnobs({ status: 500, failTimes: 1 });
+    const res = await post({ model: 'acme/solo', models: [STACK_MODELS.chat], input: 'hi' });
+    expect(res.status).toBe(200);
+    expect(res.body.model).toBe(STACK_MODELS.chat);
+  });
+
+  it('falls back to nothing with allow_fallbacks false', async () => {
+    s.fake.setKnobs({ status: 500, failTimes: 1 });
+    const res = await post({ model: 'acme/duo', input: 'hi', provider: { allow_fallbacks: false } });
+    expect(res.status).toBe(502);
+    expect(res.body.error.metadata.attempts).toHaveLength(1);
+  });
+});
+
+describe('routing constraints', () => {
+  it('honours the inline form model@provider=X', async () => {
+    const res = await post({ model: 'acme/duo@provider=backup', input: 'hi' });
+    expect((await generation(res.body.id)).provider).toBe('backup');
+  });
+
+  it('refuses unknown inline options with 400', async () => {
+    const res = await post({ model: 'acme/duo@colour=blue', input: 'hi' });
+    expect(res.status).toBe(400);
+  });
+
+  it('sorts by price and filters by data residency, ignore and only', async () => {
+    expect((await generation((await post({ model: 'acme/duo', input: 'a', provider: { sort: 'price' } })).body.id)).provider).toBe('backup');
+    expect((await generation((await post({ model: 'acme/duo', input: 'a', provider: { data_residency: 'eu' } })).body.id)).provider).toBe('backup');
+    expect((await generation((await post({ model: 'acme/duo', input: 'a', provider: { ignore: ['primary'] } })).body.id)).provider).toBe('backup');
+    expect((await generation((await post({ model: 'acme/duo', input: 'a', provider: { only: ['backup'] } })).body.id)).provider).toBe('backup');
+  });
+
+  it('explains a refusal: price_above_max lists each candidate and why it was dropped', async () => {
+    const res = await post({ model: 'acme/duo', input: 'a', provider: { max_price: { prompt: 1 } } });
+    expect(res.status).toBe(400);
+    expect(res.body.error.metadata.reason).toBe('price_above_max');
+    expect(res.body.error.metadata.candidates).toEqual([
+      expect.objectContaining({ provider: 'primary', reason: 'max_price' }),
+      expect.objectContaining({ provider: 'backup', reason: 'max_price' }),
+    ]);
+  });
+
+  it('answers 404 model_not_found and 400 parameters_unsupported', async () => {
+    const missing = await post({ model: 'acme/none', input: 'a' });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.metadata.reason).toBe('model_not_found');
+    const unsupported = await post({ model: 'acme/duo', input: 'a', top_k: 5, provider: { require_parameters: true } });
+    expect(unsupported.status).toBe(400);
+    expect(unsupported.body.error.metadata.reason).toBe('parameters_unsupported');
+  });
+
+  it('drops an unsupported parameter with a warning when require_parameters is off', async () => {
+    const res = await post({ model: 'acme/solo', input: 'a', top_k: 5 });
+    expect(res.status).toBe(200);
+    expect(res.body.switchyard.warnings.join(' ')).toMatch(/top_k/);
+    expect(s.fake.requests.at(-1)?.body).not.toHaveProperty('top_k');
+  });
+
+  it('sticks to the endpoint that served the same prompt_cache_key', async () => {
+    const first = await generation((await post({ model: 'acme/duo', input: 'a', prompt_cache_key: 'conv-1', provider: { sort: 'price' } })).body.id);
+    expect(first.provider).toBe('backup');
+    const second = await generation((await post({ model: 'acme/duo', input: 'b', prompt_cache_key: 'conv-1' })).body.id);
+    expect(second.provider).toBe('backup');
+    const other = await generation((await post({ model: 'acme/duo', input: 'b', prompt_cache_key: 'conv-2' })).body.id);
+    expect(other.provider).toBe('primary');
+  });
+
+  it('refuses a model the key may not use with 403', async () => {
+    const limited = await org.accounts.createKey({ organizationId: org.organizationId, allowedModels: ['acme/solo'] });
+    const res = await post({ model: 'acme/duo', input: 'a' }, { Authorization: `Bearer ${limited.key}` });
+    expect(res.status).toBe(403);
+    expect(res.body.error.code).toBe('FORBIDDEN');
+  });
+});
+
+describe('money', () => {
+  it('charges the provider usage at the catalog price and releases the rest', async () => {
+    s.fake.setKnobs({ promptTokens: 2000, completionTokens: 1000 });
+    const before = await orgMoney();
+    const res = await post({ model: 'acme/solo', input: 'a', max_output_tokens: 3000 });
+    const cost = (2000 * 40 + 1000 * 160) / 1e6;
+    expect(res.body.usage.cost_rub).toBeCloseTo(cost, 10);
+    const after = await orgMoney();
+    expect(before.balance.minus(after.balance).toNumber()).toBeCloseTo(cost, 10);
+    expect(after.reserved.isZero()).toBe(true);
+    expect(money((await generation(res.body.id)).clientCost).toNumber()).toBeCloseTo(cost, 10);
+  });
+
+  it('answers 402 when the balance cannot pay even a short answer, and lowers max_output_tokens when it can', async () => {
+    const poor = await s.seed({ balance: '0.00001' });
+    const refused = await post({ model: 'acme/solo', input: 'a' }, poor.auth);
+    expect(refused.status).toBe(402);
+    expect(refused.body.error).toMatchObject({ code: 'INSUFFICIENT_BALANCE', metadata: { reason: 'balance_insufficient' } });
+
+    const modest = await s.seed({ balance: '0.01' }); // about 60 000 output tokens' worth at 160 RUB per million
+    s.fake.setKnobs({ completionTokens: 10 });
+    const shrunk = await post({ model: 'acme/solo', input: 'a', max_output_tokens: 100000 }, modest.auth);
+    expect(shrunk.status).toBe(200);
+    expect(shrunk.body.switchyard.warnings.join(' ')).toMatch(/max_output_tokens was lowered/);
+    const sent = s.fake.requests.at(-1)?.body as { max_completion_tokens?: number; max_tokens?: number };
+    expect(sent.max_completion_tokens ?? sent.max_tokens).toBeLessThan(100000);
+  });
+
+  it('answers 402 key_limit_exceeded when a key limit is spent', async () => {
+    const limited = await s.seed({ balance: '100', keyLimit: '0.00001' });
+    const res = await post({ model: 'acme/solo', input: 'a' }, limited.auth);
+    expect(res.status).toBe(402);
+    expect(res.body.error.metadata.reason).toBe('key_limit_exceeded');
+  });
+
+  it('never overspends under a concurrent burst: the balance stays ≥ 0 and the ledger sums to it', async () => {
+    s.fake.setKnobs({ promptTokens: 100, completionTokens: 100 });
+    const burst = await s.seed({ balance: '0.2' });
+    // Each request reserves its bound (~0.66 RUB at 4096 output tokens) or a shrunk one; only some fit.
+    const replies = await Promise.all(Array.from({ length: 30 }, () => post({ model: 'acme/solo', input: 'a' }, burst.auth)));
+    const statuses = replies.map((r) => r.status);
+    expect(statuses.every((st) => st === 200 || st === 402)).toBe(true);
+    expect(statuses.filter((st) => st === 200).length).toBeGreaterThan(0);
+    const m = await orgMoney(burst.organizationId);
+    expect(m.balance.isNegative()).toBe(false);
+    expect(m.reserved.isZero()).toBe(true);
+    const sum = await s.t.db.$queryRaw<Array<{ s: string }>>`SELECT COALESCE(SUM(amount),0)::text AS s FROM ledger_entries WHERE organization_id = ${burst.organizationId}`;
+    expect(money(sum[0].s).equals(m.balance)).toBe(true);
+  });
+
+  it('answers 408 past SYNC_WAIT_MS, cancels the job and charges nothing', async () => {
+    s.fake.setKnobs({ latencyMs: 3600 }); // under the provider timeout (10 s), over SYNC_WAIT_MS (3 s)
+    const before = await orgMoney();
+    const res = await post({ model: STACK_MODELS.chat, input: 'slow' });
+    expect(res.status).toBe(408);
+    expect(res.body.error.code).toBe('REQUEST_TIMEOUT');
+    const g = await s.t.db.generation.findFirstOrThrow({ where: { organizationId: org.organizationId }, orderBy: { createdAt: 'desc' } });
+    expect(g.status).toBe('cancelled');
+    expect(g.isCancelled).toBe(true);
+    await new Promise((r) => setTimeout(r, 1000)); // the worker finishes late: still nothing charged
+    const after = await orgMoney();
+    expect(after.balance.equals(before.balance)).toBe(true);
+    expect(after.reserved.isZero()).toBe(true);
+  });
+});
+
+describe('modes', () => {
+  it('background: true answers queued at once; GET /v1/responses/{id} reads it until completed', async () => {
+    s.fake.setKnobs({ latencyMs: 200 });
+    const res = await post({ model: 'acme/solo', input: 'later', background: true });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('queued');
+    let status = res.body.status;
+    for (let i = 0; i < 50 && status !== 'completed'; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      status = (await request(s.app).get(`/v1/responses/${res.body.id}`).set(org.auth)).body.status;
+    }
+    expect(status).toBe('completed');
+    const other = await s.seed();
+    expect((await request(s.app).get(`/v1/responses/${res.body.id}`).set(other.auth)).status).toBe(404);
+  });
+
+  it('previous_response_id continues a stored conversation with a stateless provider', async () => {
+    s.fake.setKnobs({ text: 'I am Duo' });
+    const first = await post({ model: 'acme/solo', input: 'Who are you?' });
+    s.fake.setKnobs({ text: 'Still Duo' });
+    const second = await post({ model: 'acme/solo', input: 'Again?', previous_response_id: first.body.id });
+    expect(second.status).toBe(200);
+    const sent = s.fake.requests.at(-1)?.body as { messages: Array<{ role: string; content: unknown }> };
+    expect(sent.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+    expect(JSON.stringify(sent.messages)).toContain('I am Duo');
+    const unknown = await post({ model: 'acme/solo', input: 'x', previous_response_id: 'resp_nope' });
+    expect(unknown.status).toBe(404);
+  });
+
+  it('ends a stream that breaks after content with response.failed, and bills what was produced', async () => {
+    s.fake.setKnobs({ failMidStream: true, text: 'one two three four five six seven eight', streamChunks: 8 });
+    const before = await orgMoney();
+    const res = await post({ model: 'acme/solo', input: 'stream', stream: true }).buffer(true).parse((r, cb) => {
+      let data = '';
+      r.on('data', (c: Buffer) => (data += c.toString()));
+      r.on('end', () => cb(null, data));
+    });
+    const events = (res.body as string).split('\n').filter((l) => l.startsWith('event: ')).map((l) => l.slice(7));
+    expect(events).toContain('response.output_text.delta');
+    expect(events.at(-1)).toBe('response.failed');
+    const after = await orgMoney();
+    expect(after.balance.lessThan(before.balance)).toBe(true);
+    expect(after.reserved.isZero()).toBe(true);
+    const g = await s.t.db.generation.findFirstOrThrow({ where: { organizationId: org.organizationId }, orderBy: { createdAt: 'desc' } });
+    expect(g.status).toBe('failed');
+    expect(money(g.clientCost).greaterThan(0)).toBe(true);
+  });
+
+  it('falls back before the first streamed byte', async () => {
+    s.fake.setKnobs({ status: 500, failTimes: 1 });
+    const res = await post({ model: 'acme/duo', input: 'stream', stream: true }).buffer(true).parse((r, cb) => {
+      let data = '';
+      r.on('data', (c: Buffer) => (data += c.toString()));
+      r.on('end', () => cb(null, data));
+    });
+    expect(res.body as string).toContain('event: response.completed');
+  });
+});
