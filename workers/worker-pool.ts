@@ -5,12 +5,14 @@ import { QUEUES, type QueueName } from '../shared/queue/queue-names';
 import type { WorkerDeps } from './worker-deps';
 import { textProcessor } from './processors/text.processor';
 import { embeddingsProcessor } from './processors/embeddings.processor';
+import { maintenanceProcessor } from './processors/maintenance.processor';
 
 /** Queue → processor: the worker catalog. */
 function processors(deps: WorkerDeps): Partial<Record<QueueName, Processor>> {
   return {
     [QUEUES.text]: textProcessor(deps) as Processor,
     [QUEUES.embeddings]: embeddingsProcessor(deps) as Processor,
+    [QUEUES.maintenance]: maintenanceProcessor(deps) as Processor,
   };
 }
 

@@ -1,0 +1,71 @@
+import { Router } from 'express';
+import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
+import type { AppContext } from '../app-context';
+import { AppError } from '../../shared/errors/app-error';
+import { resolveRange } from '../../shared/storage/byte-range';
+import type { StoredFile } from '../../shared/db/generated/client';
+
+/**
+ * File bytes, served by Switchyard: `GET /v1/files/{id}/content`.
+ *
+ * File URLs end up in `<img src>` and `<video src>`, which cannot send an Authorization header, so a URL carries
+ * `?sig=` (HMAC-SHA256 of the file id with the service secret): the URL alone grants read access to that one file
+ * until it is deleted or expires. Without `sig`, the request needs an Authorization header of the file's
+ * organization. A wrong signature is 404, like a missing file: it tells nothing about which ids exist.
+ */
+export function filesRoutes(ctx: AppContext): Router {
+  const r = Router();
+
+  r.get('/v1/files/:id/content', async (req, res) => {
+    const id = String(req.params.id);
+    const notFound = () => new AppError('NOT_FOUND', `File ${id} not found`);
+    let file: StoredFile | null;
+    if (req.query.sig !== undefined) {
+      if (typeof req.query.sig !== 'string' || !ctx.files.verifySignature(id, req.query.sig)) throw notFound();
+      file = await ctx.files.getById(id);
+    } else {
+      const principal = await ctx.auth.authenticate(req.headers.authorization);
+      file = await ctx.files.get(principal.organizationId, id);
+    }
+    if (!file) throw notFound();
+
+    const size = Number(file.size);
+    // If-Range asks for a range only if the copy is unchanged; without validators of ours, send it whole.
+    const range = req.headers['if-range'] ? null : resolveRange(req.headers.range, size);
+    res.setHeader('Accept-Ranges', 'bytes');
+    res.setHeader('Content-Type', file.mimeType);
+    res.setHeader('Content-Disposition', 'inline');
+    res.setHeader('Cache-Control', 'private, max-age=3600');
+    // Uploaded bytes never run as a page of our origin.
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
+    if (range === 'unsatisfiable') {
+      res.setHeader('Content-Range', `bytes */${size}`);
+      res.status(416).json(new AppError('BAD_REQUEST', `Range not satisfiable: the file has ${size} bytes`).toBody(String(res.locals.traceId)));
+      return;
+    }
+    const status = range ? 206 : 200;
+    const length = range ? range.end - range.start + 1 : size;
+    if (range) res.setHeader('Content-Range', `bytes ${range.start}-${range.end}/${size}`);
+    res.setHeader('Content-Length', String(length));
+    if (req.method === 'HEAD') {
+      res.status(status).end();
+      return;
+    }
+    const blob = await ctx.files.content(file, range ?? undefined);
+    if (!blob) {
+      ctx.logger.error('stored file has no bytes', { fileId: file.id, storageKey: file.storageKey });
+      throw notFound();
+    }
+    res.status(status);
+    try {
+      await pipeline(blob.body as Readable, res);
+    } catch (err) {
+      // The client went away mid-download, or the store failed after the headers were sent: nothing to reply.
+      if (!res.writableFinished) ctx.logger.warn('file download interrupted', { fileId: file.id, err: (err as Error).message });
+    }
+  });
+
+  return r;
+}

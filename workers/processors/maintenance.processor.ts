@@ -1,0 +1,42 @@
+import { UnrecoverableError, type Job, type Queue } from 'bullmq';
+import { JOB_OPTIONS } from '../../shared/queue/job-catalog';
+import { QUEUES } from '../../shared/queue/queue-names';
+import type { WorkerDeps } from '../worker-deps';
+
+/** Job names of the `maintenance` queue. Never rename one: schedulers in Redis refer to them. */
+export const MAINTENANCE_JOBS = {
+  deleteExpiredFiles: 'delete-expired-files',
+} as const;
+
+/** How often expired files are swept (their records are hidden from the API as soon as they expire). */
+export const DELETE_EXPIRED_FILES_EVERY_MS = 15 * 60_000;
+
+/** The `maintenance` queue's processor: one handler per job name. */
+export function maintenanceProcessor(deps: Pick<WorkerDeps, 'files' | 'clock' | 'logger'>) {
+  const handlers: Record<string, (job: Job) => Promise<unknown>> = {
+    [MAINTENANCE_JOBS.deleteExpiredFiles]: async () => {
+      const deleted = await deps.files.deleteExpired(deps.clock());
+      if (deleted > 0) deps.logger.info('deleted expired files', { deleted });
+      return { deleted };
+    },
+  };
+  return async (job: Job) => {
+    const handler = handlers[job.name];
+    if (!handler) throw new UnrecoverableError(`Unknown maintenance job ${job.name}`);
+    return handler(job);
+  };
+}
+
+/**
+ * Installs the repeatable maintenance jobs (idempotent: upserting an existing scheduler only updates it).
+ * Call once at worker start with the `maintenance` queue.
+ */
+export async function scheduleMaintenance(queue: Queue, opts: { everyMs?: number } = {}): Promise<void> {
+  if (queue.name !== QUEUES.maintenance) throw new Error(`scheduleMaintenance needs the ${QUEUES.maintenance} queue, got ${queue.name}`);
+  const { attempts, removeOnComplete, removeOnFail } = JOB_OPTIONS[QUEUES.maintenance];
+  await queue.upsertJobScheduler(
+    MAINTENANCE_JOBS.deleteExpiredFiles,
+    { every: opts.everyMs ?? DELETE_EXPIRED_FILES_EVERY_MS },
+    { name: MAINTENANCE_JOBS.deleteExpiredFiles, data: {}, opts: { attempts, removeOnComplete, removeOnFail } },
+  );
+}
