@@ -79,22 +79,23 @@ async function fill(url: string): Promise<void> {
         latency_ms, created_at, completed_at, is_cancelled)
       SELECT 'gen_' || lpad(i::text, 10, '0'), 'org_b' || s.o,
         CASE WHEN s.ks = 0 THEN NULL ELSE 'key_b' || s.o || '_' || (s.ks % 5) END,
-        CASE WHEN s.ks = 0 THEN 'usr_b' || s.o || '_' || (i % 2) WHEN s.ks % 5 = 0 THEN NULL WHEN s.ks % 5 = 1 THEN 'usr_b' || s.o || '_0'
+        CASE WHEN s.ks = 0 THEN 'usr_b' || s.o || '_' || (abs(hashint8extended(i, 4)) % 2) WHEN s.ks % 5 = 0 THEN NULL WHEN s.ks % 5 = 1 THEN 'usr_b' || s.o || '_0'
              WHEN s.ks % 5 = 4 THEN 'usr_b' || s.o || '_2' ELSE 'usr_b' || s.o || '_1' END,
         s.model, s.model, s.model, s.rt, 'responses', 'sync', s.st::"GenerationStatus", 'acme', 'acme',
         CASE WHEN s.st = 'completed' AND s.rt = 'chat' THEN jsonb_build_object('inputTokens', i % 1000, 'outputTokens', i % 300) END,
-        CASE WHEN s.st = 'completed' THEN round((((i::bigint * 2654435761) % 5000000) / 1000000.0)::numeric, 10) ELSE 0 END,
+        CASE WHEN s.st = 'completed' THEN round((abs(hashint8extended(i, 3)) % 5000000) / 1000000.0, 10) ELSE 0 END,
         '{"input":"hello"}'::jsonb, 1, 100 + i % 5000, 50 + i % 500, s.ts,
         CASE WHEN s.st IN ('completed', 'failed', 'cancelled') THEN s.ts + interval '2 seconds' END, s.st = 'cancelled'
       FROM generate_series(1, $1::int) i
+      -- Hashes, not i modulo small numbers, so status and type are independent of organization and key.
+      CROSS JOIN LATERAL (SELECT abs(hashint8extended(i, 1)) % 100 AS st, abs(hashint8extended(i, 2)) % 100 AS rt) h
       CROSS JOIN LATERAL (SELECT
         CASE WHEN i % 10 < 5 THEN 0 WHEN i % 10 < 8 THEN 1 WHEN i % 10 = 8 THEN 2 ELSE 3 END AS o,
         (i / 10) % 20 AS ks,
-        CASE WHEN (i::bigint * 7919) % 100 < 85 THEN 'completed' WHEN (i::bigint * 7919) % 100 < 95 THEN 'failed'
-             WHEN (i::bigint * 7919) % 100 < 97 THEN 'pending' WHEN (i::bigint * 7919) % 100 < 98 THEN 'processing' ELSE 'cancelled' END AS st,
-        CASE WHEN (i::bigint * 104729) % 100 < 70 THEN 'chat' WHEN (i::bigint * 104729) % 100 < 80 THEN 'embedding'
-             WHEN (i::bigint * 104729) % 100 < 90 THEN 'image' WHEN (i::bigint * 104729) % 100 < 94 THEN 'video'
-             WHEN (i::bigint * 104729) % 100 < 97 THEN 'audio' ELSE 'upscale' END AS rt,
+        CASE WHEN h.st < 85 THEN 'completed' WHEN h.st < 95 THEN 'failed' WHEN h.st < 97 THEN 'pending' WHEN h.st < 98 THEN 'processing'
+             ELSE 'cancelled' END AS st,
+        CASE WHEN h.rt < 70 THEN 'chat' WHEN h.rt < 80 THEN 'embedding' WHEN h.rt < 90 THEN 'image' WHEN h.rt < 94 THEN 'video'
+             WHEN h.rt < 97 THEN 'audio' ELSE 'upscale' END AS rt,
         CASE WHEN i % 3 = 0 THEN 'openai/gpt-4.1-mini' ELSE 'anthropic/claude-sonnet' END AS model,
         now() - interval '90 days' + i * (interval '90 days' / $1::int) AS ts
       ) s`,

@@ -151,12 +151,17 @@ async function main(): Promise<void> {
 
   const measure = async (scenario: string, concurrency: number, through: object, direct?: object) => {
     const directResult = direct ? await load({ ...base, ...direct, concurrency }) : undefined;
-    const before = cpuMs(gateway.pid!);
+    // The gateway's CPU time over the measurement window only (the load generator warms up first).
+    let before = 0;
+    let after = 0;
+    const t1 = setTimeout(() => (before = cpuMs(gateway.pid!)), base.warmupMs + 200);
+    const t2 = setTimeout(() => (after = cpuMs(gateway.pid!)), base.warmupMs + base.durationMs);
     const g = await load({ ...base, ...through, concurrency });
-    const cpu = cpuMs(gateway.pid!) - before;
-    // CPU over warm-up + measurement, spread over the requests of the measurement window only: an upper bound.
-    const total = g.requests * ((base.durationMs + base.warmupMs) / base.durationMs);
-    rows.push({ scenario, concurrency, direct: directResult, gateway: g, cpuMsPerRequest: Math.round((cpu / Math.max(1, total)) * 1000) / 1000 });
+    clearTimeout(t1);
+    clearTimeout(t2);
+    const windowShare = (base.durationMs - 200) / base.durationMs;
+    const cpuPerRequest = after > before ? (after - before) / Math.max(1, g.requests * windowShare) : NaN;
+    rows.push({ scenario, concurrency, direct: directResult, gateway: g, cpuMsPerRequest: Math.round(cpuPerRequest * 1000) / 1000 });
     console.error(`bench: ${scenario} c=${concurrency}: ${g.rps} rps, p50 ${g.latencyMs.p50} ms, errors ${g.errors}`);
   };
 

@@ -1,11 +1,19 @@
 import { bootstrap, onShutdown, type Runtime } from '../shared/runtime/bootstrap';
 import { buildWorkerDeps } from './worker-deps';
+import { Queue } from 'bullmq';
+import { QUEUES } from '../shared/queue/queue-names';
+import { scheduleMaintenance } from './processors/maintenance.processor';
 import { startWorkerPool, type WorkerPool } from './worker-pool';
 
 /** Starts one BullMQ worker per queue on a bootstrapped runtime. */
 export async function startWorkers(rt: Runtime): Promise<WorkerPool> {
-  const deps = buildWorkerDeps({ config: rt.config, db: rt.db, redis: rt.redis, catalog: rt.catalog, logger: rt.logger, upstream: rt.upstream });
-  const pool = startWorkerPool(deps, rt.patient('worker'));
+  const deps = buildWorkerDeps({ config: rt.config, db: rt.db, redis: rt.redis, catalog: rt.catalog, logger: rt.logger, upstream: rt.upstream, secret: rt.secret });
+  const connection = rt.patient('worker');
+  const pool = startWorkerPool(deps, connection);
+  // The retention job (expired files) repeats every 15 minutes; installing it again on every start is harmless.
+  const maintenance = new Queue(QUEUES.maintenance, { connection, prefix: rt.config.queuePrefix });
+  await scheduleMaintenance(maintenance);
+  await maintenance.close();
   rt.logger.info(`workers serving ${pool.workers.map((w) => `${w.name}×${w.opts.concurrency}`).join(', ')}`);
   return pool;
 }

@@ -6,6 +6,7 @@ import type { Logger } from '../shared/logger';
 import type { UpstreamClient } from '../shared/providers/api';
 import { GenerationService } from '../shared/services/generation.service';
 import { EndpointStatsStore } from '../shared/services/endpoint-stats.store';
+import { ProviderLimiter } from '../shared/services/provider-limiter';
 import { FilesService, filesBaseUrl } from '../shared/services/files.service';
 import { createBlobStore } from '../shared/storage/create-blob-store';
 import type { BlobStore } from '../shared/storage/blob-store';
@@ -23,12 +24,14 @@ export interface WorkerDeps {
   clock: () => Date;
   generations: GenerationService;
   stats: EndpointStatsStore;
+  /** Per-provider caps on upstream calls in flight (catalog `maxConcurrency`). */
+  limiter: ProviderLimiter;
   /** Stored files: the media worker saves generated files, the maintenance job deletes expired ones. */
   files: FilesService;
 }
 
 export function buildWorkerDeps(
-  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files'> & { clock?: () => Date; files?: FilesService; secret?: string; blobStore?: BlobStore },
+  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter'> & { clock?: () => Date; files?: FilesService; secret?: string; blobStore?: BlobStore },
 ): WorkerDeps {
   const clock = d.clock ?? (() => new Date());
   const { secret, blobStore, ...rest } = d;
@@ -43,5 +46,5 @@ export function buildWorkerDeps(
       clock,
       onError: (message, meta) => d.logger.warn(message, meta),
     });
-  return { ...rest, clock, files, generations: new GenerationService(d.db, clock), stats: new EndpointStatsStore(d.redis, d.config.queuePrefix) };
+  return { ...rest, clock, files, limiter: new ProviderLimiter(), generations: new GenerationService(d.db, clock), stats: new EndpointStatsStore(d.redis, d.config.queuePrefix) };
 }

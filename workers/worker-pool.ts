@@ -6,13 +6,19 @@ import type { WorkerDeps } from './worker-deps';
 import { textProcessor } from './processors/text.processor';
 import { embeddingsProcessor } from './processors/embeddings.processor';
 import { maintenanceProcessor } from './processors/maintenance.processor';
+import { imageProcessor } from './processors/image.processor';
+import { mediaProcessor } from './processors/media.processor';
+import { callbackProcessor } from './processors/callback.processor';
 
 /** Queue → processor: the worker catalog. */
-function processors(deps: WorkerDeps): Partial<Record<QueueName, Processor>> {
+function processors(deps: WorkerDeps, env: NodeJS.ProcessEnv = process.env): Partial<Record<QueueName, Processor>> {
   return {
     [QUEUES.text]: textProcessor(deps) as Processor,
     [QUEUES.embeddings]: embeddingsProcessor(deps) as Processor,
     [QUEUES.maintenance]: maintenanceProcessor(deps) as Processor,
+    [QUEUES.image]: imageProcessor(deps, env) as Processor,
+    [QUEUES.media]: mediaProcessor(deps, env) as Processor,
+    [QUEUES.callbacks]: callbackProcessor(deps) as Processor,
   };
 }
 
@@ -29,7 +35,7 @@ export interface WorkerPool {
 
 /** One BullMQ Worker per queue this process serves. */
 export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { queues?: QueueName[]; env?: NodeJS.ProcessEnv } = {}): WorkerPool {
-  const table = processors(deps);
+  const table = processors(deps, opts.env);
   const queues = (opts.queues ?? (Object.keys(table) as QueueName[])).filter((q) => table[q]);
   const workers = queues.map((q) => {
     const w = new Worker(q, table[q]!, {

@@ -29,8 +29,9 @@ export function chatRoutes(ctx: AppContext): Router {
       requestedParameters,
       record: { body },
       stickiness: body.prompt_cache_key ?? body.session_id ?? undefined,
+      plugins: body.plugins,
     });
-    const usage = (p: TextDonePayload) => chatUsage(p.result.usage, { totalRub: p.cost });
+    const usage = (p: TextDonePayload) => chatUsage(p.result.usage, { totalRub: p.cost }, p.plugins ? { plugins: p.plugins } : undefined);
     const warningsOf = (p: TextDonePayload) => (p.warnings.length || formatWarnings.length ? [...formatWarnings, ...p.warnings] : undefined);
 
     if (mode === 'sync') {

@@ -36,7 +36,7 @@ const STATUS: Record<Generation['status'], ResponseStatus> = {
 const unix = (d: Date) => Math.floor(d.getTime() / 1000);
 
 function usageOf(p: TextDonePayload) {
-  return publicUsage(p.result.usage, { totalRub: p.cost, inferenceRub: p.cost });
+  return publicUsage(p.result.usage, { totalRub: p.cost, inferenceRub: p.cost }, p.plugins ? { plugins: p.plugins } : undefined);
 }
 
 function publicError(e: StoredError): PublicError {
@@ -112,6 +112,7 @@ export function responsesRoutes(ctx: AppContext): Router {
       record,
       stickiness: body.prompt_cache_key ?? body.session_id ?? undefined,
       previousResponseId: body.previous_response_id ?? undefined,
+      plugins: body.plugins,
     });
     const allWarnings = [...formatWarnings, ...warnings];
     const base = { id, createdAt, model: body.model ?? body.models![0], request: body, warnings: allWarnings.length ? allWarnings : undefined };

@@ -30,6 +30,8 @@ export interface TextSubmit {
   previousResponseId?: string;
   /** An id chosen by the caller (responses use `resp_...`). */
   id?: string;
+  /** Request plugins (`masker`), run by the worker. */
+  plugins?: string[];
 }
 
 export interface TextSubmitted {
@@ -110,6 +112,7 @@ export class TextService {
           apiType: s.apiType,
           mode: s.mode,
           request,
+          plugins: s.plugins?.length ? s.plugins : undefined,
         };
       },
       { listen: s.mode !== 'async' },

@@ -27,6 +27,15 @@ export interface TextJobData extends GenerationJobBase {
   apiType: 'responses' | 'chat_completions' | 'systemone';
   mode: 'sync' | 'stream' | 'async';
   request: Omit<TextRequest, 'model'>;
+  /** Request plugins run by the worker around the provider call (`masker`). */
+  plugins?: string[];
+}
+
+/** POST /v1/systemone: one job, one upstream call per question (concurrently), billed together. */
+export interface SystemoneJobData extends GenerationJobBase {
+  apiType: 'systemone';
+  mode: 'sync';
+  questions: Array<{ name: string; type: 'noul' | 'choice' | 'score'; labels: string[]; request: Omit<TextRequest, 'model'> }>;
 }
 
 export interface EmbeddingsJobData extends GenerationJobBase {

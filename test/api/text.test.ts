@@ -16,7 +16,7 @@ let org: StackOrg;
 
 beforeAll(async () => {
   s = await createTestStack({
-    env: { SYNC_WAIT_MS: '3000' },
+    env: { SYNC_WAIT_MS: '4000' },
     catalogOverrides: (url) => ({
       providers: {
         primary: { kind: 'openai', baseUrl: `${url}/openai/v1`, apiKeyEnv: 'FAKE_PROVIDER_KEY', region: 'us', timeoutMs: 2000 },
@@ -208,7 +208,7 @@ describe('money', () => {
   });
 
   it('answers 408 past SYNC_WAIT_MS, cancels the job and charges nothing', async () => {
-    s.fake.setKnobs({ latencyMs: 3600 }); // under the provider timeout (10 s), over SYNC_WAIT_MS (3 s)
+    s.fake.setKnobs({ latencyMs: 4600 }); // under the provider timeout (10 s), over SYNC_WAIT_MS (4 s)
     const before = await orgMoney();
     const res = await post({ model: STACK_MODELS.chat, input: 'slow' });
     expect(res.status).toBe(408);
@@ -279,5 +279,31 @@ describe('modes', () => {
       r.on('end', () => cb(null, data));
     });
     expect(res.body as string).toContain('event: response.completed');
+  });
+});
+
+describe('masker plugin', () => {
+  it('hides personal data from the provider and restores it in the answer, plain and streamed', async () => {
+    s.fake.setKnobs({ text: 'I will write to [EMAIL_1] and call [PHONE_1].' });
+    const res = await post({ model: 'acme/solo', input: 'My mail is anna@example.org, phone +7 912 345 67 89', plugins: ['masker'] });
+    expect(res.status).toBe(200);
+    const sent = JSON.stringify(s.fake.requests.at(-1)?.body);
+    expect(sent).not.toContain('anna@example.org');
+    expect(sent).toContain('[EMAIL_1]');
+    expect(res.body.output_text).toBe('I will write to anna@example.org and call +7 912 345 67 89.');
+    expect(res.body.usage.plugins).toMatchObject({ masker: { operations: ['mask', 'unmask'], cost_rub: 0 }, total_cost_rub: 0 });
+
+    s.fake.setKnobs({ text: 'Writing to [EMAIL_1] now', streamChunks: 6 });
+    const streamed = await post({ model: 'acme/solo', input: 'mail anna@example.org', plugins: ['masker'], stream: true }).buffer(true).parse((r, cb) => {
+      let data = '';
+      r.on('data', (c: Buffer) => (data += c.toString()));
+      r.on('end', () => cb(null, data));
+    });
+    const deltas = (streamed.body as string)
+      .split('\n')
+      .filter((l) => l.startsWith('data: ') && l.includes('"response.output_text.delta"'))
+      .map((l) => JSON.parse(l.slice(6)).delta as string)
+      .join('');
+    expect(deltas).toBe('Writing to anna@example.org now');
   });
 });

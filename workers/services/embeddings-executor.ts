@@ -38,7 +38,9 @@ export class EmbeddingsExecutor {
       try {
         const req = { model: resolved.endpoint.upstreamModel, inputs: data.inputs, dimensions: data.dimensions, user: data.user };
         const spec = adapter.embeddings.buildRequest(req, resolved.provider.apiKey ?? '');
-        const reply = await this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError });
+        const reply = await this.deps.limiter.run(resolved.provider, () =>
+          this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError }),
+        );
         const result = adapter.embeddings.parseResponse(reply.json, req);
         if (result.vectors.length !== data.inputs.length) throw new Error(`expected ${data.inputs.length} vectors, got ${result.vectors.length}`);
         const finished = Date.now();

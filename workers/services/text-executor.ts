@@ -8,6 +8,8 @@ import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate, TextJobData } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
 import { StreamAccumulator } from './stream-accumulator';
+import { MaskSession } from '../../shared/plugins/masker';
+import type { InputItem } from '../../shared/providers/provider.types';
 
 export interface Attempt {
   provider: string;
@@ -26,6 +28,8 @@ export interface TextDonePayload {
   cost: string;
   warnings: string[];
   attempts: Attempt[];
+  /** `usage.plugins` of the reply (interface: masker operations, latency, cost). */
+  plugins?: Record<string, unknown>;
 }
 
 /** Parameters a candidate endpoint does not support are dropped from the request sent to it. */
@@ -74,6 +78,8 @@ export class TextExecutor {
     const queueTimeMs = Math.max(0, timing.startedAt - timing.enqueuedAt);
     if (data.mode === 'async') await generations.markProcessing(data.generationId, queueTimeMs);
     const attempts: Attempt[] = [];
+    const masker = data.plugins?.includes('masker') ? new MaskedRun(data) : undefined;
+    if (masker) data = masker.data;
 
     for (const candidate of data.candidates) {
       const resolved = endpointBySlug(this.deps.catalog, candidate.slug);
@@ -84,7 +90,8 @@ export class TextExecutor {
       }
       const started = Date.now();
       try {
-        const { result, firstTokenAt } = await this.attempt(data, candidate, resolved, pub);
+        const { result, firstTokenAt } = await this.deps.limiter.run(resolved.provider, () => this.attempt(data, candidate, resolved, pub, masker));
+        if (masker && !data.request.stream) masker.unmaskResult(result);
         const finished = Date.now();
         const cost = tokenCost(resolved.endpoint.price, result.usage);
         const warnings = [...data.warnings, ...candidate.dropParams.map((p) => `Parameter '${p}' is not supported by ${candidate.model} via ${resolved.provider.id} and was ignored`)];
@@ -96,6 +103,7 @@ export class TextExecutor {
           cost: cost.toFixed(10),
           warnings,
           attempts,
+          plugins: masker?.usage(),
         };
         const outcome = await generations.finish(data.generationId, {
           status: 'completed',
@@ -141,6 +149,7 @@ export class TextExecutor {
     candidate: PlannedCandidate,
     resolved: NonNullable<ReturnType<typeof endpointBySlug>>,
     pub: GenerationPublisher,
+    masker?: MaskedRun,
   ): Promise<{ result: TextResult; firstTokenAt: number }> {
     const adapter = adapterFor(resolved.provider.kind)!;
     const text = adapter.text!;
@@ -156,8 +165,18 @@ export class TextExecutor {
     const events = await this.deps.upstream.stream(resolved.provider.baseUrl, spec, call);
     const parser = text.createStreamParser();
     const acc = new StreamAccumulator();
+    const unmasker = masker?.streamUnmasker();
     let announced = false;
-    const handle = async (ev: TextStreamEvent) => {
+    const handle = async (ev: TextStreamEvent): Promise<void> => {
+      if (unmasker && ev.type === 'text_delta') {
+        const text = unmasker.push(ev.text);
+        if (!text) return;
+        ev = { ...ev, text };
+      }
+      if (unmasker && ev.type === 'finish') {
+        const rest = unmasker.flush();
+        if (rest) await handle({ type: 'text_delta', text: rest });
+      }
       if (ev.type === 'error') {
         const failure: UpstreamFailure = { reason: 'malformed_reply', message: ev.message, raw: ev.raw, fallback: true };
         if (acc.produced) throw new MidStreamFailure(failure, acc);
@@ -241,3 +260,40 @@ function estimateInput(data: TextJobData): number {
 }
 
 export type { TokenUsage };
+
+/** The masker plugin around one job: masks the request once, unmasks what comes back, times both. */
+class MaskedRun {
+  readonly data: TextJobData;
+  private readonly session = new MaskSession();
+  private ms = 0;
+
+  constructor(original: TextJobData) {
+    const started = performance.now();
+    const mask = (t: string) => this.session.mask(t);
+    const input = original.request.input.map((item): InputItem => {
+      if (item.type === 'message') return { ...item, content: item.content.map((c) => (c.type === 'input_text' || c.type === 'output_text' ? { ...c, text: mask(c.text) } : c)) };
+      if (item.type === 'function_call_output') return { ...item, output: mask(item.output) };
+      return item;
+    });
+    const request = { ...original.request, input, instructions: original.request.instructions && mask(original.request.instructions) };
+    this.data = { ...original, request };
+    this.ms += performance.now() - started;
+  }
+
+  streamUnmasker() {
+    return this.session.streamUnmasker();
+  }
+
+  unmaskResult(result: TextResult): void {
+    const started = performance.now();
+    for (const o of result.output) {
+      if (o.type === 'message') for (const c of o.content) c.text = this.session.unmask(c.text);
+      if (o.type === 'function_call') o.arguments = this.session.unmask(o.arguments);
+    }
+    this.ms += performance.now() - started;
+  }
+
+  usage(): Record<string, unknown> {
+    return { masker: { operations: ['mask', 'unmask'], latency_ms: Math.round(this.ms * 1000) / 1000, cost_rub: 0 }, total_cost_rub: 0 };
+  }
+}

@@ -1,0 +1,378 @@
+import { DelayedError, Queue, UnrecoverableError, type Job } from 'bullmq';
+import { endpointBySlug, type ResolvedEndpoint } from '../../shared/catalog/catalog-index';
+import { AppError } from '../../shared/errors/app-error';
+import { mediaCost, mediaData, outputMimeType, producedUnits, imageRequestToMediaInput, type MediaOutput, type MediaResult, type MediaUsage } from '../../shared/formats/media.mapper';
+import type { MediaInput, MediaTask, ProviderAdapter } from '../../shared/providers/adapter.types';
+import { parseDataUrl } from '../../shared/providers/mapper-utils';
+import type { UpstreamFailure } from '../../shared/providers/provider.types';
+import { adapterFor } from '../../shared/providers/registry';
+import { isUpstreamError } from '../../shared/providers/upstream-error';
+import { GenerationPublisher } from '../../shared/queue/generation-bus';
+import type { PlannedCandidate } from '../../shared/queue/job-catalog';
+import { QUEUES } from '../../shared/queue/queue-names';
+import type { MediaAttempt, MediaJobData, MediaKind, MediaStep, SavedOutput } from '../../shared/schemas/media.schema';
+import { CallbackService } from '../../shared/services/callbacks.service';
+import type { WorkerDeps } from '../worker-deps';
+import { ImageExecutor } from './image-executor';
+
+export interface MediaExecutorOptions {
+  /** First wait between two polls of an upstream task; each next wait is 1.5 times longer, up to `maxPollMs`. */
+  pollMs: number;
+  maxPollMs: number;
+  /** Consecutive failed polls before the generation fails. */
+  maxPollErrors: number;
+  /** A task still running after this long is cancelled upstream and the generation fails. */
+  taskTimeoutMs: number;
+  downloadTimeoutMs: number;
+  /** First callback retry delay (exponential); default the job catalog's. */
+  callbackBackoffMs?: number;
+  fetch?: typeof fetch;
+}
+
+function positive(value: string | undefined, fallback: number): number {
+  const n = Number(value);
+  return value !== undefined && value !== '' && Number.isFinite(n) && n > 0 ? n : fallback;
+}
+
+/** MEDIA_POLL_MS, MEDIA_POLL_MAX_MS, MEDIA_MAX_POLL_ERRORS, MEDIA_TASK_TIMEOUT_MS, MEDIA_DOWNLOAD_TIMEOUT_MS, CALLBACK_BACKOFF_MS. */
+export function mediaExecutorOptions(env: NodeJS.ProcessEnv = process.env): MediaExecutorOptions {
+  return {
+    pollMs: positive(env.MEDIA_POLL_MS, 1000),
+    maxPollMs: positive(env.MEDIA_POLL_MAX_MS, 10_000),
+    maxPollErrors: positive(env.MEDIA_MAX_POLL_ERRORS, 5),
+    taskTimeoutMs: positive(env.MEDIA_TASK_TIMEOUT_MS, 30 * 60_000),
+    downloadTimeoutMs: positive(env.MEDIA_DOWNLOAD_TIMEOUT_MS, 120_000),
+    callbackBackoffMs: env.CALLBACK_BACKOFF_MS ? positive(env.CALLBACK_BACKOFF_MS, 1000) : undefined,
+  };
+}
+
+/** Result files into our storage (generated files: AI_GENERATION, TEMP_GENERATION). */
+export class OutputStore {
+  constructor(
+    private readonly deps: WorkerDeps,
+    private readonly opts: { fetch: typeof fetch; downloadTimeoutMs: number },
+  ) {}
+
+  async saveBytes(data: MediaJobData, bytes: Buffer, mimeType: string): Promise<Omit<SavedOutput, 'source'>> {
+    const view = await this.deps.files.saveGenerated({
+      organizationId: data.organizationId,
+      userId: data.userId,
+      apiKeyId: data.apiKeyId,
+      generationId: data.generationId,
+      bytes,
+      mimeType,
+    });
+    return { fileId: view.id, url: view.url, mimeType: view.mimeType, size: view.size };
+  }
+
+  /** Downloads a provider's output (or decodes a data: URL) and stores it. Failures are plain errors: the job retries. */
+  async download(data: MediaJobData, url: string, kind: MediaKind): Promise<Omit<SavedOutput, 'source'>> {
+    const inline = url.startsWith('data:') ? parseDataUrl(url) : undefined;
+    if (inline) return this.saveBytes(data, Buffer.from(inline.base64, 'base64'), outputMimeType(kind, url, inline.mimeType));
+    const res = await this.opts.fetch(url, { signal: AbortSignal.timeout(this.opts.downloadTimeoutMs) });
+    if (!res.ok) throw new Error(`downloading the provider's output failed: HTTP ${res.status}`);
+    const bytes = Buffer.from(await res.arrayBuffer());
+    return this.saveBytes(data, bytes, outputMimeType(kind, url, res.headers.get('content-type')));
+  }
+}
+
+interface Completion {
+  candidate: PlannedCandidate;
+  resolved: ResolvedEndpoint;
+  outputs: MediaOutput[];
+  attempts: MediaAttempt[];
+  seconds?: number;
+  tokens?: { input: number; output: number };
+  taskId?: string;
+  content?: string;
+}
+
+const attemptOf = (resolved: ResolvedEndpoint | undefined, slug: string, f: Pick<UpstreamFailure, 'reason' | 'status' | 'message'>): MediaAttempt => ({
+  provider: resolved?.provider.id ?? slug,
+  endpoint: slug,
+  reason: f.reason,
+  ...(f.status !== undefined && { status: f.status }),
+  message: f.message,
+});
+
+/**
+ * Runs image and media generations (queues `image` and `media`) as STEP jobs (BullMQ's documented pattern):
+ *
+ *   start   → markProcessing; try each planned endpoint: an `images` operation answers at once (OpenAI), a
+ *             `media` operation creates an upstream task (Replicate) whose id is saved with job.updateData
+ *   polling → the job re-schedules itself with job.moveToDelayed + DelayedError (growing back-off): no worker
+ *             sleeps; each run reads the task once
+ *   done    → outputs downloaded into our storage (each saved file recorded in the step, so a retry does not
+ *             store it twice), the money settled once, the waiting API told, the callback queued
+ *
+ * A retry after a crash resumes at the saved step, polling the same task instead of creating a second one.
+ * A generation cancelled meanwhile is seen at the next step: the upstream task is cancelled and the job ends.
+ */
+export class MediaExecutor {
+  private readonly images: ImageExecutor;
+  private readonly store: OutputStore;
+  private callbackQueue?: Queue;
+  private callbacks?: CallbackService;
+
+  constructor(
+    private readonly deps: WorkerDeps,
+    private readonly opts: MediaExecutorOptions,
+  ) {
+    this.store = new OutputStore(deps, { fetch: opts.fetch ?? globalThis.fetch, downloadTimeoutMs: opts.downloadTimeoutMs });
+    this.images = new ImageExecutor(deps, this.store);
+  }
+
+  async close(): Promise<void> {
+    await this.callbackQueue?.close();
+  }
+
+  async run(job: Job<MediaJobData>, token?: string): Promise<void> {
+    try {
+      await this.step(job, token);
+    } catch (e) {
+      if (e instanceof DelayedError) throw e;
+      // The last attempt ends the generation (free), so no reservation is left held by a dead job.
+      const last = e instanceof UnrecoverableError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+      this.deps.logger.warn('media job step failed', { generationId: job.data.generationId, err: e, last, trace_id: job.data.traceId });
+      if (last) {
+        const err = new AppError('INTERNAL_ERROR', 'The generation could not be completed');
+        await this.fail(job.data, err, job.data.step?.attempts.length ?? 0).catch(() => undefined);
+      }
+      throw e;
+    }
+  }
+
+  private async step(job: Job<MediaJobData>, token?: string): Promise<void> {
+    const data = job.data;
+    const gen = await this.deps.db.generation.findUnique({ where: { id: data.generationId }, select: { status: true } });
+    if (!gen || gen.status === 'completed' || gen.status === 'failed') return;
+    if (gen.status === 'cancelled') {
+      if (data.step) await this.cancelUpstream(data, data.step);
+      await this.publisher(data).send({ type: 'cancelled' });
+      return;
+    }
+    if (data.step) return this.poll(job, token, data.step);
+    await this.deps.generations.markProcessing(data.generationId, Math.max(0, (job.processedOn ?? Date.now()) - job.timestamp));
+    return this.start(job, token);
+  }
+
+  /** Tries the planned endpoints in order until one takes the request. */
+  private async start(job: Job<MediaJobData>, token?: string): Promise<void> {
+    const data = job.data;
+    const attempts: MediaAttempt[] = [];
+    let last: UpstreamFailure | undefined;
+    for (let i = 0; i < data.candidates.length; i++) {
+      const candidate = data.candidates[i];
+      const resolved = endpointBySlug(this.deps.catalog, candidate.slug);
+      const adapter = resolved && adapterFor(resolved.provider.kind);
+      const syncImages = data.kind === 'image' && !!adapter?.images;
+      if (!resolved || !adapter || (!adapter.media && !syncImages)) {
+        attempts.push({ provider: resolved?.provider.id ?? candidate.slug, endpoint: candidate.slug, reason: 'unavailable', message: `no ${data.kind} operation for this endpoint` });
+        continue;
+      }
+      try {
+        if (adapter.media) {
+          const task = await this.createTask(data, candidate, resolved, adapter);
+          const step: MediaStep = { phase: 'polling', candidate: i, taskId: task.id, polls: 0, pollErrors: 0, createdAt: Date.now(), attempts, saved: [] };
+          await job.updateData({ ...data, step });
+          return await this.onTask(job, token, step, task);
+        }
+        const r = await this.images.generate(data, candidate, resolved, adapter);
+        return await this.complete(data, { candidate, resolved, outputs: r.outputs, tokens: r.tokens, attempts });
+      } catch (e) {
+        if (!isUpstreamError(e)) throw e;
+        last = e.failure;
+        attempts.push(attemptOf(resolved, candidate.slug, last));
+        this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
+        this.deps.logger.warn('provider attempt failed', { generationId: data.generationId, endpoint: candidate.slug, reason: last.reason, status: last.status, trace_id: data.traceId });
+        if (!last.fallback) break;
+      }
+    }
+    return this.failUpstream(data, attempts, last);
+  }
+
+  private async createTask(data: MediaJobData, candidate: PlannedCandidate, resolved: ResolvedEndpoint, adapter: ProviderAdapter): Promise<MediaTask> {
+    const media = adapter.media!;
+    const spec = media.buildCreate({ model: resolved.endpoint.upstreamModel, input: inputFor(data, candidate) }, resolved.provider.apiKey ?? '');
+    const reply = await this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError });
+    return media.parseTask(reply.json);
+  }
+
+  private async poll(job: Job<MediaJobData>, token: string | undefined, step: MediaStep): Promise<void> {
+    const data = job.data;
+    const candidate = data.candidates[step.candidate];
+    const resolved = candidate && endpointBySlug(this.deps.catalog, candidate.slug);
+    const adapter = resolved && adapterFor(resolved.provider.kind);
+    if (!candidate || !resolved || !adapter?.media) {
+      return this.fail(data, AppError.fromReason('provider_error', 'The endpoint running this generation is no longer in the catalog'), step.attempts.length + 1);
+    }
+    let task: MediaTask;
+    try {
+      const spec = adapter.media.buildGet(step.taskId, resolved.provider.apiKey ?? '');
+      const reply = await this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError });
+      task = adapter.media.parseTask(reply.json);
+    } catch (e) {
+      if (!isUpstreamError(e)) throw e;
+      const pollErrors = step.pollErrors + 1;
+      if (pollErrors > this.opts.maxPollErrors) return this.failTask(data, step, e.failure);
+      return this.schedule(job, token, { ...step, pollErrors, polls: step.polls + 1 });
+    }
+    return this.onTask(job, token, { ...step, pollErrors: 0 }, task);
+  }
+
+  private async onTask(job: Job<MediaJobData>, token: string | undefined, step: MediaStep, task: MediaTask): Promise<void> {
+    const data = job.data;
+    switch (task.status) {
+      case 'pending':
+      case 'processing':
+        if (Date.now() - step.createdAt > this.opts.taskTimeoutMs) {
+          await this.cancelUpstream(data, step);
+          return this.failTask(data, step, { reason: 'upstream_timeout', message: `The provider did not finish within ${Math.round(this.opts.taskTimeoutMs / 1000)} s` });
+        }
+        return this.schedule(job, token, { ...step, polls: step.polls + 1 });
+      case 'succeeded':
+        return this.completeTask(job, step, task);
+      case 'failed':
+        return this.failTask(data, step, { reason: 'provider_error', message: `The provider failed the generation: ${task.error ?? 'no reason given'}`, raw: task.error });
+      case 'cancelled':
+        return this.endCancelled(data);
+    }
+  }
+
+  /** Saves the step and runs the job again after the back-off (the worker is free meanwhile). */
+  private async schedule(job: Job<MediaJobData>, token: string | undefined, step: MediaStep): Promise<never> {
+    const delay = Math.min(this.opts.pollMs * 1.5 ** Math.max(0, step.polls - 1), this.opts.maxPollMs);
+    await job.updateData({ ...job.data, step });
+    await job.moveToDelayed(Date.now() + Math.round(delay), token);
+    throw new DelayedError();
+  }
+
+  private async completeTask(job: Job<MediaJobData>, step: MediaStep, task: MediaTask): Promise<void> {
+    const data = job.data;
+    const candidate = data.candidates[step.candidate];
+    const resolved = endpointBySlug(this.deps.catalog, candidate.slug)!;
+    if (task.outputs.length === 0) return this.failTask(data, step, { reason: 'malformed_reply', message: 'The provider finished without an output file', raw: task.text });
+    const saved = [...step.saved];
+    for (const url of task.outputs) {
+      if (saved.some((s) => s.source === url)) continue;
+      saved.push({ source: url, ...(await this.store.download(data, url, data.kind)) });
+      await job.updateData({ ...data, step: { ...step, saved } });
+    }
+    const timed = data.kind === 'video' || data.kind === 'audio' || (data.kind === 'upscale' && !data.sourceIsImage);
+    const seconds = timed ? (task.metrics.durationSeconds ?? data.expectedSeconds) : undefined;
+    const outputs: MediaOutput[] = saved.map((s) => ({ url: s.url, fileId: s.fileId, mimeType: s.mimeType, ...(seconds !== undefined && { durationSeconds: seconds }) }));
+    const tokens = task.metrics.inputTokens !== undefined || task.metrics.outputTokens !== undefined ? { input: task.metrics.inputTokens ?? 0, output: task.metrics.outputTokens ?? 0 } : undefined;
+    return this.complete(data, { candidate, resolved, outputs, attempts: step.attempts, seconds, tokens, taskId: task.id, content: task.text });
+  }
+
+  /** Settles the money once and records the result; tells the waiting API; queues the callback. */
+  private async complete(data: MediaJobData, c: Completion): Promise<void> {
+    const prompt = typeof data.input.prompt === 'string' ? data.input.prompt : data.image?.request.prompt;
+    const units = producedUnits(data.kind, c.outputs, { seconds: c.seconds, prompt, sourceIsImage: data.sourceIsImage });
+    const cost = mediaCost(c.resolved.endpoint.price, units);
+    const usage: MediaUsage = { input_units: data.inputUnits, output_units: c.outputs.length };
+    if (c.seconds !== undefined) usage.duration_seconds = c.seconds;
+    if (c.tokens) Object.assign(usage, { input_tokens: c.tokens.input, output_tokens: c.tokens.output, total_tokens: c.tokens.input + c.tokens.output });
+    const result: MediaResult = {
+      data: mediaData(c.outputs),
+      outputs: c.outputs,
+      provider: c.resolved.provider.id,
+      endpoint: c.candidate.slug,
+      ...(c.taskId !== undefined && { taskId: c.taskId }),
+      ...(c.content !== undefined && { content: c.content }),
+    };
+    const warnings = [...data.warnings, ...c.candidate.dropParams.map((p) => `Parameter '${p}' is not supported by ${c.candidate.model} via ${c.resolved.provider.id} and was ignored`)];
+    const outcome = await this.deps.generations.finish(data.generationId, {
+      status: 'completed',
+      cost,
+      result,
+      usage,
+      warnings,
+      model: c.candidate.model,
+      provider: c.resolved.provider.id,
+      finalEndpointSlug: c.candidate.slug,
+      finishReason: 'stop',
+      attemptsCount: c.attempts.length + 1,
+      generationTimeMs: await this.elapsed(data.generationId),
+      upstreamId: c.taskId ?? null,
+    });
+    this.deps.stats.record(c.candidate.slug, { ok: true, at: Date.now() });
+    await this.publisher(data).send(outcome.applied ? { type: 'done', payload: { id: data.generationId } } : { type: 'cancelled' });
+    if (outcome.applied) await this.callback(data, 'completed');
+  }
+
+  private failTask(data: MediaJobData, step: MediaStep, f: Pick<UpstreamFailure, 'reason' | 'message' | 'status' | 'raw'>): Promise<void> {
+    const candidate = data.candidates[step.candidate];
+    const resolved = endpointBySlug(this.deps.catalog, candidate.slug);
+    const attempts = [...step.attempts, attemptOf(resolved, candidate.slug, f)];
+    this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
+    const reason = f.reason === 'upstream_timeout' ? 'upstream_timeout' : 'provider_error';
+    const err = AppError.fromReason(reason, f.message, { raw: f.raw ?? f.message, provider_name: resolved?.provider.id ?? candidate.slug, attempts });
+    return this.fail(data, err, attempts.length);
+  }
+
+  private failUpstream(data: MediaJobData, attempts: MediaAttempt[], last: UpstreamFailure | undefined): Promise<void> {
+    const provider = attempts[attempts.length - 1]?.provider;
+    const err =
+      last && !last.fallback && last.reason === 'bad_request'
+        ? new AppError('BAD_REQUEST', `The provider refused the request: ${last.message}`, { metadata: { reason: 'provider_error', raw: last.raw ?? last.message, provider_name: provider, attempts } })
+        : AppError.fromReason('all_providers_failed', attempts.length ? `Every provider failed: ${attempts.map((a) => `${a.provider} (${a.reason})`).join(', ')}` : 'No provider could take the request', {
+            attempts,
+            raw: last?.raw ?? attempts[attempts.length - 1]?.message,
+            provider_name: provider,
+          });
+    return this.fail(data, err, attempts.length);
+  }
+
+  /** Ends the generation as failed (nothing charged). */
+  private async fail(data: MediaJobData, err: AppError, attemptsCount: number): Promise<void> {
+    const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
+    const outcome = await this.deps.generations.finish(data.generationId, { status: 'failed', error, attemptsCount, generationTimeMs: await this.elapsed(data.generationId) });
+    await this.publisher(data).send(outcome.applied ? { type: 'failed', error } : { type: 'cancelled' });
+    if (outcome.applied) await this.callback(data, 'failed');
+  }
+
+  /** The provider cancelled the task on its side. */
+  private async endCancelled(data: MediaJobData): Promise<void> {
+    const outcome = await this.deps.generations.finish(data.generationId, { status: 'cancelled' });
+    await this.publisher(data).send({ type: 'cancelled' });
+    if (outcome.applied) await this.callback(data, 'cancelled');
+  }
+
+  /** Best effort: a task that cannot be cancelled upstream still costs the caller nothing. */
+  private async cancelUpstream(data: MediaJobData, step: MediaStep): Promise<void> {
+    const candidate = data.candidates[step.candidate];
+    const resolved = candidate && endpointBySlug(this.deps.catalog, candidate.slug);
+    const adapter = resolved && adapterFor(resolved.provider.kind);
+    if (!resolved || !adapter?.media) return;
+    try {
+      const spec = adapter.media.buildCancel(step.taskId, resolved.provider.apiKey ?? '');
+      await this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError });
+    } catch (e) {
+      this.deps.logger.warn('upstream cancel failed', { generationId: data.generationId, taskId: step.taskId, err: e });
+    }
+  }
+
+  private async callback(data: MediaJobData, status: 'completed' | 'failed' | 'cancelled'): Promise<void> {
+    if (!data.callBackUrl) return;
+    this.callbackQueue ??= new Queue(QUEUES.callbacks, { connection: this.deps.redis, prefix: this.deps.config.queuePrefix });
+    this.callbacks ??= new CallbackService(this.callbackQueue, { backoffMs: this.opts.callbackBackoffMs });
+    await this.callbacks.enqueue({ generationId: data.generationId, organizationId: data.organizationId, url: data.callBackUrl, status });
+  }
+
+  private async elapsed(id: string): Promise<number | null> {
+    const g = await this.deps.db.generation.findUnique({ where: { id }, select: { startedAt: true } });
+    return g?.startedAt ? Math.max(0, this.deps.clock().getTime() - g.startedAt.getTime()) : null;
+  }
+
+  private publisher(data: MediaJobData): GenerationPublisher {
+    return new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId);
+  }
+}
+
+/** The media input sent to one endpoint: without the fields it does not support (dropped with a warning). */
+export function inputFor(data: MediaJobData, candidate: PlannedCandidate): MediaInput {
+  const base = data.image ? imageRequestToMediaInput(data.image.request) : data.input;
+  const drop = new Set([...candidate.dropParams, 'callBackUrl']);
+  return Object.fromEntries(Object.entries(base).filter(([k, v]) => !drop.has(k) && v !== undefined));
+}
