@@ -18,6 +18,10 @@ import { GenerationGateway } from './services/generation-gateway';
 import { RoutePlanner } from './services/route-planner';
 import { TextService } from './services/text.service';
 import { rateLimitMiddleware } from './middleware/rate-limit';
+import { createMetrics, type Metrics } from '../shared/metrics/metrics';
+import { FilesService, filesBaseUrl } from '../shared/services/files.service';
+import { createBlobStore } from '../shared/storage/create-blob-store';
+import type { BlobStore } from '../shared/storage/blob-store';
 
 /** Everything a route needs, built once from injected I/O (no module-level state). */
 export interface AppDeps {
@@ -33,9 +37,13 @@ export interface AppDeps {
   /** Readiness probe for the workers (true when at least one worker serves the queues). */
   workersReady?: () => Promise<boolean>;
   authCacheMs?: number;
+  /** Prometheus metrics; pass the workers' own in a single-process start so /metrics shows both. */
+  metrics?: Metrics;
+  /** Where file bytes go; default from the environment (local disk or S3_*). */
+  blobStore?: BlobStore;
 }
 
-export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady'>> {
+export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady' | 'blobStore'>> {
   workersReady: () => Promise<boolean>;
   auth: Authenticator;
   accounts: AccountsService;
@@ -50,6 +58,7 @@ export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'work
   gateway: GenerationGateway;
   planner: RoutePlanner;
   text: TextService;
+  files: FilesService;
   /** Resolves once the reply channel is subscribed. */
   ready(): Promise<void>;
   close(): Promise<void>;
@@ -62,10 +71,12 @@ export function buildContext(deps: AppDeps): AppContext {
     QUEUE_NAMES.map((q) => [q, new Queue(q, { connection: deps.redis, prefix: deps.config.queuePrefix })]),
   ) as Record<QueueName, Queue>;
   const bus = new GenerationBus(deps.redis, deps.subscriber, deps.config.queuePrefix);
-  const generations = new GenerationService(deps.db, clock);
   const stats = new EndpointStatsStore(deps.redis, deps.config.queuePrefix);
+  const metrics = deps.metrics ?? createMetrics();
+  const generations = new GenerationService(deps.db, clock, metrics);
   const gateway = new GenerationGateway(generations, queues, bus, deps.logger);
   const planner = new RoutePlanner(deps.catalog, stats);
+  metrics.trackQueues(queues);
   return {
     ...deps,
     queues,
@@ -75,6 +86,15 @@ export function buildContext(deps: AppDeps): AppContext {
     gateway,
     planner,
     text: new TextService(planner, gateway),
+    metrics,
+    files: new FilesService({
+      db: deps.db,
+      store: deps.blobStore ?? createBlobStore(deps.config),
+      secret: deps.secret,
+      baseUrl: filesBaseUrl(deps.config),
+      clock,
+      onError: (message, meta) => deps.logger.warn(message, meta),
+    }),
     ready: async () => {
       await whenReady(deps.redis);
       await bus.start();

@@ -1,11 +1,25 @@
 import express, { type Express } from 'express';
 import { buildContext, type AppContext, type AppDeps } from './app-context';
 import { traceMiddleware } from './middleware/trace';
+import { metricsMiddleware } from './middleware/metrics';
+import { metricsRoutes } from './routes/metrics.route';
+import { docsRoutes } from './routes/docs.route';
+import { dashboardRoutes } from './routes/dashboard.route';
 import { errorHandler, notFoundHandler } from './middleware/error-handler';
 import { healthRoutes } from './routes/health.route';
 import { keyRoutes } from './routes/key.route';
 import { balanceRoutes } from './routes/balance.route';
 import { keysRoutes } from './routes/keys.route';
+import { responsesRoutes } from './routes/responses.route';
+import { chatRoutes } from './routes/chat.route';
+import { embeddingsRoutes } from './routes/embeddings.route';
+import { systemoneRoutes } from './routes/systemone.route';
+import { modelsRoutes } from './routes/models.route';
+import { storageRoutes } from './routes/storage.route';
+import { filesRoutes } from './routes/files.route';
+import { historyRoutes } from './routes/history.route';
+import { imagesRoutes } from './routes/images.route';
+import { mediaRoutes } from './routes/media.route';
 
 /** The Express application, without listen(): supertest and main.ts both use it. */
 export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext } } {
@@ -17,10 +31,15 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
   app.locals.ctx = ctx;
 
   app.use(traceMiddleware);
-  app.use(healthRoutes(ctx));
+  app.use(metricsMiddleware(ctx.metrics));
+  app.use(healthRoutes(ctx), metricsRoutes(ctx), docsRoutes(ctx), dashboardRoutes(ctx));
   app.use(express.json({ limit: ctx.config.maxBodyBytes, type: ['application/json', 'application/*+json'] }));
 
   app.use(keyRoutes(ctx), balanceRoutes(ctx), keysRoutes(ctx));
+  app.use(responsesRoutes(ctx), chatRoutes(ctx), embeddingsRoutes(ctx), systemoneRoutes(ctx), modelsRoutes(ctx));
+  app.use(storageRoutes(ctx), filesRoutes(ctx));
+  app.use(historyRoutes(ctx));
+  app.use(imagesRoutes(ctx), mediaRoutes(ctx));
 
   app.use(notFoundHandler);
   app.use(errorHandler(ctx.logger));

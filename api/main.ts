@@ -13,6 +13,7 @@ export async function startWeb(rt: Runtime): Promise<{ port: number; close(): Pr
     catalog: rt.catalog,
     logger: rt.logger,
     secret: rt.secret,
+    metrics: rt.metrics,
     workersReady: async () => (await app.locals.ctx.queues[QUEUES.text].getWorkersCount()) > 0,
   });
   await app.locals.ctx.ready();

@@ -1,5 +1,6 @@
 import { bootstrap, onShutdown, type Runtime } from '../shared/runtime/bootstrap';
 import { buildWorkerDeps } from './worker-deps';
+import { DEFAULT_WORKER_METRICS_PORT, startMetricsServer } from '../shared/metrics/metrics-server';
 import { Queue } from 'bullmq';
 import { QUEUES } from '../shared/queue/queue-names';
 import { scheduleMaintenance } from './processors/maintenance.processor';
@@ -7,7 +8,7 @@ import { startWorkerPool, type WorkerPool } from './worker-pool';
 
 /** Starts one BullMQ worker per queue on a bootstrapped runtime. */
 export async function startWorkers(rt: Runtime): Promise<WorkerPool> {
-  const deps = buildWorkerDeps({ config: rt.config, db: rt.db, redis: rt.redis, catalog: rt.catalog, logger: rt.logger, upstream: rt.upstream, secret: rt.secret });
+  const deps = buildWorkerDeps({ config: rt.config, db: rt.db, redis: rt.redis, catalog: rt.catalog, logger: rt.logger, upstream: rt.upstream, secret: rt.secret, metrics: rt.metrics });
   const connection = rt.patient('worker');
   const pool = startWorkerPool(deps, connection);
   // The retention job (expired files) repeats every 15 minutes; installing it again on every start is harmless.
@@ -23,6 +24,9 @@ if (require.main === module) {
     .then(async (rt) => {
       const pool = await startWorkers(rt);
       rt.onClose(() => pool.close());
+      // A worker-only process exposes its own /metrics (job durations, provider attempts, money charged).
+      const m = await startMetricsServer(rt.metrics.registry, Number(process.env.WORKER_METRICS_PORT ?? DEFAULT_WORKER_METRICS_PORT), { token: rt.config.metricsToken });
+      rt.onClose(() => m.close());
       onShutdown(rt.logger, () => rt.close());
     })
     .catch((e: Error) => {

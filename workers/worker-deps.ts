@@ -7,6 +7,7 @@ import type { UpstreamClient } from '../shared/providers/api';
 import { GenerationService } from '../shared/services/generation.service';
 import { EndpointStatsStore } from '../shared/services/endpoint-stats.store';
 import { ProviderLimiter } from '../shared/services/provider-limiter';
+import { createMetrics, type Metrics } from '../shared/metrics/metrics';
 import { FilesService, filesBaseUrl } from '../shared/services/files.service';
 import { createBlobStore } from '../shared/storage/create-blob-store';
 import type { BlobStore } from '../shared/storage/blob-store';
@@ -26,15 +27,17 @@ export interface WorkerDeps {
   stats: EndpointStatsStore;
   /** Per-provider caps on upstream calls in flight (catalog `maxConcurrency`). */
   limiter: ProviderLimiter;
+  /** Job durations, provider attempts, money charged (the process's registry). */
+  metrics: Metrics;
   /** Stored files: the media worker saves generated files, the maintenance job deletes expired ones. */
   files: FilesService;
 }
 
 export function buildWorkerDeps(
-  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter'> & { clock?: () => Date; files?: FilesService; secret?: string; blobStore?: BlobStore },
+  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics'> & { clock?: () => Date; metrics?: Metrics; files?: FilesService; secret?: string; blobStore?: BlobStore },
 ): WorkerDeps {
   const clock = d.clock ?? (() => new Date());
-  const { secret, blobStore, ...rest } = d;
+  const { secret, blobStore, metrics: _m, ...rest } = d;
   const files =
     d.files ??
     new FilesService({
@@ -46,5 +49,6 @@ export function buildWorkerDeps(
       clock,
       onError: (message, meta) => d.logger.warn(message, meta),
     });
-  return { ...rest, clock, files, limiter: new ProviderLimiter(), generations: new GenerationService(d.db, clock), stats: new EndpointStatsStore(d.redis, d.config.queuePrefix) };
+  const metrics = d.metrics ?? createMetrics();
+  return { ...rest, clock, files, metrics, limiter: new ProviderLimiter(), generations: new GenerationService(d.db, clock, metrics), stats: new EndpointStatsStore(d.redis, d.config.queuePrefix) };
 }

@@ -3,6 +3,7 @@ import type Redis from 'ioredis';
 import { DEFAULT_CONCURRENCY } from '../shared/queue/job-catalog';
 import { QUEUES, type QueueName } from '../shared/queue/queue-names';
 import type { WorkerDeps } from './worker-deps';
+import { instrumentWorker } from '../shared/metrics/metrics';
 import { textProcessor } from './processors/text.processor';
 import { embeddingsProcessor } from './processors/embeddings.processor';
 import { maintenanceProcessor } from './processors/maintenance.processor';
@@ -27,6 +28,12 @@ export function concurrencyFor(queue: QueueName, env: NodeJS.ProcessEnv = proces
   return Number.isInteger(v) && v > 0 ? v : DEFAULT_CONCURRENCY[queue];
 }
 
+/** Stalled-job timing (how soon a dead worker's jobs run again): WORKER_STALLED_INTERVAL_MS, WORKER_LOCK_DURATION_MS. */
+function msFromEnv(name: string, fallback: number, env: NodeJS.ProcessEnv = process.env): number {
+  const v = Number(env[name]);
+  return Number.isInteger(v) && v > 0 ? v : fallback;
+}
+
 export interface WorkerPool {
   workers: Worker[];
   /** Stops taking jobs and waits for the active ones to finish (BullMQ hands unfinished ones back as stalled). */
@@ -44,9 +51,10 @@ export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { que
       concurrency: concurrencyFor(q, opts.env),
       // Jobs are removed on completion by their own options (job catalog); a stalled job is re-run once.
       maxStalledCount: 1,
-      stalledInterval: 15_000,
-      lockDuration: 30_000,
+      stalledInterval: msFromEnv('WORKER_STALLED_INTERVAL_MS', 15_000, opts.env),
+      lockDuration: msFromEnv('WORKER_LOCK_DURATION_MS', 30_000, opts.env),
     });
+    instrumentWorker(w, deps.metrics);
     w.on('error', (err) => deps.logger.error('worker error', { queue: q, err }));
     w.on('failed', (job, err) => deps.logger.error('job failed', { queue: q, jobId: job?.id, err }));
     return w;

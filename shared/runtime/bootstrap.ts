@@ -10,6 +10,7 @@ import { createRedis, whenReady } from '../queue/redis';
 import { createUpstreamClient, type UpstreamClient } from '../providers/api';
 import { resolveServices, type Services } from './services';
 import { resolveSecret } from './secret';
+import { createMetrics, type Metrics } from '../metrics/metrics';
 
 export type Role = 'all' | 'web' | 'worker';
 
@@ -26,6 +27,8 @@ export interface Runtime {
   /** Patient connections: subscriber and BullMQ workers. */
   patient(name: string): Redis;
   upstream: UpstreamClient;
+  /** One Prometheus registry per process: the API's /metrics shows the workers' series in a single-process start. */
+  metrics: Metrics;
   onClose(fn: () => Promise<unknown> | unknown): void;
   close(): Promise<void>;
 }
@@ -84,6 +87,7 @@ export async function bootstrap(role: Role, env: NodeJS.ProcessEnv = process.env
       return r;
     },
     upstream,
+    metrics: createMetrics({ processMetrics: true }),
     onClose: (fn) => closers.unshift(fn),
     close() {
       closing ??= (async () => {

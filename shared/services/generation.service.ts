@@ -2,6 +2,7 @@ import type { Db } from '../db/client';
 import { AppError } from '../errors/app-error';
 import { money, toStorage, type Decimal, type MoneyLike } from '../billing/money';
 import type { ReserveRefusal } from '../billing/ledger';
+import { rub, type Metrics } from '../metrics/metrics';
 
 export type RequestType = 'chat' | 'embedding' | 'image' | 'video' | 'audio' | 'upscale';
 export type ApiType = 'responses' | 'chat_completions' | 'embeddings' | 'images' | 'media' | 'systemone';
@@ -70,6 +71,8 @@ export class GenerationService {
   constructor(
     private readonly db: Db,
     private readonly clock: () => Date = () => new Date(),
+    /** Money counters (`switchyard_money_*`): reservations made, charges actually applied. */
+    private readonly metrics?: Pick<Metrics, 'moneyReserved' | 'moneyCharged'>,
   ) {}
 
   /** Reserves and records a pending generation; returns the amount granted (402 when nothing fits). */
@@ -94,6 +97,7 @@ export class GenerationService {
     const { granted, reason } = rows[0];
     if (reason === 'not_found') throw new AppError('NOT_FOUND', 'Organization not found');
     if (reason) throw AppError.fromReason(reason as ReserveRefusal, REFUSALS[reason as ReserveRefusal]);
+    this.metrics?.moneyReserved.inc(rub(granted));
     return money(granted);
   }
 
@@ -142,6 +146,8 @@ export class GenerationService {
       )
       SELECT s.outcome, s.charged::text AS charged, (SELECT count(*) FROM u)::int AS updated FROM s`;
     const r = rows[0];
-    return { applied: r.updated > 0, charged: money(r.charged) };
+    const charged = money(r.charged);
+    if (r.updated > 0 && charged.greaterThan(0)) this.metrics?.moneyCharged.inc(rub(charged));
+    return { applied: r.updated > 0, charged };
   }
 }

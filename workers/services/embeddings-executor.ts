@@ -60,12 +60,14 @@ export class EmbeddingsExecutor {
           queueTimeMs,
           generationTimeMs: finished - timing.startedAt,
         });
+        this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: 'ok' });
         this.deps.stats.record(candidate.slug, { ok: true, at: finished, ttftMs: finished - started });
         await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
         return;
       } catch (e) {
         last = isUpstreamError(e) ? e.failure : { reason: 'malformed_reply', message: `unreadable reply: ${(e as Error).message}`, fallback: true };
         attempts.push({ provider: resolved.provider.id, endpoint: candidate.slug, reason: last.reason, status: last.status, message: last.message });
+        this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: last.reason });
         this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
         if (!last.fallback) break;
       }

@@ -121,6 +121,7 @@ export class TextExecutor {
           generationTimeMs: finished - timing.startedAt,
           upstreamId: result.upstreamId ?? null,
         });
+        this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: 'ok' });
         this.deps.stats.record(candidate.slug, {
           ok: true,
           at: finished,
@@ -136,6 +137,7 @@ export class TextExecutor {
           ? e.failure
           : { reason: 'malformed_reply', message: `unreadable reply: ${(e as Error).message}`, fallback: true };
         attempts.push({ provider: resolved.provider.id, endpoint: candidate.slug, reason: failure.reason, status: failure.status, message: failure.message });
+        this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: failure.reason });
         this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
         this.deps.logger.warn('provider attempt failed', { generationId: data.generationId, endpoint: candidate.slug, reason: failure.reason, status: failure.status, trace_id: data.traceId });
         if (!failure.fallback) return this.fail(data, attempts, failure, pub, queueTimeMs, clock().getTime() - timing.startedAt);
@@ -249,6 +251,7 @@ export class TextExecutor {
       queueTimeMs: timing.queueTimeMs,
       generationTimeMs: Date.now() - timing.startedAt,
     });
+    this.deps.metrics.providerAttempts.inc({ provider: providerId, outcome: e.failure.reason });
     this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
     await pub.send({ type: 'failed', error, payload });
   }

@@ -1,0 +1,135 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Queue, Worker } from 'bullmq';
+import type { UpstreamFailure } from '../providers/provider.types';
+
+/** Queue states exported as `switchyard_queue_jobs{state}` (decisions.md section 1). */
+export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
+export type QueueState = (typeof QUEUE_STATES)[number];
+
+export type JobOutcome = 'completed' | 'failed';
+/** Attempt outcomes: `ok` or the upstream failure reason (a small, fixed set: safe as a label). */
+export type ProviderOutcome = 'ok' | UpstreamFailure['reason'] | 'unavailable' | 'cancelled';
+
+/**
+ * The service's Prometheus metrics, each app (and each worker process) with its own Registry: several apps
+ * run in one test process, so nothing lives in prom-client's global default registry.
+ */
+export interface Metrics {
+  registry: Registry;
+  httpRequests: Counter<'method' | 'route' | 'status'>;
+  httpDuration: Histogram<'method' | 'route' | 'status'>;
+  queueJobs: Gauge<'queue' | 'state'>;
+  jobDuration: Histogram<'queue' | 'outcome'>;
+  /** `inc({ provider, outcome })` with outcome a ProviderOutcome. */
+  providerAttempts: Counter<'provider' | 'outcome'>;
+  /** RUB. Money is exact in storage; a float is fine for a rate on a dashboard. */
+  moneyReserved: Counter<string>;
+  moneyCharged: Counter<string>;
+  /** Queues whose depth is read on every scrape (`queue.getJobCounts`); the API and the worker both may call it. */
+  trackQueues(queues: Iterable<Queue> | Record<string, Queue>): void;
+}
+
+export interface MetricsOptions {
+  /** Per-queue budget for `getJobCounts` on a scrape, so a slow Redis never hangs /metrics. */
+  queueTimeoutMs?: number;
+  /** Also export Node's process metrics (CPU, memory, event loop lag) with the `switchyard_` prefix. */
+  processMetrics?: boolean;
+}
+
+function within<T>(p: Promise<T>, ms: number): Promise<T> {
+  return Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), ms).unref())]);
+}
+
+export function createMetrics(opts: MetricsOptions = {}): Metrics {
+  const registry = new Registry();
+  const timeoutMs = opts.queueTimeoutMs ?? 1000;
+  const tracked = new Map<string, Queue>();
+  const registers = [registry];
+
+  const queueJobs = new Gauge<'queue' | 'state'>({
+    name: 'switchyard_queue_jobs',
+    help: 'Jobs per queue and state (waiting includes prioritized), read from Redis at scrape time',
+    labelNames: ['queue', 'state'],
+    registers,
+    async collect() {
+      // Reset first: a queue whose count could not be read this time is absent rather than stale.
+      this.reset();
+      await Promise.all(
+        [...tracked.values()].map(async (q) => {
+          try {
+            const c = await within(q.getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed'), timeoutMs);
+            const values: Record<QueueState, number> = {
+              waiting: (c.waiting ?? 0) + (c.prioritized ?? 0),
+              active: c.active ?? 0,
+              delayed: c.delayed ?? 0,
+              failed: c.failed ?? 0,
+            };
+            for (const state of QUEUE_STATES) this.set({ queue: q.name, state }, values[state]);
+          } catch {
+            // Redis away or slow: leave this queue out of this scrape.
+          }
+        }),
+      );
+    },
+  });
+
+  const metrics: Metrics = {
+    registry,
+    httpRequests: new Counter({
+      name: 'switchyard_http_requests_total',
+      help: 'HTTP requests by method, route pattern and status',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    }),
+    httpDuration: new Histogram({
+      name: 'switchyard_http_request_duration_seconds',
+      help: 'HTTP request latency by method, route pattern and status',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      registers,
+    }),
+    queueJobs,
+    jobDuration: new Histogram({
+      name: 'switchyard_job_duration_seconds',
+      help: 'Time a worker spent on a job, by queue and outcome',
+      labelNames: ['queue', 'outcome'],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800],
+      registers,
+    }),
+    providerAttempts: new Counter({
+      name: 'switchyard_provider_attempts_total',
+      help: 'Upstream attempts by provider and outcome',
+      labelNames: ['provider', 'outcome'],
+      registers,
+    }),
+    moneyReserved: new Counter({ name: 'switchyard_money_reserved_rub_total', help: 'RUB reserved before jobs were queued', registers }),
+    moneyCharged: new Counter({ name: 'switchyard_money_charged_rub_total', help: 'RUB charged on settlement', registers }),
+    trackQueues(queues) {
+      const list = Symbol.iterator in queues ? [...(queues as Iterable<Queue>)] : Object.values(queues as Record<string, Queue>);
+      for (const q of list) tracked.set(q.name, q);
+    },
+  };
+  // Off by default: it starts an event-loop monitor per registry, which tests creating many apps do not need.
+  if (opts.processMetrics) collectDefaultMetrics({ register: registry, prefix: 'switchyard_' });
+  return metrics;
+}
+
+/**
+ * Records `switchyard_job_duration_seconds` for every job a BullMQ worker finishes, from the job's own
+ * processedOn/finishedOn stamps: one line in the worker pool instead of timing code in every executor.
+ */
+export function instrumentWorker(worker: Worker, metrics: Pick<Metrics, 'jobDuration'>): void {
+  const observe = (job: { processedOn?: number; finishedOn?: number } | undefined, outcome: JobOutcome) => {
+    if (!job?.processedOn) return;
+    const seconds = Math.max(0, ((job.finishedOn ?? Date.now()) - job.processedOn) / 1000);
+    metrics.jobDuration.observe({ queue: worker.name, outcome }, seconds);
+  };
+  worker.on('completed', (job) => observe(job, 'completed'));
+  worker.on('failed', (job) => observe(job, 'failed'));
+}
+
+/** Money helper: counters take numbers; our money is decimal strings or Prisma Decimals. */
+export function rub(amount: string | number | { toString(): string }): number {
+  const n = Number(typeof amount === 'number' ? amount : amount.toString());
+  return Number.isFinite(n) && n > 0 ? n : 0;
+}

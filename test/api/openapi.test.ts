@@ -1,0 +1,125 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import request from 'supertest';
+import { createTestApp, type TestApp } from '../helpers/test-app';
+import { listRoutes } from '../../api/openapi/list-routes';
+import { ROUTE_DOCS, type JsonSchema } from '../../api/openapi/route-docs';
+import { buildOpenApi, toOpenApiSchema, type OpenApiDocument } from '../../api/openapi/build-openapi';
+
+let h: TestApp;
+let doc: OpenApiDocument;
+
+beforeAll(async () => {
+  h = await createTestApp();
+  const res = await request(h.app).get('/openapi.json');
+  expect(res.status).toBe(200);
+  doc = res.body;
+});
+afterAll(() => h.close());
+
+const key = (r: { method: string; path: string }) => `${r.method.toUpperCase()} ${r.path}`;
+
+/** Every schema object exported by `shared/schemas/*.schema.ts`: the ones routes validate with. */
+function exportedSchemas(): Set<unknown> {
+  const dir = path.join(__dirname, '../../shared/schemas');
+  const out = new Set<unknown>();
+  for (const f of fs.readdirSync(dir).filter((n) => n.endsWith('.schema.ts'))) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const mod = require(path.join(dir, f)) as Record<string, unknown>;
+    for (const v of Object.values(mod)) if (v && typeof v === 'object') out.add(v);
+  }
+  return out;
+}
+
+function walk(node: unknown, visit: (obj: Record<string, unknown>, at: string) => void, at = ''): void {
+  if (Array.isArray(node)) node.forEach((n, i) => walk(n, visit, `${at}/${i}`));
+  else if (node && typeof node === 'object') {
+    visit(node as Record<string, unknown>, at);
+    for (const [k, v] of Object.entries(node)) walk(v, visit, `${at}/${k}`);
+  }
+}
+
+describe('OpenAPI document', () => {
+  it('documents every route of the app, and only those', () => {
+    const actual = new Set(listRoutes(h.app).map(key));
+    const documented = ROUTE_DOCS.map(key);
+    expect(documented.filter((k, i) => documented.indexOf(k) !== i)).toEqual([]); // no row twice
+    const undocumented = [...actual].filter((k) => !documented.includes(k));
+    const stale = documented.filter((k) => !actual.has(k));
+    // A failure here: add a row to api/openapi/route-docs.ts for each undocumented route (or remove a stale one).
+    expect({ undocumented, stale }).toEqual({ undocumented: [], stale: [] });
+    const inDoc = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).map((m) => key({ method: m, path: p })));
+    expect(inDoc.sort()).toEqual([...documented].sort());
+  });
+
+  it('uses the very schema objects that validate requests, converted only by dropping ajv-only keywords', () => {
+    const schemas = exportedSchemas();
+    const rebuilt = buildOpenApi();
+    for (const r of ROUTE_DOCS) {
+      for (const s of [r.body, r.query].filter(Boolean) as JsonSchema[]) {
+        expect({ route: key(r), exported: schemas.has(s) }).toEqual({ route: key(r), exported: true });
+        expect(typeof s.$id).toBe('string');
+        expect(doc.components.schemas[s.$id as string]).toEqual(toOpenApiSchema(s, (n) => String(n.$id)));
+        expect(rebuilt.components.schemas[s.$id as string]).toEqual(doc.components.schemas[s.$id as string]);
+      }
+      const op = doc.paths[r.path][r.method];
+      if (r.body) expect(op.requestBody!.content['application/json'].schema).toEqual({ $ref: `#/components/schemas/${String(r.body.$id)}` });
+      if (r.query) {
+        const props = Object.keys((r.query.properties ?? {}) as object);
+        expect(op.parameters!.filter((p) => p.in === 'query').map((p) => p.name)).toEqual(props);
+      }
+    }
+  });
+
+  it('is a consistent OpenAPI 3.1 document: refs resolve, ids are unique, errors use the envelope', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    walk(doc, (obj, at) => {
+      if (typeof obj.$ref === 'string') {
+        const target = obj.$ref.replace(/^#\//, '').split('/').reduce<unknown>((n, k) => (n as Record<string, unknown> | undefined)?.[k], doc);
+        expect({ at, ref: obj.$ref, resolves: target !== undefined }).toEqual({ at, ref: obj.$ref, resolves: true });
+      }
+    });
+    for (const [name, schema] of Object.entries(doc.components.schemas)) {
+      walk(schema, (obj, at) => {
+        for (const k of ['$id', '$async', 'errorMessage', 'instanceof', 'regexp', 'transform']) {
+          // `properties` maps names to schemas: a field may be called anything.
+          if (k in obj && !at.endsWith('/properties')) throw new Error(`${name}${at} still has ${k}`);
+        }
+      });
+    }
+    const ids = Object.values(doc.paths).flatMap((ops) => Object.values(ops).map((o) => o.operationId));
+    expect(new Set(ids).size).toBe(ids.length);
+    const envelope = { $ref: '#/components/schemas/ErrorResponse' };
+    for (const [p, ops] of Object.entries(doc.paths)) {
+      expect(p).not.toMatch(/[:*]/);
+      for (const op of Object.values(ops)) {
+        expect((op.responses.default as { content: Record<string, { schema: unknown }> }).content['application/json'].schema).toEqual(envelope);
+        for (const [status, resp] of Object.entries(op.responses)) {
+          if (/^[45]/.test(status)) expect((resp as { content: Record<string, { schema: unknown }> }).content['application/json'].schema).toEqual(envelope);
+        }
+        if (op['x-switchyard-auth'] === 'none') expect(op.security).toEqual([]);
+        else expect(op.security.length).toBeGreaterThan(0);
+      }
+    }
+    expect(doc.paths['/v1/balance'].get.deprecated).toBe(true);
+    expect(doc.paths['/v1/keys/{id}'].patch.parameters).toContainEqual(expect.objectContaining({ name: 'id', in: 'path', required: true }));
+  });
+});
+
+describe('GET /docs', () => {
+  it('renders a self-contained HTML reference of every route from the same document', async () => {
+    const res = await request(h.app).get('/docs');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^text\/html/);
+    const html = res.text;
+    // No CDN and no script: the page must work without internet.
+    expect(html).not.toMatch(/<script|<link[^>]+href="http|src="http/i);
+    for (const r of ROUTE_DOCS) {
+      expect(html).toContain(`id="op-${r.method}${r.path.replace(/[^a-zA-Z0-9]+/g, '-').replace(/-$/, '')}"`);
+      expect(html).toContain(`<code>${r.path}</code>`);
+    }
+    expect(html).toContain('CreateKeyRequest');
+    expect(html).toContain('<code>allowed_models</code>');
+    expect(html).toContain('deprecated');
+  });
+});
