@@ -1,0 +1,352 @@
+import type { Db } from '../db/client';
+import { Prisma, type Generation, type GenerationStatus, type Role } from '../db/generated/client';
+import { AppError } from '../errors/app-error';
+import { moneyString } from '../billing/money';
+import type { HistoryRequestType, HistorySortField, HistoryStatusFilter } from '../schemas/history.schema';
+
+/** Who is looking: an API key sees its own generations; a personal-account token sees per its role. */
+export type HistoryViewer =
+  | { kind: 'key'; organizationId: string; keyId: string }
+  | { kind: 'user'; organizationId: string; userId: string; role: Role };
+
+export interface HistoryListOptions {
+  page: number;
+  limit: number;
+  /** Inclusive. */
+  createdFrom?: Date;
+  /** Exclusive. */
+  createdBefore?: Date;
+  requestType?: HistoryRequestType;
+  status?: HistoryStatusFilter;
+  /** Personal-account tokens only (the route refuses them under a key). */
+  apiKeyId?: string;
+  withoutApiKey?: boolean;
+  sortBy: HistorySortField;
+  sortOrder: 'asc' | 'desc';
+}
+
+export type PublicStatus = 'completed' | 'failed' | 'pending';
+
+export interface HistoryUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface HistoryItem {
+  id: string;
+  model: string;
+  modelDisplayName: string;
+  requestType: string;
+  provider: string | null;
+  status: PublicStatus;
+  cost: string;
+  usage: HistoryUsage | null;
+  generationTimeMs: number | null;
+  createdAt: string;
+  /** Only under a personal-account token. */
+  apiKeyName?: string | null;
+  apiKeyShort: string | null;
+}
+
+export interface HistoryPage {
+  items: HistoryItem[];
+  meta: { page: number; limit: number; total: number; totalPages: number };
+  /** True when `total` is the planner's estimate (more than EXACT_COUNT_LIMIT matches). */
+  totalIsEstimate: boolean;
+}
+
+export interface HistoryDetail {
+  id: string;
+  organizationId: string;
+  apiKeyId: string | null;
+  unifiedModelId: string;
+  requestType: string;
+  apiType: string;
+  responseMode: string;
+  status: PublicStatus;
+  finishReason: string | null;
+  finalEndpointSlug: string | null;
+  usage: Record<string, unknown> | null;
+  clientCost: string;
+  generationTimeMs: number | null;
+  latencyMs: number | null;
+  queueTimeMs: number | null;
+  isCancelled: boolean;
+  createdAt: string;
+  completedAt: string | null;
+  attemptsCount: number;
+  routing: unknown;
+  warnings: string[];
+  error: unknown;
+}
+
+/**
+ * Matches are counted exactly up to this many; beyond it `total` is the planner's estimate. An exact count over a
+ * large organization reads every matching index entry (≈80 ms for 500,000 rows), too slow for a page listing.
+ */
+export const EXACT_COUNT_LIMIT = 10_000;
+/** A member with more keys than this is listed with one `= ANY(...)` branch instead of one branch per key. */
+const MAX_KEY_BRANCHES = 32;
+
+/** History shows three states (interface.md): running is `pending`, cancelled is `failed` (with `isCancelled`). */
+const PUBLIC_STATUS: Record<GenerationStatus, PublicStatus> = {
+  pending: 'pending',
+  processing: 'pending',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'failed',
+};
+
+/** Each status filter as the stored states it covers, so a filter matches exactly the items that show it. */
+export const STATUS_FILTER_STATES: Record<HistoryStatusFilter, GenerationStatus[]> = {
+  completed: ['completed'],
+  failed: ['failed', 'cancelled'],
+  pending: ['pending', 'processing'],
+  processing: ['processing'],
+  cancelled: ['cancelled'],
+};
+
+export function publicStatus(s: GenerationStatus): PublicStatus {
+  return PUBLIC_STATUS[s];
+}
+
+type Bag = Record<string, unknown>;
+const firstNumber = (o: Bag, ...keys: string[]): number | undefined => {
+  for (const k of keys) if (typeof o[k] === 'number' && Number.isFinite(o[k])) return o[k] as number;
+  return undefined;
+};
+
+/**
+ * Token usage in the OpenAI names the interface uses, from our canonical TokenUsage (`inputTokens`,
+ * `outputTokens`, ...) — snake_case records are read too. Null when the generation has no token counts.
+ */
+export function historyUsage(usage: unknown): HistoryUsage | null {
+  if (!usage || typeof usage !== 'object' || Array.isArray(usage)) return null;
+  const o = usage as Bag;
+  const prompt = firstNumber(o, 'inputTokens', 'input_tokens', 'prompt_tokens');
+  const completion = firstNumber(o, 'outputTokens', 'output_tokens', 'completion_tokens');
+  if (prompt === undefined && completion === undefined) return null;
+  const total = firstNumber(o, 'totalTokens', 'total_tokens') ?? (prompt ?? 0) + (completion ?? 0);
+  return { prompt_tokens: prompt ?? 0, completion_tokens: completion ?? 0, total_tokens: total };
+}
+
+/** The detail's usage: the item's three counts plus the token details and media units when recorded. */
+export function historyDetailUsage(usage: unknown): Record<string, unknown> | null {
+  const tokens = historyUsage(usage);
+  if (!usage || typeof usage !== 'object' || Array.isArray(usage)) return null;
+  const o = usage as Bag;
+  const pick = (pairs: Array<[string, string[]]>): Bag | undefined => {
+    const out: Bag = {};
+    for (const [name, keys] of pairs) {
+      const v = firstNumber(o, ...keys);
+      if (v !== undefined) out[name] = v;
+    }
+    return Object.keys(out).length ? out : undefined;
+  };
+  const promptDetails = pick([
+    ['cached_tokens', ['cachedTokens', 'cached_tokens']],
+    ['cache_write_tokens', ['cacheWriteTokens', 'cache_write_tokens']],
+    ['audio_tokens', ['audioInputTokens', 'audio_input_tokens']],
+  ]);
+  const completionDetails = pick([
+    ['reasoning_tokens', ['reasoningTokens', 'reasoning_tokens']],
+    ['audio_tokens', ['audioOutputTokens', 'audio_output_tokens']],
+  ]);
+  const units = pick([
+    ['input_units', ['inputUnits', 'input_units']],
+    ['output_units', ['outputUnits', 'output_units']],
+    ['duration_seconds', ['durationSeconds', 'duration_seconds']],
+  ]);
+  const out: Bag = { ...(tokens ?? {}) };
+  if (tokens && promptDetails) out.prompt_tokens_details = promptDetails;
+  if (tokens && completionDetails) out.completion_tokens_details = completionDetails;
+  Object.assign(out, units);
+  return Object.keys(out).length ? out : null;
+}
+
+/** `sy_...a1B2c3` → `a1B2c3` (decisions.md section 2). */
+export function apiKeyShort(label: string | null): string | null {
+  return label ? label.slice(-6) : null;
+}
+
+interface PageRow {
+  id: string;
+  model: string;
+  model_display_name: string;
+  request_type: string;
+  provider: string | null;
+  status: GenerationStatus;
+  cost: string;
+  usage: unknown;
+  generation_time_ms: number | null;
+  created_at: Date;
+  api_key_id: string | null;
+  api_key_name: string | null;
+  api_key_label: string | null;
+}
+
+const sql = Prisma.sql;
+
+function orderBy(sortBy: HistorySortField, order: 'asc' | 'desc', alias = ''): Prisma.Sql {
+  const p = alias ? `${alias}.` : '';
+  const d = order === 'asc' ? 'ASC' : 'DESC';
+  // Ties are broken by creation time then id, so pages never repeat or skip a row.
+  return Prisma.raw(sortBy === 'clientCost' ? `${p}client_cost ${d}, ${p}created_at ${d}, ${p}id ${d}` : `${p}created_at ${d}, ${p}id ${d}`);
+}
+
+/**
+ * Generation history (interface.md, "History item" and "GET /v1/history/generations").
+ *
+ * A listing is a UNION ALL of "branches": one per (scope part × stored state of the status filter), each a
+ * single-equality predicate with an index whose order is the requested order. Each branch is read with its own
+ * ORDER BY ... LIMIT offset+limit, so PostgreSQL merges a few short index scans instead of sorting every match
+ * (it does not merge ordered index scans of a UNION ALL or of `status IN (...)` by itself). Indexes:
+ * prisma/migrations/*_history_indexes.
+ */
+export class HistoryService {
+  constructor(private readonly db: Db) {}
+
+  async list(viewer: HistoryViewer, o: HistoryListOptions): Promise<HistoryPage> {
+    const offset = (o.page - 1) * o.limit;
+    const branches = await this.branches(viewer, o);
+    const empty = (): HistoryPage => ({ items: [], meta: { page: o.page, limit: o.limit, total: 0, totalPages: 0 }, totalIsEstimate: false });
+    if (branches.length === 0) return empty();
+
+    const matches = Prisma.join(
+      branches.map((w) => sql`SELECT 1 FROM generations WHERE ${w}`),
+      ' UNION ALL ',
+    );
+    const count = async () => (await this.db.$queryRaw<Array<{ n: number }>>`SELECT count(*)::int AS n FROM (${matches} LIMIT ${EXACT_COUNT_LIMIT + 1}) c`)[0].n;
+    let counted: number;
+    let rows: PageRow[];
+    if (offset >= EXACT_COUNT_LIMIT) {
+      // A deep page: when the exact count ends before it, skip reading offset+limit rows of every branch.
+      counted = await count();
+      rows = counted <= EXACT_COUNT_LIMIT ? [] : await this.page(branches, o, offset);
+    } else {
+      [counted, rows] = await Promise.all([count(), this.page(branches, o, offset)]);
+    }
+    let total = counted;
+    let totalIsEstimate = false;
+    if (counted > EXACT_COUNT_LIMIT) {
+      totalIsEstimate = true;
+      total = Math.max(await this.estimate(matches), EXACT_COUNT_LIMIT + 1, offset + rows.length);
+    }
+    const user = viewer.kind === 'user';
+    const items = rows.map(
+      (r): HistoryItem => ({
+        id: r.id,
+        model: r.model,
+        modelDisplayName: r.model_display_name,
+        requestType: r.request_type,
+        provider: r.provider,
+        status: publicStatus(r.status),
+        cost: moneyString(r.cost),
+        usage: historyUsage(r.usage),
+        generationTimeMs: r.generation_time_ms,
+        createdAt: r.created_at.toISOString(),
+        ...(user ? { apiKeyName: r.api_key_name } : {}),
+        apiKeyShort: apiKeyShort(r.api_key_label),
+      }),
+    );
+    return { items, meta: { page: o.page, limit: o.limit, total, totalPages: Math.ceil(total / o.limit) }, totalIsEstimate };
+  }
+
+  /** The detail record; 404 for a generation the viewer may not see (it does not exist for them). */
+  async get(viewer: HistoryViewer, id: string): Promise<HistoryDetail> {
+    const g = await this.db.generation.findUnique({ where: { id } });
+    if (!g || !(await this.visible(viewer, g))) throw new AppError('NOT_FOUND', `Generation ${id} not found`);
+    return {
+      id: g.id,
+      organizationId: g.organizationId,
+      apiKeyId: g.apiKeyId,
+      unifiedModelId: g.unifiedModelId,
+      requestType: g.requestType,
+      apiType: g.apiType,
+      responseMode: g.responseMode,
+      status: publicStatus(g.status),
+      finishReason: g.finishReason,
+      finalEndpointSlug: g.finalEndpointSlug,
+      usage: historyDetailUsage(g.usage),
+      clientCost: moneyString(g.clientCost),
+      generationTimeMs: g.generationTimeMs,
+      latencyMs: g.latencyMs,
+      queueTimeMs: g.queueTimeMs,
+      isCancelled: g.isCancelled || g.status === 'cancelled',
+      createdAt: g.createdAt.toISOString(),
+      completedAt: g.completedAt?.toISOString() ?? null,
+      attemptsCount: g.attemptsCount,
+      routing: g.routing ?? null,
+      warnings: Array.isArray(g.warnings) ? (g.warnings as unknown[]).map(String) : [],
+      error: g.error ?? null,
+    };
+  }
+
+  private async visible(viewer: HistoryViewer, g: Generation): Promise<boolean> {
+    if (viewer.kind === 'key') return g.apiKeyId === viewer.keyId;
+    if (g.organizationId !== viewer.organizationId) return false;
+    if (viewer.role !== 'member') return true;
+    if (!g.apiKeyId) return g.userId === viewer.userId;
+    const key = await this.db.apiKey.findUnique({ where: { id: g.apiKeyId }, select: { userId: true } });
+    return key?.userId === viewer.userId;
+  }
+
+  /**
+   * The visible set as index-friendly parts. A member sees the generations of its own keys and those it made
+   * without a key (generation.user_id); the gateway records a key's member as the generation's user, so this is
+   * also "every generation whose user is the member".
+   */
+  private async scope(viewer: HistoryViewer, o: HistoryListOptions): Promise<Prisma.Sql[]> {
+    if (viewer.kind === 'key') return [sql`api_key_id = ${viewer.keyId}`];
+    const member = viewer.role === 'member';
+    if (o.apiKeyId !== undefined) {
+      const key = await this.db.apiKey.findFirst({ where: { id: o.apiKeyId, organizationId: viewer.organizationId }, select: { userId: true } });
+      // Another organization's key, or another member's: nothing to show (not an error, and no hint it exists).
+      if (!key || (member && key.userId !== viewer.userId)) return [];
+      return [sql`api_key_id = ${o.apiKeyId}`];
+    }
+    if (!member) return [o.withoutApiKey ? sql`api_key_id IS NULL AND organization_id = ${viewer.organizationId}` : sql`organization_id = ${viewer.organizationId}`];
+    const keyless = sql`api_key_id IS NULL AND user_id = ${viewer.userId}`;
+    if (o.withoutApiKey) return [keyless];
+    const keys = (await this.db.apiKey.findMany({ where: { organizationId: viewer.organizationId, userId: viewer.userId }, select: { id: true } })).map((k) => k.id);
+    const own = keys.length > MAX_KEY_BRANCHES ? [sql`api_key_id = ANY(${keys}::text[])`] : keys.map((k) => sql`api_key_id = ${k}`);
+    return [...own, keyless];
+  }
+
+  private async branches(viewer: HistoryViewer, o: HistoryListOptions): Promise<Prisma.Sql[]> {
+    const parts = await this.scope(viewer, o);
+    const states: Array<GenerationStatus | null> = o.status ? STATUS_FILTER_STATES[o.status] : [null];
+    const common: Prisma.Sql[] = [];
+    if (o.requestType) common.push(sql`request_type = ${o.requestType}`);
+    if (o.createdFrom) common.push(sql`created_at >= ${o.createdFrom}::timestamptz`);
+    if (o.createdBefore) common.push(sql`created_at < ${o.createdBefore}::timestamptz`);
+    return parts.flatMap((part) =>
+      states.map((s) => Prisma.join([part, ...(s ? [sql`status = ${s}::"GenerationStatus"`] : []), ...common], ' AND ')),
+    );
+  }
+
+  private page(branches: Prisma.Sql[], o: HistoryListOptions, offset: number): Promise<PageRow[]> {
+    const cols = Prisma.raw(
+      'id, model, model_display_name, request_type, provider, status, client_cost, usage, generation_time_ms, created_at, api_key_id',
+    );
+    const inner = Prisma.join(
+      branches.map((w) => sql`(SELECT ${cols} FROM generations WHERE ${w} ORDER BY ${orderBy(o.sortBy, o.sortOrder)} LIMIT ${offset + o.limit})`),
+      ' UNION ALL ',
+    );
+    return this.db.$queryRaw<PageRow[]>`
+      SELECT g.id, g.model, g.model_display_name, g.request_type, g.provider, g.status::text AS status, g.client_cost::text AS cost,
+        g.usage, g.generation_time_ms, g.created_at, g.api_key_id, k.name AS api_key_name, k.label AS api_key_label
+      FROM (${inner}) g LEFT JOIN api_keys k ON k.id = g.api_key_id
+      ORDER BY ${orderBy(o.sortBy, o.sortOrder, 'g')}
+      LIMIT ${o.limit} OFFSET ${offset}`;
+  }
+
+  /** The planner's row estimate for the matches (statistics kept by ANALYZE / autovacuum). */
+  private async estimate(matches: Prisma.Sql): Promise<number> {
+    const rows = await this.db.$queryRaw<Array<{ 'QUERY PLAN': unknown }>>`EXPLAIN (FORMAT JSON) ${matches}`;
+    const raw = rows[0]?.['QUERY PLAN'];
+    const plan = (typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<{ Plan?: { 'Plan Rows'?: number } }>;
+    return Math.round(plan?.[0]?.Plan?.['Plan Rows'] ?? 0);
+  }
+}
