@@ -96,7 +96,9 @@ export function buildContext(deps: AppDeps): AppContext {
       onError: (message, meta) => deps.logger.warn(message, meta),
     }),
     ready: async () => {
-      await whenReady(deps.redis);
+      // The subscriber too: a SUBSCRIBE sent while ioredis still runs its ready check can be lost, leaving the
+      // reply channel deaf (every synchronous wait would then run out).
+      await Promise.all([whenReady(deps.redis), whenReady(deps.subscriber)]);
       await bus.start();
     },
     close: async () => {

@@ -133,12 +133,16 @@ export class SystemoneExecutor {
       try {
         const req = requestFor(q.request, resolved.endpoint.upstreamModel, candidate);
         const spec = adapter.text.buildRequest(req, resolved.provider.apiKey ?? '', { defaultMaxOutputTokens: resolved.endpoint.maxOutputTokens });
-        const reply = await this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError });
+        // Per-provider concurrency caps apply to each question's call (32 questions are 32 upstream calls).
+        const reply = await this.deps.limiter.run(resolved.provider, () =>
+          this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError }),
+        );
         const result = adapter.text.parseResponse(reply.json);
         if (!result.logprobs?.length) throw noLogprobs('the reply carries no log-probabilities');
         const answer = readAnswer(scheme, result.logprobs);
         if (!answer) throw noLogprobs(`none of the answer tokens (${scheme.tokens.join(', ')}) is among the top log-probabilities`);
         const finished = Date.now();
+        this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: 'ok' });
         this.deps.stats.record(candidate.slug, { ok: true, at: finished, ttftMs: finished - started });
         return {
           ok: true,
@@ -152,6 +156,7 @@ export class SystemoneExecutor {
       } catch (e) {
         const failure: UpstreamFailure = isUpstreamError(e) ? e.failure : { reason: 'malformed_reply', message: `unreadable reply: ${(e as Error).message}`, fallback: true };
         attempts.push({ question: q.name, provider: resolved.provider.id, endpoint: candidate.slug, reason: failure.reason, status: failure.status, message: failure.message });
+        this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: failure.reason });
         this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
         this.deps.logger.warn('provider attempt failed', { generationId: data.generationId, question: q.name, endpoint: candidate.slug, reason: failure.reason, status: failure.status, trace_id: data.traceId });
         if (!failure.fallback) return { ok: false, fatal: failure };
