@@ -43,7 +43,7 @@ export function chatRoutes(ctx: AppContext): Router {
       return;
     }
     const f = createChatStreamFormatter({ id, created, model: body.model ?? body.models![0], includeUsage: body.stream_options?.include_usage === true });
-    await pumpStream(req, res, ctx.gateway, submission, ctx.config.syncWaitMs, f.start().map(encodeChatSse), {
+    await pumpStream(res, ctx.gateway, submission, ctx.config.syncWaitMs, f.start().map(encodeChatSse), {
       delta: (ev) => f.push(ev).map(encodeChatSse),
       done: (p) => [...f.complete({ usage: usage(p), finishReason: p.result.finishReason, warnings: warningsOf(p) }).map(encodeChatSse), encodeChatSse(CHAT_STREAM_DONE)],
       failed: (e) => f.fail({ code: e.code, message: e.message, metadata: e.metadata }).map(encodeChatSse),

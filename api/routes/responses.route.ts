@@ -140,7 +140,7 @@ export function responsesRoutes(ctx: AppContext): Router {
       return;
     }
     const f = createResponsesStreamFormatter(base);
-    await pumpStream(req, res, ctx.gateway, submission, ctx.config.syncWaitMs, f.start().map(encodeSse), {
+    await pumpStream(res, ctx.gateway, submission, ctx.config.syncWaitMs, f.start().map(encodeSse), {
       delta: (ev) => f.push(ev).map(encodeSse),
       done: (p) => f.complete({ result: p.result, usage: usageOf(p), model: p.model, completedAt: unix(ctx.clock()) }).map(encodeSse),
       failed: (e, p) => f.fail(publicError(e), p ? { usage: usageOf(p), model: p.model } : undefined).map(encodeSse),

@@ -1,4 +1,4 @@
-import type { Request, Response } from 'express';
+import type { Response } from 'express';
 import { AppError, type ErrorMetadata } from '../../shared/errors/app-error';
 import type { ErrorCode } from '../../shared/errors/error-codes';
 import type { TextStreamEvent } from '../../shared/providers/provider.types';
@@ -48,7 +48,6 @@ export interface StreamHandlers {
  * buffered). A client that leaves does not stop the job: it finishes and is billed for what it produced.
  */
 export async function pumpStream(
-  req: Request,
   res: Response,
   gateway: GenerationGateway,
   sub: Submission,
@@ -64,7 +63,9 @@ export async function pumpStream(
   res.flushHeaders();
   let gone = false;
   let produced = false;
-  req.on('close', () => {
+  // `res` closes when the reply ends or the connection drops (a request's own 'close' fires once its body is read).
+  res.on('close', () => {
+    if (res.writableEnded) return;
     gone = true;
     sub.mailbox?.close();
   });

@@ -1,0 +1,24 @@
+import { Router, type Response } from 'express';
+import type { AppContext } from '../app-context';
+import { MediaService, type MediaReply } from '../services/media.service';
+
+export function sendMediaReply(res: Response, reply: MediaReply): void {
+  for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
+  res.status(reply.status).json(reply.body);
+}
+
+/**
+ * POST /v2/images/generations, and the same at /v1/images/generations so an OpenAI SDK pointed at the v1 root
+ * works (decisions.md section 6). 200 with the image result; 202 with the pending body when the generation
+ * outlasts SYNC_WAIT_MS (poll GET /v1/media/{id}).
+ */
+export function imagesRoutes(ctx: AppContext): Router {
+  const r = Router();
+  const media = new MediaService(ctx);
+  for (const path of ['/v2/images/generations', '/v1/images/generations']) {
+    r.post(path, ...ctx.guard, async (req, res) => {
+      sendMediaReply(res, await media.generateImages({ principal: res.locals.principal, traceId: res.locals.traceId }, req.body));
+    });
+  }
+  return r;
+}
