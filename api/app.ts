@@ -6,6 +6,7 @@ import { metricsRoutes } from './routes/metrics.route';
 import { docsRoutes } from './routes/docs.route';
 import { dashboardRoutes } from './routes/dashboard.route';
 import { errorHandler, notFoundHandler } from './middleware/error-handler';
+import { rejectNulCharacters } from './middleware/reject-nul';
 import { healthRoutes } from './routes/health.route';
 import { keyRoutes } from './routes/key.route';
 import { balanceRoutes } from './routes/balance.route';
@@ -34,6 +35,7 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
   app.use(metricsMiddleware(ctx.metrics));
   app.use(healthRoutes(ctx), metricsRoutes(ctx), docsRoutes(ctx), dashboardRoutes(ctx));
   app.use(express.json({ limit: ctx.config.maxBodyBytes, type: ['application/json', 'application/*+json'] }));
+  app.use(rejectNulCharacters);
 
   app.use(keyRoutes(ctx), balanceRoutes(ctx), keysRoutes(ctx));
   app.use(responsesRoutes(ctx), chatRoutes(ctx), embeddingsRoutes(ctx), systemoneRoutes(ctx), modelsRoutes(ctx));

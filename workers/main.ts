@@ -4,6 +4,7 @@ import { DEFAULT_WORKER_METRICS_PORT, startMetricsServer } from '../shared/metri
 import { Queue } from 'bullmq';
 import { QUEUES } from '../shared/queue/queue-names';
 import { scheduleMaintenance } from './processors/maintenance.processor';
+import { scheduleReaper } from './processors/reap-stuck-generations.processor';
 import { startWorkerPool, type WorkerPool } from './worker-pool';
 
 /** Starts one BullMQ worker per queue on a bootstrapped runtime. */
@@ -14,6 +15,7 @@ export async function startWorkers(rt: Runtime): Promise<WorkerPool> {
   // The retention job (expired files) repeats every 15 minutes; installing it again on every start is harmless.
   const maintenance = new Queue(QUEUES.maintenance, { connection, prefix: rt.config.queuePrefix });
   await scheduleMaintenance(maintenance);
+  await scheduleReaper(maintenance); // fails and releases generations whose job was lost (docs/faults.md)
   await maintenance.close();
   rt.logger.info(`workers serving ${pool.workers.map((w) => `${w.name}×${w.opts.concurrency}`).join(', ')}`);
   return pool;

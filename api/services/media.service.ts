@@ -179,6 +179,10 @@ export class MediaService {
     const kind = route.primary.type as MediaKind;
     if (kind !== 'upscale' && !body.input.prompt) throw AppError.validation([{ path: '/input/prompt', message: `is required for ${kind} models` }]);
     if (kind === 'upscale' && !body.input.images?.length) throw AppError.validation([{ path: '/input/images', message: 'an upscale model needs at least one image' }]);
+    const caps = route.endpoints.map((e) => e.maxImages).filter((m): m is number => m !== undefined);
+    if (body.input.max_images !== undefined && caps.length && body.input.max_images > Math.min(...caps)) {
+      throw AppError.validation([{ path: '/input/max_images', message: `must be at most ${Math.min(...caps)} for ${route.primary.id}` }]);
+    }
     const callBackUrl = await this.checkCallback(body.input.callBackUrl, '/input/callBackUrl');
 
     const input: MediaInput = { ...body.input };

@@ -77,6 +77,45 @@ export interface ImageResult {
   background?: string;
 }
 
+// ---------- asynchronous media tasks (Replicate-style predictions) ----------
+
+/**
+ * Canonical media input: the public `input` names of POST /v1/media (`prompt`, `aspect_ratio`, `images`,
+ * `seed`, `max_images`, ...) plus what operations add (`video`, `image`, `target_resolution`, `duration`).
+ * Each adapter translates the names it knows and passes other fields through unchanged.
+ */
+export type MediaInput = Record<string, unknown>;
+
+export interface MediaTaskRequest {
+  /** The provider's model (`owner/name`, or `owner/name:version`). */
+  model: string;
+  input: MediaInput;
+}
+
+/** Our task states; adapters translate theirs with a table. */
+export type MediaTaskStatus = 'pending' | 'processing' | 'succeeded' | 'failed' | 'cancelled';
+
+export interface MediaTask {
+  id: string;
+  status: MediaTaskStatus;
+  /** Output file URLs (empty until succeeded). */
+  outputs: string[];
+  /** Text output, when the model answers text. */
+  text?: string;
+  error?: string;
+  /** What the provider measured, when it says. */
+  metrics: { durationSeconds?: number; imageCount?: number; predictSeconds?: number; inputTokens?: number; outputTokens?: number };
+}
+
+/** Create, poll and cancel one asynchronous task. */
+export interface MediaTaskOperation {
+  buildCreate(req: MediaTaskRequest, apiKey: string): HttpRequestSpec;
+  buildGet(taskId: string, apiKey: string): HttpRequestSpec;
+  buildCancel(taskId: string, apiKey: string): HttpRequestSpec;
+  /** Reads a task from the create, get or cancel reply. */
+  parseTask(json: unknown): MediaTask;
+}
+
 // ---------- the manifest ----------
 
 export interface AdapterSupports {
@@ -87,6 +126,8 @@ export interface AdapterSupports {
   logprobs: boolean;
   /** `textFormat` json_schema / json_object is honoured upstream. */
   structuredOutput: boolean;
+  /** Asynchronous media tasks (`media` operation). */
+  media?: boolean;
 }
 
 export interface TextOperation {
@@ -114,4 +155,5 @@ export interface ProviderAdapter<K extends ProviderKind = ProviderKind> {
   text?: TextOperation;
   embeddings?: EmbeddingsOperation;
   images?: ImagesOperation;
+  media?: MediaTaskOperation;
 }

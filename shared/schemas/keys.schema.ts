@@ -1,5 +1,6 @@
 /** Request schemas of the key management routes (POST /v1/keys, PATCH /v1/keys/{id}). */
-const money = { type: ['number', 'string', 'null'], pattern: '^\\d+(\\.\\d+)?$', minimum: 0 } as const;
+// Limits are stored as numeric(30, 10): at most 20 integer digits; a larger one was a 500 (docs/faults.md).
+const money = { type: ['number', 'string', 'null'], pattern: '^\\d{1,15}(\\.\\d+)?$', maxLength: 64, minimum: 0, maximum: 999_999_999_999_999 } as const;
 const limitReset = { enum: ['daily', 'weekly', 'monthly', 'never', null] } as const;
 const models = { type: 'array', items: { type: 'string', minLength: 1, maxLength: 200 }, maxItems: 500 } as const;
 const rate = { type: ['integer', 'null'], minimum: 0, maximum: 1_000_000 } as const;

@@ -99,7 +99,7 @@ export function stackCatalog(fakeUrl: string): RawCatalog {
       [STACK_MODELS.imageHosted]: {
         displayName: 'FLUX schnell',
         type: 'image',
-        endpoints: [{ provider: 'replicate', upstreamModel: 'black-forest-labs/flux-schnell', price: { image: '1.5' }, supports: ['aspect_ratio', 'seed', 'output_format', 'max_images', 'images'] }],
+        endpoints: [{ provider: 'replicate', upstreamModel: 'black-forest-labs/flux-schnell', price: { image: '1.5' }, supports: ['aspect_ratio', 'seed', 'output_format', 'max_images', 'images'], maxImages: 4 }],
       },
       [STACK_MODELS.video]: {
         displayName: 'Veo 3',

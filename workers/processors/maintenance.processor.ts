@@ -2,18 +2,23 @@ import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import { JOB_OPTIONS } from '../../shared/queue/job-catalog';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { WorkerDeps } from '../worker-deps';
+import { REAP_STUCK_GENERATIONS, stuckGenerationReaper } from './reap-stuck-generations.processor';
 
 /** Job names of the `maintenance` queue. Never rename one: schedulers in Redis refer to them. */
 export const MAINTENANCE_JOBS = {
   deleteExpiredFiles: 'delete-expired-files',
+  reapStuckGenerations: REAP_STUCK_GENERATIONS,
 } as const;
 
 /** How often expired files are swept (their records are hidden from the API as soon as they expire). */
 export const DELETE_EXPIRED_FILES_EVERY_MS = 15 * 60_000;
 
 /** The `maintenance` queue's processor: one handler per job name. */
-export function maintenanceProcessor(deps: Pick<WorkerDeps, 'files' | 'clock' | 'logger'>) {
+export function maintenanceProcessor(deps: Pick<WorkerDeps, 'files' | 'clock' | 'logger'> & Partial<WorkerDeps>) {
+  // The reaper needs the database and the queues; a processor built with files only (tests) has no reaper.
+  const reap = deps.db && deps.generations && deps.redis && deps.config ? stuckGenerationReaper(deps as WorkerDeps) : undefined;
   const handlers: Record<string, (job: Job) => Promise<unknown>> = {
+    ...(reap && { [MAINTENANCE_JOBS.reapStuckGenerations]: reap }),
     [MAINTENANCE_JOBS.deleteExpiredFiles]: async () => {
       const deleted = await deps.files.deleteExpired(deps.clock());
       if (deleted > 0) deps.logger.info('deleted expired files', { deleted });

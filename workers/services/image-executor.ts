@@ -44,7 +44,9 @@ export class ImageExecutor {
     const images = adapter.images!;
     const req = imageRequestFor(data, candidate, resolved.endpoint.upstreamModel);
     const spec = images.buildRequest(req, resolved.provider.apiKey ?? '');
-    const reply = await this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError });
+    const reply = await this.deps.limiter.run(resolved.provider, () =>
+      this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError }),
+    );
     const result = images.parseResponse(reply.json);
     if (result.images.length === 0) throw upstreamError({ kind: 'malformed', message: 'the images reply holds no image', raw: reply.text.slice(0, 2000) });
     const mime = imageMimeType(result.outputFormat ?? req.outputFormat);

@@ -4,7 +4,7 @@ import { AppError } from '../../shared/errors/app-error';
 import { mediaCost, mediaData, outputMimeType, producedUnits, imageRequestToMediaInput, type MediaOutput, type MediaResult, type MediaUsage } from '../../shared/formats/media.mapper';
 import type { MediaInput, MediaTask, ProviderAdapter } from '../../shared/providers/adapter.types';
 import { parseDataUrl } from '../../shared/providers/mapper-utils';
-import type { UpstreamFailure } from '../../shared/providers/provider.types';
+import type { HttpRequestSpec, UpstreamFailure } from '../../shared/providers/provider.types';
 import { adapterFor } from '../../shared/providers/registry';
 import { isUpstreamError } from '../../shared/providers/upstream-error';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
@@ -184,6 +184,7 @@ export class MediaExecutor {
         last = e.failure;
         attempts.push(attemptOf(resolved, candidate.slug, last));
         this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
+        this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: last.reason });
         this.deps.logger.warn('provider attempt failed', { generationId: data.generationId, endpoint: candidate.slug, reason: last.reason, status: last.status, trace_id: data.traceId });
         if (!last.fallback) break;
       }
@@ -194,8 +195,15 @@ export class MediaExecutor {
   private async createTask(data: MediaJobData, candidate: PlannedCandidate, resolved: ResolvedEndpoint, adapter: ProviderAdapter): Promise<MediaTask> {
     const media = adapter.media!;
     const spec = media.buildCreate({ model: resolved.endpoint.upstreamModel, input: inputFor(data, candidate) }, resolved.provider.apiKey ?? '');
-    const reply = await this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError });
+    const reply = await this.call(resolved, adapter, spec);
     return media.parseTask(reply.json);
+  }
+
+  /** One upstream exchange, within the provider's concurrency cap (catalog `maxConcurrency`). */
+  private call(resolved: ResolvedEndpoint, adapter: ProviderAdapter, spec: HttpRequestSpec) {
+    return this.deps.limiter.run(resolved.provider, () =>
+      this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError }),
+    );
   }
 
   private async poll(job: Job<MediaJobData>, token: string | undefined, step: MediaStep): Promise<void> {
@@ -208,8 +216,7 @@ export class MediaExecutor {
     }
     let task: MediaTask;
     try {
-      const spec = adapter.media.buildGet(step.taskId, resolved.provider.apiKey ?? '');
-      const reply = await this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError });
+      const reply = await this.call(resolved, adapter, adapter.media.buildGet(step.taskId, resolved.provider.apiKey ?? ''));
       task = adapter.media.parseTask(reply.json);
     } catch (e) {
       if (!isUpstreamError(e)) throw e;
@@ -297,6 +304,7 @@ export class MediaExecutor {
       upstreamId: c.taskId ?? null,
     });
     this.deps.stats.record(c.candidate.slug, { ok: true, at: Date.now() });
+    this.deps.metrics.providerAttempts.inc({ provider: c.resolved.provider.id, outcome: 'ok' });
     await this.publisher(data).send(outcome.applied ? { type: 'done', payload: { id: data.generationId } } : { type: 'cancelled' });
     if (outcome.applied) await this.callback(data, 'completed');
   }
@@ -306,6 +314,7 @@ export class MediaExecutor {
     const resolved = endpointBySlug(this.deps.catalog, candidate.slug);
     const attempts = [...step.attempts, attemptOf(resolved, candidate.slug, f)];
     this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
+    this.deps.metrics.providerAttempts.inc({ provider: resolved?.provider.id ?? candidate.slug, outcome: f.reason });
     const reason = f.reason === 'upstream_timeout' ? 'upstream_timeout' : 'provider_error';
     const err = AppError.fromReason(reason, f.message, { raw: f.raw ?? f.message, provider_name: resolved?.provider.id ?? candidate.slug, attempts });
     return this.fail(data, err, attempts.length);
@@ -346,8 +355,7 @@ export class MediaExecutor {
     const adapter = resolved && adapterFor(resolved.provider.kind);
     if (!resolved || !adapter?.media) return;
     try {
-      const spec = adapter.media.buildCancel(step.taskId, resolved.provider.apiKey ?? '');
-      await this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError });
+      await this.call(resolved, adapter, adapter.media.buildCancel(step.taskId, resolved.provider.apiKey ?? ''));
     } catch (e) {
       this.deps.logger.warn('upstream cancel failed', { generationId: data.generationId, taskId: step.taskId, err: e });
     }

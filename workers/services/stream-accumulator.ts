@@ -40,6 +40,15 @@ export class StreamAccumulator {
     }
   }
 
+  /** Output so far in estimated tokens (about 4 characters a token), for the runaway-stream guard. */
+  outputTokens(): number {
+    return Math.ceil(this.outputChars() / 4);
+  }
+
+  private outputChars(): number {
+    return this.text.length + this.reasoning.length + this.calls.reduce((n, c) => n + (c?.args.length ?? 0), 0);
+  }
+
   private mark(): void {
     this.produced = true;
     this.firstTokenAt ??= Date.now();
@@ -51,7 +60,7 @@ export class StreamAccumulator {
     if (this.reasoning) output.push({ type: 'reasoning', id: 'rs_0', summary: [{ type: 'summary_text', text: this.reasoning }] });
     if (this.text || this.calls.length === 0) output.push({ type: 'message', id: 'msg_0', role: 'assistant', content: [{ type: 'output_text', text: this.text }] });
     this.calls.filter(Boolean).forEach((c, i) => output.push({ type: 'function_call', id: `fc_${i}`, call_id: c.callId, name: c.name, arguments: c.args }));
-    const outputChars = this.text.length + this.reasoning.length + this.calls.reduce((n, c) => n + (c?.args.length ?? 0), 0);
+    const outputChars = this.outputChars();
     return {
       output,
       finishReason: this.finishReason ?? (this.calls.length ? 'tool_calls' : 'error'),

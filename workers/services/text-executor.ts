@@ -56,10 +56,15 @@ function requestFor(base: TextJobData['request'], upstreamModel: string, drop: s
   return req;
 }
 
+/** Output tokens a request is reserved for when it names no maximum (text.service DEFAULT_MAX_OUTPUT_TOKENS). */
+const DEFAULT_RESERVED_OUTPUT_TOKENS = 4096;
+
 class MidStreamFailure extends Error {
   constructor(
     readonly failure: UpstreamFailure,
     readonly partial: StreamAccumulator,
+    /** Output billed at most (a runaway stream cut by us). */
+    readonly maxOutputTokens?: number,
   ) {
     super(failure.message);
   }
@@ -168,6 +173,9 @@ export class TextExecutor {
     const parser = text.createStreamParser();
     const acc = new StreamAccumulator();
     const unmasker = masker?.streamUnmasker();
+    // A provider that ignores the output limit and never stops would hold the job (and the stream) forever: past
+    // twice the output the request is reserved for, the stream is cut and billed up to that limit.
+    const outputLimit = Math.min(req.maxOutputTokens ?? Infinity, resolved.endpoint.maxOutputTokens ?? DEFAULT_RESERVED_OUTPUT_TOKENS);
     let announced = false;
     const handle = async (ev: TextStreamEvent): Promise<void> => {
       if (unmasker && ev.type === 'text_delta') {
@@ -189,6 +197,9 @@ export class TextExecutor {
         await pub.send({ type: 'started', endpoint: candidate.slug, model: candidate.model });
       }
       acc.push(ev);
+      if (acc.outputTokens() > 2 * outputLimit) {
+        throw new MidStreamFailure({ reason: 'malformed_reply', message: `the provider kept streaming past max_output_tokens (${outputLimit})`, fallback: false }, acc, outputLimit);
+      }
       if (ev.type !== 'usage' && ev.type !== 'finish') await pub.send({ type: 'delta', event: ev });
     };
     try {
@@ -233,6 +244,7 @@ export class TextExecutor {
     attempts.push({ provider: providerId, endpoint: candidate.slug, reason: e.failure.reason, status: e.failure.status, message: e.failure.message });
     const resolved = endpointBySlug(this.deps.catalog, candidate.slug)!;
     const result = e.partial.result(estimateInput(data));
+    if (e.maxOutputTokens !== undefined) result.usage = { ...result.usage, outputTokens: Math.min(result.usage.outputTokens, e.maxOutputTokens) };
     const cost = tokenCost(resolved.endpoint.price, result.usage);
     const err = AppError.fromReason('provider_error', `The provider failed in the middle of the stream: ${e.failure.message}`, { raw: e.failure.raw ?? e.failure.message, provider_name: providerId, attempts });
     const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };

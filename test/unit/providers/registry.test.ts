@@ -10,8 +10,8 @@ describe('provider registry', () => {
     }
   });
 
-  it('answers undefined for a kind with no adapter yet', () => {
-    expect(adapterFor('openai')?.kind).toBe('openai');
-    expect(adapterFor('replicate')).toBeUndefined();
+  it('has an adapter for every provider kind of the catalog, and none for an unknown kind', () => {
+    for (const kind of ['openai', 'anthropic', 'gemini', 'replicate'] as const) expect(adapterFor(kind)?.kind).toBe(kind);
+    expect(adapterFor('acme' as never)).toBeUndefined();
   });
 });

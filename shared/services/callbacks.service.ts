@@ -1,0 +1,215 @@
+/**
+ * Callbacks (decisions.md section 5): when a generation with a `callBackUrl` ends, its media record is POSTed
+ * there as JSON, signed with the organization's callback secret:
+ *
+ *   X-Switchyard-Signature: sha256=<hex HMAC-SHA256 of the exact body bytes>
+ *   X-Switchyard-Event: media.generation.<status>
+ *
+ * Deliveries run on the `callbacks` queue (non-2xx and network errors retried with exponential back-off, at
+ * most 8 attempts). URLs that resolve to private, loopback, link-local or unique-local addresses are refused
+ * unless CALLBACK_ALLOW_PRIVATE=true, both when the request names the URL and again at delivery, where the
+ * connection uses the checked addresses only (a DNS answer that changes in between cannot slip through).
+ */
+import { createHmac } from 'node:crypto';
+import dns from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import type { Queue } from 'bullmq';
+import { JOB_OPTIONS } from '../queue/job-catalog';
+import type { CallbackJobData } from '../schemas/media.schema';
+
+export const SIGNATURE_HEADER = 'X-Switchyard-Signature';
+export const EVENT_HEADER = 'X-Switchyard-Event';
+
+/** `sha256=<hex>`: HMAC-SHA256 of the exact body with the organization's callback secret. */
+export function signCallback(secret: string, body: string | Buffer): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
+
+export function callbackEvent(status: CallbackJobData['status']): string {
+  return `media.generation.${status}`;
+}
+
+// ---------- private-address guard ----------
+
+const PRIVATE_V4: Array<[string, number]> = [
+  ['0.0.0.0', 8], // "this network"
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10], // carrier-grade NAT
+  ['127.0.0.0', 8], // loopback
+  ['169.254.0.0', 16], // link-local (cloud metadata lives here)
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4], // multicast
+  ['240.0.0.0', 4], // reserved, broadcast
+];
+const PRIVATE_V6: Array<[string, number]> = [
+  ['::', 128], // unspecified
+  ['::1', 128], // loopback
+  ['::', 96], // IPv4-compatible (deprecated)
+  ['100::', 64], // discard
+  ['2001:db8::', 32], // documentation
+  ['fc00::', 7], // unique local
+  ['fe80::', 10], // link-local
+  ['fec0::', 10], // site-local (deprecated)
+  ['ff00::', 8], // multicast
+];
+
+function blockList(): net.BlockList {
+  const list = new net.BlockList();
+  for (const [a, p] of PRIVATE_V4) list.addSubnet(a, p, 'ipv4');
+  for (const [a, p] of PRIVATE_V6) list.addSubnet(a, p, 'ipv6');
+  return list;
+}
+const BLOCKED = blockList();
+
+/** An IPv6 address as 8 16-bit groups (accepts `::` and a trailing dotted quad). */
+function ipv6Groups(ip: string): number[] | undefined {
+  let text = ip.toLowerCase().split('%')[0];
+  const quad = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (quad) {
+    const b = quad[1].split('.').map(Number);
+    text = text.slice(0, -quad[1].length) + `${((b[0] << 8) | b[1]).toString(16)}:${((b[2] << 8) | b[3]).toString(16)}`;
+  }
+  const [head, tail] = text.split('::');
+  const part = (s: string | undefined) => (s ? s.split(':').map((h) => parseInt(h, 16)) : []);
+  const h = part(head);
+  const t = part(tail);
+  const groups = text.includes('::') ? [...h, ...Array(8 - h.length - t.length).fill(0), ...t] : h;
+  return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined;
+}
+
+/** The IPv4 address an IPv6 address carries: mapped (`::ffff:a.b.c.d`), NAT64 (`64:ff9b::/96`) or 6to4 (`2002::/16`). */
+function embeddedV4(groups: number[]): string | undefined {
+  const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  const zero = (from: number, to: number) => groups.slice(from, to).every((g) => g === 0);
+  if (zero(0, 5) && groups[5] === 0xffff) return v4(groups[6], groups[7]);
+  if (groups[0] === 0x64 && groups[1] === 0xff9b && zero(2, 6)) return v4(groups[6], groups[7]);
+  if (groups[0] === 0x2002) return v4(groups[1], groups[2]);
+  return undefined;
+}
+
+/** True for loopback, private, link-local, unique-local, multicast and other non-public addresses (v4 and v6). */
+export function isPrivateAddress(ip: string): boolean {
+  const family = net.isIP(ip);
+  if (family === 4) return BLOCKED.check(ip, 'ipv4');
+  if (family !== 6) return true; // not an address at all: refuse
+  const groups = ipv6Groups(ip);
+  if (!groups) return true;
+  const inner = embeddedV4(groups);
+  if (inner !== undefined) return BLOCKED.check(inner, 'ipv4');
+  return BLOCKED.check(ip.split('%')[0], 'ipv6');
+}
+
+export class CallbackUrlError extends Error {
+  override readonly name = 'CallbackUrlError';
+}
+
+export type HostLookup = (host: string) => Promise<Array<{ address: string; family: number }>>;
+
+const systemLookup: HostLookup = (host) => dns.promises.lookup(host, { all: true, verbatim: true });
+
+/**
+ * Checks a callback URL: absolute http(s), and (unless `allowPrivate`) every address its host resolves to is
+ * public. Throws CallbackUrlError saying why.
+ */
+export async function checkCallbackUrl(raw: string, opts: { allowPrivate: boolean; lookup?: HostLookup }): Promise<URL> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new CallbackUrlError('is not a valid absolute URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new CallbackUrlError(`must use http or https, not ${url.protocol.replace(':', '')}`);
+  if (!url.hostname) throw new CallbackUrlError('has no host');
+  if (opts.allowPrivate) return url;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (net.isIP(host)) {
+    if (isPrivateAddress(host)) throw new CallbackUrlError(`points to a private or loopback address (${host})`);
+    return url;
+  }
+  let addresses: Array<{ address: string }>;
+  try {
+    addresses = await (opts.lookup ?? systemLookup)(host);
+  } catch {
+    throw new CallbackUrlError(`host ${host} does not resolve`);
+  }
+  if (addresses.length === 0) throw new CallbackUrlError(`host ${host} does not resolve`);
+  const bad = addresses.find((a) => isPrivateAddress(a.address));
+  if (bad) throw new CallbackUrlError(`host ${host} resolves to a private or loopback address (${bad.address})`);
+  return url;
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
+
+/** A `lookup` for the connection itself that refuses private answers (closes the DNS-rebinding gap). */
+function guardedLookup(allowPrivate: boolean) {
+  return (hostname: string, options: dns.LookupOptions, callback: LookupCallback): void => {
+    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, []);
+      const bad = allowPrivate ? undefined : addresses.find((a) => isPrivateAddress(a.address));
+      if (bad) return callback(Object.assign(new Error(`callback host ${hostname} resolves to a private address (${bad.address})`), { code: 'ECALLBACKPRIVATE' }), []);
+      if (options.all) return callback(null, addresses);
+      callback(null, addresses[0].address, addresses[0].family);
+    });
+  };
+}
+
+export interface CallbackDelivery {
+  url: string;
+  body: string;
+  secret: string;
+  status: CallbackJobData['status'];
+}
+
+/** POSTs one signed callback; resolves with the receiver's HTTP status (any status), rejects on network errors. */
+export async function postCallback(d: CallbackDelivery, opts: { allowPrivate: boolean; timeoutMs?: number }): Promise<number> {
+  const url = await checkCallbackUrl(d.url, { allowPrivate: opts.allowPrivate });
+  const body = Buffer.from(d.body, 'utf8');
+  const client = url.protocol === 'https:' ? https : http;
+  return new Promise<number>((resolve, reject) => {
+    const req = client.request(
+      url,
+      {
+        method: 'POST',
+        lookup: guardedLookup(opts.allowPrivate) as unknown as net.LookupFunction,
+        timeout: opts.timeoutMs ?? 10_000,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': String(body.length),
+          'user-agent': 'Switchyard-Callbacks/1.0',
+          [SIGNATURE_HEADER]: signCallback(d.secret, body),
+          [EVENT_HEADER]: callbackEvent(d.status),
+        },
+      },
+      (res) => {
+        res.resume(); // the receiver's body is not needed
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('callback receiver did not answer in time')));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Puts a delivery on the `callbacks` queue: one per generation ending (the job id dedupes). */
+export class CallbackService {
+  constructor(
+    private readonly queue: Queue,
+    private readonly opts: { backoffMs?: number } = {},
+  ) {}
+
+  async enqueue(data: CallbackJobData): Promise<void> {
+    const options = { ...JOB_OPTIONS.callbacks, jobId: `cb-${data.generationId}` };
+    if (this.opts.backoffMs !== undefined) options.backoff = { type: 'exponential', delay: this.opts.backoffMs };
+    await this.queue.add('callback', data, options);
+  }
+}

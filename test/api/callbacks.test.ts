@@ -1,0 +1,179 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { UnrecoverableError, type Job } from 'bullmq';
+import request from 'supertest';
+import type { CallbackJobData } from '../../shared/schemas/media.schema';
+import { checkCallbackUrl, CallbackUrlError, isPrivateAddress, postCallback, signCallback } from '../../shared/services/callbacks.service';
+import { callbackProcessor } from '../../workers/processors/callback.processor';
+import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+
+/** What docs/callbacks.md tells a receiver to do. */
+function verifySignature(rawBody: Buffer, header: string | undefined, secret: string): boolean {
+  const expected = Buffer.from(`sha256=${createHmac('sha256', secret).update(rawBody).digest('hex')}`);
+  const given = Buffer.from(header ?? '');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+describe('the private-address guard', () => {
+  it.each([
+    '127.0.0.1', '127.8.9.10', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255',
+    '::1', '::', 'fe80::1', 'fc00::1', 'fd12:3456::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '64:ff9b::a00:1', '2002:c0a8:101::1', 'not-an-ip',
+  ])('refuses %s', (ip) => expect(isPrivateAddress(ip)).toBe(true));
+
+  it.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '192.169.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '2a00:1450:4001::200e'])('accepts %s', (ip) =>
+    expect(isPrivateAddress(ip)).toBe(false),
+  );
+
+  const lookup = (answers: Record<string, string[]>) => async (host: string) => {
+    if (!answers[host]) throw new Error('ENOTFOUND');
+    return answers[host].map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+  };
+
+  it('resolves the host first and refuses it when any address is private', async () => {
+    const l = lookup({ 'ok.example': ['93.184.216.34', '2606:2800:220:1::1'], 'mixed.example': ['93.184.216.34', '10.0.0.5'], 'v6.example': ['fd00::5'] });
+    await expect(checkCallbackUrl('https://ok.example/hook', { allowPrivate: false, lookup: l })).resolves.toBeInstanceOf(URL);
+    await expect(checkCallbackUrl('https://mixed.example/hook', { allowPrivate: false, lookup: l })).rejects.toThrow(/private.*10\.0\.0\.5/);
+    await expect(checkCallbackUrl('https://v6.example/hook', { allowPrivate: false, lookup: l })).rejects.toThrow(CallbackUrlError);
+    await expect(checkCallbackUrl('https://nowhere.example/hook', { allowPrivate: false, lookup: l })).rejects.toThrow(/does not resolve/);
+  });
+
+  it('refuses other schemes, malformed URLs and literal private addresses; CALLBACK_ALLOW_PRIVATE lifts only the address rule', async () => {
+    for (const url of ['ftp://example.com/x', 'file:///etc/passwd', 'javascript:alert(1)', 'not a url', 'http://127.0.0.1:8080/x', 'http://[::1]/x', 'http://169.254.169.254/latest/meta-data']) {
+      await expect(checkCallbackUrl(url, { allowPrivate: false, lookup: async () => [] })).rejects.toThrow(CallbackUrlError);
+    }
+    await expect(checkCallbackUrl('http://127.0.0.1:8080/x', { allowPrivate: true })).resolves.toBeInstanceOf(URL);
+    await expect(checkCallbackUrl('ftp://127.0.0.1/x', { allowPrivate: true })).rejects.toThrow(/http or https/);
+  });
+
+  it('signs with HMAC-SHA256 of the exact body, hex, prefixed sha256=', () => {
+    expect(signCallback('key', 'The quick brown fox jumps over the lazy dog')).toBe('sha256=f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8');
+  });
+
+  it('does not deliver to a private address unless allowed', async () => {
+    await expect(postCallback({ url: 'http://127.0.0.1:9/hook', body: '{}', secret: 's', status: 'completed' }, { allowPrivate: false })).rejects.toThrow(CallbackUrlError);
+  });
+});
+
+interface Received {
+  headers: IncomingHttpHeaders;
+  raw: Buffer;
+  path: string;
+}
+
+describe('callbacks end to end (CALLBACK_ALLOW_PRIVATE=true, a local receiver)', () => {
+  let s: TestStack;
+  let org: StackOrg;
+  let receiver: Server;
+  let hook: string;
+  const received: Received[] = [];
+  let failNext = 0;
+
+  beforeAll(async () => {
+    receiver = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        received.push({ headers: req.headers, raw: Buffer.concat(chunks), path: req.url ?? '' });
+        if (failNext > 0) {
+          failNext--;
+          res.writeHead(500).end('try later');
+        } else res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+    s = await createTestStack({ env: { CALLBACK_ALLOW_PRIVATE: 'true', CALLBACK_BACKOFF_MS: '50', SYNC_WAIT_MS: '3000', MEDIA_POLL_MS: '30', MEDIA_POLL_MAX_MS: '80' } });
+    org = await s.seed();
+  });
+  afterEach(() => s.fake.setKnobs({}));
+  afterAll(async () => {
+    await s.close();
+    receiver.closeAllConnections();
+    await new Promise((r) => receiver.close(r));
+  });
+
+  async function deliveries(path: string, count: number, timeoutMs = 8000): Promise<Received[]> {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const got = received.filter((r) => r.path === path);
+      if (got.length >= count) return got;
+      if (Date.now() > end) throw new Error(`expected ${count} deliveries to ${path}, got ${got.length}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  it('POSTs the media record, signed with the organization secret, when the generation completes', async () => {
+    const r = await request(s.app).post('/v1/media').set(org.auth).send({ model: STACK_MODELS.audio, input: { prompt: 'x', callBackUrl: `${hook}/done` }, async: true });
+    expect(r.status).toBe(202);
+    const [d] = await deliveries('/done', 1);
+    expect(d.headers['content-type']).toBe('application/json');
+    expect(d.headers['x-switchyard-event']).toBe('media.generation.completed');
+    expect(verifySignature(d.raw, d.headers['x-switchyard-signature'] as string, org.callbackSecret)).toBe(true);
+    expect(verifySignature(d.raw, d.headers['x-switchyard-signature'] as string, 'another secret')).toBe(false);
+    const record = JSON.parse(d.raw.toString('utf8'));
+    const polled = await request(s.app).get(`/v1/media/${r.body.id}`).set(org.auth);
+    expect(record).toEqual(polled.body);
+    expect(record).toMatchObject({ id: r.body.id, object: 'media.generation', status: 'completed' });
+  });
+
+  it('retries a failing receiver with back-off until it answers 2xx, sending the same signed body', async () => {
+    failNext = 2;
+    await request(s.app).post('/v1/media').set(org.auth).send({ model: STACK_MODELS.audio, input: { prompt: 'x', callBackUrl: `${hook}/flaky` } });
+    const got = await deliveries('/flaky', 3);
+    expect(new Set(got.map((g) => g.raw.toString())).size).toBe(1);
+    for (const g of got) expect(verifySignature(g.raw, g.headers['x-switchyard-signature'] as string, org.callbackSecret)).toBe(true);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(received.filter((x) => x.path === '/flaky')).toHaveLength(3);
+  });
+
+  it('announces a failed generation as media.generation.failed with the error in the record', async () => {
+    s.fake.setKnobs({ replicateFail: true });
+    await request(s.app).post('/v1/media').set(org.auth).send({ model: STACK_MODELS.video, input: { prompt: 'x', callBackUrl: `${hook}/failed` } });
+    const [d] = await deliveries('/failed', 1);
+    expect(d.headers['x-switchyard-event']).toBe('media.generation.failed');
+    const record = JSON.parse(d.raw.toString());
+    expect(record.status).toBe('failed');
+    expect(record.error.metadata.provider_name).toBe('replicate');
+    expect(record.error.trace_id).toBeUndefined();
+  });
+
+  it('announces a cancelled generation as media.generation.cancelled', async () => {
+    s.fake.setKnobs({ replicateSteps: 1000 });
+    const r = await request(s.app).post('/v1/media').set(org.auth).send({ model: STACK_MODELS.video, input: { prompt: 'x', callBackUrl: `${hook}/cancelled` }, async: true });
+    expect((await request(s.app).post(`/v1/media/${r.body.id}/cancel`).set(org.auth)).status).toBe(200);
+    const [d] = await deliveries('/cancelled', 1);
+    expect(d.headers['x-switchyard-event']).toBe('media.generation.cancelled');
+    expect(JSON.parse(d.raw.toString())).toMatchObject({ id: r.body.id, status: 'cancelled' });
+    await new Promise((res) => setTimeout(res, 300));
+    expect(received.filter((x) => x.path === '/cancelled')).toHaveLength(1);
+  });
+
+  it('refuses, at delivery, an address that became private when private addresses are not allowed (no retry)', async () => {
+    const deps = { ...s.workerDeps, config: { ...s.workerDeps.config, callbackAllowPrivate: false } };
+    const g = await s.t.db.generation.findFirstOrThrow({ where: { organizationId: org.organizationId, status: 'completed' } });
+    const job = { data: { generationId: g.id, organizationId: org.organizationId, url: `${hook}/never`, status: 'completed' } } as Job<CallbackJobData>;
+    await expect(callbackProcessor(deps)(job)).rejects.toBeInstanceOf(UnrecoverableError);
+    expect(received.filter((x) => x.path === '/never')).toHaveLength(0);
+  });
+});
+
+describe('callback URLs checked at request time (private addresses not allowed)', () => {
+  let s: TestStack;
+  let org: StackOrg;
+  beforeAll(async () => {
+    s = await createTestStack({ noWorkers: true });
+    org = await s.seed();
+  });
+  afterAll(() => s.close());
+
+  it.each(['http://127.0.0.1:8080/hook', 'http://localhost/hook', 'http://[::1]/hook', 'http://169.254.169.254/', 'http://10.0.0.1/x', 'ftp://example.com/x', 'hook'])(
+    'answers 400 for %s, before anything is reserved',
+    async (url) => {
+      const r = await request(s.app).post('/v1/media').set(org.auth).send({ model: STACK_MODELS.video, input: { prompt: 'x', callBackUrl: url } });
+      expect(r.status).toBe(400);
+      expect(r.body.error.details.errors[0].path).toBe('/input/callBackUrl');
+      expect(await s.t.db.generation.count()).toBe(0);
+    },
+  );
+});
