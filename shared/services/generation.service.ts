@@ -3,6 +3,7 @@ import { AppError } from '../errors/app-error';
 import { money, toStorage, type Decimal, type MoneyLike } from '../billing/money';
 import type { ReserveRefusal } from '../billing/ledger';
 import { rub, type Metrics } from '../metrics/metrics';
+import { Batcher } from '../db/batcher';
 
 export type RequestType = 'chat' | 'embedding' | 'image' | 'video' | 'audio' | 'upscale';
 export type ApiType = 'responses' | 'chat_completions' | 'embeddings' | 'images' | 'media' | 'systemone';
@@ -60,11 +61,14 @@ const REFUSALS: Record<ReserveRefusal, string> = {
   member_limit_exceeded: 'Your personal spending limit is reached for the current period',
 };
 
-const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+interface CreateItem {
+  id: string;
+  [column: string]: unknown;
+}
 
 /**
- * The life of a generation record. Creation reserves money and inserts the record in ONE statement; finishing
- * settles the reservation and writes the outcome in ONE statement. Whoever finishes first (worker, cancel,
+ * The life of a generation record. Creation reserves money and inserts the record in one transaction;
+ * finishing settles the reservation and writes the outcome in one transaction (batched with others). Whoever finishes first (worker, cancel,
  * time-out) wins; later finishes change nothing, so nothing is charged twice.
  */
 export class GenerationService {
@@ -75,26 +79,51 @@ export class GenerationService {
     private readonly metrics?: Pick<Metrics, 'moneyReserved' | 'moneyCharged'>,
   ) {}
 
+  // Group commit (see shared/db/batcher.ts and the batched_generations migration): many generations, one
+  // transaction, one lock on each organization row, one WAL flush.
+  private readonly creates = new Batcher<CreateItem, { granted: string; reason: string | null }>(
+    async (items) => {
+      const rows = await this.db.$queryRaw<Array<{ id: string; granted: string; reason: string | null }>>`
+        SELECT id, granted::text AS granted, reason FROM sy_create_generations(${JSON.stringify(items)}::jsonb, ${this.clock()}::timestamptz)`;
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      return items.map((i) => byId.get(i.id)!);
+    },
+    (i) => i.id,
+  );
+
+  private readonly finishes = new Batcher<Record<string, unknown>, { outcome: string; charged: string; applied: boolean }>(
+    async (items) => {
+      const rows = await this.db.$queryRaw<Array<{ id: string; outcome: string; charged: string; applied: boolean }>>`
+        SELECT id, outcome, charged::text AS charged, applied FROM sy_finish_generations(${JSON.stringify(items)}::jsonb, ${this.clock()}::timestamptz)`;
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      return items.map((i) => byId.get(String(i.id))!);
+    },
+    (i) => String(i.id),
+  );
+
   /** Reserves and records a pending generation; returns the amount granted (402 when nothing fits). */
   async create(g: NewGeneration): Promise<Decimal> {
-    const now = this.clock();
-    const rows = await this.db.$queryRaw<Array<{ granted: string; reason: string | null }>>`
-      WITH r AS (
-        SELECT * FROM sy_reserve(${g.id}, ${g.organizationId}, ${g.apiKeyId}, ${g.userId},
-          ${toStorage(g.bound)}::numeric, ${toStorage(g.minimum ?? g.bound)}::numeric, ${now}::timestamptz)
-      ), ins AS (
-        INSERT INTO generations (id, organization_id, api_key_id, user_id, model, unified_model_id, model_display_name,
-          request_type, api_type, response_mode, status, reserved_amount, request, warnings, routing, call_back_url,
-          source_generation_id, previous_response_id, trace_id, created_at)
-        SELECT ${g.id}, ${g.organizationId}, ${g.apiKeyId}, ${g.userId}, ${g.model}, ${g.unifiedModelId}, ${g.modelDisplayName},
-          ${g.requestType}, ${g.apiType}, ${g.responseMode}, 'pending', r.granted, ${json(g.request)}::jsonb,
-          ${json(g.warnings)}::jsonb, ${json(g.routing)}::jsonb, ${g.callBackUrl ?? null}, ${g.sourceGenerationId ?? null},
-          ${g.previousResponseId ?? null}, ${g.traceId ?? null}, ${now}::timestamptz
-        FROM r WHERE r.reason IS NULL
-        ON CONFLICT (id) DO NOTHING
-      )
-      SELECT granted::text AS granted, reason FROM r`;
-    const { granted, reason } = rows[0];
+    const { granted, reason } = await this.creates.submit({
+      id: g.id,
+      organization_id: g.organizationId,
+      api_key_id: g.apiKeyId,
+      user_id: g.userId,
+      bound: toStorage(g.bound),
+      minimum: toStorage(g.minimum ?? g.bound),
+      model: g.model,
+      unified_model_id: g.unifiedModelId,
+      model_display_name: g.modelDisplayName,
+      request_type: g.requestType,
+      api_type: g.apiType,
+      response_mode: g.responseMode,
+      request: g.request ?? {},
+      warnings: g.warnings ?? null,
+      routing: g.routing ?? null,
+      call_back_url: g.callBackUrl ?? null,
+      source_generation_id: g.sourceGenerationId ?? null,
+      previous_response_id: g.previousResponseId ?? null,
+      trace_id: g.traceId ?? null,
+    });
     if (reason === 'not_found') throw new AppError('NOT_FOUND', 'Organization not found');
     if (reason) throw AppError.fromReason(reason as ReserveRefusal, REFUSALS[reason as ReserveRefusal]);
     this.metrics?.moneyReserved.inc(rub(granted));
@@ -115,39 +144,28 @@ export class GenerationService {
    * already ended (its first ending stands).
    */
   async finish(id: string, f: Finish): Promise<{ applied: boolean; charged: Decimal }> {
-    const now = this.clock();
-    const release = f.cost === undefined;
-    const rows = await this.db.$queryRaw<Array<{ outcome: string; charged: string; updated: number }>>`
-      WITH s AS (
-        SELECT * FROM sy_settle(${id}, ${toStorage(release ? 0 : (f.cost ?? 0))}::numeric, ${release}, ${now}::timestamptz)
-      ), u AS (
-        UPDATE generations g SET
-          status = ${f.status}::"GenerationStatus",
-          client_cost = s.charged,
-          result = COALESCE(${json(f.result)}::jsonb, g.result),
-          usage = COALESCE(${json(f.usage)}::jsonb, g.usage),
-          error = COALESCE(${json(f.error)}::jsonb, g.error),
-          warnings = COALESCE(${json(f.warnings)}::jsonb, g.warnings),
-          routing = COALESCE(${json(f.routing)}::jsonb, g.routing),
-          model = COALESCE(${f.model ?? null}, g.model),
-          provider = COALESCE(${f.provider ?? null}, g.provider),
-          final_endpoint_slug = COALESCE(${f.finalEndpointSlug ?? null}, g.final_endpoint_slug),
-          finish_reason = COALESCE(${f.finishReason ?? null}, g.finish_reason),
-          attempts_count = COALESCE(${f.attemptsCount ?? null}::int, g.attempts_count),
-          latency_ms = COALESCE(${f.latencyMs ?? null}::int, g.latency_ms),
-          queue_time_ms = COALESCE(${f.queueTimeMs ?? null}::int, g.queue_time_ms),
-          generation_time_ms = COALESCE(${f.generationTimeMs ?? null}::int, g.generation_time_ms),
-          upstream_id = COALESCE(${f.upstreamId ?? null}, g.upstream_id),
-          is_cancelled = ${f.status === 'cancelled'},
-          completed_at = ${now}::timestamptz
-        FROM s
-        WHERE g.id = ${id} AND g.status IN ('pending', 'processing') AND s.outcome IN ('charged', 'released', 'not_found')
-        RETURNING 1
-      )
-      SELECT s.outcome, s.charged::text AS charged, (SELECT count(*) FROM u)::int AS updated FROM s`;
-    const r = rows[0];
+    const item: Record<string, unknown> = {
+      id,
+      status: f.status,
+      result: f.result ?? null,
+      usage: f.usage ?? null,
+      error: f.error ?? null,
+      warnings: f.warnings ?? null,
+      routing: f.routing ?? null,
+      model: f.model ?? null,
+      provider: f.provider ?? null,
+      final_endpoint_slug: f.finalEndpointSlug ?? null,
+      finish_reason: f.finishReason ?? null,
+      attempts_count: f.attemptsCount ?? null,
+      latency_ms: f.latencyMs === undefined || f.latencyMs === null ? null : Math.round(f.latencyMs),
+      queue_time_ms: f.queueTimeMs === undefined || f.queueTimeMs === null ? null : Math.round(f.queueTimeMs),
+      generation_time_ms: f.generationTimeMs === undefined || f.generationTimeMs === null ? null : Math.round(f.generationTimeMs),
+      upstream_id: f.upstreamId ?? null,
+    };
+    if (f.cost !== undefined) item.cost = toStorage(f.cost);
+    const r = await this.finishes.submit(item);
     const charged = money(r.charged);
-    if (r.updated > 0 && charged.greaterThan(0)) this.metrics?.moneyCharged.inc(rub(charged));
-    return { applied: r.updated > 0, charged };
+    if (r.applied && charged.greaterThan(0)) this.metrics?.moneyCharged.inc(rub(charged));
+    return { applied: r.applied, charged };
   }
 }

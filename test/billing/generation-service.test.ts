@@ -1,0 +1,79 @@
+import { money } from '../../shared/billing/money';
+import { GenerationService, type NewGeneration } from '../../shared/services/generation.service';
+import { createTestDb, type TestDb } from '../helpers/test-db';
+import { seedKey, seedOrg } from '../helpers/fixtures';
+
+let t: TestDb;
+beforeAll(async () => {
+  t = await createTestDb();
+});
+afterAll(() => t.drop());
+
+let n = 0;
+const gen = (organizationId: string, over: Partial<NewGeneration> = {}): NewGeneration => ({
+  id: `gen_batch_${++n}_${Date.now()}`,
+  organizationId,
+  apiKeyId: null,
+  userId: null,
+  model: 'm',
+  unifiedModelId: 'm',
+  modelDisplayName: 'M',
+  requestType: 'chat',
+  apiType: 'responses',
+  responseMode: 'sync',
+  request: { input: 'x' },
+  bound: '1',
+  ...over,
+});
+
+const outcome = (p: Promise<unknown>) => p.then(() => 'ok', (e: { metadata?: { reason?: string } }) => e.metadata?.reason ?? 'error');
+
+describe('GenerationService (batched reserve-and-record, settle-and-record)', () => {
+  it('lets exactly 5 of 50 concurrent generations through when the balance fits 5, across two service instances', async () => {
+    const { organizationId } = await seedOrg(t.db, { balance: '5' });
+    const a = new GenerationService(t.db);
+    const b = new GenerationService(t.db); // a second process
+    const gens = Array.from({ length: 50 }, () => gen(organizationId));
+    const results = await Promise.all(gens.map((g, i) => outcome((i % 2 ? a : b).create(g))));
+    expect(results.filter((r) => r === 'ok')).toHaveLength(5);
+    expect(results.filter((r) => r === 'balance_insufficient')).toHaveLength(45);
+    expect(await t.db.generation.count({ where: { organizationId } })).toBe(5);
+
+    const created = gens.filter((_, i) => results[i] === 'ok');
+    const finishes = await Promise.all(created.flatMap((g) => [a.finish(g.id, { status: 'completed', cost: '0.75' }), b.finish(g.id, { status: 'cancelled' })]));
+    // Each generation ended once: either completed and charged, or cancelled and released — never both.
+    for (let i = 0; i < created.length; i++) expect([finishes[2 * i].applied, finishes[2 * i + 1].applied].filter(Boolean)).toHaveLength(1);
+    const org = await t.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
+    const completed = await t.db.generation.count({ where: { organizationId, status: 'completed' } });
+    expect(money(org.balance).toFixed(2)).toBe(money(5).minus(money('0.75').times(completed)).toFixed(2));
+    expect(money(org.reserved).isZero()).toBe(true);
+    const ledger = await t.db.$queryRaw<Array<{ s: string }>>`SELECT SUM(amount)::text AS s FROM ledger_entries WHERE organization_id = ${organizationId}`;
+    expect(money(ledger[0].s).equals(money(org.balance))).toBe(true);
+  });
+
+  it('checks key limits in a batch too, and records the failure of one item without failing the others', async () => {
+    const { accounts, organizationId } = await seedOrg(t.db, { balance: '100' });
+    const key = await seedKey(accounts, organizationId, { limit: '3', reset: 'daily' });
+    const s = new GenerationService(t.db);
+    const results = await Promise.all([
+      ...Array.from({ length: 10 }, () => outcome(s.create(gen(organizationId, { apiKeyId: key.id })))),
+      outcome(s.create(gen('org_missing'))),
+    ]);
+    expect(results.slice(0, 10).filter((r) => r === 'ok')).toHaveLength(3);
+    expect(results.slice(0, 10).filter((r) => r === 'key_limit_exceeded')).toHaveLength(7);
+    expect(results[10]).toBe('error');
+  });
+
+  it('keeps the stored record of a finish: status, cost, usage and timings', async () => {
+    const { organizationId } = await seedOrg(t.db, { balance: '10' });
+    const s = new GenerationService(t.db);
+    const g = gen(organizationId, { bound: '2' });
+    expect((await s.create(g)).toFixed(2)).toBe('2.00');
+    const r = await s.finish(g.id, { status: 'completed', cost: '1.2345678901', usage: { inputTokens: 3, outputTokens: 4 }, latencyMs: 12.7, attemptsCount: 2, provider: 'p', finalEndpointSlug: 'm:p' });
+    expect(r).toMatchObject({ applied: true });
+    const row = await t.db.generation.findUniqueOrThrow({ where: { id: g.id } });
+    expect(row).toMatchObject({ status: 'completed', latencyMs: 13, attemptsCount: 2, provider: 'p', finalEndpointSlug: 'm:p', usage: { inputTokens: 3, outputTokens: 4 } });
+    expect(money(row.clientCost).toFixed(10)).toBe('1.2345678901');
+    expect((await s.finish(g.id, { status: 'failed' })).applied).toBe(false);
+  });
+});
