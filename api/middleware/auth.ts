@@ -118,3 +118,8 @@ export function assertModelAllowed(principal: Principal, model: string): void {
     throw new AppError('FORBIDDEN', `This API key may not use model ${model}`);
   }
 }
+
+/** Who a generation or file belongs to: the organization, the key (if any) and the user (the key's member). */
+export function ownerOf(p: Principal): { organizationId: string; apiKeyId: string | null; userId: string | null } {
+  return { organizationId: p.organizationId, apiKeyId: p.kind === 'key' ? p.keyId : null, userId: p.userId };
+}

@@ -9,8 +9,7 @@ export function balanceRoutes(ctx: AppContext): Router {
   async function load(res: Response) {
     const p = res.locals.principal;
     const key = p.kind === 'key' ? await ctx.db.apiKey.findUniqueOrThrow({ where: { id: p.keyId } }) : null;
-    const memberId = p.kind === 'key' ? p.userId : p.userId;
-    const member = memberId ? await ctx.db.user.findUnique({ where: { id: memberId } }) : null;
+    const member = p.userId ? await ctx.db.user.findUnique({ where: { id: p.userId } }) : null;
     return ctx.keyInfo.balance(p.organizationId, key, member && member.limit !== null ? member : null);
   }
 

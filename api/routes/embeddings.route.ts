@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import type { AppContext } from '../app-context';
+import { ownerOf } from '../middleware/auth';
 import { AppError } from '../../shared/errors/app-error';
 import { check } from '../../shared/schemas/ajv';
 import { embeddingsSchema, type EmbeddingsBody } from '../../shared/schemas/embeddings.schema';
@@ -41,9 +42,7 @@ export function embeddingsRoutes(ctx: AppContext): Router {
       QUEUES.embeddings,
       {
         id,
-        organizationId: principal.organizationId,
-        apiKeyId: principal.kind === 'key' ? principal.keyId : null,
-        userId: principal.userId,
+        ...ownerOf(principal),
         model: route.primary.id,
         unifiedModelId: route.primary.id,
         modelDisplayName: route.primary.displayName,
@@ -57,9 +56,7 @@ export function embeddingsRoutes(ctx: AppContext): Router {
       },
       () => ({
         generationId: id,
-        organizationId: principal.organizationId,
-        apiKeyId: principal.kind === 'key' ? principal.keyId : null,
-        userId: principal.userId,
+        ...ownerOf(principal),
         candidates,
         warnings: [],
         replyTo: ctx.gateway.replyChannel,

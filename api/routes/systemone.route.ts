@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import type { AppContext } from '../app-context';
+import { ownerOf } from '../middleware/auth';
 import { parseSystemoneBody } from '../../shared/schemas/systemone.schema';
 import { answerScheme, questionRequest } from '../../shared/formats/systemone.mapper';
 import { moneyJson } from '../../shared/formats/format-utils';
@@ -49,9 +50,7 @@ export function systemoneRoutes(ctx: AppContext): Router {
       QUEUES.text,
       {
         id,
-        organizationId: principal.organizationId,
-        apiKeyId: principal.kind === 'key' ? principal.keyId : null,
-        userId: principal.userId,
+        ...ownerOf(principal),
         model: route.primary.id,
         unifiedModelId: route.primary.id,
         modelDisplayName: route.primary.displayName,
@@ -66,9 +65,7 @@ export function systemoneRoutes(ctx: AppContext): Router {
       },
       () => ({
         generationId: id,
-        organizationId: principal.organizationId,
-        apiKeyId: principal.kind === 'key' ? principal.keyId : null,
-        userId: principal.userId,
+        ...ownerOf(principal),
         candidates: route.candidates,
         warnings,
         replyTo: ctx.gateway.replyChannel,

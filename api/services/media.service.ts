@@ -33,7 +33,7 @@ import {
 import { CallbackService, CallbackUrlError, checkCallbackUrl } from '../../shared/services/callbacks.service';
 import type { RequestType } from '../../shared/services/generation.service';
 import type { AppContext } from '../app-context';
-import type { Principal } from '../middleware/auth';
+import { type Principal, ownerOf } from '../middleware/auth';
 import type { FinalMessage, Submission } from './generation-gateway';
 
 /** A reply: status, body, headers (Retry-After while a generation runs). */
@@ -336,14 +336,12 @@ export class MediaService {
 
   private submit(s: Submit): Promise<Submission> {
     const p = s.c.principal;
-    const apiKeyId = p.kind === 'key' ? p.keyId : null;
+    const owner = ownerOf(p);
     return this.ctx.gateway.submit<MediaJobData>(
       s.queue,
       {
         id: s.id,
-        organizationId: p.organizationId,
-        apiKeyId,
-        userId: p.userId,
+        ...owner,
         model: s.model,
         unifiedModelId: s.primary.id,
         modelDisplayName: s.primary.displayName,
@@ -361,9 +359,7 @@ export class MediaService {
       () => ({
         ...s.job,
         generationId: s.id,
-        organizationId: p.organizationId,
-        apiKeyId,
-        userId: p.userId,
+        ...owner,
         candidates: s.candidates,
         warnings: s.planWarnings,
         replyTo: s.mode === 'async' ? null : this.ctx.gateway.replyChannel,

@@ -63,6 +63,7 @@ export async function pumpStream(
   res.flushHeaders();
   let gone = false;
   let produced = false;
+  let lastSeq = 0;
   // `res` closes when the reply ends or the connection drops (a request's own 'close' fires once its body is read).
   res.on('close', () => {
     if (res.writableEnded) return;
@@ -77,6 +78,14 @@ export async function pumpStream(
     while (!gone) {
       const m = await sub.mailbox!.next(waitMs);
       if (gone) break;
+      if (m && m.seq <= lastSeq && produced) {
+        // The numbering started over: the job is being re-run (its worker died) and would send the text again from
+        // the start. What the client already has cannot be taken back, so the stream ends here, uncharged.
+        await gateway.cancel(sub.id, QUEUES.text);
+        write(h.failed({ code: 'SERVICE_UNAVAILABLE', message: 'The worker running this stream stopped: repeat the request' }));
+        break;
+      }
+      if (m) lastSeq = m.seq;
       if (!m) {
         // Nothing at all within the wait: the job is cancelled and costs nothing, as for synchronous calls.
         if (!produced) await gateway.cancel(sub.id, QUEUES.text);

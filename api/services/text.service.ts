@@ -5,7 +5,7 @@ import { estimateTokens, maxBound, outputTokensFor, textBound } from '../../shar
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';
 import type { ApiType, ResponseMode } from '../../shared/services/generation.service';
-import type { Principal } from '../middleware/auth';
+import { type Principal, ownerOf } from '../middleware/auth';
 import type { GenerationGateway, Submission } from './generation-gateway';
 import type { PlannedRoute, RoutePlanner } from './route-planner';
 
@@ -77,9 +77,7 @@ export class TextService {
       QUEUES.text,
       {
         id,
-        organizationId: s.principal.organizationId,
-        apiKeyId: s.principal.kind === 'key' ? s.principal.keyId : null,
-        userId: s.principal.userId,
+        ...ownerOf(s.principal),
         model: primary.id,
         unifiedModelId: primary.id,
         modelDisplayName: primary.displayName,
@@ -101,9 +99,7 @@ export class TextService {
         }
         return {
           generationId: id,
-          organizationId: s.principal.organizationId,
-          apiKeyId: s.principal.kind === 'key' ? s.principal.keyId : null,
-          userId: s.principal.userId,
+          ...ownerOf(s.principal),
           candidates: route.candidates,
           warnings,
           replyTo: s.mode === 'async' ? null : this.gateway.replyChannel,

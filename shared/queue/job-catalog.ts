@@ -9,7 +9,8 @@ export interface PlannedCandidate {
   dropParams: string[];
 }
 
-interface GenerationJobBase {
+/** What every generation job carries, whatever its queue. */
+export interface GenerationJobBase {
   generationId: string;
   organizationId: string;
   apiKeyId: string | null;

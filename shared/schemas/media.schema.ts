@@ -9,7 +9,7 @@
  */
 import { MEDIA_OPERATIONS } from '../catalog/catalog.types';
 import type { ImageRequest, MediaInput } from '../providers/adapter.types';
-import type { PlannedCandidate } from '../queue/job-catalog';
+import type { GenerationJobBase } from '../queue/job-catalog';
 import { routingSchema, type ProviderRouting } from './routing.schema';
 
 export const MEDIA_PROMPT_MAX = 32000;
@@ -164,16 +164,7 @@ export interface MediaStep {
   saved: SavedOutput[];
 }
 
-export interface MediaJobData {
-  generationId: string;
-  organizationId: string;
-  apiKeyId: string | null;
-  userId: string | null;
-  candidates: PlannedCandidate[];
-  warnings: string[];
-  /** Channel of the API process waiting for this job; null when nobody waits. */
-  replyTo: string | null;
-  traceId?: string;
+export interface MediaJobData extends GenerationJobBase {
   kind: MediaKind;
   /** Canonical media input for task adapters (Replicate); fields an endpoint does not support are in its `dropParams`. */
   input: MediaInput;
