@@ -27,8 +27,12 @@ if (require.main === module) {
       const pool = await startWorkers(rt);
       rt.onClose(() => pool.close());
       // A worker-only process exposes its own /metrics (job durations, provider attempts, money charged).
-      const m = await startMetricsServer(rt.metrics.registry, Number(process.env.WORKER_METRICS_PORT ?? DEFAULT_WORKER_METRICS_PORT), { token: rt.config.metricsToken });
-      rt.onClose(() => m.close());
+      // A second worker on the same host finds the port taken: it logs that and runs on without its own endpoint.
+      const port = Number(process.env.WORKER_METRICS_PORT ?? DEFAULT_WORKER_METRICS_PORT);
+      await startMetricsServer(rt.metrics.registry, port, { token: rt.config.metricsToken }).then(
+        (m) => rt.onClose(() => m.close()),
+        (e: Error) => rt.logger.warn(`worker metrics endpoint not started on port ${port}: ${e.message} (set WORKER_METRICS_PORT per process)`),
+      );
       onShutdown(rt.logger, () => rt.close());
     })
     .catch((e: Error) => {

@@ -114,7 +114,13 @@ export function listen(app: http.RequestListener, port: number): Promise<{ serve
         port: bound,
         close: () =>
           new Promise<void>((done) => {
-            server.close(() => done());
+            // Requests in flight finish; their keep-alive connections are closed as soon as they turn idle, not
+            // after keepAliveTimeout (server.close() alone would wait for them, and shutdown would time out).
+            const sweep = setInterval(() => server.closeIdleConnections(), 100);
+            server.close(() => {
+              clearInterval(sweep);
+              done();
+            });
             server.closeIdleConnections();
           }),
       });

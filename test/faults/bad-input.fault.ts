@@ -1,0 +1,210 @@
+/**
+ * Case 6. Bad input, property-based (fast-check): for every endpoint that takes a body or a query, arbitrary
+ * JSON values, valid bodies with one field replaced by anything (wrong types, huge strings, deep nesting, odd
+ * numbers), prototype-pollution keys (`__proto__`, `constructor`, `prototype`) and arbitrary query strings.
+ * What must hold: never a 5xx, never a change of any balance, Object.prototype untouched.
+ *
+ * Runs in-process (supertest on createApp) for speed, on the suite's own PostgreSQL and Redis; no worker runs,
+ * so a body that happens to be valid is queued, times out (SYNC_WAIT_MS 100) and is cancelled uncharged.
+ */
+import fs from 'node:fs';
+import fc from 'fast-check';
+import request from 'supertest';
+import { createApp } from '../../api/app';
+import { money } from '../../shared/billing/money';
+import { parseCatalog } from '../../shared/catalog/load-catalog';
+import { loadConfig } from '../../shared/config/env';
+import { createLogger } from '../../shared/logger';
+import { createRedis } from '../../shared/queue/redis';
+import { FAKE_KEY, FAULTS_SECRET, MODELS, startCluster, type Cluster, type SeededOrg } from './helpers/cluster';
+import { Tally } from './helpers/http';
+import { Checks } from './helpers/report';
+
+const RUNS = Number(process.env.FAULTS_FUZZ_RUNS ?? 60);
+let c: Cluster;
+let app: ReturnType<typeof createApp>;
+const closers: Array<() => unknown> = [];
+
+beforeAll(async () => {
+  c = await startCluster({ name: 'bad-input' });
+  const env: Record<string, string> = { ...c.env, SYNC_WAIT_MS: '100', RATE_LIMIT_PER_MINUTE: '0' };
+  const redis = createRedis(c.redis.url, { name: 'fuzz-api' });
+  const subscriber = createRedis(c.redis.url, { name: 'fuzz-sub', patient: true });
+  app = createApp({
+    config: loadConfig(env, []),
+    db: c.db,
+    redis,
+    subscriber,
+    catalog: parseCatalog(JSON.parse(fs.readFileSync(env.SWITCHYARD_CATALOG, 'utf8')), { FAKE_PROVIDER_KEY: FAKE_KEY }),
+    logger: createLogger({ silent: !process.env.FAULTS_LOGS }),
+    secret: FAULTS_SECRET,
+    authCacheMs: 0,
+  });
+  await app.locals.ctx.ready();
+  closers.push(() => app.locals.ctx.close(), () => redis.disconnect(), () => subscriber.disconnect());
+});
+afterAll(async () => {
+  for (const close of closers) await close();
+  await c?.close();
+});
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+
+/** Values that break naive code: wrong types, extremes, huge and deeply nested ones. */
+const nasty: fc.Arbitrary<unknown> = fc.oneof(
+  fc.jsonValue({ maxDepth: 3 }),
+  fc.string({ maxLength: 40, unit: 'binary' }),
+  fc.constantFrom(
+    '',
+    ' ',
+    '\u0000',
+    '💥'.repeat(1000),
+    'x'.repeat(300_000),
+    -1,
+    0,
+    -0,
+    1e308,
+    -1e308,
+    2 ** 53 + 1,
+    0.1 + 0.2,
+    1.5,
+    '1e309',
+    'NaN',
+    '-1',
+    '0.0000000001',
+    true,
+    false,
+    null,
+    [],
+    {},
+    [[[[[]]]]],
+    { __proto__: null },
+  ),
+  fc.constant(null).map(() => deep(2000)),
+  fc.constant(null).map(() => Array.from({ length: 5000 }, (_, i) => i)),
+);
+
+function deep(n: number): Json {
+  let v: Json = 'bottom';
+  for (let i = 0; i < n; i++) v = i % 2 ? [v] : { a: v };
+  return v;
+}
+
+/** Sets a key as an own, enumerable property, so `__proto__` is serialised like any key (as JSON.parse would read it). */
+function withKey(target: Record<string, unknown>, key: string, value: unknown): Record<string, unknown> {
+  Object.defineProperty(target, key, { value: structuredClone(value), enumerable: true, writable: true, configurable: true });
+  return target;
+}
+
+const POISON = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', '__defineGetter__'];
+const pollution = fc.constantFrom(...POISON).chain((k) => fc.constantFrom<unknown>({ polluted: 'yes' }, { prototype: { polluted: 'yes' } }, 'yes', null).map((v) => [k, v] as const));
+
+/** Every object and array of a template (the body itself, `input`, `messages[0]`, `provider`, ...). */
+function containers(v: unknown, out: Array<Record<string, unknown> | unknown[]> = []): Array<Record<string, unknown> | unknown[]> {
+  if (v && typeof v === 'object') {
+    out.push(v as Record<string, unknown>);
+    for (const x of Object.values(v)) containers(x, out);
+  }
+  return out;
+}
+
+/** A body for one endpoint: anything, a valid body with one field (at any depth) replaced, or poisoned keys. */
+function bodies(template: Record<string, unknown>): fc.Arbitrary<string> {
+  const keys = [...new Set(containers(template).flatMap((o) => Object.keys(o)))];
+  const where = fc.nat({ max: containers(template).length - 1 });
+  const mutated = fc.tuple(where, fc.oneof(fc.constantFrom(...keys), fc.constantFrom(...POISON), fc.string({ maxLength: 12 })), nasty).map(([at, key, value]) => {
+    const body = structuredClone(template);
+    const target = containers(body)[at] as Record<string, unknown>;
+    withKey(target, Array.isArray(target) && !/^\d+$/.test(key) ? '0' : key, value);
+    return JSON.stringify(body);
+  });
+  const poisoned = fc.tuple(where, fc.array(pollution, { minLength: 1, maxLength: 3 })).map(([at, pairs]) => {
+    const body = structuredClone(template);
+    const target = containers(body)[at] as Record<string, unknown>;
+    for (const [k, v] of pairs) withKey(Array.isArray(target) ? body : target, k, v);
+    return JSON.stringify(body);
+  });
+  const raw = fc.oneof(fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v)), fc.string({ maxLength: 60 }), fc.constantFrom('{', '[1,', '{"a":}', 'null', '""', '{"model":"x"'));
+  return fc.oneof({ arbitrary: mutated, weight: 5 }, { arbitrary: poisoned, weight: 2 }, { arbitrary: raw, weight: 2 });
+}
+
+/** Query strings: known parameters with odd values, unknown and poisoned keys, repeated keys (arrays). */
+function queries(known: string[]): fc.Arbitrary<string> {
+  const value = fc.oneof(fc.string({ maxLength: 20, unit: 'binary' }), fc.constantFrom('', '-1', '0', '1e309', 'NaN', '99999999999999999999', 'true', 'null', 'x'.repeat(5000), '2024-13-45', '[]', '{}'));
+  const key = fc.oneof(fc.constantFrom(...known), fc.constantFrom(...POISON, '__proto__[polluted]', 'constructor[prototype][polluted]'), fc.string({ maxLength: 10 }));
+  return fc.array(fc.tuple(key, value), { maxLength: 6 }).map((pairs) => pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&'));
+}
+
+interface Target {
+  method: 'post' | 'patch' | 'get';
+  path: string;
+  auth: 'key' | 'owner';
+  template?: Record<string, unknown>;
+  query?: string[];
+}
+
+test('arbitrary bodies and queries on every endpoint: never a 5xx, never a balance change', async () => {
+  const checks = new Checks('6. bad input (fast-check)', `fast-check over every endpoint's body and query: arbitrary JSON, one field replaced by anything (wrong types, 300 kB strings, 2000-deep nesting, 5000-item arrays, extreme numbers), __proto__/constructor keys, malformed JSON; ${RUNS} runs per endpoint`);
+  const org: SeededOrg = await c.seed({ balance: '100' });
+  const victim = await c.accounts.createKey({ organizationId: org.organizationId, name: 'patched by the fuzzer' });
+  const before = await c.db.organization.findMany({ select: { id: true, balance: true, spent: true } });
+  const tally = new Tally();
+  const fivexx: string[] = [];
+
+  const targets: Target[] = [
+    { method: 'post', path: '/v1/responses', auth: 'key', template: { model: MODELS.chat, input: 'hi', max_output_tokens: 16, text: { format: { type: 'text' } }, provider: { order: ['openai'] } } },
+    { method: 'post', path: '/v1/chat/completions', auth: 'key', template: { model: MODELS.chat, messages: [{ role: 'user', content: 'hi' }], max_tokens: 16, provider: { sort: 'price' } } },
+    { method: 'post', path: '/v1/embeddings', auth: 'key', template: { model: MODELS.embedding, input: ['hi'], encoding_format: 'float', provider: { only: ['openai'] } } },
+    { method: 'post', path: '/v1/keys', auth: 'owner', template: { name: 'fuzz', limit: '1.5', limit_reset: 'daily', allowed_models: [MODELS.chat], rate_limit_per_minute: 5 } },
+    { method: 'patch', path: `/v1/keys/${victim.id}`, auth: 'owner', template: { name: 'fuzz', limit: '2', limit_reset: 'weekly', disabled: false } },
+    { method: 'post', path: '/v2/images/generations', auth: 'key', template: { model: MODELS.image, prompt: 'a cat', n: 1, size: '1024x1024', provider: { allow_fallbacks: true } } },
+    { method: 'post', path: '/v1/media', auth: 'key', template: { model: MODELS.video, input: { prompt: 'a cat', duration: 4, seed: 1 }, async: true } },
+    { method: 'post', path: '/v1/media/gen_doesnotexist/operations', auth: 'key', template: { operation: 'extend', params: { prompt: 'more' }, async: true } },
+    { method: 'post', path: '/v1/systemone', auth: 'key', template: { model: MODELS.chat, state: { text: 'hello' }, questions: { q: { type: 'noul', instructions: 'Is it a greeting?' } } } },
+    { method: 'get', path: '/v1/history/generations', auth: 'key', query: ['page', 'limit', 'dateFrom', 'dateTo', 'requestType', 'status', 'apiKeyId', 'withoutApiKey', 'sortBy', 'sortOrder'] },
+    { method: 'get', path: '/v1/history/generations', auth: 'owner', query: ['page', 'limit', 'apiKeyId', 'withoutApiKey', 'sortBy', 'sortOrder'] },
+    { method: 'get', path: '/v1/storage/files', auth: 'key', query: ['page', 'limit', 'fileType', 'source', 'storagePolicy', 'externalUserId', 'sortBy', 'sortOrder', 'scope'] },
+    { method: 'get', path: '/v1/keys', auth: 'owner', query: ['page', 'limit'] },
+  ];
+
+  const send = async (t: Target, payload: string) => {
+    const auth = t.auth === 'key' ? `Bearer ${org.key.key}` : `Bearer ${org.ownerToken}`;
+    const r =
+      t.method === 'get'
+        ? await request(app).get(`${t.path}${payload ? `?${payload}` : ''}`).set('Authorization', auth).timeout(10_000)
+        : await request(app)[t.method](t.path).set('Authorization', auth).set('Content-Type', 'application/json').send(payload).timeout(10_000);
+    tally.add(r);
+    if (r.status >= 500) fivexx.push(`${t.method.toUpperCase()} ${t.path} ${r.status} ${payload.slice(0, 300)} → ${JSON.stringify(r.body).slice(0, 200)}`);
+    return r.status;
+  };
+
+  for (const t of targets) {
+    const arb = t.method === 'get' ? queries(t.query!) : bodies(t.template!);
+    await fc.assert(
+      fc.asyncProperty(arb, async (payload) => {
+        const status = await send(t, payload);
+        return status < 500;
+      }),
+      { numRuns: RUNS, endOnFailure: true },
+    ).catch((e: Error) => checks.that(false, `${t.method.toUpperCase()} ${t.path}: ${e.message.split('\n').slice(0, 6).join(' ')}`));
+  }
+
+  const after = await c.db.organization.findMany({ select: { id: true, balance: true, spent: true } });
+  let lost = money(0);
+  for (const b of before) {
+    const a = after.find((x) => x.id === b.id)!;
+    lost = lost.plus(money(a.balance).minus(money(b.balance)).abs());
+    checks.that(money(a.balance).equals(money(b.balance)) && money(a.spent).equals(money(b.spent)), `organization ${b.id}: balance ${b.balance} → ${a.balance}, spent ${b.spent} → ${a.spent}`);
+  }
+  const charges = await c.db.ledgerEntry.count({ where: { kind: 'charge' } });
+  checks.that(charges === 0, `${charges} charges`);
+  checks.that(({} as Record<string, unknown>).polluted === undefined && Object.prototype.hasOwnProperty.call(Object.prototype, 'polluted') === false, 'Object.prototype polluted');
+  for (const f of fivexx.slice(0, 10)) checks.that(false, f);
+  const failures = checks.finish({
+    requests: tally.total,
+    errors: tally.errors(),
+    moneyLost: lost.toString(),
+    holds: `${targets.length} endpoint/auth pairs × ${RUNS} runs: no 5xx; every balance and spent unchanged, no charge entry; Object.prototype untouched`,
+  });
+  expect(failures).toEqual([]);
+});

@@ -1,0 +1,71 @@
+/**
+ * Case 5. Clients hang up in the middle of their streams. The job goes on to the end (the provider is not
+ * interrupted), and the generation is billed for exactly what the provider produced: its reported usage × the
+ * endpoint's price, once. The API process keeps serving.
+ */
+import { money } from '../../shared/billing/money';
+import { settledAudit } from './helpers/audit';
+import { CHAT_PRICE, MODELS, startCluster, type Cluster } from './helpers/cluster';
+import { post, stream, Tally } from './helpers/http';
+import { Checks } from './helpers/report';
+
+let c: Cluster;
+
+beforeAll(async () => {
+  c = await startCluster({ name: 'client-disconnect', env: { SYNC_WAIT_MS: '20000' } });
+});
+afterAll(async () => {
+  await c?.close();
+});
+
+const PROMPT_TOKENS = 11;
+const COMPLETION_TOKENS = 50;
+
+test('a client that leaves mid-stream: the job finishes and is billed exactly the usage produced', async () => {
+  const checks = new Checks('5. client disconnects mid-stream', 'clients hang up after 2 of 10 deltas (responses and chat completions streams, 200 ms between deltas)');
+  const api = await c.startApi();
+  await c.startWorker();
+  await c.warmUp(api);
+  c.fake.setKnobs({ streamChunks: 10, chunkDelayMs: 200, promptTokens: PROMPT_TOKENS, completionTokens: COMPLETION_TOKENS });
+  const org = await c.seed({ balance: '100' });
+  const tally = new Tally();
+  const before = c.fake.requests.length;
+
+  const responses = Array.from({ length: 6 }, (_, i) =>
+    stream(`${api.url}/v1/responses`, { model: MODELS.chat, input: `leave ${i}`, stream: true, max_output_tokens: 200 }, org.auth, { leaveAfter: 2 }),
+  );
+  const chats = Array.from({ length: 4 }, (_, i) =>
+    stream(`${api.url}/v1/chat/completions`, { model: MODELS.chat, messages: [{ role: 'user', content: `leave chat ${i}` }], stream: true, max_tokens: 200 }, org.auth, { leaveAfter: 2 }),
+  );
+  const left = await Promise.all([...responses, ...chats]);
+  tally.addAll(left);
+  checks.that(left.every((s) => s.status === 200 && s.leftEarly && s.deltas === 2), `clients left after 2 deltas: ${left.map((s) => `${s.status}/${s.deltas}/${s.leftEarly}`).join(',')}`);
+
+  const a = await settledAudit(c.db, 20_000);
+  const ids = await c.db.generation.findMany({ where: { organizationId: org.organizationId }, select: { id: true, status: true, clientCost: true, usage: true } });
+  const expected = money(PROMPT_TOKENS).mul(CHAT_PRICE.prompt).plus(money(COMPLETION_TOKENS).mul(CHAT_PRICE.completion)).div(1_000_000);
+  checks.that(ids.length === left.length, `generations: ${ids.length}`);
+  for (const g of ids) {
+    checks.that(g.status === 'completed', `generation ${g.id} ended ${g.status}`);
+    checks.that(money(g.clientCost).equals(expected), `generation ${g.id} charged ${g.clientCost} instead of ${expected} (usage ${JSON.stringify(g.usage)})`);
+  }
+  const charges = await c.db.ledgerEntry.findMany({ where: { organizationId: org.organizationId, kind: 'charge' } });
+  checks.that(charges.length === left.length, `charge entries: ${charges.length}`);
+  const spent = (await c.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } })).spent;
+  checks.that(money(spent).equals(expected.mul(left.length)), `organization spent ${spent}, expected ${expected.mul(left.length)}`);
+  // The provider was never cut off: every upstream stream ran to its end (one request per generation).
+  checks.that(c.fake.requests.length - before === left.length, `upstream calls: ${c.fake.requests.length - before}`);
+
+  const after = await post(`${api.url}/v1/responses`, { model: MODELS.chat, input: 'still serving' }, org.auth);
+  tally.add(after);
+  checks.that(after.status === 200, `the API still serves: ${after.status}`);
+  for (const p of a.problems) checks.that(false, p);
+  const failures = checks.finish({
+    requests: tally.total,
+    errors: tally.errors(),
+    moneyLost: a.lost.toString(),
+    holds: `${left.length} streams left after 2 deltas; every job ran to its end and was charged exactly usage × price (${PROMPT_TOKENS}×${CHAT_PRICE.prompt} + ${COMPLETION_TOKENS}×${CHAT_PRICE.completion} per million = ${expected.toString()} RUB) once; API kept serving`,
+  });
+  if (failures.length) console.error(c.tails(20));
+  expect(failures).toEqual([]);
+});

@@ -1,0 +1,71 @@
+/**
+ * The results table (docs/faults.md): each case records one row; the global teardown prints the table and,
+ * with FAULTS_DOCS=1, writes it to docs/faults.md.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export interface ResultRow {
+  case: string;
+  injected: string;
+  requests: number;
+  /** Non-2xx replies by status, e.g. "503×4, 402×1", or "none". */
+  errors: string;
+  /** RUB, exact decimal string; must be "0". */
+  moneyLost: string;
+  /** What was checked and held (or what failed). */
+  holds: string;
+  ok: boolean;
+  seconds: number;
+}
+
+export const resultsFile = (): string => process.env.FAULTS_RESULTS ?? path.join(os.tmpdir(), 'switchyard-faults-results.json');
+
+export function readRows(): ResultRow[] {
+  try {
+    return JSON.parse(fs.readFileSync(resultsFile(), 'utf8')) as ResultRow[];
+  } catch {
+    return [];
+  }
+}
+
+export function recordRow(row: ResultRow): void {
+  const rows = readRows().filter((r) => r.case !== row.case);
+  rows.push(row);
+  fs.writeFileSync(resultsFile(), JSON.stringify(rows, null, 2));
+}
+
+const cell = (s: string | number) => String(s).replace(/\|/g, '\\|').replace(/\n/g, ' ');
+
+export function renderTable(rows: ResultRow[]): string {
+  const sorted = [...rows].sort((a, b) => a.case.localeCompare(b.case, undefined, { numeric: true }));
+  const lines = [
+    '| case | what was injected | requests sent | errors seen (by status) | money lost (RUB) | what held | result | time |',
+    '| --- | --- | ---: | --- | ---: | --- | --- | ---: |',
+    ...sorted.map((r) => `| ${cell(r.case)} | ${cell(r.injected)} | ${r.requests} | ${cell(r.errors)} | ${cell(r.moneyLost)} | ${cell(r.holds)} | ${r.ok ? 'pass' : '**FAIL**'} | ${r.seconds.toFixed(1)} s |`),
+  ];
+  return lines.join('\n');
+}
+
+/** Collects what must hold; the case records its row, then fails with every broken expectation at once. */
+export class Checks {
+  readonly failures: string[] = [];
+  private readonly started = Date.now();
+
+  constructor(
+    readonly name: string,
+    readonly injected: string,
+  ) {}
+
+  that(condition: boolean, failure: string): boolean {
+    if (!condition) this.failures.push(failure);
+    return condition;
+  }
+
+  /** Records the row (even when something failed, so the table shows it) and returns the failures. */
+  finish(r: { requests: number; errors: string; moneyLost: string; holds: string }): string[] {
+    recordRow({ case: this.name, injected: this.injected, ...r, ok: this.failures.length === 0, seconds: (Date.now() - this.started) / 1000 });
+    return this.failures;
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * The fault suite's own Redis and PostgreSQL: started on free ports in a temporary folder, stopped and started
+ * again on the same data and port (the faults under test), never the machine's shared 5432/6379.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../../shared/runtime/embedded-postgres';
+import { freePort, sleep } from '../../../shared/runtime/process-utils';
+import { redisPing } from '../../../shared/runtime/embedded-redis';
+
+export interface RedisServer {
+  port: number;
+  url: string;
+  /** SIGTERM (Redis flushes its append-only file) or SIGKILL; resolves once the process is gone. */
+  stop(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  /** Starts it again on the same port and data; resolves once it answers PING. */
+  start(): Promise<void>;
+  readonly running: boolean;
+}
+
+/** `redis-server` from PATH, no RDB snapshots, append-only file on (jobs survive a restart). */
+export async function startRedis(dir: string): Promise<RedisServer> {
+  fs.mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
+  const log = fs.openSync(path.join(dir, 'redis.log'), 'a');
+
+  async function start(): Promise<void> {
+    const c = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--dir', dir, '--protected-mode', 'no'], {
+      stdio: ['ignore', log, log],
+    });
+    child = c;
+    exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
+    const until = Date.now() + 15_000;
+    while (!(await redisPing(port, ''))) {
+      if (c.exitCode !== null) throw new Error(`redis-server exited (${c.exitCode}); see ${dir}/redis.log`);
+      if (Date.now() > until) throw new Error('redis-server did not answer within 15 s');
+      await sleep(50);
+    }
+  }
+
+  await start();
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    get running() {
+      return !!child && child.exitCode === null && child.signalCode === null;
+    },
+    async stop(signal = 'SIGTERM') {
+      if (!child || child.exitCode !== null || child.signalCode !== null) return;
+      child.kill(signal);
+      await exited;
+    },
+    start,
+  };
+}
+
+export interface PgServer {
+  port: number;
+  /** URL of the suite's database (`faults`). */
+  url: string;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+}
+
+/** The embedded PostgreSQL (shared/runtime/embedded-postgres.ts); as root it runs as the `postgres` user. */
+export async function startPostgres(dir: string): Promise<PgServer> {
+  const port = await freePort();
+  let pg: EmbeddedPostgres = await startEmbeddedPostgres({ dataDir: dir, port, database: 'faults' });
+  return {
+    port,
+    url: pg.url,
+    async stop() {
+      await pg.stop();
+    },
+    async start() {
+      pg = await startEmbeddedPostgres({ dataDir: dir, port, database: 'faults' });
+    },
+  };
+}
