@@ -34,7 +34,9 @@ export function sendError(res: Response, err: AppError): void {
 export function errorHandler(logger: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const appError = toAppError(err);
-    if (appError.status >= 500) logger.error('request failed', { err, method: req.method, path: req.path, code: appError.code });
+    // A bug (500) is logged with its stack; an upstream or infrastructure failure (502, 503) is an operating fact.
+    if (appError.status === 500) logger.error('request failed', { err, method: req.method, path: req.path, code: appError.code });
+    else if (appError.status > 500) logger.warn('request failed', { method: req.method, path: req.path, code: appError.code, message: appError.message });
     if (res.headersSent) {
       res.end();
       return;

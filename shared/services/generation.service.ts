@@ -1,4 +1,4 @@
-import type { Db } from '../db/client';
+import { poolOf, type Db } from '../db/client';
 import { AppError } from '../errors/app-error';
 import { money, toStorage, type Decimal, type MoneyLike } from '../billing/money';
 import type { ReserveRefusal } from '../billing/ledger';
@@ -83,8 +83,10 @@ export class GenerationService {
   // transaction, one lock on each organization row, one WAL flush.
   private readonly creates = new Batcher<CreateItem, { granted: string; reason: string | null }>(
     async (items) => {
-      const rows = await this.db.$queryRaw<Array<{ id: string; granted: string; reason: string | null }>>`
-        SELECT id, granted::text AS granted, reason FROM sy_create_generations(${JSON.stringify(items)}::jsonb, ${this.clock()}::timestamptz)`;
+      const rows = await this.sql<{ id: string; granted: string; reason: string | null }>(
+        'SELECT id, granted::text AS granted, reason FROM sy_create_generations($1::jsonb, $2::timestamptz)',
+        [JSON.stringify(items), this.clock()],
+      );
       const byId = new Map(rows.map((r) => [r.id, r]));
       return items.map((i) => byId.get(i.id)!);
     },
@@ -93,13 +95,22 @@ export class GenerationService {
 
   private readonly finishes = new Batcher<Record<string, unknown>, { outcome: string; charged: string; applied: boolean }>(
     async (items) => {
-      const rows = await this.db.$queryRaw<Array<{ id: string; outcome: string; charged: string; applied: boolean }>>`
-        SELECT id, outcome, charged::text AS charged, applied FROM sy_finish_generations(${JSON.stringify(items)}::jsonb, ${this.clock()}::timestamptz)`;
+      const rows = await this.sql<{ id: string; outcome: string; charged: string; applied: boolean }>(
+        'SELECT id, outcome, charged::text AS charged, applied FROM sy_finish_generations($1::jsonb, $2::timestamptz)',
+        [JSON.stringify(items), this.clock()],
+      );
       const byId = new Map(rows.map((r) => [r.id, r]));
       return items.map((i) => byId.get(String(i.id))!);
     },
     (i) => String(i.id),
   );
+
+  /** The hot path's SQL: straight through the pool under Prisma when there is one. */
+  private async sql<T>(text: string, params: unknown[]): Promise<T[]> {
+    const pool = poolOf(this.db);
+    if (pool) return (await pool.query(text, params)).rows as T[];
+    return this.db.$queryRawUnsafe<T[]>(text, ...params);
+  }
 
   /** Reserves and records a pending generation; returns the amount granted (402 when nothing fits). */
   async create(g: NewGeneration): Promise<Decimal> {

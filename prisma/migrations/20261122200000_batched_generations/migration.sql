@@ -43,9 +43,9 @@ LANGUAGE plpgsql AS $$
 DECLARE it jsonb; s record; n int;
 BEGIN
   FOR it IN
+    -- A correlated lookup (one primary-key probe per item): a join here is planned as a scan of reservations.
     SELECT i.value FROM jsonb_array_elements(p_items) i
-    LEFT JOIN reservations res ON res.generation_id = i.value->>'id'
-    ORDER BY res.organization_id, i.value->>'id'
+    ORDER BY (SELECT res.organization_id FROM reservations res WHERE res.generation_id = i.value->>'id'), i.value->>'id'
   LOOP
     SELECT * INTO s FROM sy_settle(it->>'id', COALESCE((it->>'cost')::numeric, 0), NOT (it ? 'cost'), p_now);
     n := 0;
