@@ -54,8 +54,11 @@ export class GenerationGateway {
     return { id: gen.id, granted, mailbox, detach };
   }
 
-  /** The final message of a generation, or null after `timeoutMs`. Progress messages are skipped. */
-  async waitFinal(sub: Submission, timeoutMs: number): Promise<FinalMessage | null> {
+  /**
+   * The final message of a generation, or null after `timeoutMs`. Progress messages are skipped. After a Redis
+   * reconnect (`recheck`) the final state is read from the database with `reread`, when the caller gives one.
+   */
+  async waitFinal(sub: Submission, timeoutMs: number, reread?: () => Promise<FinalMessage | null>): Promise<FinalMessage | null> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const left = deadline - Date.now();
@@ -63,6 +66,10 @@ export class GenerationGateway {
       const m = await sub.mailbox!.next(left);
       if (!m) return null;
       if (m.type === 'done' || m.type === 'failed' || m.type === 'cancelled') return m;
+      if (m.type === 'recheck' && reread) {
+        const settled = await reread().catch(() => null);
+        if (settled) return settled;
+      }
     }
   }
 

@@ -25,7 +25,10 @@ export const timeoutError = () => new AppError('REQUEST_TIMEOUT', 'Timed out wai
  */
 export async function awaitText<T = TextDonePayload>(gateway: GenerationGateway, sub: Submission, waitMs: number, reread: () => Promise<T | null>): Promise<T> {
   try {
-    const m = await gateway.waitFinal(sub, waitMs);
+    const m = await gateway.waitFinal(sub, waitMs, async () => {
+      const settled = await reread();
+      return settled ? { type: 'done', payload: settled, id: sub.id, seq: 0 } : null;
+    });
     if (m?.type === 'done') return m.payload as T;
     if (m?.type === 'failed') throw errorFromStored(m.error as StoredError);
     if (!m && (await gateway.cancel(sub.id, QUEUES.text))) throw timeoutError();

@@ -8,7 +8,9 @@ export type GenerationEvent =
   | { type: 'delta'; event: TextStreamEvent }
   | { type: 'done'; payload: unknown }
   | { type: 'failed'; error: { code: string; message: string; metadata?: Record<string, unknown> }; payload?: unknown }
-  | { type: 'cancelled' };
+  | { type: 'cancelled' }
+  /** Sent by the bus itself after the subscriber reconnects: messages may have been lost, read the database. */
+  | { type: 'recheck' };
 
 export type BusMessage = GenerationEvent & { id: string; seq: number };
 
@@ -36,6 +38,12 @@ export class GenerationBus {
     if (!this.sub) throw new Error('this bus has no subscriber connection');
     const sub = this.sub;
     this.started ??= (async () => {
+      // ioredis resubscribes after a reconnect, but what was published meanwhile is gone: tell every waiter.
+      let subscribed = false;
+      sub.on('ready', () => {
+        if (!subscribed) return;
+        for (const [id, handler] of this.waiters) handler({ type: 'recheck', id, seq: 0 });
+      });
       sub.on('message', (_channel: string, text: string) => {
         let m: BusMessage;
         try {
@@ -46,6 +54,7 @@ export class GenerationBus {
         this.waiters.get(m.id)?.(m);
       });
       await sub.subscribe(this.channel);
+      subscribed = true;
     })();
     return this.started;
   }

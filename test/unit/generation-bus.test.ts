@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto';
+import { GenerationBus, GenerationPublisher, type BusMessage } from '../../shared/queue/generation-bus';
+import { createRedis, whenReady } from '../../shared/queue/redis';
+import { TEST_REDIS_URL } from '../helpers/test-env';
+
+describe('GenerationBus (real Redis)', () => {
+  const pub = createRedis(TEST_REDIS_URL, { patient: true });
+  const sub = createRedis(TEST_REDIS_URL, { patient: true });
+  const bus = new GenerationBus(pub, sub, `{t-${randomBytes(4).toString('hex')}}`);
+  beforeAll(async () => {
+    await Promise.all([whenReady(pub), whenReady(sub)]);
+    await bus.start();
+  });
+  afterAll(() => {
+    pub.disconnect();
+    sub.disconnect();
+  });
+
+  it('delivers a generation its own numbered messages, and nothing once detached', async () => {
+    const got: BusMessage[] = [];
+    const detach = bus.listen('gen_a', (m) => got.push(m));
+    const other: BusMessage[] = [];
+    bus.listen('gen_b', (m) => other.push(m));
+    const p = new GenerationPublisher(pub, bus.channel, 'gen_a');
+    await p.send({ type: 'delta', event: { type: 'text_delta', text: 'hi' } });
+    await p.send({ type: 'done', payload: { ok: 1 } });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(got.map((m) => [m.type, m.seq])).toEqual([
+      ['delta', 1],
+      ['done', 2],
+    ]);
+    expect(other).toEqual([]);
+    detach();
+    await p.send({ type: 'cancelled' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(got).toHaveLength(2);
+  });
+
+  it('tells every waiter to re-read the database after the subscriber reconnects', async () => {
+    const got: BusMessage[] = [];
+    bus.listen('gen_c', (m) => got.push(m));
+    sub.disconnect(true); // drop the connection; ioredis reconnects and resubscribes
+    for (let i = 0; i < 50 && !got.length; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(got[0]).toMatchObject({ type: 'recheck', id: 'gen_c' });
+    const p = new GenerationPublisher(pub, bus.channel, 'gen_c');
+    await p.send({ type: 'cancelled' });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(got.at(-1)).toMatchObject({ type: 'cancelled' });
+  });
+});
