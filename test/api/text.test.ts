@@ -48,6 +48,14 @@ describe('fallbacks', () => {
     expect(res.status).toBe(200);
     const g = await generation(res.body.id);
     expect(g).toMatchObject({ status: 'completed', attemptsCount: 2, provider: 'backup', finalEndpointSlug: 'acme/duo:backup' });
+    // The routing decision, explained: the candidates in order, and the attempt that failed with what.
+    expect(g.routing).toMatchObject({
+      candidates: ['acme/duo:primary', 'acme/duo:backup'],
+      attempts: [{ provider: 'primary', reason: 'provider_error', status: 500 }],
+      answeredBy: 'acme/duo:backup',
+    });
+    const detail = await request(s.app).get(`/v1/history/generations/${res.body.id}`).set(org.auth);
+    expect(detail.body.routing.attempts).toHaveLength(1);
     expect(g.queueTimeMs).not.toBeNull();
     expect(g.generationTimeMs).not.toBeNull();
     expect(g.latencyMs).not.toBeNull();

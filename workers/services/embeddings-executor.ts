@@ -54,6 +54,7 @@ export class EmbeddingsExecutor {
           model: candidate.model,
           provider: resolved.provider.id,
           finalEndpointSlug: candidate.slug,
+          routing: { attempts, answeredBy: candidate.slug },
           finishReason: 'stop',
           attemptsCount: attempts.length + 1,
           latencyMs: queueTimeMs + (finished - started),
@@ -77,7 +78,7 @@ export class EmbeddingsExecutor {
         ? new AppError('BAD_REQUEST', `The provider refused the request: ${last.message}`, { metadata: { reason: 'provider_error', raw: last.raw ?? last.message, provider_name: attempts[attempts.length - 1]?.provider, attempts } })
         : AppError.fromReason('all_providers_failed', 'Every provider failed', { attempts, raw: last?.raw ?? last?.message, provider_name: attempts[attempts.length - 1]?.provider });
     const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
-    await this.deps.generations.finish(data.generationId, { status: 'failed', error, attemptsCount: attempts.length, queueTimeMs, generationTimeMs: Date.now() - timing.startedAt });
+    await this.deps.generations.finish(data.generationId, { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, queueTimeMs, generationTimeMs: Date.now() - timing.startedAt });
     await pub.send({ type: 'failed', error });
   }
 }

@@ -119,6 +119,7 @@ export class TextExecutor {
           model: candidate.model,
           provider: resolved.provider.id,
           finalEndpointSlug: candidate.slug,
+          routing: { attempts, answeredBy: candidate.slug },
           finishReason: result.finishReason,
           attemptsCount: attempts.length + 1,
           latencyMs: queueTimeMs + (firstTokenAt - started),
@@ -227,7 +228,7 @@ export class TextExecutor {
             provider_name: attempts[attempts.length - 1]?.provider,
           });
     const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
-    await this.deps.generations.finish(data.generationId, { status: 'failed', error, attemptsCount: attempts.length, queueTimeMs, generationTimeMs });
+    await this.deps.generations.finish(data.generationId, { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, queueTimeMs, generationTimeMs });
     await pub.send({ type: 'failed', error });
   }
 
@@ -258,6 +259,7 @@ export class TextExecutor {
       model: candidate.model,
       provider: providerId,
       finalEndpointSlug: candidate.slug,
+      routing: { attempts },
       finishReason: 'error',
       attemptsCount: attempts.length,
       queueTimeMs: timing.queueTimeMs,
