@@ -20,6 +20,8 @@ function isUnavailable(e: { message?: string; code?: string; name?: string } | u
   // PostgreSQL shutting down, starting up or cutting connections (SQLSTATE 57P01-57P03, class 08, 53300) reaches
   // us as a Prisma "Database error. Code: `57P03`" or "Server has closed the connection": away, not broken.
   if (/Code: `(57P0[1-3]|08\d{3}|53300)`|Server has closed the connection/.test(text)) return true;
+  // The same from the pg driver itself (the hot path's SQL goes straight through the pool): SQLSTATE in `code`.
+  if (/^(57P0[1-3]|08\d{3}|53300)$/.test(e.code ?? '') || /the database system is (shutting down|starting up|in recovery)/.test(text)) return true;
   return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection is closed|Stream isn't writeable|enableOfflineQueue|MaxRetriesPerRequest|Can't reach database|P1001|P1017|connection terminated|Connection terminated|timeout exceeded when trying to connect|PrismaClientInitializationError|DriverAdapterError/i.test(
     text,
   );
