@@ -36,7 +36,9 @@ $$;
 -- p_items: [{id, status, cost (absent: release), result, usage, error, warnings, routing, model, provider,
 --            final_endpoint_slug, finish_reason, attempts_count, latency_ms, queue_time_ms, generation_time_ms,
 --            upstream_id}]
--- `applied` is false when the generation had already ended: its first ending stands.
+-- `applied` is false when the generation had already ended: its first ending stands. The routing decision
+-- grows as the job runs (the API records candidates and drops, the worker adds attempts and the endpoint that
+-- answered), so an item's `routing` is merged into the stored object rather than replacing it.
 CREATE FUNCTION sy_finish_generations(p_items jsonb, p_now timestamptz)
 RETURNS TABLE (id text, outcome text, charged numeric, applied boolean)
 LANGUAGE plpgsql AS $$
@@ -57,7 +59,8 @@ BEGIN
         usage = COALESCE(NULLIF(it->'usage', 'null'::jsonb), g.usage),
         error = COALESCE(NULLIF(it->'error', 'null'::jsonb), g.error),
         warnings = COALESCE(NULLIF(it->'warnings', 'null'::jsonb), g.warnings),
-        routing = COALESCE(NULLIF(it->'routing', 'null'::jsonb), g.routing),
+        routing = CASE WHEN jsonb_typeof(it->'routing') = 'object'
+                       THEN COALESCE(g.routing, '{}'::jsonb) || (it->'routing') ELSE g.routing END,
         model = COALESCE(it->>'model', g.model),
         provider = COALESCE(it->>'provider', g.provider),
         final_endpoint_slug = COALESCE(it->>'final_endpoint_slug', g.final_endpoint_slug),
