@@ -15,13 +15,12 @@ import {
   readIntFile,
   shouldTakeOver,
   silentLogger,
-  settlesWithin,
   sleep,
   spawnWatchdog,
-  waitForExit,
   writeOwner,
   writePrivateFile,
   type RuntimeLogger,
+  stopOwnedChild,
 } from './process-utils';
 
 /**
@@ -274,32 +273,8 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
       async stop() {
         if (stopped) return;
         stopped = true;
-        if (!ownedBy(ownerFile, token)) {
-          // Someone else (the service) is responsible now: leave the server running, drop our pipes.
-          own?.stdout?.destroy();
-          own?.stderr?.destroy();
-          own?.unref();
-          return;
-        }
-        fs.rmSync(ownerFile, { force: true });
-        if (!isAlive(pid)) return;
         // SIGINT: "fast" shutdown (rolls back open transactions, checkpoints, exits).
-        try {
-          process.kill(pid, 'SIGINT');
-        } catch {
-          return;
-        }
-        const done = ownExit ? await settlesWithin(ownExit, 30_000) : await waitForExit(pid, 30_000);
-        if (!done && isAlive(pid)) {
-          logger.warn('embedded PostgreSQL did not stop within 30 s: sending SIGQUIT');
-          try {
-            process.kill(pid, 'SIGQUIT');
-          } catch {
-            // gone meanwhile
-          }
-          await waitForExit(pid, 5_000);
-        }
-        logger.info('embedded PostgreSQL stopped');
+        await stopOwnedChild({ name: 'PostgreSQL', pid, ownerFile, token, own, ownExit, signal: 'SIGINT', hardSignal: 'SIGQUIT', graceMs: 30_000, logger });
       },
     };
   }

@@ -13,13 +13,12 @@ import {
   readIntFile,
   shouldTakeOver,
   silentLogger,
-  settlesWithin,
   sleep,
   spawnWatchdog,
-  waitForExit,
   writeOwner,
   writePrivateFile,
   type RuntimeLogger,
+  stopOwnedChild,
 } from './process-utils';
 
 /**
@@ -194,30 +193,8 @@ export async function startEmbeddedRedis(opts: EmbeddedRedisOptions): Promise<Em
       async stop() {
         if (stopped) return;
         stopped = true;
-        if (!ownedBy(ownerFile, token)) {
-          own?.stdout?.destroy();
-          own?.stderr?.destroy();
-          own?.unref();
-          return;
-        }
-        fs.rmSync(ownerFile, { force: true });
-        if (!isAlive(pid)) return;
-        try {
-          process.kill(pid, 'SIGTERM'); // Redis flushes the AOF and exits
-        } catch {
-          return;
-        }
-        const done = ownExit ? await settlesWithin(ownExit, 15_000) : await waitForExit(pid, 15_000);
-        if (!done && isAlive(pid)) {
-          logger.warn('embedded Redis did not stop within 15 s: sending SIGKILL');
-          try {
-            process.kill(pid, 'SIGKILL');
-          } catch {
-            // gone meanwhile
-          }
-          await waitForExit(pid, 5_000);
-        }
-        logger.info('embedded Redis stopped');
+        // SIGTERM: Redis flushes the AOF and exits.
+        await stopOwnedChild({ name: 'Redis', pid, ownerFile, token, own, ownExit, signal: 'SIGTERM', hardSignal: 'SIGKILL', graceMs: 15_000, logger });
       },
     };
   }

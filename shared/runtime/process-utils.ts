@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -209,6 +209,49 @@ export function spawnWatchdog(childPid: number, signal: 'TERM' | 'INT', ownerFil
 export function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([p.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), ms)))]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Stops an embedded server this process may own: when another process has taken it over, only our pipes are
+ * dropped; otherwise the polite signal, and the hard one if it is still alive after `graceMs`.
+ */
+export async function stopOwnedChild(o: {
+  name: string;
+  pid: number;
+  ownerFile: string;
+  token: string | undefined;
+  own?: ChildProcess;
+  ownExit?: Promise<void>;
+  signal: NodeJS.Signals;
+  hardSignal: NodeJS.Signals;
+  graceMs: number;
+  logger: RuntimeLogger;
+}): Promise<void> {
+  if (!ownedBy(o.ownerFile, o.token)) {
+    // Someone else (the service) is responsible now: leave the server running, drop our pipes.
+    o.own?.stdout?.destroy();
+    o.own?.stderr?.destroy();
+    o.own?.unref();
+    return;
+  }
+  fs.rmSync(o.ownerFile, { force: true });
+  if (!isAlive(o.pid)) return;
+  try {
+    process.kill(o.pid, o.signal);
+  } catch {
+    return;
+  }
+  const done = o.ownExit ? await settlesWithin(o.ownExit, o.graceMs) : await waitForExit(o.pid, o.graceMs);
+  if (!done && isAlive(o.pid)) {
+    o.logger.warn(`embedded ${o.name} did not stop within ${o.graceMs / 1000} s: sending ${o.hardSignal}`);
+    try {
+      process.kill(o.pid, o.hardSignal);
+    } catch {
+      // gone meanwhile
+    }
+    await waitForExit(o.pid, 5_000);
+  }
+  o.logger.info(`embedded ${o.name} stopped`);
 }
 
 /** Waits until a process is gone; false on timeout. */
