@@ -24,7 +24,7 @@ export function modelsRoutes(ctx: AppContext): Router {
   r.get('/v1/models/*id', ...ctx.guard, (req, res) => {
     const raw = req.params.id as unknown;
     const id = Array.isArray(raw) ? raw.join('/') : String(raw);
-    const m = ctx.catalog.models[id];
+    const m = Object.hasOwn(ctx.catalog.models, id) ? ctx.catalog.models[id] : undefined;
     if (!m) throw new AppError('NOT_FOUND', `Model ${id} not found`, { metadata: { reason: 'model_not_found' } });
     res.json(view(m));
   });

@@ -55,11 +55,11 @@ export class RoutePlanner {
     try {
       const first = r.model ?? r.models?.[0];
       if (!first) throw new RoutingInputError('model', 'model is required');
-      const spec = parseModelSpec(first, { isKnownModel: (id) => id in this.catalog.models });
+      const spec = parseModelSpec(first, { isKnownModel: (id) => Object.hasOwn(this.catalog.models, id) });
       const models = [spec.model, ...(r.models ?? []).filter((m) => m !== spec.model)];
       for (const m of models) assertModelAllowed(r.principal, m);
       const preferences = applyModelSpec(r.provider, spec);
-      const slugs = models.flatMap((m) => this.catalog.models[m]?.endpoints.map((e) => e.slug) ?? []);
+      const slugs = models.flatMap((m) => (Object.hasOwn(this.catalog.models, m) ? this.catalog.models[m].endpoints.map((e) => e.slug) : []));
       const stickyKey = r.stickiness ? `${r.principal.organizationId}:${createHash('sha256').update(r.stickiness).digest('hex').slice(0, 32)}` : undefined;
       const sticky = stickyKey ? ((await this.stats.sticky(stickyKey)) ?? undefined) : undefined;
       const plan = planRoute({

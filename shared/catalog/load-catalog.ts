@@ -31,13 +31,14 @@ export function parseCatalog(raw: unknown, env: NodeJS.ProcessEnv = process.env,
   const data = raw as unknown as RawCatalog;
   if (sourceText) problems.push(...findDuplicateKeys(sourceText));
 
-  const providers: Record<string, ProviderConfig> = {};
+  // Null-prototype maps: an id such as `valueOf` or `__proto__` must never find something inherited.
+  const providers: Record<string, ProviderConfig> = Object.create(null);
   for (const [id, p] of Object.entries(data.providers)) {
     if (!(PROVIDER_KINDS as readonly string[]).includes(p.kind)) problems.push(`provider "${id}": unknown kind "${p.kind}" (known: ${PROVIDER_KINDS.join(', ')})`);
     providers[id] = { ...p, id, kind: p.kind, timeoutMs: p.timeoutMs ?? 60_000, apiKey: p.apiKeyEnv ? env[p.apiKeyEnv] || undefined : undefined };
   }
 
-  const models: Record<string, ModelConfig> = {};
+  const models: Record<string, ModelConfig> = Object.create(null);
   for (const [id, m] of Object.entries(data.models)) {
     const slugs = new Set<string>();
     const endpoints: EndpointConfig[] = m.endpoints.map((e, i) => {

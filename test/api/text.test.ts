@@ -315,3 +315,12 @@ describe('masker plugin', () => {
     expect(deltas).toBe('Writing to anna@example.org now');
   });
 });
+
+describe('model ids that name inherited properties', () => {
+  it.each(['valueOf', 'constructor', '__proto__', 'toString', 'hasOwnProperty'])('answers 404 model_not_found for %s', async (model) => {
+    const res = await post({ model, input: 'hi' });
+    expect(res.status).toBe(404);
+    expect(res.body.error.metadata.reason).toBe('model_not_found');
+    expect((await request(s.app).get(`/v1/models/${model}`).set(org.auth)).status).toBe(404);
+  });
+});
