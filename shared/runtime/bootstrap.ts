@@ -14,6 +14,9 @@ import { createMetrics, type Metrics } from '../metrics/metrics';
 
 export type Role = 'all' | 'web' | 'worker';
 
+/** Where config/catalog.demo.json expects the fake providers. */
+const DEMO_DEFAULT_URL = 'http://127.0.0.1:4010';
+
 /** Everything a Switchyard process holds; `close()` releases it in order. */
 export interface Runtime {
   config: Config;
@@ -42,6 +45,7 @@ export async function bootstrap(role: Role, env: NodeJS.ProcessEnv = process.env
   const config = loadConfig(env, argv);
   const logger = createLogger({ level: config.logLevel, service: `switchyard-${role}` });
   const closers: Array<() => Promise<unknown> | unknown> = [];
+  let demoUrl: string | undefined;
 
   if (config.demo) {
     // The fake providers live with the tests; the build compiles them into dist/test/fakes.
@@ -51,6 +55,7 @@ export async function bootstrap(role: Role, env: NodeJS.ProcessEnv = process.env
     env.DEMO_PROVIDER_KEY ??= 'demo'; // the demo catalog's providers read their key from here
     const fake = await startFakeProvider({ port, knobs: { latencyMs: 50, chunkDelayMs: 30 } });
     closers.push(() => fake.close());
+    demoUrl = fake.url;
     logger.info(`demo mode: fake providers on ${fake.url}; catalog ${config.catalogPath}`);
   }
 
@@ -61,6 +66,8 @@ export async function bootstrap(role: Role, env: NodeJS.ProcessEnv = process.env
     if (e instanceof CatalogError) throw new Error(`catalog ${config.catalogPath} refused:\n- ${e.problems.join('\n- ')}`);
     throw e;
   }
+  // The demo catalog names the fake's default address; follow it when DEMO_PROVIDER_PORT moved it.
+  if (demoUrl) for (const p of Object.values(catalog.providers)) p.baseUrl = p.baseUrl.replace(DEMO_DEFAULT_URL, demoUrl);
   const missing = providersWithoutKey(catalog);
   if (missing.length) logger.warn(`providers without an API key (their endpoints are skipped): ${missing.join(', ')}`);
 
