@@ -5,7 +5,7 @@ import { chatSchema, type ChatBody } from '../../shared/schemas/chat.schema';
 import { buildChatCompletion, chatToCanonical, chatUsage, createChatStreamFormatter, encodeChatSse, CHAT_STREAM_DONE } from '../../shared/formats';
 import { newId } from '../../shared/auth/api-keys';
 import type { TextDonePayload } from '../../workers/services/text-executor';
-import { awaitText, pumpStream } from '../services/text-replies';
+import { awaitText, completedText, pumpStream } from '../services/text-replies';
 
 /** POST /v1/chat/completions: OpenAI's chat completions through the same text pipeline. */
 export function chatRoutes(ctx: AppContext): Router {
@@ -35,10 +35,7 @@ export function chatRoutes(ctx: AppContext): Router {
     const warningsOf = (p: TextDonePayload) => (p.warnings.length || formatWarnings.length ? [...formatWarnings, ...p.warnings] : undefined);
 
     if (mode === 'sync') {
-      const p = await awaitText(ctx.gateway, submission, ctx.config.syncWaitMs, async () => {
-        const g = await ctx.db.generation.findUnique({ where: { id } });
-        return g?.status === 'completed' ? (g.result as unknown as TextDonePayload) : null;
-      });
+      const p = await awaitText(ctx.gateway, submission, ctx.config.syncWaitMs, () => completedText(ctx.db, id));
       res.json(buildChatCompletion({ id, created, model: p.model, result: p.result, usage: usage(p), logprobs: request.logprobs === true, warnings: warningsOf(p) }));
       return;
     }

@@ -17,7 +17,7 @@ import { randomBase62 } from '../../shared/auth/api-keys';
 import type { Generation } from '../../shared/db/generated/client';
 import type { TextDonePayload } from '../../workers/services/text-executor';
 import type { Principal } from '../middleware/auth';
-import { awaitText, pumpStream, type StoredError } from '../services/text-replies';
+import { awaitText, completedText, pumpStream, type StoredError } from '../services/text-replies';
 
 /** What a responses generation keeps in its `request` column: the body (echo fields) and the whole conversation. */
 interface StoredResponsesRequest {
@@ -122,10 +122,7 @@ export function responsesRoutes(ctx: AppContext): Router {
       return;
     }
     if (mode === 'sync') {
-      const payload = await awaitText(ctx.gateway, submission, ctx.config.syncWaitMs, async () => {
-        const g = await ctx.db.generation.findUnique({ where: { id } });
-        return g?.status === 'completed' ? (g.result as unknown as TextDonePayload) : null;
-      });
+      const payload = await awaitText(ctx.gateway, submission, ctx.config.syncWaitMs, () => completedText(ctx.db, id));
       res.json(
         buildResponseObject({
           ...base,

@@ -3,6 +3,7 @@ import { AppError, type ErrorMetadata } from '../../shared/errors/app-error';
 import type { ErrorCode } from '../../shared/errors/error-codes';
 import type { TextStreamEvent } from '../../shared/providers/provider.types';
 import { QUEUES } from '../../shared/queue/queue-names';
+import type { Db } from '../../shared/db/client';
 import type { TextDonePayload } from '../../workers/services/text-executor';
 import type { GenerationGateway, Submission } from './generation-gateway';
 
@@ -15,6 +16,12 @@ export interface StoredError {
 
 export function errorFromStored(e: StoredError): AppError {
   return new AppError(e.code, e.message, { metadata: e.metadata });
+}
+
+/** The stored answer of a completed text generation, for a waiter that missed the worker's message. */
+export async function completedText(db: Db, id: string): Promise<TextDonePayload | null> {
+  const g = await db.generation.findUnique({ where: { id } });
+  return g?.status === 'completed' ? (g.result as unknown as TextDonePayload) : null;
 }
 
 export const timeoutError = () => new AppError('REQUEST_TIMEOUT', 'Timed out waiting for the model: repeat the request', { metadata: {} });
