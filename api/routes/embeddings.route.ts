@@ -12,6 +12,11 @@ import type { EmbeddingsJobData } from '../../shared/queue/job-catalog';
 import type { EmbeddingsDonePayload } from '../../workers/services/embeddings-executor';
 import { awaitText } from '../services/text-replies';
 
+/** What an embeddings generation stores as its result (`replay` only when the request had an Idempotency-Key). */
+interface StoredEmbeddings {
+  replay: EmbeddingsDonePayload;
+}
+
 /** POST /v1/embeddings: strings, string arrays and multimodal blocks; float or base64 (little-endian float32). */
 export function embeddingsRoutes(ctx: AppContext): Router {
   const r = Router();
@@ -53,6 +58,7 @@ export function embeddingsRoutes(ctx: AppContext): Router {
         routing: { candidates: candidates.map((c) => c.slug), dropped: route.plan.dropped },
         traceId: res.locals.traceId,
         bound,
+        idempotency: res.locals.idempotency,
       },
       () => ({
         generationId: id,
@@ -64,12 +70,15 @@ export function embeddingsRoutes(ctx: AppContext): Router {
         inputs: canonical.inputs,
         dimensions: canonical.dimensions,
         user: canonical.user,
+        keepResult: res.locals.idempotency !== undefined,
       }),
       { listen: true },
     );
-    const p = await awaitText<EmbeddingsDonePayload>(ctx.gateway, submission, ctx.config.syncWaitMs, async () => null);
+    const done = await awaitText<EmbeddingsDonePayload | StoredEmbeddings>(ctx.gateway, submission, ctx.config.syncWaitMs, async () => null);
+    // A repeat with the same Idempotency-Key gets the record's result, where the first request's vectors were kept.
+    const p = 'replay' in done ? done.replay : (done as EmbeddingsDonePayload);
     res.json(
-      buildEmbeddingList({ id, model: p.model, result: p.result, encoding: body.encoding_format ?? 'float', usage: embeddingUsage(p.result.usage.inputTokens, p.cost) }),
+      buildEmbeddingList({ id: submission.id, model: p.model, result: p.result, encoding: body.encoding_format ?? 'float', usage: embeddingUsage(p.result.usage.inputTokens, p.cost) }),
     );
   });
   return r;

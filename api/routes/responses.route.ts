@@ -100,6 +100,7 @@ export function responsesRoutes(ctx: AppContext): Router {
     const record: StoredResponsesRequest = { body, input: request.input };
     const { submission, warnings } = await ctx.text.submit({
       id,
+      idempotency: res.locals.idempotency,
       principal,
       traceId: res.locals.traceId,
       apiType: 'responses',
@@ -115,14 +116,14 @@ export function responsesRoutes(ctx: AppContext): Router {
       plugins: body.plugins,
     });
     const allWarnings = [...formatWarnings, ...warnings];
-    const base = { id, createdAt, model: body.model ?? body.models![0], request: body, warnings: allWarnings.length ? allWarnings : undefined };
+    const base = { id: submission.id, createdAt, model: body.model ?? body.models![0], request: body, warnings: allWarnings.length ? allWarnings : undefined };
 
     if (mode === 'async') {
       res.json(buildResponseObject({ ...base, status: 'queued' }));
       return;
     }
     if (mode === 'sync') {
-      const payload = await awaitText(ctx.gateway, submission, ctx.config.syncWaitMs, () => completedText(ctx.db, id));
+      const payload = await awaitText(ctx.gateway, submission, ctx.config.syncWaitMs, () => completedText(ctx.db, submission.id));
       res.json(
         buildResponseObject({
           ...base,

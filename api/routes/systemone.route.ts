@@ -62,6 +62,7 @@ export function systemoneRoutes(ctx: AppContext): Router {
         routing: { candidates: route.candidates.map((c) => c.slug), dropped: route.plan.dropped },
         traceId: res.locals.traceId,
         bound,
+        idempotency: res.locals.idempotency,
       },
       () => ({
         generationId: id,
@@ -77,11 +78,11 @@ export function systemoneRoutes(ctx: AppContext): Router {
       { listen: true },
     );
     const p = await awaitText<SystemoneDonePayload>(ctx.gateway, submission, ctx.config.syncWaitMs, async () => {
-      const g = await ctx.db.generation.findUnique({ where: { id } });
+      const g = await ctx.db.generation.findUnique({ where: { id: submission.id } });
       return g?.status === 'completed' ? (g.result as unknown as SystemoneDonePayload) : null;
     });
     res.json({
-      id,
+      id: submission.id,
       model: p.model,
       answers: p.answers,
       usage: { input_tokens: p.usage.inputTokens, output_tokens: p.usage.outputTokens, cost_rub: moneyJson(p.cost) },

@@ -35,6 +35,7 @@ import type { RequestType } from '../../shared/services/generation.service';
 import type { AppContext } from '../app-context';
 import { type Principal, ownerOf } from '../middleware/auth';
 import type { FinalMessage, Submission } from './generation-gateway';
+import type { IdempotencyClaim } from '../../shared/services/generation.service';
 
 /** A reply: status, body, headers (Retry-After while a generation runs). */
 export interface MediaReply {
@@ -56,6 +57,8 @@ const ALWAYS_HONOURED = new Set(['prompt', 'callBackUrl']);
 interface Ctx {
   principal: Principal;
   traceId: string;
+  /** The request's Idempotency-Key, when it has one (docs/idempotency.md). */
+  idempotency?: IdempotencyClaim;
 }
 
 interface Submit {
@@ -149,7 +152,7 @@ export class MediaService {
       bound: maxBound(route.endpoints, (e) => mediaCost(e.price, boundUnits('image', { images: body.n }))),
     });
     const final = await this.wait(sub);
-    const g = await this.load(id);
+    const g = await this.load(sub.id);
     if (final?.type === 'failed' || g.status === 'failed') throw errorFromMessage(final?.type === 'failed' ? final.error : (g.error as { code: string; message: string }));
     if (g.status === 'cancelled') throw new AppError('CONFLICT', 'The generation was cancelled');
     if (g.status !== 'completed') return { status: 202, body: pendingImageBody(g), headers: { 'Retry-After': String(retryAfterSeconds('image')) } };
@@ -355,6 +358,7 @@ export class MediaService {
         sourceGenerationId: s.sourceGenerationId ?? null,
         traceId: s.c.traceId,
         bound: s.bound,
+        idempotency: s.c.idempotency,
       },
       () => ({
         ...s.job,

@@ -4,7 +4,7 @@ import { newId } from '../../shared/auth/api-keys';
 import { estimateTokens, maxBound, outputTokensFor, textBound } from '../../shared/billing/pricing';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';
-import type { ApiType, ResponseMode } from '../../shared/services/generation.service';
+import type { ApiType, IdempotencyClaim, ResponseMode } from '../../shared/services/generation.service';
 import { type Principal, ownerOf } from '../middleware/auth';
 import type { GenerationGateway, Submission } from './generation-gateway';
 import type { PlannedRoute, RoutePlanner } from './route-planner';
@@ -32,6 +32,8 @@ export interface TextSubmit {
   id?: string;
   /** Request plugins (`masker`), run by the worker. */
   plugins?: string[];
+  /** The request's Idempotency-Key, when it has one (docs/idempotency.md). */
+  idempotency?: IdempotencyClaim;
 }
 
 export interface TextSubmitted {
@@ -90,6 +92,7 @@ export class TextService {
         traceId: s.traceId,
         bound,
         minimum,
+        idempotency: s.idempotency,
       },
       (granted) => {
         if (granted.lessThan(bound)) {

@@ -20,6 +20,8 @@ export class AppError extends Error {
   readonly status: number;
   readonly details?: { errors: ValidationIssue[] } & Record<string, unknown>;
   readonly metadata?: ErrorMetadata;
+  /** Whether repeating the request can help (`x-should-retry`); from the code table. */
+  readonly retry: boolean;
   /** Extra response headers, e.g. Retry-After. */
   readonly headers?: Record<string, string>;
 
@@ -32,6 +34,7 @@ export class AppError extends Error {
     this.name = 'AppError';
     this.code = code;
     this.status = ERROR_CODES[code].status;
+    this.retry = ERROR_CODES[code].retry;
     this.details = opts.details;
     const reason = ERROR_CODES[code].reason;
     this.metadata = opts.metadata ?? (reason ? { reason } : undefined);
