@@ -78,10 +78,12 @@ export class GenerationGateway {
    */
   private async attach(id: string, gen: NewGeneration, listen: boolean): Promise<Submission> {
     const first = await this.generations.state(id);
-    if (!first) throw new AppError('CONFLICT', `The first request with this Idempotency-Key is still being accepted: repeat in a moment`, { metadata: { generation_id: id } });
+    // Both 409s below pass once the first request has gone further: the SDKs may repeat them (x-should-retry).
+    if (!first) throw new AppError('CONFLICT', `The first request with this Idempotency-Key is still being accepted: repeat in a moment`, { metadata: { generation_id: id }, retry: true });
     if (gen.responseMode === 'stream' && RUNNING.has(first.status)) {
       throw new AppError('CONFLICT', `Generation ${id} of this Idempotency-Key is still streaming to the first request: repeat once it has ended to replay it`, {
         metadata: { generation_id: id },
+        retry: true,
       });
     }
     const base = { id, granted: ZERO, keyed: true, replayed: true };

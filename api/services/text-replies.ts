@@ -31,9 +31,12 @@ export async function completedText(db: Db, id: string): Promise<TextDonePayload
 export function timeoutError(id: string, waitMs: number, running: boolean): AppError {
   const after = `No answer within ${Math.round(waitMs / 100) / 10} s`;
   const message = running
-    ? `${after}: generation ${id} keeps running and is charged once. Repeat the request with the same Idempotency-Key to receive its result, or poll GET /v1/history/generations/${id}`
+    ? `${after}: generation ${id} keeps running and is charged once. Repeat the request with the same Idempotency-Key to receive its result (the repeat waits for it, or replays it once finished)${
+        id.startsWith('resp_') ? `, or read it at GET /v1/responses/${id}` : ''
+      }; GET /v1/history/generations/${id} shows its status`
     : `${after}: generation ${id} was cancelled and is not charged. Repeat the request; with an Idempotency-Key header a repeat would pick up the running generation instead of starting another (docs/idempotency.md)`;
-  return new AppError('REQUEST_TIMEOUT', message, { metadata: { generation_id: id, generation_status: running ? 'processing' : 'cancelled' } });
+  // With an Idempotency-Key a repeat joins the running generation, so the SDK may repeat it; without, it must not.
+  return new AppError('REQUEST_TIMEOUT', message, { metadata: { generation_id: id, generation_status: running ? 'processing' : 'cancelled' }, retry: running });
 }
 
 /**

@@ -28,13 +28,13 @@ export class AppError extends Error {
   constructor(
     code: ErrorCode,
     message: string,
-    opts: { details?: AppError['details']; metadata?: ErrorMetadata; headers?: Record<string, string> } = {},
+    opts: { details?: AppError['details']; metadata?: ErrorMetadata; headers?: Record<string, string>; retry?: boolean } = {},
   ) {
     super(message);
     this.name = 'AppError';
     this.code = code;
     this.status = ERROR_CODES[code].status;
-    this.retry = ERROR_CODES[code].retry;
+    this.retry = opts.retry ?? ERROR_CODES[code].retry;
     this.details = opts.details;
     const reason = ERROR_CODES[code].reason;
     this.metadata = opts.metadata ?? (reason ? { reason } : undefined);

@@ -2,7 +2,8 @@
  * The one table of error codes (decisions.md section 3): code → HTTP status, default reason, and whether repeating
  * the same request can help. `retry` becomes the `x-should-retry` header that the openai SDKs obey: false where a
  * repeat gets the same answer or would start another paid generation (a 408's generation was already answered with
- * its id); true only for transient failures.
+ * its id); true only for transient failures. A single error may say otherwise (`AppError` option `retry`), e.g. a
+ * 408 whose request has an Idempotency-Key: a repeat joins the same generation.
  */
 export const ERROR_CODES = {
   BAD_REQUEST: { status: 400, reason: 'validation_failed', retry: false },

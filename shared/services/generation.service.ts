@@ -80,6 +80,9 @@ const REFUSALS: Record<ReserveRefusal, string> = {
   member_limit_exceeded: 'Your personal spending limit is reached for the current period',
 };
 
+/** How long an Idempotency-Key names its generation (docs/idempotency.md; the same 24 hours in the SQL). */
+export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
+
 interface CreateItem {
   id: string;
   [column: string]: unknown;
@@ -176,6 +179,11 @@ export class GenerationService {
     if (reason) throw AppError.fromReason(reason as ReserveRefusal, REFUSALS[reason as ReserveRefusal]);
     this.metrics?.moneyReserved.inc(rub(granted));
     return { granted: money(granted) };
+  }
+
+  /** Deletes Idempotency-Keys past their 24 hours (they are already ignored; this keeps the table small). */
+  async forgetExpiredIdempotencyKeys(now: Date = this.clock()): Promise<number> {
+    return this.db.idempotencyKey.deleteMany({ where: { createdAt: { lt: new Date(now.getTime() - IDEMPOTENCY_TTL_MS) } } }).then((r) => r.count);
   }
 
   /** Status and stored outcome of a generation (replays of an Idempotency-Key), or null. */

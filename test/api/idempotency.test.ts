@@ -1,5 +1,7 @@
 import OpenAI from 'openai';
+import type { Job } from 'bullmq';
 import request from 'supertest';
+import { MAINTENANCE_JOBS, maintenanceProcessor } from '../../workers/processors/maintenance.processor';
 import { money } from '../../shared/billing/money';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 
@@ -62,7 +64,7 @@ describe('x-should-retry (issue 9.8)', () => {
     expect((await s.t.db.generation.findUniqueOrThrow({ where: { id: g.id } })).status).toBe('cancelled');
   });
 
-  it('says whether a retry can help on every error: no for 400/401/402/404/409, yes for 429 and 502', async () => {
+  it('says whether a retry can help on every error: no for 400, 401, 402 and 404, yes for 502', async () => {
     const bad = await post('/v1/responses', { model: STACK_MODELS.chat });
     expect([bad.status, bad.headers['x-should-retry']]).toEqual([400, 'false']);
     const unauth = await request(s.app).post('/v1/responses').send({ model: STACK_MODELS.chat, input: 'x' });
@@ -106,10 +108,11 @@ describe('Idempotency-Key (issue 9.16)', () => {
     const before = await spent();
     const first = await post('/v1/responses', body, key);
     expect(first.status).toBe(408);
-    expect(first.headers['x-should-retry']).toBe('false');
+    expect(first.headers['x-should-retry']).toBe('true'); // a repeat joins the same generation
     const id = first.body.error.metadata.generation_id as string;
     expect(id).toMatch(/^resp_/);
     expect(first.body.error.message).toContain(`generation ${id} keeps running`);
+    expect(first.body.error.message).toContain(`GET /v1/responses/${id}`);
     expect(first.body.error.message).toContain(`GET /v1/history/generations/${id}`);
     const again = await post('/v1/responses', body, key);
     expect(again.status).toBe(200);
@@ -122,6 +125,18 @@ describe('Idempotency-Key (issue 9.16)', () => {
     const after = await spent();
     expect(before.balance.minus(after.balance).toNumber()).toBeCloseTo(COST, 10);
     expect(await ledgerEntries(id)).toBe(1);
+  });
+
+  it('with an Idempotency-Key the openai SDK may retry a 408: its retries join the same generation and return its answer', async () => {
+    s.fake.setKnobs({ latencyMs: SYNC_WAIT_MS + 800, promptTokens: 1000, completionTokens: 500, text: 'Patience pays' });
+    const client = new OpenAI({ apiKey: org.key.key, baseURL: `${s.url}/v1`, maxRetries: 2 });
+    const before = await generationsOf();
+    const calls = upstreamCalls();
+    const c = await client.chat.completions.create({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'sdk retry' }] }, { headers: { 'Idempotency-Key': newKey() } });
+    expect(c.choices[0].message.content).toBe('Patience pays');
+    expect(await generationsOf()).toBe(before + 1);
+    expect(upstreamCalls()).toBe(calls + 1);
+    expect(await ledgerEntries(c.id)).toBe(1);
   });
 
   it('the same key with a different body is 409 CONFLICT; another organization has keys of its own', async () => {
@@ -221,6 +236,16 @@ describe('Idempotency-Key (issue 9.16)', () => {
     expect(second.body.id).not.toBe(first.body.id);
   });
 
+  it('the maintenance sweep deletes keys past their 24 hours and keeps the others', async () => {
+    const old = newKey();
+    const fresh = newKey();
+    for (const key of [old, fresh]) await post('/v1/responses', { model: STACK_MODELS.chat, input: 'sweep' }, key);
+    await s.t.db.idempotencyKey.update({ where: { organizationId_key: { organizationId: org.organizationId, key: old } }, data: { createdAt: new Date(Date.now() - 25 * 3600_000) } });
+    const out = await maintenanceProcessor(s.workerDeps)({ name: MAINTENANCE_JOBS.deleteExpiredFiles } as Job);
+    expect(out).toMatchObject({ idempotencyKeys: 1 });
+    expect(await s.t.db.idempotencyKey.findMany({ where: { key: { in: [old, fresh] } }, select: { key: true } })).toEqual([{ key: fresh }]);
+  });
+
   it('streams: a repeat of a finished stream replays it as a stream; one still streaming is 409', async () => {
     s.fake.setKnobs({ text: 'Streamed once', streamChunks: 3, chunkDelayMs: 200 });
     const key = newKey();
@@ -230,6 +255,7 @@ describe('Idempotency-Key (issue 9.16)', () => {
     const during = await post('/v1/chat/completions', body, key);
     expect(during.status).toBe(409);
     expect(during.body.error.message).toContain('still streaming');
+    expect(during.headers['x-should-retry']).toBe('true'); // passes once the first stream has ended
     const first = await firstP;
     const replay = await post('/v1/chat/completions', body, key);
     expect(replay.status).toBe(200);

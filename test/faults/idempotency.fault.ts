@@ -57,7 +57,7 @@ test('a retry with the same Idempotency-Key after the worker died mid-job gets t
   const last = replies[replies.length - 1];
   const id = firstReply.json?.error?.metadata?.generation_id ?? firstReply.json?.id;
 
-  checks.that(firstReply.status === 408 && firstReply.headers?.get('x-should-retry') === 'false', `first reply: ${firstReply.status} ${firstReply.text.slice(0, 200)}`);
+  checks.that(firstReply.status === 408 && firstReply.headers?.get('x-should-retry') === 'true', `first reply: ${firstReply.status} ${firstReply.text.slice(0, 200)}`);
   checks.that(typeof firstReply.json?.error?.message === 'string' && firstReply.json.error.message.includes(`generation ${id} keeps running`), `408 message names the generation: ${firstReply.text.slice(0, 300)}`);
   checks.that(last.status === 200 && last.json?.status === 'completed' && last.json?.id === id, `final reply: ${last.status} ${last.text.slice(0, 200)}`);
   checks.that(replies.slice(1).every((r) => r.status === 200 || r.status === 408), `repeats: ${replies.map((r) => r.status).join(',')}`);
