@@ -74,6 +74,10 @@ describe('x-should-retry (issue 9.8)', () => {
     const poor = await s.seed({ balance: '0' });
     const broke = await post('/v1/responses', { model: STACK_MODELS.chat, input: 'x' }, undefined, poor.auth);
     expect([broke.status, broke.headers['x-should-retry']]).toEqual([402, 'false']);
+    // a refused reservation gives its Idempotency-Key back: the same key works once the balance is topped up
+    const key = newKey();
+    expect((await post('/v1/responses', { model: STACK_MODELS.chat, input: 'x' }, key, poor.auth)).status).toBe(402);
+    expect(await s.t.db.idempotencyKey.count({ where: { key } })).toBe(0);
     s.fake.setKnobs({ status: 500 });
     const upstream = await post('/v1/responses', { model: STACK_MODELS.chat, input: 'x' });
     expect([upstream.status, upstream.headers['x-should-retry']]).toEqual([502, 'true']);

@@ -21,7 +21,7 @@ CREATE INDEX "idempotency_keys_created_at_idx" ON "idempotency_keys"("created_at
 CREATE FUNCTION sy_create_generations_keyed(p_items jsonb, p_now timestamptz)
 RETURNS TABLE (id text, granted numeric, reason text, existing_id text)
 LANGUAGE plpgsql AS $$
-DECLARE it jsonb; held record; claimed boolean; skipped text[] := '{}'; r record;
+DECLARE it jsonb; held record; claimed boolean; skipped text[] := '{}'; keyed text[] := '{}'; r record;
 BEGIN
   FOR it IN SELECT value FROM jsonb_array_elements(p_items) WHERE value->>'idempotency_key' IS NOT NULL
             ORDER BY value->>'organization_id', value->>'idempotency_key'
@@ -36,7 +36,9 @@ BEGIN
                SELECT 1 FROM generations g WHERE g.id = k.generation_id
                  AND g.status IN ('failed', 'cancelled') AND COALESCE(g.client_cost, 0) = 0))
     RETURNING true INTO claimed;
-    IF NOT COALESCE(claimed, false) THEN
+    IF COALESCE(claimed, false) THEN
+      keyed := keyed || (it->>'id');
+    ELSE
       SELECT k.request_hash, k.generation_id INTO held FROM idempotency_keys k
        WHERE k.organization_id = it->>'organization_id' AND k.key = it->>'idempotency_key';
       skipped := skipped || (it->>'id');
@@ -46,12 +48,16 @@ BEGIN
     END IF;
   END LOOP;
 
+  -- Without keys (the common batch) the items go through untouched.
   FOR r IN SELECT * FROM sy_create_generations(
-             COALESCE((SELECT jsonb_agg(value) FROM jsonb_array_elements(p_items) WHERE NOT (value->>'id' = ANY (skipped))), '[]'::jsonb),
+             CASE WHEN cardinality(skipped) = 0 THEN p_items
+                  ELSE COALESCE((SELECT jsonb_agg(value) FROM jsonb_array_elements(p_items) WHERE NOT (value->>'id' = ANY (skipped))), '[]'::jsonb) END,
              p_now)
   LOOP
-    IF r.reason IS NOT NULL THEN
-      DELETE FROM idempotency_keys k WHERE k.generation_id = r.id;
+    IF r.reason IS NOT NULL AND r.id = ANY (keyed) THEN
+      SELECT value INTO it FROM jsonb_array_elements(p_items) WHERE value->>'id' = r.id;
+      DELETE FROM idempotency_keys k
+       WHERE k.organization_id = it->>'organization_id' AND k.key = it->>'idempotency_key' AND k.generation_id = r.id;
     END IF;
     id := r.id; granted := r.granted; reason := r.reason; existing_id := NULL;
     RETURN NEXT;
