@@ -172,7 +172,7 @@ describe('Idempotency-Key (issue 9.16)', () => {
     expect(r.body.error.details.errors[0].path).toBe('/headers/idempotency-key');
   });
 
-  it('an asynchronous request answers the id of the first one (responses background, media async)', async () => {
+  it('an asynchronous request answers the id of the first one (responses background, media async, media operations)', async () => {
     const key = newKey();
     const a = await post('/v1/responses', { model: STACK_MODELS.chat, input: 'later', background: true }, key);
     const b = await post('/v1/responses', { model: STACK_MODELS.chat, input: 'later', background: true }, key);
@@ -190,6 +190,17 @@ describe('Idempotency-Key (issue 9.16)', () => {
     expect(m3.status).toBe(200);
     expect(m3.body).toMatchObject({ id: m1.body.id, status: 'completed', usage: { cost_rub: 2 } });
     expect(await ledgerEntries(m1.body.id)).toBe(1);
+
+    // media operations: the same extend of the same source is one generation
+    const video = await post('/v1/media', { model: STACK_MODELS.video, input: { prompt: 'A wave', duration: 4 }, async: true });
+    await until(async () => (await s.t.db.generation.findUniqueOrThrow({ where: { id: video.body.id } })).status === 'completed');
+    const okey = newKey();
+    const extend = { operation: 'extend', params: { prompt: 'Then a storm', duration: 4 }, async: true };
+    const o1 = await post(`/v1/media/${video.body.id}/operations`, extend, okey);
+    const o2 = await post(`/v1/media/${video.body.id}/operations`, extend, okey);
+    expect(o1.status).toBe(202);
+    expect(o2.body.id).toBe(o1.body.id);
+    expect(await s.t.db.generation.count({ where: { sourceGenerationId: video.body.id } })).toBe(1);
   });
 
   it('replays images, embeddings and typed questions with the same body', async () => {
