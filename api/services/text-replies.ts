@@ -25,8 +25,9 @@ export async function completedText(db: Db, id: string): Promise<TextDonePayload
 }
 
 /**
- * 408 for a synchronous wait that ran out. It says what became of the generation and how to get its result, since
- * the SDKs are told not to re-send it (`x-should-retry: false`): each blind re-send would be a new generation.
+ * 408 for a synchronous wait that ran out. It says what became of the generation and how to get its result. Without
+ * an Idempotency-Key the SDKs are told not to re-send it (`x-should-retry: false`): each blind re-send would be a new
+ * generation. With one a repeat joins the running generation, so they may.
  */
 export function timeoutError(id: string, waitMs: number, running: boolean): AppError {
   const after = `No answer within ${Math.round(waitMs / 100) / 10} s`;
@@ -35,8 +36,7 @@ export function timeoutError(id: string, waitMs: number, running: boolean): AppE
         id.startsWith('resp_') ? `, or read it at GET /v1/responses/${id}` : ''
       }; GET /v1/history/generations/${id} shows its status`
     : `${after}: generation ${id} was cancelled and is not charged. Repeat the request; with an Idempotency-Key header a repeat would pick up the running generation instead of starting another (docs/idempotency.md)`;
-  // With an Idempotency-Key a repeat joins the running generation, so the SDK may repeat it; without, it must not.
-  return new AppError('REQUEST_TIMEOUT', message, { metadata: { generation_id: id, generation_status: running ? 'processing' : 'cancelled' }, retry: running });
+  return new AppError('REQUEST_TIMEOUT', message, { metadata: { generation_id: id, generation_status: running ? 'running' : 'cancelled' }, retry: running });
 }
 
 /**

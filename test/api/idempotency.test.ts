@@ -115,6 +115,7 @@ describe('Idempotency-Key (issue 9.16)', () => {
     expect(first.headers['x-should-retry']).toBe('true'); // a repeat joins the same generation
     const id = first.body.error.metadata.generation_id as string;
     expect(id).toMatch(/^resp_/);
+    expect(first.body.error.metadata).toEqual({ generation_id: id, generation_status: 'running' });
     expect(first.body.error.message).toContain(`generation ${id} keeps running`);
     expect(first.body.error.message).toContain(`GET /v1/responses/${id}`);
     expect(first.body.error.message).toContain(`GET /v1/history/generations/${id}`);
