@@ -10,7 +10,8 @@ import { assertReachable } from './process-utils';
  * binaries (in node_modules) and the cluster (`./.switchyard/pg/data`). A checkout under a private directory
  * (root's home, mode 0700, or a `mktemp -d` folder) blocks that. Then, and only then:
  * - the binaries (the platform package's `native/` folder, 60 MB) are copied once to
- *   `<state>/pg-bin-<hash>` (root-owned, 0755), the hash naming the source folder and its postgres binary;
+ *   `<state>/pg-bin-<hash>` (root-owned, 0755), the hash of the binaries' content (shared by every checkout
+ *   of the same version);
  * - the cluster lives in `<state>/pg-<hash>/data` (owned by `postgres`, 0700), the hash naming the data
  *   directory's real path, and `<dataDir>/data` becomes a symlink to it, so it is found again on every start
  *   and by the CLI, and a person sees where it is.
@@ -52,8 +53,10 @@ export function reachableBinDir(binDir: string, ids: Ids, stateDir: string): str
   if (canReach(path.join(binDir, 'postgres'), ids)) return binDir;
   const nativeDir = fs.realpathSync(path.dirname(binDir));
   const binName = path.basename(binDir);
-  const st = fs.statSync(path.join(nativeDir, binName, 'postgres'));
-  const dest = path.join(stateDir, `pg-bin-${shortHash(nativeDir, String(st.size), String(st.mtimeMs))}`);
+  // Keyed by the binaries' content, so every checkout of the same version shares one copy.
+  const content = createHash('sha256');
+  for (const tool of ['postgres', 'initdb']) content.update(fs.readFileSync(path.join(nativeDir, binName, tool)));
+  const dest = path.join(stateDir, `pg-bin-${content.digest('hex').slice(0, 16)}`);
   ensureRootDir(stateDir);
   if (!fs.existsSync(path.join(dest, '.complete'))) {
     const tmp = `${dest}.${process.pid}.tmp`;
