@@ -187,7 +187,7 @@ export function buildOpenApi(opts: { routes?: RouteDoc[]; serverUrl?: string; ve
       version: opts.version ?? '0.1.0',
       description:
         'One HTTP/JSON interface to many AI models, billed in RUB. Every non-2xx body is the ErrorResponse envelope; ' +
-        'its trace_id is also in the X-Trace-Id header. Request schemas here are the ones that validate requests.',
+        'its trace_id is also in the X-Trace-Id header, and every response carries it as X-Request-Id (the SDKs\' request id). Request schemas here are the ones that validate requests.',
     },
     servers: [{ url: opts.serverUrl ?? '/' }],
     tags: tags.map((name) => ({ name })),

@@ -13,10 +13,11 @@ import type { SystemoneDonePayload } from '../../workers/services/systemone-exec
 import { awaitText } from '../services/text-replies';
 
 /**
- * Answers come from token probabilities, so an endpoint must return log-probabilities AND the alternatives at
- * the answer position (without `top_logprobs` there is nothing to normalise over).
+ * Answers come from token probabilities, so an endpoint must return log-probabilities and the alternatives at
+ * the answer position. The catalog's `logprobs` covers `top_logprobs` (decisions.md section 1): an endpoint
+ * listing `logprobs` serves typed questions.
  */
-const REQUIRED_CAPABILITIES = ['logprobs', 'top_logprobs'];
+const REQUIRED_CAPABILITIES = ['logprobs'];
 /** Sent with every question; an endpoint lacking one gets the call without it (with a warning on the record). */
 const REQUESTED_PARAMETERS = ['temperature'];
 
