@@ -155,13 +155,14 @@ export function pendingImageBody(g: Pick<MediaGenerationView, 'id' | 'model' | '
 
 export interface ImageGenerationResult {
   created: number;
-  data: Array<{ url: string; b64_json?: string; revised_prompt?: string }>;
+  data: Array<{ url?: string; b64_json?: string; revised_prompt?: string }>;
   usage: MediaUsage & { cost_rub: number; cost: number };
 }
 
 /**
- * The image generation result of a completed generation. `url` is always our stored file; `b64_json` is
- * filled (from `base64`, one per image) when the caller asked for `response_format: b64_json`.
+ * The image generation result of a completed generation. Which of `url` / `b64_json` is filled follows
+ * `response_format` (interface.md): `url` (our stored file) by default; with `b64_json` the bytes as base64
+ * (`base64`, one per image) and no `url`, as OpenAI answers.
  */
 export function imageResult(g: MediaGenerationView, base64?: readonly string[]): ImageGenerationResult {
   const record = mediaRecord(g);
@@ -170,8 +171,7 @@ export function imageResult(g: MediaGenerationView, base64?: readonly string[]):
   return {
     created: unix(g.createdAt),
     data: outputs.map((o, i) => ({
-      url: o.url,
-      ...(base64?.[i] !== undefined && { b64_json: base64[i] }),
+      ...(base64 ? { b64_json: base64[i] ?? '' } : { url: o.url }),
       ...(o.revisedPrompt !== undefined && { revised_prompt: o.revisedPrompt }),
     })),
     usage: record.usage ?? { input_units: 0, output_units: 0, cost_rub: 0, cost: 0 },
