@@ -316,6 +316,9 @@ export class MediaService {
     if (!RUNNING.has(g.status)) throw notCancellable(g.status);
     const outcome = await this.ctx.generations.finish(id, { status: 'cancelled' });
     if (!outcome.applied) throw notCancellable((await this.load(id)).status);
+    // A cancelled generation keeps no output: whatever the worker stored before the cancel won goes now, and
+    // what it stores after is removed by the worker when its settlement finds the generation cancelled.
+    await this.ctx.files.discardUnkept(id);
 
     const queue = (g.routing as { queue?: QueueName } | null)?.queue ?? (g.requestType === 'image' ? QUEUES.image : QUEUES.media);
     const job = await this.ctx.queues[queue].getJob(id).catch(() => undefined);

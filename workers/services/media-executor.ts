@@ -145,10 +145,12 @@ export class MediaExecutor {
   private async step(job: Job<MediaJobData>, token?: string): Promise<void> {
     const data = job.data;
     const gen = await this.deps.db.generation.findUnique({ where: { id: data.generationId }, select: { status: true } });
-    if (!gen || gen.status === 'completed' || gen.status === 'failed') return;
-    if (gen.status === 'cancelled') {
-      if (data.step) await this.cancelUpstream(data, data.step);
-      await this.publisher(data).send({ type: 'cancelled' });
+    if (!gen) return;
+    if (gen.status === 'completed' || gen.status === 'failed' || gen.status === 'cancelled') {
+      // A run that stored files and died before settling: the outcome decides what stays (cancelled: nothing).
+      if (gen.status === 'cancelled' && data.step) await this.cancelUpstream(data, data.step);
+      await this.discardUnkept(data);
+      if (gen.status === 'cancelled') await this.publisher(data).send({ type: 'cancelled' });
       return;
     }
     if (data.step) return this.poll(job, token, data.step);
@@ -305,6 +307,9 @@ export class MediaExecutor {
     });
     this.deps.stats.record(c.candidate.slug, { ok: true, at: Date.now() });
     this.deps.metrics.providerAttempts.inc({ provider: c.resolved.provider.id, outcome: 'ok' });
+    // Storing and settling are one decision: a generation cancelled while its output was being stored ends
+    // cancelled and free, and the files this run stored go (the cancel route removes those it found).
+    if (!outcome.applied) await this.discardUnkept(data);
     await this.publisher(data).send(outcome.applied ? { type: 'done', payload: { id: data.generationId } } : { type: 'cancelled' });
     if (outcome.applied) await this.callback(data, 'completed');
   }
@@ -337,6 +342,7 @@ export class MediaExecutor {
   private async fail(data: MediaJobData, err: AppError, attemptsCount: number): Promise<void> {
     const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
     const outcome = await this.deps.generations.finish(data.generationId, { status: 'failed', error, attemptsCount, generationTimeMs: await this.elapsed(data.generationId) });
+    await this.discardUnkept(data);
     await this.publisher(data).send(outcome.applied ? { type: 'failed', error } : { type: 'cancelled' });
     if (outcome.applied) await this.callback(data, 'failed');
   }
@@ -344,6 +350,7 @@ export class MediaExecutor {
   /** The provider cancelled the task on its side. */
   private async endCancelled(data: MediaJobData): Promise<void> {
     const outcome = await this.deps.generations.finish(data.generationId, { status: 'cancelled' });
+    await this.discardUnkept(data);
     await this.publisher(data).send({ type: 'cancelled' });
     if (outcome.applied) await this.callback(data, 'cancelled');
   }
@@ -359,6 +366,12 @@ export class MediaExecutor {
     } catch (e) {
       this.deps.logger.warn('upstream cancel failed', { generationId: data.generationId, taskId: step.taskId, err: e });
     }
+  }
+
+  /** Removes the stored files the generation's outcome does not keep (all of them unless it completed). */
+  private async discardUnkept(data: MediaJobData): Promise<void> {
+    const n = await this.deps.files.discardUnkept(data.generationId);
+    if (n > 0) this.deps.logger.info('discarded the output of a generation that did not complete', { generationId: data.generationId, files: n, trace_id: data.traceId });
   }
 
   private async callback(data: MediaJobData, status: 'completed' | 'failed' | 'cancelled'): Promise<void> {
