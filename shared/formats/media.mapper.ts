@@ -206,6 +206,15 @@ export function mediaCost(price: Price, units: MediaUnits): Decimal {
 /** Seconds reserved for a video whose length is not asked for (the longest `extend` duration). */
 export const DEFAULT_VIDEO_SECONDS = 10;
 
+/**
+ * Seconds to reserve for a video on one endpoint: its longest output (catalog `maxDurationSeconds`) when it
+ * has one, since a provider may run longer than asked, else the requested duration (undefined: not asked).
+ */
+export function boundSeconds(endpoint: { maxDurationSeconds?: number }, requested: number | undefined): number | undefined {
+  if (endpoint.maxDurationSeconds === undefined) return requested;
+  return Math.max(endpoint.maxDurationSeconds, requested ?? 0);
+}
+
 /** The units a generation of this kind will be billed by at most, from its request. */
 export function boundUnits(kind: MediaKind, a: { images?: number; seconds?: number; prompt?: string }): MediaUnits {
   if (kind === 'image') return { images: a.images ?? 1 };

@@ -128,6 +128,45 @@ describe('POST /v1/media, synchronous', () => {
   });
 });
 
+describe('a video longer than asked (reservation = the endpoint\'s longest output, maxDurationSeconds 10)', () => {
+  const overrun = () => s.workerDeps.metrics.mediaUncharged.get().then((m) => m.values.filter((v) => v.labels.provider === 'replicate').reduce((a, v) => a + v.value, 0));
+
+  it('reserves the longest output, not the asked duration, and charges usage × price within it', async () => {
+    s.fake.setKnobs({ mediaDurationSeconds: 8, replicateSteps: 3 });
+    const before = await account();
+    const r = await media({ model: STACK_MODELS.video, input: { prompt: 'A wave', duration: 5 }, async: true });
+    const reservation = await s.t.db.reservation.findUniqueOrThrow({ where: { generationId: r.body.id } });
+    expect(money(reservation.amount.toString()).toNumber()).toBe(101); // 10 s × 10 + 1, not 5 s × 10 + 1
+    const done = await finished(r.body.id);
+    expect(done.body).toMatchObject({ status: 'completed', data: { duration_seconds: 8 }, usage: { duration_seconds: 8, cost_rub: 81, cost: 81 } });
+    expect((await account()).balance).toBeCloseTo(before.balance - 81, 6);
+    const row = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    expect((row.routing as Record<string, unknown>).overrun).toBeUndefined();
+  });
+
+  it('a provider beyond even that is charged the bound; the difference goes to the metric and the generation\'s routing.overrun', async () => {
+    s.fake.setKnobs({ mediaDurationSeconds: 20 });
+    const before = await account();
+    const metricBefore = await overrun();
+    const r = await media({ model: STACK_MODELS.video, input: { prompt: 'A wave', duration: 5 } });
+    expect(r.body).toMatchObject({ status: 'completed', data: { duration_seconds: 20 }, usage: { duration_seconds: 20, cost_rub: 101 } });
+    expect((await account()).balance).toBeCloseTo(before.balance - 101, 6);
+    expect((await account()).reserved).toBe(0);
+    const row = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    expect((row.routing as Record<string, unknown>).overrun).toEqual({
+      uncharged_rub: '100.000000',
+      priced_rub: '201.000000',
+      charged_rub: '101.000000',
+      duration_seconds: 20,
+      max_duration_seconds: 10,
+    });
+    expect(money(row.clientCost.toString()).toNumber()).toBe(101);
+    expect((await overrun()) - metricBefore).toBe(100);
+    const charge = await s.t.db.ledgerEntry.findFirstOrThrow({ where: { generationId: r.body.id, kind: 'charge' } });
+    expect(money(charge.amount.toString()).abs().toNumber()).toBe(101);
+  });
+});
+
 describe('POST /v1/media, asynchronous, and the states a poller sees', () => {
   it('async: true answers the pending record at once (202, Retry-After 5), then processing, then completed', async () => {
     s.fake.setKnobs({ replicateSteps: 6 });

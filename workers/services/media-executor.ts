@@ -1,5 +1,6 @@
 import { DelayedError, Queue, UnrecoverableError, type Job } from 'bullmq';
 import { endpointBySlug, type ResolvedEndpoint } from '../../shared/catalog/catalog-index';
+import { money, moneyString } from '../../shared/billing/money';
 import { AppError } from '../../shared/errors/app-error';
 import { mediaCost, mediaData, outputMimeType, producedUnits, imageRequestToMediaInput, type MediaOutput, type MediaResult, type MediaUsage } from '../../shared/formats/media.mapper';
 import type { MediaInput, MediaTask, ProviderAdapter } from '../../shared/providers/adapter.types';
@@ -7,6 +8,7 @@ import { parseDataUrl } from '../../shared/providers/mapper-utils';
 import type { HttpRequestSpec, UpstreamFailure } from '../../shared/providers/provider.types';
 import { adapterFor } from '../../shared/providers/registry';
 import { isUpstreamError } from '../../shared/providers/upstream-error';
+import { rub } from '../../shared/metrics/metrics';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate } from '../../shared/queue/job-catalog';
 import { QUEUES } from '../../shared/queue/queue-names';
@@ -278,7 +280,12 @@ export class MediaExecutor {
   private async complete(data: MediaJobData, c: Completion): Promise<void> {
     const prompt = typeof data.input.prompt === 'string' ? data.input.prompt : data.image?.request.prompt;
     const units = producedUnits(data.kind, c.outputs, { seconds: c.seconds, prompt, sourceIsImage: data.sourceIsImage });
-    const cost = mediaCost(c.resolved.endpoint.price, units);
+    // usage × price, within the reservation (an upper bound: the endpoint's longest output). A provider that
+    // still went beyond it is charged the bound; the rest is recorded for operators, never taken silently.
+    const priced = mediaCost(c.resolved.endpoint.price, units);
+    const reserved = await this.reservedAmount(data.generationId);
+    const overrun = reserved !== undefined && priced.greaterThan(reserved) ? priced.minus(reserved) : undefined;
+    const cost = overrun ? reserved! : priced;
     const usage: MediaUsage = { input_units: data.inputUnits, output_units: c.outputs.length };
     if (c.seconds !== undefined) usage.duration_seconds = c.seconds;
     if (c.tokens) Object.assign(usage, { input_tokens: c.tokens.input, output_tokens: c.tokens.output, total_tokens: c.tokens.input + c.tokens.output });
@@ -304,7 +311,28 @@ export class MediaExecutor {
       attemptsCount: c.attempts.length + 1,
       generationTimeMs: await this.elapsed(data.generationId),
       upstreamId: c.taskId ?? null,
+      ...(overrun && {
+        routing: {
+          overrun: {
+            uncharged_rub: moneyString(overrun),
+            priced_rub: moneyString(priced),
+            charged_rub: moneyString(cost),
+            ...(c.seconds !== undefined && { duration_seconds: c.seconds }),
+            ...(c.resolved.endpoint.maxDurationSeconds !== undefined && { max_duration_seconds: c.resolved.endpoint.maxDurationSeconds }),
+          },
+        },
+      }),
     });
+    if (overrun && outcome.applied) {
+      this.deps.metrics.mediaUncharged.inc({ provider: c.resolved.provider.id }, rub(overrun));
+      this.deps.logger.warn('media output beyond the reserved bound: charged the bound', {
+        generationId: data.generationId,
+        endpoint: c.candidate.slug,
+        seconds: c.seconds,
+        uncharged_rub: moneyString(overrun),
+        trace_id: data.traceId,
+      });
+    }
     this.deps.stats.record(c.candidate.slug, { ok: true, at: Date.now() });
     this.deps.metrics.providerAttempts.inc({ provider: c.resolved.provider.id, outcome: 'ok' });
     // Storing and settling are one decision: a generation cancelled while its output was being stored ends
@@ -379,6 +407,12 @@ export class MediaExecutor {
     this.callbackQueue ??= new Queue(QUEUES.callbacks, { connection: this.deps.redis, prefix: this.deps.config.queuePrefix });
     this.callbacks ??= new CallbackService(this.callbackQueue, { backoffMs: this.opts.callbackBackoffMs });
     await this.callbacks.enqueue({ generationId: data.generationId, organizationId: data.organizationId, url: data.callBackUrl, status });
+  }
+
+  /** What the generation reserved (its cost's upper bound); undefined for a record without one. */
+  private async reservedAmount(id: string) {
+    const g = await this.deps.db.generation.findUnique({ where: { id }, select: { reservedAmount: true } });
+    return g ? money(g.reservedAmount.toString()) : undefined;
   }
 
   private async elapsed(id: string): Promise<number | null> {
