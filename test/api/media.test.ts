@@ -7,6 +7,7 @@ import type { MediaJobData } from '../../shared/schemas/media.schema';
 import { MediaExecutor, mediaExecutorOptions } from '../../workers/services/media-executor';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { TEST_REDIS_URL } from '../helpers/test-env';
+import { MP4_FILE_SECONDS } from '../fakes/synth';
 
 const ENV = { SYNC_WAIT_MS: '3000', MEDIA_POLL_MS: '30', MEDIA_POLL_MAX_MS: '80' };
 let s: TestStack;
@@ -73,6 +74,23 @@ describe('POST /v1/media, synchronous', () => {
     const r = await media({ model: STACK_MODELS.video, input: { prompt: 'A wave', duration: 4 } });
     expect(r.body.data.duration_seconds).toBe(6);
     expect(r.body.usage).toMatchObject({ duration_seconds: 6, cost_rub: 61 });
+  });
+
+  it('always puts duration_seconds in a completed video\'s data: the provider\'s, else the request\'s, else the file\'s', async () => {
+    s.fake.setKnobs({ replicateNoDuration: true });
+    const asked = await media({ model: STACK_MODELS.video, input: { prompt: 'A wave', duration: 4 } });
+    expect(asked.body.data).toMatchObject({ mime_type: 'video/mp4', duration_seconds: 4 });
+    expect(asked.body.usage).toMatchObject({ duration_seconds: 4, cost_rub: 41 });
+    const unasked = await media({ model: STACK_MODELS.video, input: { prompt: 'A wave' } });
+    expect(unasked.body.data).toMatchObject({ mime_type: 'video/mp4', duration_seconds: MP4_FILE_SECONDS });
+    expect(unasked.body.usage).toMatchObject({ duration_seconds: MP4_FILE_SECONDS, cost_rub: MP4_FILE_SECONDS * 10 + 1 });
+    const extended = await operate(unasked.body.id, { operation: 'extend', params: { prompt: 'More' } });
+    expect(extended.body.data.duration_seconds).toBe(MP4_FILE_SECONDS);
+    const audio = await media({ model: STACK_MODELS.audio, input: { prompt: 'A calm melody' } });
+    expect(audio.body.data.duration_seconds).toBeGreaterThan(0);
+    s.fake.setKnobs({ mediaDurationSeconds: 7 });
+    const reported = await media({ model: STACK_MODELS.video, input: { prompt: 'A wave' } });
+    expect(reported.body.data.duration_seconds).toBe(7);
   });
 
   it('generates audio with its mime type and duration, billed per request', async () => {

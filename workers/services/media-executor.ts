@@ -4,6 +4,7 @@ import { money, moneyString } from '../../shared/billing/money';
 import { AppError } from '../../shared/errors/app-error';
 import { mediaCost, mediaData, outputMimeType, producedUnits, imageRequestToMediaInput, type MediaOutput, type MediaResult, type MediaUsage } from '../../shared/formats/media.mapper';
 import type { MediaInput, MediaTask, ProviderAdapter } from '../../shared/providers/adapter.types';
+import { mediaFileDuration } from '../../shared/formats/media-duration';
 import { parseDataUrl } from '../../shared/providers/mapper-utils';
 import type { HttpRequestSpec, UpstreamFailure } from '../../shared/providers/provider.types';
 import { adapterFor } from '../../shared/providers/registry';
@@ -64,7 +65,8 @@ export class OutputStore {
       bytes,
       mimeType,
     });
-    return { fileId: view.id, url: view.url, mimeType: view.mimeType, size: view.size };
+    const durationSeconds = /^(video|audio)\//.test(view.mimeType) ? mediaFileDuration(bytes, view.mimeType) : undefined;
+    return { fileId: view.id, url: view.url, mimeType: view.mimeType, size: view.size, ...(durationSeconds !== undefined && { durationSeconds }) };
   }
 
   /** Downloads a provider's output (or decodes a data: URL) and stores it. Failures are plain errors: the job retries. */
@@ -270,7 +272,9 @@ export class MediaExecutor {
       await job.updateData({ ...data, step: { ...step, saved } });
     }
     const timed = data.kind === 'video' || data.kind === 'audio' || (data.kind === 'upscale' && !data.sourceIsImage);
-    const seconds = timed ? (task.metrics.durationSeconds ?? data.expectedSeconds) : undefined;
+    // duration_seconds: from the provider's output, else from the request, else from the file (interface.md).
+    const seconds = timed ? (task.metrics.durationSeconds ?? data.expectedSeconds ?? saved.find((s) => s.durationSeconds !== undefined)?.durationSeconds) : undefined;
+    if (timed && seconds === undefined) this.deps.logger.warn('no duration for a timed media output', { generationId: data.generationId, trace_id: data.traceId });
     const outputs: MediaOutput[] = saved.map((s) => ({ url: s.url, fileId: s.fileId, mimeType: s.mimeType, ...(seconds !== undefined && { durationSeconds: seconds }) }));
     const tokens = task.metrics.inputTokens !== undefined || task.metrics.outputTokens !== undefined ? { input: task.metrics.inputTokens ?? 0, output: task.metrics.outputTokens ?? 0 } : undefined;
     return this.complete(data, { candidate, resolved, outputs, attempts: step.attempts, seconds, tokens, taskId: task.id, content: task.text });
