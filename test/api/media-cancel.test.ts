@@ -8,7 +8,7 @@ import request from 'supertest';
 import { money } from '../../shared/billing/money';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 
-const ENV = { SYNC_WAIT_MS: '3000', MEDIA_POLL_MS: '20', MEDIA_POLL_MAX_MS: '40' };
+const ENV = { SYNC_WAIT_MS: '3000', MEDIA_POLL_MS: '20', MEDIA_POLL_MAX_MS: '40', MEDIA_CANCEL_CHECK_MS: '25' };
 let s: TestStack;
 let org: StackOrg;
 /** Every file the worker stored, by generation (the real FilesService, observed). */
@@ -137,5 +137,66 @@ describe('cancel at the moment of completion', () => {
     // Both sides of the race were exercised.
     expect(seen.cancelled).toBeGreaterThan(0);
     expect(seen.completed).toBeGreaterThan(0);
+  });
+});
+
+describe('cancelling upstream (issue 9 item 14)', () => {
+  it('a cancel cancels the Replicate prediction: the fake records POST /predictions/{id}/cancel while it was running', async () => {
+    s.fake.setKnobs({ replicateSteps: 1000 });
+    const r = await create();
+    await until(async () => ([...s.fake.replicatePredictions.values()].at(-1)?.status === 'processing' ? true : undefined));
+    const prediction = [...s.fake.replicatePredictions.values()].at(-1)!;
+    const c = await cancel(r.body.id);
+    expect(c.body.status).toBe('cancelled');
+    const recorded = await until(async () => s.fake.replicateCancels.find((x) => x.id === prediction.id));
+    expect(recorded.status).toBe('processing');
+    expect(prediction.status).toBe('canceled');
+    await jobDone(r.body.id);
+    expect(await checkOutcome(r.body.id)).toBe('cancelled');
+  });
+
+  it('a cancel aborts a synchronous image call in flight (OpenAI images), instead of waiting for its answer', async () => {
+    s.fake.setKnobs({ latencyMs: 4000 });
+    const r = await request(s.app).post('/v1/media').set(org.auth).send({ model: STACK_MODELS.image, input: { prompt: 'slow' }, async: true });
+    await until(async () => (s.fake.requests.some((q) => q.path === '/openai/v1/images/generations' && q.body && (q.body as { prompt?: string }).prompt === 'slow') ? true : undefined));
+    const t0 = Date.now();
+    expect((await cancel(r.body.id)).body.status).toBe('cancelled');
+    const job = await s.ctx.queues.image.getJob(r.body.id);
+    await until(async () => {
+      const state = job ? await job.getState() : 'unknown';
+      return state === 'completed' || state === 'failed' || state === 'unknown' ? true : undefined;
+    });
+    expect(Date.now() - t0).toBeLessThan(2500);
+    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    expect(g.status).toBe('cancelled');
+    expect(await s.t.db.storedFile.count({ where: { generationId: r.body.id } })).toBe(0);
+  });
+});
+
+describe('a prediction that outlives MEDIA_TASK_TIMEOUT_MS', () => {
+  let t: TestStack;
+  let o: StackOrg;
+  beforeAll(async () => {
+    t = await createTestStack({ env: { ...ENV, MEDIA_TASK_TIMEOUT_MS: '300' } });
+    o = await t.seed({ balance: '1000' });
+  });
+  afterAll(() => t.close());
+
+  it('is cancelled upstream and the generation fails with upstream_timeout, uncharged', async () => {
+    t.fake.setKnobs({ replicateSteps: 100_000 });
+    const r = await request(t.app).post('/v1/media').set(o.auth).send({ model: STACK_MODELS.video, input: { prompt: 'forever' }, async: true });
+    const done = await until(async () => {
+      const g = await request(t.app).get(`/v1/media/${r.body.id}`).set(o.auth);
+      return g.body.status === 'failed' ? g : undefined;
+    });
+    expect(done.body.error).toMatchObject({ metadata: { reason: 'upstream_timeout', provider_name: 'replicate' } });
+    const prediction = [...t.fake.replicatePredictions.values()].at(-1)!;
+    expect(t.fake.replicateCancels.map((x) => x.id)).toContain(prediction.id);
+    expect(prediction.status).toBe('canceled');
+    const g = await t.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    expect(money(g.clientCost.toString()).toNumber()).toBe(0);
+    const org = await t.t.db.organization.findUniqueOrThrow({ where: { id: o.organizationId } });
+    expect(money(org.balance.toString()).toNumber()).toBe(1000);
+    expect(money(org.reserved.toString()).toNumber()).toBe(0);
   });
 });

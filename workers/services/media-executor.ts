@@ -27,6 +27,8 @@ export interface MediaExecutorOptions {
   /** A task still running after this long is cancelled upstream and the generation fails. */
   taskTimeoutMs: number;
   downloadTimeoutMs: number;
+  /** While a long upstream call runs (an image generation, an output download): how often to look for a cancel. */
+  cancelCheckMs: number;
   /** First callback retry delay (exponential); default the job catalog's. */
   callbackBackoffMs?: number;
   fetch?: typeof fetch;
@@ -37,7 +39,7 @@ function positive(value: string | undefined, fallback: number): number {
   return value !== undefined && value !== '' && Number.isFinite(n) && n > 0 ? n : fallback;
 }
 
-/** MEDIA_POLL_MS, MEDIA_POLL_MAX_MS, MEDIA_MAX_POLL_ERRORS, MEDIA_TASK_TIMEOUT_MS, MEDIA_DOWNLOAD_TIMEOUT_MS, CALLBACK_BACKOFF_MS. */
+/** MEDIA_POLL_MS, MEDIA_POLL_MAX_MS, MEDIA_MAX_POLL_ERRORS, MEDIA_TASK_TIMEOUT_MS, MEDIA_DOWNLOAD_TIMEOUT_MS, MEDIA_CANCEL_CHECK_MS, CALLBACK_BACKOFF_MS. */
 export function mediaExecutorOptions(env: NodeJS.ProcessEnv = process.env): MediaExecutorOptions {
   return {
     pollMs: positive(env.MEDIA_POLL_MS, 1000),
@@ -45,6 +47,7 @@ export function mediaExecutorOptions(env: NodeJS.ProcessEnv = process.env): Medi
     maxPollErrors: positive(env.MEDIA_MAX_POLL_ERRORS, 5),
     taskTimeoutMs: positive(env.MEDIA_TASK_TIMEOUT_MS, 30 * 60_000),
     downloadTimeoutMs: positive(env.MEDIA_DOWNLOAD_TIMEOUT_MS, 120_000),
+    cancelCheckMs: positive(env.MEDIA_CANCEL_CHECK_MS, 1000),
     callbackBackoffMs: env.CALLBACK_BACKOFF_MS ? positive(env.CALLBACK_BACKOFF_MS, 1000) : undefined,
   };
 }
@@ -70,10 +73,11 @@ export class OutputStore {
   }
 
   /** Downloads a provider's output (or decodes a data: URL) and stores it. Failures are plain errors: the job retries. */
-  async download(data: MediaJobData, url: string, kind: MediaKind): Promise<Omit<SavedOutput, 'source'>> {
+  async download(data: MediaJobData, url: string, kind: MediaKind, cancel?: AbortSignal): Promise<Omit<SavedOutput, 'source'>> {
     const inline = url.startsWith('data:') ? parseDataUrl(url) : undefined;
     if (inline) return this.saveBytes(data, Buffer.from(inline.base64, 'base64'), outputMimeType(kind, url, inline.mimeType));
-    const res = await this.opts.fetch(url, { signal: AbortSignal.timeout(this.opts.downloadTimeoutMs) });
+    const deadline = AbortSignal.timeout(this.opts.downloadTimeoutMs);
+    const res = await this.opts.fetch(url, { signal: cancel ? AbortSignal.any([deadline, cancel]) : deadline });
     if (!res.ok) throw new Error(`downloading the provider's output failed: HTTP ${res.status}`);
     const bytes = Buffer.from(await res.arrayBuffer());
     return this.saveBytes(data, bytes, outputMimeType(kind, url, res.headers.get('content-type')));
@@ -135,6 +139,8 @@ export class MediaExecutor {
       await this.step(job, token);
     } catch (e) {
       if (e instanceof DelayedError) throw e;
+      // A call aborted because the generation was cancelled (or any failure after a cancel): the cancel stands.
+      if (await this.endIfCancelled(job.data).catch(() => false)) return;
       // The last attempt ends the generation (free), so no reservation is left held by a dead job.
       const last = e instanceof UnrecoverableError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
       this.deps.logger.warn('media job step failed', { generationId: job.data.generationId, err: e, last, trace_id: job.data.traceId });
@@ -183,10 +189,10 @@ export class MediaExecutor {
           await job.updateData({ ...data, step });
           return await this.onTask(job, token, step, task);
         }
-        const r = await this.images.generate(data, candidate, resolved, adapter);
+        const r = await this.whileNotCancelled(data, (signal) => this.images.generate(data, candidate, resolved, adapter, signal));
         return await this.complete(data, { candidate, resolved, outputs: r.outputs, tokens: r.tokens, attempts });
       } catch (e) {
-        if (!isUpstreamError(e)) throw e;
+        if (!isUpstreamError(e) || e.aborted) throw e;
         last = e.failure;
         attempts.push(attemptOf(resolved, candidate.slug, last));
         this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
@@ -253,7 +259,9 @@ export class MediaExecutor {
   }
 
   /** Saves the step and runs the job again after the back-off (the worker is free meanwhile). */
-  private async schedule(job: Job<MediaJobData>, token: string | undefined, step: MediaStep): Promise<never> {
+  private async schedule(job: Job<MediaJobData>, token: string | undefined, step: MediaStep): Promise<void> {
+    // Cancelled while this run polled: cancel the upstream task now rather than after the next back-off.
+    if (await this.endIfCancelled({ ...job.data, step })) return;
     const delay = Math.min(this.opts.pollMs * 1.5 ** Math.max(0, step.polls - 1), this.opts.maxPollMs);
     await job.updateData({ ...job.data, step });
     await job.moveToDelayed(Date.now() + Math.round(delay), token);
@@ -266,11 +274,13 @@ export class MediaExecutor {
     const resolved = endpointBySlug(this.deps.catalog, candidate.slug)!;
     if (task.outputs.length === 0) return this.failTask(data, step, { reason: 'malformed_reply', message: 'The provider finished without an output file', raw: task.text });
     const saved = [...step.saved];
-    for (const url of task.outputs) {
-      if (saved.some((s) => s.source === url)) continue;
-      saved.push({ source: url, ...(await this.store.download(data, url, data.kind)) });
-      await job.updateData({ ...data, step: { ...step, saved } });
-    }
+    await this.whileNotCancelled(data, async (signal) => {
+      for (const url of task.outputs) {
+        if (saved.some((s) => s.source === url)) continue;
+        saved.push({ source: url, ...(await this.store.download(data, url, data.kind, signal)) });
+        await job.updateData({ ...data, step: { ...step, saved } });
+      }
+    });
     const timed = data.kind === 'video' || data.kind === 'audio' || (data.kind === 'upscale' && !data.sourceIsImage);
     // duration_seconds: from the provider's output, else from the request, else from the file (interface.md).
     const seconds = timed ? (task.metrics.durationSeconds ?? data.expectedSeconds ?? saved.find((s) => s.durationSeconds !== undefined)?.durationSeconds) : undefined;
@@ -385,6 +395,43 @@ export class MediaExecutor {
     await this.discardUnkept(data);
     await this.publisher(data).send({ type: 'cancelled' });
     if (outcome.applied) await this.callback(data, 'cancelled');
+  }
+
+  /**
+   * Runs a long upstream exchange with a signal that aborts once the generation is cancelled (looked up every
+   * `cancelCheckMs`), so nobody waits for, or downloads, work nobody will receive.
+   */
+  private async whileNotCancelled<T>(data: MediaJobData, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const ctl = new AbortController();
+    let checking = false;
+    const timer = setInterval(() => {
+      if (checking) return;
+      checking = true;
+      this.deps.db.generation
+        .findUnique({ where: { id: data.generationId }, select: { status: true } })
+        .then((g) => {
+          if (g?.status === 'cancelled') ctl.abort(new Error('the generation was cancelled'));
+        })
+        .catch(() => undefined)
+        .finally(() => {
+          checking = false;
+        });
+    }, this.opts.cancelCheckMs);
+    try {
+      return await fn(ctl.signal);
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  /** When the generation has been cancelled: cancels the upstream task, removes stored output, tells the API; true. */
+  private async endIfCancelled(data: MediaJobData): Promise<boolean> {
+    const g = await this.deps.db.generation.findUnique({ where: { id: data.generationId }, select: { status: true } });
+    if (g?.status !== 'cancelled') return false;
+    if (data.step) await this.cancelUpstream(data, data.step);
+    await this.discardUnkept(data);
+    await this.publisher(data).send({ type: 'cancelled' });
+    return true;
   }
 
   /** Best effort: a task that cannot be cancelled upstream still costs the caller nothing. */
