@@ -8,14 +8,17 @@ import request from 'supertest';
 import { money } from '../../shared/billing/money';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 
-const ENV = { SYNC_WAIT_MS: '3000', MEDIA_POLL_MS: '20', MEDIA_POLL_MAX_MS: '40', MEDIA_CANCEL_CHECK_MS: '25' };
+const ENV = { SYNC_WAIT_MS: '3000', MEDIA_POLL_MS: '20', MEDIA_POLL_MAX_MS: '40' };
+// The race stack never aborts a download on cancel (that is tested apart below), so a cancel can land between
+// storing the output and settling, the window this file is about.
+const RACE_ENV = { ...ENV, MEDIA_CANCEL_CHECK_MS: '600000' };
 let s: TestStack;
 let org: StackOrg;
 /** Every file the worker stored, by generation (the real FilesService, observed). */
 const stored = new Map<string, string[]>();
 
 beforeAll(async () => {
-  s = await createTestStack({ env: ENV });
+  s = await createTestStack({ env: RACE_ENV });
   org = await s.seed({ balance: '100000' });
   const files = s.workerDeps.files;
   const save = files.saveGenerated.bind(files);
@@ -141,35 +144,66 @@ describe('cancel at the moment of completion', () => {
 });
 
 describe('cancelling upstream (issue 9 item 14)', () => {
+  let u: TestStack;
+  let uo: StackOrg;
+  beforeAll(async () => {
+    u = await createTestStack({ env: { ...ENV, MEDIA_CANCEL_CHECK_MS: '25' } });
+    uo = await u.seed({ balance: '1000' });
+  });
+  afterEach(() => u.fake.setKnobs({}));
+  afterAll(() => u.close());
+  const cancelU = (id: string) => request(u.app).post(`/v1/media/${id}/cancel`).set(uo.auth).send();
+
   it('a cancel cancels the Replicate prediction: the fake records POST /predictions/{id}/cancel while it was running', async () => {
-    s.fake.setKnobs({ replicateSteps: 1000 });
-    const r = await create();
-    await until(async () => ([...s.fake.replicatePredictions.values()].at(-1)?.status === 'processing' ? true : undefined));
-    const prediction = [...s.fake.replicatePredictions.values()].at(-1)!;
-    const c = await cancel(r.body.id);
+    u.fake.setKnobs({ replicateSteps: 1000 });
+    const r = await request(u.app).post('/v1/media').set(uo.auth).send({ model: STACK_MODELS.video, input: { prompt: 'to cancel' }, async: true });
+    await until(async () => ([...u.fake.replicatePredictions.values()].at(-1)?.status === 'processing' ? true : undefined));
+    const prediction = [...u.fake.replicatePredictions.values()].at(-1)!;
+    const c = await cancelU(r.body.id);
     expect(c.body.status).toBe('cancelled');
-    const recorded = await until(async () => s.fake.replicateCancels.find((x) => x.id === prediction.id));
+    const recorded = await until(async () => u.fake.replicateCancels.find((x) => x.id === prediction.id));
     expect(recorded.status).toBe('processing');
     expect(prediction.status).toBe('canceled');
-    await jobDone(r.body.id);
-    expect(await checkOutcome(r.body.id)).toBe('cancelled');
+    const g = await until(async () => {
+      const row = await u.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+      return row.status === 'cancelled' ? row : undefined;
+    });
+    expect(money(g.clientCost.toString()).toNumber()).toBe(0);
   });
 
   it('a cancel aborts a synchronous image call in flight (OpenAI images), instead of waiting for its answer', async () => {
-    s.fake.setKnobs({ latencyMs: 4000 });
-    const r = await request(s.app).post('/v1/media').set(org.auth).send({ model: STACK_MODELS.image, input: { prompt: 'slow' }, async: true });
-    await until(async () => (s.fake.requests.some((q) => q.path === '/openai/v1/images/generations' && q.body && (q.body as { prompt?: string }).prompt === 'slow') ? true : undefined));
+    u.fake.setKnobs({ latencyMs: 4000 });
+    const r = await request(u.app).post('/v1/media').set(uo.auth).send({ model: STACK_MODELS.image, input: { prompt: 'slow' }, async: true });
+    await until(async () => (u.fake.requests.some((q) => q.path === '/openai/v1/images/generations' && q.body && (q.body as { prompt?: string }).prompt === 'slow') ? true : undefined));
     const t0 = Date.now();
-    expect((await cancel(r.body.id)).body.status).toBe('cancelled');
-    const job = await s.ctx.queues.image.getJob(r.body.id);
+    expect((await cancelU(r.body.id)).body.status).toBe('cancelled');
+    const job = await u.ctx.queues.image.getJob(r.body.id);
     await until(async () => {
       const state = job ? await job.getState() : 'unknown';
       return state === 'completed' || state === 'failed' || state === 'unknown' ? true : undefined;
     });
     expect(Date.now() - t0).toBeLessThan(2500);
-    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    const g = await u.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
     expect(g.status).toBe('cancelled');
-    expect(await s.t.db.storedFile.count({ where: { generationId: r.body.id } })).toBe(0);
+    expect(await u.t.db.storedFile.count({ where: { generationId: r.body.id } })).toBe(0);
+  });
+
+  it('a cancel aborts the download of a finished prediction\'s output: nothing is stored, nothing charged', async () => {
+    u.fake.setKnobs({ fileLatencyMs: 4000 });
+    const r = await request(u.app).post('/v1/media').set(uo.auth).send({ model: STACK_MODELS.video, input: { prompt: 'big file' }, async: true });
+    await until(async () => ([...u.fake.replicatePredictions.values()].at(-1)?.status === 'succeeded' ? true : undefined));
+    const t0 = Date.now();
+    expect((await cancelU(r.body.id)).body.status).toBe('cancelled');
+    await until(async () => {
+      const job = await u.ctx.queues.media.getJob(r.body.id);
+      const state = job ? await job.getState() : 'unknown';
+      return state === 'completed' || state === 'failed' || state === 'unknown' ? true : undefined;
+    });
+    expect(Date.now() - t0).toBeLessThan(2500);
+    const g = await u.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    expect(g.status).toBe('cancelled');
+    expect(money(g.clientCost.toString()).toNumber()).toBe(0);
+    expect(await u.t.db.storedFile.count({ where: { generationId: r.body.id } })).toBe(0);
   });
 });
 
