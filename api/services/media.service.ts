@@ -7,6 +7,7 @@ import { readAll } from '../../shared/storage/blob-store';
 import { AppError } from '../../shared/errors/app-error';
 import { ERROR_CODES, type ErrorCode } from '../../shared/errors/error-codes';
 import {
+  boundSeconds,
   boundUnits,
   DEFAULT_VIDEO_SECONDS,
   imageResult,
@@ -191,7 +192,8 @@ export class MediaService {
     const input: MediaInput = { ...body.input };
     delete input.callBackUrl;
     const seconds = kind === 'video' || kind === 'audio' ? body.input.duration : undefined;
-    const units = boundUnits(kind, { images: body.input.max_images ?? 1, seconds, prompt: body.input.prompt });
+    // Per endpoint: a video reserves the endpoint's longest output when the catalog names it (maxDurationSeconds).
+    const units = (e: EndpointConfig) => boundUnits(kind, { images: body.input.max_images ?? 1, seconds: boundSeconds(e, seconds), prompt: body.input.prompt });
     const first = route.candidates[0];
     const id = newId('gen');
     const sub = await this.submit({
@@ -211,7 +213,7 @@ export class MediaService {
       dropped: route.plan.dropped,
       request: body,
       job: { input, inputUnits: body.input.images?.length ?? 0, ...(kind === 'video' || kind === 'audio' ? { expectedSeconds: body.input.duration } : {}) },
-      bound: maxBound(route.endpoints, (e) => mediaCost(e.price, units)),
+      bound: maxBound(route.endpoints, (e) => mediaCost(e.price, units(e))),
       callBackUrl,
     });
     return this.answer(sub, body.async);
@@ -269,7 +271,7 @@ export class MediaService {
         warnings: [],
         request: { operation: body.operation, params: body.params, source: source.id },
         job: { input, inputUnits: 1, expectedSeconds: params.duration },
-        bound: mediaCost(resolved!.endpoint.price, { videoSeconds: params.duration ?? DEFAULT_VIDEO_SECONDS }),
+        bound: mediaCost(resolved!.endpoint.price, { videoSeconds: boundSeconds(resolved!.endpoint, params.duration) ?? DEFAULT_VIDEO_SECONDS }),
         callBackUrl,
         sourceGenerationId: source.id,
       });
@@ -287,7 +289,8 @@ export class MediaService {
       const route = await this.ctx.planner.plan({ principal: c.principal, model: upscaler.id, modelType: 'upscale' });
       ({ primary, endpoints, candidates } = route);
     }
-    const units = sourceIsImage ? { images: 1 } : { videoSeconds: sourceSeconds ?? DEFAULT_VIDEO_SECONDS };
+    // An upscaled video is as long as its source; unknown, the upscaler's longest output.
+    const units = (e: EndpointConfig) => (sourceIsImage ? { images: 1 } : { videoSeconds: sourceSeconds ?? e.maxDurationSeconds ?? DEFAULT_VIDEO_SECONDS });
     const sub = await this.submit({
       c,
       id,
@@ -304,7 +307,7 @@ export class MediaService {
       warnings: [],
       request: { operation: body.operation, params: body.params ?? {}, source: source.id },
       job: { input, inputUnits: 1, expectedSeconds: sourceIsImage ? undefined : sourceSeconds, sourceIsImage },
-      bound: maxBound(endpoints, (e) => mediaCost(e.price, units)),
+      bound: maxBound(endpoints, (e) => mediaCost(e.price, units(e))),
       callBackUrl,
       sourceGenerationId: source.id,
     });
@@ -319,6 +322,9 @@ export class MediaService {
     if (!RUNNING.has(g.status)) throw notCancellable(g.status);
     const outcome = await this.ctx.generations.finish(id, { status: 'cancelled' });
     if (!outcome.applied) throw notCancellable((await this.load(id)).status);
+    // A cancelled generation keeps no output: whatever the worker stored before the cancel won goes now, and
+    // what it stores after is removed by the worker when its settlement finds the generation cancelled.
+    await this.ctx.files.discardUnkept(id);
 
     const queue = (g.routing as { queue?: QueueName } | null)?.queue ?? (g.requestType === 'image' ? QUEUES.image : QUEUES.media);
     const job = await this.ctx.queues[queue].getJob(id).catch(() => undefined);
