@@ -7,11 +7,15 @@ import type { QueueName } from '../../shared/queue/queue-names';
 import type { GenerationService, NewGeneration } from '../../shared/services/generation.service';
 import type { Decimal } from '../../shared/billing/money';
 import { Mailbox } from './mailbox';
+import type Redis from 'ioredis';
+import { publishStop, type StopReason } from '../../shared/queue/cancel-channel';
 
 export type FinalMessage = Extract<BusMessage, { type: 'done' | 'failed' | 'cancelled' }>;
 
 export interface Submission {
   id: string;
+  /** The queue its job went to (cancelling removes it from there). */
+  queue: QueueName;
   granted: Decimal;
   /** Messages from the worker (absent for background jobs). */
   mailbox?: Mailbox;
@@ -29,6 +33,8 @@ export class GenerationGateway {
     private readonly queues: Record<QueueName, Queue>,
     private readonly bus: GenerationBus,
     private readonly logger: Logger,
+    /** Publishes stop messages to the workers (cancel-channel.ts). */
+    private readonly stops: { redis: Redis; prefix: string },
   ) {}
 
   get replyChannel(): string {
@@ -51,7 +57,7 @@ export class GenerationGateway {
       await this.generations.finish(gen.id, { status: 'failed', error: { code: 'SERVICE_UNAVAILABLE', message: 'The queue is unavailable' } }).catch(() => undefined);
       throw new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable: repeat later');
     }
-    return { id: gen.id, granted, mailbox, detach };
+    return { id: gen.id, queue, granted, mailbox, detach };
   }
 
   /**
@@ -81,6 +87,17 @@ export class GenerationGateway {
     const job = await this.queues[queue].getJob(id).catch(() => undefined);
     if (job) await job.remove().catch(() => undefined); // fails harmlessly when the job is already running
     const r = await this.generations.finish(id, { status: 'cancelled' });
+    // A running job stops calling its provider (the upstream request is aborted): nobody will receive the work.
+    if (r.applied) await this.stop(id, 'cancelled');
     return r.applied;
+  }
+
+  /**
+   * Tells the worker running generation `id` to abort its upstream call. With `timeout` or `client_gone` (a
+   * stream that already sent content) the worker settles the generation for what was produced and sends its
+   * final message; with `cancelled` the generation has already ended uncharged.
+   */
+  stop(id: string, reason: StopReason): Promise<unknown> {
+    return publishStop(this.stops.redis, this.stops.prefix, id, reason);
   }
 }

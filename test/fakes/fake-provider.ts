@@ -7,7 +7,7 @@
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isObj, sendRaw } from './common';
+import { fakeHungUp, hangUp, isObj, sendRaw } from './common';
 import type { Ctx, SharedState, WireFormat } from './common';
 import { anthropic } from './anthropic';
 import { gemini } from './gemini';
@@ -80,6 +80,13 @@ export interface FakeProvider {
   setKnobs(k: FakeKnobs): void;
   /** Every API request received (the last 1000). */
   requests: RecordedRequest[];
+  /**
+   * Requests whose caller closed the connection before the reply was complete (an aborted upstream call: a
+   * cancelled or timed-out generation), the last 1000. Connections the fake drops itself are not counted.
+   */
+  aborted: RecordedRequest[];
+  /** Resolves once `n` aborted requests were seen (or rejects after `timeoutMs`). */
+  waitForAborted(n: number, timeoutMs?: number): Promise<RecordedRequest[]>;
   /** Clear knobs, recorded requests and predictions. */
   reset(): void;
   /** Close the server and every socket (including hanging and endless ones). */
@@ -111,6 +118,8 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
   let seen = 0; // API requests since the knobs were set, for failTimes
   let baseUrl = '';
   const requests: RecordedRequest[] = [];
+  const aborted: RecordedRequest[] = [];
+  let closing = false;
   const shared: SharedState = { predictions: new Map() };
   const timers = new Set<NodeJS.Timeout>();
   const sleep = (ms: number): Promise<void> =>
@@ -147,8 +156,14 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
     if (path.startsWith('/files/')) return serveFile(ctx, path.slice(7));
     if (path.startsWith('/_fake/')) return control(ctx, path.slice(6));
 
-    requests.push({ method, path, query: Object.fromEntries(query), headers: req.headers, body });
+    const record: RecordedRequest = { method, path, query: Object.fromEntries(query), headers: req.headers, body };
+    requests.push(record);
     if (requests.length > MAX_RECORDED) requests.shift();
+    res.once('close', () => {
+      if (res.writableFinished || fakeHungUp(res) || closing) return;
+      aborted.push(record);
+      if (aborted.length > MAX_RECORDED) aborted.shift();
+    });
 
     let format: WireFormat | undefined;
     for (const f of FORMATS) {
@@ -165,7 +180,7 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
     if (knobs.latencyMs) await sleep(knobs.latencyMs);
     if (res.destroyed) return;
     if (ctx.failing && knobs.hang) return; // hold the socket until the client or close() drops it
-    if (ctx.failing && knobs.resetConnection) return void req.socket.destroy();
+    if (ctx.failing && knobs.resetConnection) return hangUp(res);
     if (!format.auth(ctx)) return;
     const status = ctx.failing ? failStatus(knobs) : undefined;
     if (status !== undefined) {
@@ -214,13 +229,24 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
     url: baseUrl,
     port,
     requests,
+    aborted,
+    async waitForAborted(n, timeoutMs = 5_000) {
+      const until = Date.now() + timeoutMs;
+      while (aborted.length < n) {
+        if (Date.now() > until) throw new Error(`expected ${n} aborted upstream requests, saw ${aborted.length}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      return aborted;
+    },
     setKnobs,
     reset() {
       setKnobs({});
       requests.length = 0;
+      aborted.length = 0;
       shared.predictions.clear();
     },
     close() {
+      closing = true;
       for (const t of timers) clearTimeout(t);
       timers.clear();
       return new Promise<void>((resolve) => {
