@@ -144,7 +144,8 @@ describe.each<Api>(['responses', 'chat'])('a %s stream that fails: event, histor
     expect(st.deltas).toBe(2);
     await s.fake.waitForAborted(1);
     const m = await settled(org, before);
-    expect(m.g.status).toBe('cancelled');
+    expect(m.g.status).toBe('failed');
+    expect(m.g.error).toMatchObject({ code: 'REQUEST_TIMEOUT', message: expect.stringContaining('client disconnected') });
     expect(m.history.greaterThan(0)).toBe(true);
     // Far less than the full answer (5000 completion tokens at 160 RUB per million = 0.8 RUB).
     expect(m.history.lessThan('0.05')).toBe(true);

@@ -261,8 +261,9 @@ export class TextExecutor {
 
   /**
    * The job was told to stop (shared/queue/cancel-channel.ts) and its upstream call is aborted. `cancelled`: the
-   * generation already ended uncharged. `timeout` / `client_gone`: a stream that had sent content is billed for
-   * what was produced (decisions.md section 4), one that had not is cancelled uncharged.
+   * generation already ended uncharged. `timeout` / `client_gone`: a stream that had sent content fails and is
+   * billed for what was produced (decisions.md section 4; a cancelled generation never costs anything), one that
+   * had not is cancelled uncharged.
    */
   private async stopped(
     data: TextJobData,
@@ -285,7 +286,7 @@ export class TextExecutor {
       reason === 'timeout'
         ? new AppError('REQUEST_TIMEOUT', 'Timed out waiting for the model', { metadata: { reason: 'upstream_timeout' } })
         : new AppError('REQUEST_TIMEOUT', 'The client disconnected: the stream was stopped and billed for what was produced');
-    await this.settlePartial(data, candidate, providerId, failure, attempts, pub, timing, { status: reason === 'timeout' ? 'failed' : 'cancelled', error: err });
+    await this.settlePartial(data, candidate, providerId, failure, attempts, pub, timing, { status: 'failed', error: err });
   }
 
   /** Charges what a cut stream produced, records the ending, and sends the final message with that same cost. */
@@ -297,7 +298,7 @@ export class TextExecutor {
     attempts: Attempt[],
     pub: GenerationPublisher,
     timing: { queueTimeMs: number; startedAt: number },
-    end: { status: 'failed' | 'cancelled'; error: AppError },
+    end: { status: 'failed'; error: AppError },
   ) {
     const resolved = endpointBySlug(this.deps.catalog, candidate.slug)!;
     const result = e.partial.result(estimateInput(data));
