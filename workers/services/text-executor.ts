@@ -153,7 +153,8 @@ export class TextExecutor {
           : { reason: 'malformed_reply', message: `unreadable reply: ${(e as Error).message}`, fallback: true };
         attempts.push({ provider: resolved.provider.id, endpoint: candidate.slug, reason: failure.reason, status: failure.status, message: failure.message });
         this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: failure.reason });
-        this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
+        // Input this endpoint cannot express was never sent: it says nothing about the endpoint's health.
+        if (!(failure.reason === 'bad_request' && failure.status === undefined)) this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
         this.deps.logger.warn('provider attempt failed', { generationId: data.generationId, endpoint: candidate.slug, reason: failure.reason, status: failure.status, trace_id: data.traceId });
         if (!failure.fallback) return this.fail(data, attempts, failure, pub, queueTimeMs, clock().getTime() - timing.startedAt);
       }
@@ -227,8 +228,15 @@ export class TextExecutor {
   }
 
   private async fail(data: TextJobData, attempts: Attempt[], last: UpstreamFailure | undefined, pub: GenerationPublisher, queueTimeMs: number, generationTimeMs: number) {
-    const err =
-      last && !last.fallback && last.reason === 'bad_request'
+    // Every endpoint that was tried refused to express the input (e.g. a `file_url` part a chat-completions
+    // provider cannot take): the caller's input is the problem, so 400, not 502.
+    const refused = attempts.filter((a) => a.reason !== 'unavailable');
+    const inputUnsupported = refused.length > 0 && refused.every((a) => a.reason === 'bad_request' && a.status === undefined);
+    const err = inputUnsupported
+      ? new AppError('BAD_REQUEST', `The input cannot be sent to any provider of this model: ${[...new Set(refused.map((a) => a.message))].join('; ')}`, {
+          metadata: { reason: 'validation_failed', attempts },
+        })
+      : last && !last.fallback && last.reason === 'bad_request'
         ? new AppError('BAD_REQUEST', `The provider refused the request: ${last.message}`, {
             metadata: { reason: 'provider_error', raw: last.raw ?? last.message, provider_name: attempts[attempts.length - 1]?.provider, attempts },
           })
