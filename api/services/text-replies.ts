@@ -14,7 +14,10 @@ export interface StoredError {
 }
 
 export function errorFromStored(e: StoredError): AppError {
-  return new AppError(e.code, e.message, { metadata: e.metadata });
+  // A provider's Retry-After reaches the caller (all providers rate-limited: workers/services/attempt-order.ts).
+  const wait = e.metadata?.retry_after_seconds;
+  const headers = typeof wait === 'number' && wait > 0 ? { 'Retry-After': String(wait) } : undefined;
+  return new AppError(e.code, e.message, { metadata: e.metadata, headers });
 }
 
 /** The stored answer of a completed text generation, for a waiter that missed the worker's message. */

@@ -168,7 +168,9 @@ export class SystemoneExecutor {
         const failure: UpstreamFailure = isUpstreamError(e) ? e.failure : { reason: 'malformed_reply', message: `unreadable reply: ${(e as Error).message}`, fallback: true };
         attempts.push({ question: q.name, provider: resolved.provider.id, endpoint: candidate.slug, reason: failure.reason, status: failure.status, message: failure.message });
         this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: failure.reason });
-        this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
+        const retryAfterMs = isUpstreamError(e) ? e.retryAfterMs : undefined;
+        const at = Date.now();
+        this.deps.stats.record(candidate.slug, { ok: false, at, ...(retryAfterMs !== undefined && { retryUntil: at + retryAfterMs }) });
         this.deps.logger.warn('provider attempt failed', { generationId: data.generationId, question: q.name, endpoint: candidate.slug, reason: failure.reason, status: failure.status, trace_id: data.traceId });
         if (!failure.fallback) return { ok: false, fatal: failure };
       }

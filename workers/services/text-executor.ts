@@ -10,6 +10,7 @@ import type { WorkerDeps } from '../worker-deps';
 import { StreamAccumulator } from './stream-accumulator';
 import { MaskSession } from '../../shared/plugins/masker';
 import { stopReasonOf } from '../../shared/queue/cancel-channel';
+import { AttemptOrder, retryAfterSeconds, waitFor } from './attempt-order';
 import type { InputItem } from '../../shared/providers/provider.types';
 
 export interface Attempt {
@@ -88,7 +89,15 @@ export class TextExecutor {
     const masker = data.plugins?.includes('masker') ? new MaskedRun(data) : undefined;
     if (masker) data = masker.data;
 
-    for (const candidate of data.candidates) {
+    const retryUntil = (slug: string) => this.deps.stats.retryAfterUntil(slug);
+    const order = new AttemptOrder(data.candidates, retryUntil);
+    for (let next = order.next(); next; next = order.next()) {
+      const { candidate } = next;
+      if ('skipMs' in next) {
+        attempts.push(notCalled(this.deps.catalog, candidate.slug, next.skipMs));
+        continue;
+      }
+      await waitFor(next.waitMs, signal);
       if (signal?.aborted) return this.stopped(data, undefined, attempts, pub, signal, { queueTimeMs, startedAt: timing.startedAt });
       const resolved = endpointBySlug(this.deps.catalog, candidate.slug);
       const adapter = resolved && adapterFor(resolved.provider.kind);
@@ -154,7 +163,10 @@ export class TextExecutor {
         attempts.push({ provider: resolved.provider.id, endpoint: candidate.slug, reason: failure.reason, status: failure.status, message: failure.message });
         this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: failure.reason });
         // Input this endpoint cannot express was never sent: it says nothing about the endpoint's health.
-        if (!(failure.reason === 'bad_request' && failure.status === undefined)) this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
+        const retryAfterMs = isUpstreamError(e) ? e.retryAfterMs : undefined;
+        const at = Date.now();
+        if (!(failure.reason === 'bad_request' && failure.status === undefined)) this.deps.stats.record(candidate.slug, { ok: false, at, ...(retryAfterMs !== undefined && { retryUntil: at + retryAfterMs }) });
+        if (retryAfterMs !== undefined) order.failedWithRetryAfter(candidate, retryAfterMs);
         this.deps.logger.warn('provider attempt failed', { generationId: data.generationId, endpoint: candidate.slug, reason: failure.reason, status: failure.status, trace_id: data.traceId });
         if (!failure.fallback) return this.fail(data, attempts, failure, pub, queueTimeMs, clock().getTime() - timing.startedAt);
       }
@@ -240,11 +252,7 @@ export class TextExecutor {
         ? new AppError('BAD_REQUEST', `The provider refused the request: ${last.message}`, {
             metadata: { reason: 'provider_error', raw: last.raw ?? last.message, provider_name: attempts[attempts.length - 1]?.provider, attempts },
           })
-        : AppError.fromReason('all_providers_failed', attempts.length ? `Every provider failed: ${attempts.map((a) => `${a.provider} (${a.reason})`).join(', ')}` : 'No provider could take the request', {
-            attempts,
-            raw: last?.raw ?? attempts[attempts.length - 1]?.message,
-            provider_name: attempts[attempts.length - 1]?.provider,
-          });
+        : allFailed(attempts, last, (slug) => this.deps.stats.retryAfterUntil(slug));
     const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
     await this.deps.generations.finish(data.generationId, { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, queueTimeMs, generationTimeMs });
     await pub.send({ type: 'failed', error });
@@ -333,6 +341,33 @@ export class TextExecutor {
     payload.cost = outcome.charged.toFixed(10);
     await pub.send({ type: 'failed', error, payload });
   }
+}
+
+/** An attempt not made: the endpoint's `Retry-After` is further away than a job waits. */
+export function notCalled(catalog: WorkerDeps['catalog'], slug: string, waitMs: number): Attempt {
+  const provider = endpointBySlug(catalog, slug)?.provider.id ?? slug;
+  return { provider, endpoint: slug, reason: 'rate_limited', message: `not called: the provider asked to wait ${Math.ceil(waitMs / 1000)} s (Retry-After)` };
+}
+
+/**
+ * 502 `all_providers_failed`. When every provider rate-limited the request and one said when to come back, the
+ * error says so and carries that wait (`metadata.retry_after_seconds`, sent as the `Retry-After` header).
+ */
+export function allFailed(attempts: Attempt[], last: UpstreamFailure | undefined, retryUntil: (slug: string) => number): AppError {
+  const tried = attempts.filter((a) => a.reason !== 'unavailable');
+  const wait = tried.length > 0 && tried.every((a) => a.reason === 'rate_limited') ? retryAfterSeconds(tried.map((a) => a.endpoint), retryUntil) : undefined;
+  const message =
+    wait !== undefined
+      ? `Every provider of this model is rate-limiting requests: retry after ${wait} s`
+      : attempts.length
+        ? `Every provider failed: ${attempts.map((a) => `${a.provider} (${a.reason})`).join(', ')}`
+        : 'No provider could take the request';
+  return AppError.fromReason('all_providers_failed', message, {
+    attempts,
+    raw: last?.raw ?? attempts[attempts.length - 1]?.message,
+    provider_name: attempts[attempts.length - 1]?.provider,
+    ...(wait !== undefined && { retry_after_seconds: wait }),
+  });
 }
 
 /** Input tokens for a stream that ended without the provider's usage: our estimate of the request. */
