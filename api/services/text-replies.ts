@@ -66,11 +66,15 @@ export const STOP_GRACE_MS = 5_000;
  * call is aborted) and to charge what was produced; its final message carries that cost. Nothing sent: the
  * generation is cancelled uncharged. Returns the final message to relay, or null (uncharged timeout).
  */
-async function endAfterTimeout(gateway: GenerationGateway, sub: Submission, produced: boolean): Promise<FinalMessage | null> {
+async function endAfterTimeout(gateway: GenerationGateway, sub: Submission, produced: boolean, onDelta: (ev: TextStreamEvent) => void): Promise<FinalMessage | null> {
   if (produced) {
     await gateway.stop(sub.id, 'timeout');
-    const final = await gateway.waitFinal(sub, STOP_GRACE_MS);
-    if (final) return final;
+    // Deltas still in flight are relayed: the client sees all the output it is charged for.
+    const deadline = Date.now() + STOP_GRACE_MS;
+    for (let m = await sub.mailbox!.next(STOP_GRACE_MS); m; m = await sub.mailbox!.next(Math.max(0, deadline - Date.now()))) {
+      if (m.type === 'delta') onDelta(m.event);
+      else if (m.type === 'done' || m.type === 'failed' || m.type === 'cancelled') return m;
+    }
   }
   if (await gateway.cancel(sub.id, sub.queue)) return null;
   // The worker ended it first: relay its own ending (and cost).
@@ -122,7 +126,7 @@ export async function pumpStream(
       }
       if (m) lastSeq = m.seq;
       if (!m) {
-        const final = await endAfterTimeout(gateway, sub, produced);
+        const final = await endAfterTimeout(gateway, sub, produced, (ev) => write(h.delta(ev)));
         if (final?.type === 'done') write(h.done(final.payload as TextDonePayload));
         else if (final?.type === 'failed') write(h.failed(final.error as StoredError, final.payload as TextDonePayload | undefined));
         else write(h.failed({ code: 'REQUEST_TIMEOUT', message: 'Timed out waiting for the model', metadata: { reason: 'upstream_timeout' } }));
