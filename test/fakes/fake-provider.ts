@@ -2,7 +2,7 @@
  * Fake upstream AI provider: one real `node:http` server speaking four wire formats on distinct
  * base paths — OpenAI `/openai/v1`, Anthropic `/anthropic/v1`, Gemini `/gemini/v1beta`,
  * Replicate `/replicate/v1` — plus generated files at `/files/<name>.<ext>` and a small control
- * API at `/_fake/{knobs,reset,requests}` for out-of-process use (see main.ts).
+ * API at `/_fake/{knobs,reset,requests,aborted}` for out-of-process use (see main.ts).
  */
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
@@ -202,6 +202,7 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
     if (method === 'POST' && what === '/knobs' && isObj(body)) setKnobs(body as FakeKnobs);
     else if (method === 'POST' && what === '/reset') provider.reset();
     else if (method === 'GET' && what === '/requests') return sendRaw(ctx, 200, requests);
+    else if (method === 'GET' && what === '/aborted') return sendRaw(ctx, 200, aborted);
     else if (method !== 'GET' || what !== '/knobs') return sendRaw(ctx, 404, { error: { message: 'unknown control route' } });
     sendRaw(ctx, 200, knobs);
   }
