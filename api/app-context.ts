@@ -74,7 +74,7 @@ export function buildContext(deps: AppDeps): AppContext {
   const stats = new EndpointStatsStore(deps.redis, deps.config.queuePrefix);
   const metrics = deps.metrics ?? createMetrics();
   const generations = new GenerationService(deps.db, clock, metrics);
-  const gateway = new GenerationGateway(generations, queues, bus, deps.logger);
+  const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix });
   const planner = new RoutePlanner(deps.catalog, stats);
   metrics.trackQueues(queues);
   return {
