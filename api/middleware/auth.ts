@@ -3,6 +3,7 @@ import type { Db } from '../../shared/db/client';
 import { hashApiKey, KEY_PATTERN } from '../../shared/auth/api-keys';
 import { looksLikeJwt, verifyToken, type Role } from '../../shared/auth/tokens';
 import { AppError } from '../../shared/errors/app-error';
+import { verifyOperatorToken } from '../../shared/auth/operator-tokens';
 
 export type Principal =
   | {
@@ -43,9 +44,8 @@ export class Authenticator {
   ) {}
 
   async authenticate(header: string | undefined): Promise<Principal> {
-    const match = /^Bearer ([^\s]+)$/.exec(header ?? '');
-    if (!match) throw new AppError('UNAUTHORIZED', 'Missing or malformed Authorization header: use "Bearer <API key>"');
-    const token = match[1];
+    const token = bearerToken(header);
+    if (!token) throw new AppError('UNAUTHORIZED', 'Missing or malformed Authorization header: use "Bearer <API key>"');
     if (KEY_PATTERN.test(token)) return this.fromKey(token);
     if (looksLikeJwt(token)) return this.fromToken(token);
     throw new AppError('UNAUTHORIZED', 'Unknown API key or token');
@@ -86,11 +86,19 @@ export class Authenticator {
 
   private async fromToken(token: string): Promise<Principal> {
     const claims = verifyToken(token, this.secret);
+    if (!claims && verifyOperatorToken(token, this.secret)) {
+      throw new AppError('FORBIDDEN', 'An operator token opens the queue dashboard only; the API needs an API key or a personal-account token');
+    }
     if (!claims) throw new AppError('UNAUTHORIZED', 'Invalid or expired token');
     const user = await this.db.user.findUnique({ where: { id: claims.sub }, include: { organization: { select: { rateLimitPerMinute: true } } } });
     if (!user || user.organizationId !== claims.org) throw new AppError('UNAUTHORIZED', 'Invalid or expired token');
     return { kind: 'user', organizationId: user.organizationId, userId: user.id, role: user.role, rateLimitPerMinute: user.organization.rateLimitPerMinute };
   }
+}
+
+/** The credential of `Authorization: Bearer <credential>`; the scheme is case-insensitive (RFC 9110 section 11.1). */
+export function bearerToken(header: string | undefined): string | undefined {
+  return /^bearer +([^\s]+) *$/i.exec(header ?? '')?.[1];
 }
 
 export function authMiddleware(auth: Authenticator) {
