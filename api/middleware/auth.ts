@@ -26,7 +26,7 @@ declare module 'express-serve-static-core' {
 
 interface CacheEntry {
   at: number;
-  principal: Principal | 'revoked' | null;
+  principal: Principal | 'revoked' | 'disabled' | null;
 }
 
 /**
@@ -52,7 +52,7 @@ export class Authenticator {
   }
 
   forget(keyId: string): void {
-    for (const [k, v] of this.cache) if (v.principal && v.principal !== 'revoked' && v.principal.kind === 'key' && v.principal.keyId === keyId) this.cache.delete(k);
+    for (const [k, v] of this.cache) if (v.principal && typeof v.principal === 'object' && v.principal.kind === 'key' && v.principal.keyId === keyId) this.cache.delete(k);
   }
 
   private async fromKey(key: string): Promise<Principal> {
@@ -66,7 +66,9 @@ export class Authenticator {
         ? null
         : row.revokedAt
           ? 'revoked'
-          : {
+          : row.disabledAt
+            ? 'disabled'
+            : {
               kind: 'key',
               organizationId: row.organizationId,
               keyId: row.id,
@@ -80,6 +82,7 @@ export class Authenticator {
       }
     }
     if (principal === 'revoked') throw new AppError('api_key_revoked', 'This API key has been revoked');
+    if (principal === 'disabled') throw new AppError('UNAUTHORIZED', 'This API key is disabled (PATCH /v1/keys/{id} with {"disabled": false} enables it again)');
     if (!principal) throw new AppError('UNAUTHORIZED', 'Unknown API key or token');
     return principal;
   }

@@ -192,8 +192,14 @@ const COMMANDS: Command[] = [
         rateLimitPerMinute: integer(v, 'rate-limit', 0),
         ...limitFlags(v),
       };
+      // Restrictions set here are the operator's: the key's member may tighten them, never loosen them.
+      const lockedFields = [
+        ...(input.limit !== undefined ? ['limit'] : []),
+        ...(allowedModels ? ['allowed_models'] : []),
+        ...(input.rateLimitPerMinute !== undefined ? ['rate_limit_per_minute'] : []),
+      ];
       return async (accounts) => {
-        const r = await accounts.createKey(input);
+        const r = await accounts.createKey({ ...input, lockedFields });
         return { json: { id: r.id, key: r.key, label: r.label }, text: `key ${r.id} (${r.label}) created: ${r.key}  (shown once: store it now)` };
       };
     },
