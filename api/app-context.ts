@@ -1,3 +1,4 @@
+import { jsonBody } from './middleware/reject-nul';
 import type Redis from 'ioredis';
 import type { Config } from '../shared/config/env';
 import type { Db } from '../shared/db/client';
@@ -49,7 +50,7 @@ export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'work
   accounts: AccountsService;
   keyInfo: KeyInfoService;
   ledger: Ledger;
-  /** Authentication then rate limiting: put in front of every authenticated route (unknown routes stay 404). */
+  /** Authentication, rate limiting, then the JSON body: put in front of every authenticated route (unknown routes stay 404). */
   guard: RequestHandler[];
   queues: Record<QueueName, Queue>;
   bus: GenerationBus;
@@ -107,7 +108,8 @@ export function buildContext(deps: AppDeps): AppContext {
     clock,
     workersReady: deps.workersReady ?? (async () => true),
     auth,
-    guard: [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute)],
+    // The body is parsed only after authentication and the rate limit: a stranger's 10 MiB body costs no parsing.
+    guard: [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute), ...jsonBody(deps.config.maxBodyBytes)],
     accounts: new AccountsService(deps.db, deps.secret, clock),
     keyInfo: new KeyInfoService(deps.db, clock),
     ledger: new Ledger(deps.db, clock),

@@ -43,3 +43,76 @@ describe('limit_remaining of `never` limits (10.5)', () => {
     expect((await request(h.app).get('/v1/key').set(bearer(k.key))).body.limit_remaining).toBe(3);
   });
 });
+
+describe('malformed input is a 400 in our envelope, even unauthenticated (10.6)', () => {
+  const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
+  const deepObject = (n: number) => '{"a":'.repeat(n) + '1' + '}'.repeat(n);
+
+  it.each([
+    ['arrays 5,000 deep', deep(5000)],
+    ['arrays 100,000 deep', deep(100_000)],
+    ['objects 20,000 deep', deepObject(20_000)],
+  ])('JSON nested %s', async (_name, body) => {
+    for (const auth of [undefined, org.ownerToken]) {
+      const req = request(h.app).post('/v1/chat/completions').set('Content-Type', 'application/json');
+      if (auth) req.set(bearer(auth));
+      const res = await req.send(body);
+      expect(res.status).toBe(auth ? 400 : 401);
+      expect(res.body.error.code).toBe(auth ? 'BAD_REQUEST' : 'UNAUTHORIZED');
+    }
+  });
+
+  it.each(['/v1/media/%ff', '/v1/media/%E0%A4%A', '/v1/history/generations/%c0%af', '/v1/storage/files/%', '/nowhere/%ff'])('a bad percent-escape in the path: %s', async (path) => {
+    for (const auth of [undefined, org.ownerToken]) {
+      const req = request(h.app).get(path);
+      if (auth) req.set(bearer(auth));
+      const res = await req;
+      expect([path, res.status]).toEqual([path, 400]);
+      expect(res.body.error.code).toBe('BAD_REQUEST');
+      expect(res.body.trace_id).toBeDefined();
+    }
+  });
+
+  it.each([
+    ['a lone high surrogate in a value', '{"model":"x","messages":[{"role":"user","content":"\\ud800"}]}'],
+    ['a lone low surrogate in a value', '{"model":"x","messages":[{"role":"user","content":"a\\udc00b"}]}'],
+    ['a lone surrogate in a key', '{"model":"x","messages":[{"role":"user","content":"hi"}],"metadata":{"\\ud800":"v"}}'],
+  ])('%s', async (_name, body) => {
+    const k = await seedKey(org.accounts, org.organizationId);
+    const res = await request(h.app).post('/v1/chat/completions').set(bearer(k.key)).set('Content-Type', 'application/json').send(body);
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('BAD_REQUEST');
+    expect(JSON.stringify(res.body.error.details)).toMatch(/surrogate/);
+  });
+
+  it('a surrogate pair (an emoji) is fine', async () => {
+    const k = await seedKey(org.accounts, org.organizationId, { models: ['nobody/none'] });
+    const res = await request(h.app).post('/v1/chat/completions').set(bearer(k.key)).set('Content-Type', 'application/json').send('{"model":"x/y","messages":[{"role":"user","content":"\\ud83d\\ude00"}]}');
+    expect(res.status).toBe(403); // reached the model check, past the input checks
+  });
+});
+
+describe('authentication comes first (10.11)', () => {
+  it('an unauthenticated body is not parsed: malformed JSON and a large body answer 401, not 400', async () => {
+    const bad = await request(h.app).post('/v1/chat/completions').set('Content-Type', 'application/json').send('{not json');
+    expect(bad.status).toBe(401);
+    expect(bad.body.error.code).toBe('UNAUTHORIZED');
+    const big = `{"model":"x","messages":[{"role":"user","content":"${'a'.repeat(4 * 1024 * 1024)}"}]}`;
+    const t0 = Date.now();
+    const res = await request(h.app).post('/v1/responses').set('Content-Type', 'application/json').set(bearer('sy_' + 'x'.repeat(40))).send(big);
+    expect(res.status).toBe(401);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    // An authenticated caller's malformed JSON is still a 400.
+    const k = await seedKey(org.accounts, org.organizationId);
+    expect((await request(h.app).post('/v1/chat/completions').set(bearer(k.key)).set('Content-Type', 'application/json').send('{not json')).status).toBe(400);
+  });
+
+  it('accepts the Bearer scheme in any case (RFC 9110: schemes are case-insensitive)', async () => {
+    const k = await seedKey(org.accounts, org.organizationId);
+    for (const scheme of ['bearer', 'BEARER', 'Bearer', 'bEaReR']) {
+      const res = await request(h.app).get('/v1/key').set('Authorization', `${scheme} ${k.key}`);
+      expect([scheme, res.status]).toEqual([scheme, 200]);
+    }
+    expect((await request(h.app).get('/v1/key').set('Authorization', `Basic ${k.key}`)).status).toBe(401);
+  });
+});
