@@ -109,7 +109,7 @@ export function buildContext(deps: AppDeps): AppContext {
     workersReady: deps.workersReady ?? (async () => true),
     auth,
     // The body is parsed only after authentication and the rate limit: a stranger's 10 MiB body costs no parsing.
-    guard: [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute), ...jsonBody(deps.config.maxBodyBytes)],
+    guard: [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute, clock), ...jsonBody(deps.config.maxBodyBytes)],
     accounts: new AccountsService(deps.db, deps.secret, clock),
     keyInfo: new KeyInfoService(deps.db, clock),
     ledger: new Ledger(deps.db, clock),

@@ -116,3 +116,37 @@ describe('authentication comes first (10.11)', () => {
     expect((await request(h.app).get('/v1/key').set('Authorization', `Basic ${k.key}`)).status).toBe(401);
   });
 });
+
+describe('rate limits (9.9, 10.10)', () => {
+  // 50 s into a minute: the window (minute-aligned) ends in 10 s.
+  const now = new Date(Date.UTC(2030, 0, 1, 12, 0, 50));
+  let fixed: TestApp;
+  let forg: Awaited<ReturnType<typeof seedOrg>>;
+  beforeAll(async () => {
+    fixed = await createTestApp({ deps: { authCacheMs: 0, clock: () => now } });
+    forg = await seedOrg(fixed.t.db, { balance: '10', clock: () => now });
+  });
+  afterAll(() => fixed.close());
+
+  it('Retry-After on 429 is the real time until a request passes (the window is minute-aligned), not 60 s', async () => {
+    const k = await seedKey(forg.accounts, forg.organizationId, { rateLimitPerMinute: 2 });
+    for (let i = 0; i < 2; i++) expect((await request(fixed.app).get('/v1/key').set(bearer(k.key))).status).toBe(200);
+    const res = await request(fixed.app).get('/v1/key').set(bearer(k.key));
+    expect(res.status).toBe(429);
+    expect(res.headers['retry-after']).toBe('10');
+  });
+
+  it('GET /v1/files/{id}/content counts against the key rate limit (with Authorization)', async () => {
+    const k = await seedKey(forg.accounts, forg.organizationId, { rateLimitPerMinute: 3 });
+    const up = await request(fixed.app).post('/v1/storage/files').set(bearer(k.key)).set('Content-Type', 'image/png').send(Buffer.alloc(64, 1));
+    expect(up.status).toBe(201);
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await request(fixed.app).get(`/v1/files/${up.body.id}/content`).set(bearer(k.key))).status);
+    expect(statuses).toEqual([200, 200, 429, 429]); // the upload was the first request of the minute
+    const limited = await request(fixed.app).get(`/v1/files/${up.body.id}/content`).set(bearer(k.key));
+    expect(limited.body.error.code).toBe('TOO_MANY_REQUESTS');
+    expect(limited.headers['retry-after']).toBe('10');
+    // No or a bad credential is still 401.
+    expect((await request(fixed.app).get(`/v1/files/${up.body.id}/content`)).status).toBe(401);
+  });
+});
