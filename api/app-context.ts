@@ -93,6 +93,7 @@ export function buildContext(deps: AppDeps): AppContext {
       store: deps.blobStore ?? createBlobStore(deps.config),
       secret: deps.secret,
       baseUrl: filesBaseUrl(deps.config),
+      urlTtlSeconds: deps.config.fileUrlTtlSeconds,
       clock,
       onError: (message, meta) => deps.logger.warn(message, meta),
     }),

@@ -150,3 +150,39 @@ describe('rate limits (9.9, 10.10)', () => {
     expect((await request(fixed.app).get(`/v1/files/${up.body.id}/content`)).status).toBe(401);
   });
 });
+
+describe('signed file URLs expire (10.11)', () => {
+  let now = new Date('2031-05-05T10:00:00Z');
+  let app: TestApp;
+  let owner: string;
+  beforeAll(async () => {
+    app = await createTestApp({ env: { FILE_URL_TTL_SECONDS: '60' }, deps: { authCacheMs: 0, clock: () => now } });
+    owner = (await seedOrg(app.t.db, { clock: () => now })).ownerToken;
+  });
+  afterAll(() => app.close());
+
+  it('a URL carries its expiry (FILE_URL_TTL_SECONDS), works until then, then answers 403 in our envelope; a forged expiry is 404', async () => {
+    const up = await request(app.app).post('/v1/storage/files').set(bearer(owner)).set('Content-Type', 'image/png').send(Buffer.alloc(32, 7));
+    const url = new URL(up.body.url);
+    expect(Number(url.searchParams.get('exp'))).toBe(now.getTime() / 1000 + 60);
+    const path = `${url.pathname}${url.search}`;
+    expect((await request(app.app).get(path)).status).toBe(200);
+
+    now = new Date(now.getTime() + 61_000);
+    const expired = await request(app.app).get(path);
+    expect(expired.status).toBe(403);
+    expect(expired.body.error.code).toBe('FORBIDDEN');
+    expect(expired.body.error.message).toMatch(/expired/);
+    expect(expired.body.trace_id).toBe(expired.headers['x-trace-id']);
+
+    // Moving the expiry forward breaks the signature; a URL without one (the old, eternal form) is refused too.
+    const forged = path.replace(/exp=\d+/, `exp=${Math.floor(now.getTime() / 1000) + 3600}`);
+    expect((await request(app.app).get(forged)).status).toBe(404);
+    expect((await request(app.app).get(path.replace(/exp=\d+&/, ''))).status).toBe(404);
+
+    // Reading the record again signs a fresh URL.
+    const again = await request(app.app).get(`/v1/storage/files/${up.body.id}`).set(bearer(owner));
+    const fresh = new URL(again.body.url);
+    expect((await request(app.app).get(`${fresh.pathname}${fresh.search}`)).status).toBe(200);
+  });
+});
