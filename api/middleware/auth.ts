@@ -26,6 +26,7 @@ declare module 'express-serve-static-core' {
 
 interface CacheEntry {
   at: number;
+  keyId?: string;
   principal: Principal | 'revoked' | 'disabled' | null;
 }
 
@@ -52,7 +53,7 @@ export class Authenticator {
   }
 
   forget(keyId: string): void {
-    for (const [k, v] of this.cache) if (v.principal && typeof v.principal === 'object' && v.principal.kind === 'key' && v.principal.keyId === keyId) this.cache.delete(k);
+    for (const [k, v] of this.cache) if (v.keyId === keyId) this.cache.delete(k);
   }
 
   private async fromKey(key: string): Promise<Principal> {
@@ -78,7 +79,7 @@ export class Authenticator {
             };
       if (this.cacheMs > 0) {
         if (this.cache.size > 10_000) this.cache.clear();
-        this.cache.set(hash, { at: Date.now(), principal });
+        this.cache.set(hash, { at: Date.now(), keyId: row?.id, principal });
       }
     }
     if (principal === 'revoked') throw new AppError('api_key_revoked', 'This API key has been revoked');

@@ -24,10 +24,13 @@ function cookieValue(header: string | undefined, name: string): string | undefin
 
 const WITHHELD = '[withheld: customer content]';
 
-/** Job data and return values keep their scalar fields (ids, model, mode); nested customer content is withheld. */
+/**
+ * Job data and return values keep the scalar fields of an object (ids, model, mode); nested values, and a bare
+ * string or array (an output text), are customer content and withheld.
+ */
 export function withholdContent(value: unknown): unknown {
+  if (typeof value === 'string' || Array.isArray(value)) return WITHHELD;
   if (value === null || typeof value !== 'object') return value;
-  if (Array.isArray(value)) return WITHHELD;
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, v !== null && typeof v === 'object' ? WITHHELD : v]));
 }
 

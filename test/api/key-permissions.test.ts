@@ -146,3 +146,23 @@ describe('the key-field permission table, field by field', () => {
     expect(res.body).toMatchObject({ name: 'n', limit: null, allowed_models: [], rate_limit_per_minute: null, disabled: true });
   });
 });
+
+describe('with the authentication cache on (1 s)', () => {
+  it('disabling, enabling and revoking take effect at once in this process', async () => {
+    const cached = await createTestApp({ deps: { authCacheMs: 1000 } });
+    try {
+      const o = await seedOrg(cached.t.db);
+      const k = (await request(cached.app).post('/v1/keys').set(bearer(o.ownerToken)).send({})).body;
+      const probe = () => request(cached.app).get('/v1/key').set(bearer(k.key));
+      expect((await probe()).status).toBe(200);
+      await request(cached.app).patch(`/v1/keys/${k.id}`).set(bearer(o.ownerToken)).send({ disabled: true });
+      expect((await probe()).status).toBe(401);
+      await request(cached.app).patch(`/v1/keys/${k.id}`).set(bearer(o.ownerToken)).send({ disabled: false });
+      expect((await probe()).status).toBe(200);
+      await request(cached.app).delete(`/v1/keys/${k.id}`).set(bearer(o.ownerToken));
+      expect((await probe()).body.error.code).toBe('api_key_revoked');
+    } finally {
+      await cached.close();
+    }
+  });
+});
