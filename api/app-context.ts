@@ -1,3 +1,4 @@
+import { jsonBody } from './middleware/reject-nul';
 import type Redis from 'ioredis';
 import type { Config } from '../shared/config/env';
 import type { Db } from '../shared/db/client';
@@ -49,7 +50,7 @@ export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'work
   accounts: AccountsService;
   keyInfo: KeyInfoService;
   ledger: Ledger;
-  /** Authentication then rate limiting: put in front of every authenticated route (unknown routes stay 404). */
+  /** Authentication, rate limiting, then the JSON body: put in front of every authenticated route (unknown routes stay 404). */
   guard: RequestHandler[];
   queues: Record<QueueName, Queue>;
   bus: GenerationBus;
@@ -92,6 +93,7 @@ export function buildContext(deps: AppDeps): AppContext {
       store: deps.blobStore ?? createBlobStore(deps.config),
       secret: deps.secret,
       baseUrl: filesBaseUrl(deps.config),
+      urlTtlSeconds: deps.config.fileUrlTtlSeconds,
       clock,
       onError: (message, meta) => deps.logger.warn(message, meta),
     }),
@@ -107,7 +109,8 @@ export function buildContext(deps: AppDeps): AppContext {
     clock,
     workersReady: deps.workersReady ?? (async () => true),
     auth,
-    guard: [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute)],
+    // The body is parsed only after authentication and the rate limit: a stranger's 10 MiB body costs no parsing.
+    guard: [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute, clock), ...jsonBody(deps.config.maxBodyBytes)],
     accounts: new AccountsService(deps.db, deps.secret, clock),
     keyInfo: new KeyInfoService(deps.db, clock),
     ledger: new Ledger(deps.db, clock),

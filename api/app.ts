@@ -35,7 +35,7 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
   app.use(traceMiddleware);
   app.use(metricsMiddleware(ctx.metrics));
   app.use(healthRoutes(ctx), metricsRoutes(ctx), docsRoutes(ctx), dashboardRoutes(ctx));
-  app.use(express.json({ limit: ctx.config.maxBodyBytes, type: ['application/json', 'application/*+json'] }));
+  // JSON bodies are parsed by ctx.guard, after authentication (api/middleware/reject-nul.ts).
   app.use(rejectNulCharacters);
   app.use(idempotencyKey);
 

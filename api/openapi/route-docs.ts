@@ -96,8 +96,8 @@ export const ROUTE_DOCS: RouteDoc[] = [
   // Keys
   { method: 'post', path: '/v1/keys', tag: 'Keys', auth: 'token', summary: 'Create an API key (the key is shown once)', body: createKeySchema, response: json('The key record with `key`', apiKeyRecordSchema, 201), errors: [403] },
   { method: 'get', path: '/v1/keys', tag: 'Keys', auth: 'token', summary: 'List keys (owner and admin: all of the organization; member: its own)', response: json('Key records', apiKeyListSchema), errors: [403] },
-  { method: 'patch', path: '/v1/keys/{id}', tag: 'Keys', auth: 'token', summary: 'Change a key: name, limit, models, rate limit, disabled', body: updateKeySchema, response: json('The key record', apiKeyRecordSchema), errors: [403, 404] },
-  { method: 'delete', path: '/v1/keys/{id}', tag: 'Keys', auth: 'token', summary: 'Revoke a key', response: json('The revoked key id', revokedKeySchema), errors: [403, 404] },
+  { method: 'patch', path: '/v1/keys/{id}', tag: 'Keys', auth: 'token', summary: 'Change a key: name, limit, models, rate limit, disabled (a member only tightens what an owner or admin set; a revoked key is final: 409)', body: updateKeySchema, response: json('The key record', apiKeyRecordSchema), errors: [403, 404, 409] },
+  { method: 'delete', path: '/v1/keys/{id}', tag: 'Keys', auth: 'token', summary: 'Revoke a key, for good', response: json('The revoked key id', revokedKeySchema), errors: [403, 404] },
 
   // Text
   { method: 'post', path: '/v1/responses', tag: 'Text', auth: 'any', summary: 'Generate a response (OpenAI Responses API; `stream: true` for Server-Sent Events, `background: true` to queue)', body: responsesSchema, response: { description: 'Response object, or an SSE stream of response.* events', contentType: ['application/json', 'text/event-stream'] }, errors: [402, 403, 404, 408, 502] },
