@@ -1,4 +1,5 @@
 import { jsonBody } from './middleware/reject-nul';
+import { idempotencyKey } from './middleware/idempotency';
 import type Redis from 'ioredis';
 import type { Config } from '../shared/config/env';
 import type { Db } from '../shared/db/client';
@@ -50,7 +51,7 @@ export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'work
   accounts: AccountsService;
   keyInfo: KeyInfoService;
   ledger: Ledger;
-  /** Authentication, rate limiting, then the JSON body: put in front of every authenticated route (unknown routes stay 404). */
+  /** Authentication, rate limiting, the JSON body, then the Idempotency-Key (hashed with that body): in front of every authenticated route (unknown routes stay 404). */
   guard: RequestHandler[];
   queues: Record<QueueName, Queue>;
   bus: GenerationBus;
@@ -110,7 +111,7 @@ export function buildContext(deps: AppDeps): AppContext {
     workersReady: deps.workersReady ?? (async () => true),
     auth,
     // The body is parsed only after authentication and the rate limit: a stranger's 10 MiB body costs no parsing.
-    guard: [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute, clock), ...jsonBody(deps.config.maxBodyBytes)],
+    guard: [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute, clock), ...jsonBody(deps.config.maxBodyBytes), idempotencyKey],
     accounts: new AccountsService(deps.db, deps.secret, clock),
     keyInfo: new KeyInfoService(deps.db, clock),
     ledger: new Ledger(deps.db, clock),
