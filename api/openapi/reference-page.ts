@@ -53,8 +53,14 @@ export const PAGE = `<!doctype html>
 
 export const INIT = `Scalar.createApiReference('#app', ${JSON.stringify(SCALAR_CONFIG)});\n`;
 
-// Scalar styles itself with inline <style> elements; everything else comes from this origin.
-export const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+/**
+ * The page's Content-Security-Policy. Scalar styles itself with inline <style> elements; everything else comes from
+ * this origin, and "try it" may call only this origin and the document's server (PUBLIC_BASE_URL, when set).
+ */
+export function referenceCsp(publicBaseUrl?: string): string {
+  const server = publicBaseUrl ? ` ${new URL(publicBaseUrl).origin}` : '';
+  return `default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'${server}; frame-ancestors 'none'; base-uri 'none'; form-action 'none'`;
+}
 
 /** The bundle, read and compressed once on first use (4.3 MB, 1.3 MB gzipped). */
 let bundle: { raw: Buffer; gzip: Buffer } | undefined;

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { AppContext } from '../app-context';
 import { buildOpenApi, type OpenApiDocument } from '../openapi/build-openapi';
-import { CSP, INIT, INIT_SCRIPT, PAGE, SCALAR_SCRIPT, scalarBundle } from '../openapi/reference-page';
+import { INIT, INIT_SCRIPT, PAGE, SCALAR_SCRIPT, referenceCsp, scalarBundle } from '../openapi/reference-page';
 
 /** GET /openapi.json (OpenAPI 3.1 from the validating schemas) and GET /docs (the same, rendered by Scalar). No auth. */
 export function docsRoutes(ctx: AppContext): Router {
@@ -14,7 +14,7 @@ export function docsRoutes(ctx: AppContext): Router {
     res.json(document());
   });
   r.get('/docs', (_req, res) => {
-    res.setHeader('Content-Security-Policy', CSP);
+    res.setHeader('Content-Security-Policy', referenceCsp(ctx.config.publicBaseUrl));
     res.type('html').send(PAGE);
   });
   r.get('/docs/assets/:file', (req, res, next) => {
