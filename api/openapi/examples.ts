@@ -64,32 +64,243 @@ const historyItem = {
   createdAt: T,
   apiKeyShort: 'a1B2c3',
 };
-const media = (status: string, extra: Record<string, unknown> = {}) => ({
-  id: GEN,
-  object: 'media.generation',
-  model: 'kwaivgi/kling-v2.1',
-  status,
-  created: 1795521600,
-  ...extra,
-});
+/** Replies as the service gives them (recorded from the demo catalog; test/api/openapi-examples-live.test.ts keeps them true). */
 const responseObject = {
   id: 'resp_01JDQ3V2K8M4T6P9R2W5Y7Z1A3',
   object: 'response',
   created_at: 1795521600,
   status: 'completed',
+  background: false,
+  error: null,
+  incomplete_details: null,
+  instructions: null,
+  max_output_tokens: 256,
+  max_tool_calls: null,
   model: 'openai/gpt-4.1-mini',
-  output: [{ type: 'message', id: 'msg_01JDQ3V2K8', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello! How can I help?', annotations: [] }] }],
-  output_text: 'Hello! How can I help?',
-  usage: { input_tokens: 9, output_tokens: 12, total_tokens: 21, cost_rub: 0.0042 },
+  output: [
+    {
+      type: 'message',
+      id: 'msg_01JDQ3V2K8M4T6P9R2W5Y7Z1A4',
+      status: 'completed',
+      role: 'assistant',
+      content: [
+        {
+          type: 'output_text',
+          text: 'Hello! How can I help you today?',
+          annotations: [],
+          logprobs: []
+        }
+      ]
+    }
+  ],
+  output_text: 'Hello! How can I help you today?',
+  parallel_tool_calls: true,
+  previous_response_id: null,
+  prompt_cache_key: null,
+  reasoning: { effort: null, summary: null },
+  safety_identifier: null,
+  store: true,
+  temperature: null,
+  text: { format: { type: 'text' }, verbosity: 'medium' },
+  tool_choice: 'auto',
+  tools: [],
+  top_logprobs: 0,
+  top_p: null,
+  truncation: 'disabled',
+  usage: {
+    input_tokens: 2,
+    output_tokens: 3,
+    total_tokens: 5,
+    prompt_tokens: 2,
+    completion_tokens: 3,
+    input_tokens_details: { cached_tokens: 0, cache_write_tokens: 0, audio_tokens: 0, video_tokens: 0 },
+    prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 0, audio_tokens: 0, video_tokens: 0 },
+    output_tokens_details: {
+      reasoning_tokens: 0,
+      audio_tokens: 0,
+      image_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0
+    },
+    completion_tokens_details: {
+      reasoning_tokens: 0,
+      audio_tokens: 0,
+      image_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0
+    },
+    server_tool_use: { web_search_requests: 0 },
+    server_tool_use_details: { web_search_requests: 0, tool_calls_requested: 0, tool_calls_executed: 0, steps: 0 },
+    cost_rub: 0.00056,
+    cost: 0.00056,
+    cost_details: { inference_cost_rub: 0.00056, server_tools_cost_rub: 0 }
+  },
+  user: null,
+  metadata: {},
+  completed_at: 1795521602,
+  switchyard: {}
+};
+const chatCompletion = {
+  id: 'gen_01JDQ3V2K8M4T6P9R2W5Y7Z1A3',
+  object: 'chat.completion',
+  created: 1795521600,
+  model: 'openai/gpt-4.1-mini',
+  choices: [
+    {
+      index: 0,
+      message: { role: 'assistant', content: 'Hello! How can I help you today?', refusal: null },
+      logprobs: null,
+      finish_reason: 'stop'
+    }
+  ],
+  usage: {
+    prompt_tokens: 9,
+    completion_tokens: 3,
+    total_tokens: 12,
+    prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 0, audio_tokens: 0, video_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: 0,
+      audio_tokens: 0,
+      image_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0
+    },
+    cost_rub: 0.00084,
+    cost: 0.00084
+  },
+  switchyard: {}
+};
+const embeddingList = {
+  id: 'gen_01JDQ3V2K8M4T6P9R2W5Y7Z1A3',
+  object: 'list',
+  data: [
+    {
+      object: 'embedding',
+      embedding: [-0.1958, 0.2884, -0.2226, -0.3495],
+      index: 0
+    },
+    {
+      object: 'embedding',
+      embedding: [0.3086, -0.3269, -0.7546, -0.4055],
+      index: 1
+    }
+  ],
+  model: 'openai/text-embedding-3-small',
+  usage: { prompt_tokens: 11, total_tokens: 11, cost_rub: 2.2e-05, cost: 2.2e-05 }
+};
+const typedAnswers = {
+  id: 'gen_01JDQ3V2K8M4T6P9R2W5Y7Z1A3',
+  model: 'gpt-4.1-mini',
+  answers: {
+    refund: { type: 'noul', noul: 0.9698 },
+    topic: {
+      type: 'choice',
+      choice: 'product',
+      confidence: 0.7765,
+      probabilities: { delivery: 0.1284, product: 0.7765, billing: 0.0951 }
+    },
+    anger: {
+      type: 'score',
+      score: 0.5256,
+      label: 'annoyed',
+      probabilities: { calm: 0.1464, annoyed: 0.656, furious: 0.1976 }
+    }
+  },
+  usage: { input_tokens: 301, output_tokens: 3, cost_rub: 0.0125 }
+};
+const modelList = {
+  object: 'list',
+  data: [
+    {
+      id: 'openai/gpt-4.1-mini',
+      object: 'model',
+      created: 1767225600,
+      owned_by: 'openai',
+      name: 'GPT-4.1 mini',
+      type: 'chat',
+      endpoints: [
+        {
+          provider: 'openai',
+          pricing: { prompt: '40', cached_prompt: '10', completion: '160', request: '0' },
+          supports: ['temperature', 'top_p', 'stop', 'seed', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'max_tokens', 'stream', 'presence_penalty', 'frequency_penalty', 'logprobs', 'top_logprobs'],
+          context_length: 1047576,
+          region: 'us'
+        },
+        {
+          provider: 'azure-eu',
+          pricing: { prompt: '44', cached_prompt: '11', completion: '176', request: '0' },
+          supports: ['temperature', 'top_p', 'stop', 'seed', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'max_tokens', 'stream', 'presence_penalty', 'frequency_penalty', 'logprobs', 'top_logprobs'],
+          context_length: 1047576,
+          region: 'eu'
+        }
+      ]
+    }
+  ]
 };
 const model = {
   id: 'openai/gpt-4.1-mini',
   object: 'model',
-  created: 1744588800,
+  created: 1767225600,
   owned_by: 'openai',
   name: 'GPT-4.1 mini',
   type: 'chat',
-  endpoints: [{ provider: 'openai', region: 'us', pricing: { prompt: '40', completion: '160', cached_prompt: '10' } }],
+  endpoints: [
+    {
+      provider: 'openai',
+      pricing: { prompt: '40', cached_prompt: '10', completion: '160', request: '0' },
+      supports: ['temperature', 'top_p', 'stop', 'seed', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'max_tokens', 'stream', 'presence_penalty', 'frequency_penalty', 'logprobs', 'top_logprobs'],
+      context_length: 1047576,
+      region: 'us'
+    },
+    {
+      provider: 'azure-eu',
+      pricing: { prompt: '44', cached_prompt: '11', completion: '176', request: '0' },
+      supports: ['temperature', 'top_p', 'stop', 'seed', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'max_tokens', 'stream', 'presence_penalty', 'frequency_penalty', 'logprobs', 'top_logprobs'],
+      context_length: 1047576,
+      region: 'eu'
+    }
+  ]
+};
+const imageResult = {
+  created: 1795521600,
+  data: [
+    {
+      url: 'http://localhost:3000/v1/files/file_01JDQ3W9X1Y3Z5A7B9C1D3E5F7/content?sig=3q2-7wF0kQx',
+      revised_prompt: 'A lighthouse at dawn, watercolor'
+    }
+  ],
+  usage: {
+    input_units: 0,
+    output_units: 1,
+    input_tokens: 8,
+    output_tokens: 272,
+    total_tokens: 280,
+    cost_rub: 4.2,
+    cost: 4.2
+  }
+};
+const mediaPending = {
+  id: 'gen_01JDQ3V2K8M4T6P9R2W5Y7Z1A3',
+  object: 'media.generation',
+  status: 'pending',
+  created: 1795521600,
+  model: 'kwaivgi/kling-v2.1',
+  taskId: 'gen_01JDQ3V2K8M4T6P9R2W5Y7Z1A3'
+};
+const mediaCompleted = {
+  id: 'gen_01JDQ3V2K8M4T6P9R2W5Y7Z1A3',
+  object: 'media.generation',
+  status: 'completed',
+  created: 1795521600,
+  model: 'kwaivgi/kling-v2.1',
+  completed_at: 1795521724,
+  data: {
+    url: 'http://localhost:3000/v1/files/file_01JDQ3W9X1Y3Z5A7B9C1D3E5F7/content?sig=3q2-7wF0kQx',
+    mime_type: 'video/mp4',
+    file_id: 'file_01JDQ3W9X1Y3Z5A7B9C1D3E5F7',
+    duration_seconds: 5
+  },
+  usage: { input_units: 0, output_units: 1, duration_seconds: 5, cost_rub: 140, cost: 140 }
 };
 
 export const EXAMPLES: Record<string, OperationExamples> = {
@@ -140,26 +351,11 @@ export const EXAMPLES: Record<string, OperationExamples> = {
       ],
       max_tokens: 256,
     },
-    response: {
-      id: 'chatcmpl-01JDQ3V2K8M4T6P9R2W5Y7Z1A3',
-      object: 'chat.completion',
-      created: 1795521600,
-      model: 'openai/gpt-4.1-mini',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'Hello! How can I help?' }, finish_reason: 'stop' }],
-      usage: { ...usage, cost_rub: 0.0042 },
-    },
+    response: chatCompletion,
   },
   'POST /v1/embeddings': {
     request: { model: 'openai/text-embedding-3-small', input: ['The quick brown fox', 'jumps over the lazy dog'] },
-    response: {
-      object: 'list',
-      model: 'openai/text-embedding-3-small',
-      data: [
-        { object: 'embedding', index: 0, embedding: [0.0123, -0.0456, 0.0789] },
-        { object: 'embedding', index: 1, embedding: [-0.0321, 0.0654, -0.0987] },
-      ],
-      usage: { prompt_tokens: 10, total_tokens: 10, cost_rub: 0.00002 },
-    },
+    response: embeddingList,
   },
   'POST /v1/systemone': {
     request: {
@@ -171,18 +367,9 @@ export const EXAMPLES: Record<string, OperationExamples> = {
         anger: { type: 'score', instructions: 'How angry is the customer?', criteria: ['calm', 'annoyed', 'furious'] },
       },
     },
-    response: {
-      id: GEN,
-      model: 'openai/gpt-4.1-mini',
-      answers: {
-        refund: { answer: true, probability: 0.97 },
-        topic: { answer: 'product', probabilities: { delivery: 0.21, product: 0.74, billing: 0.05 } },
-        anger: { answer: 'annoyed', score: 0.48, probabilities: { calm: 0.12, annoyed: 0.71, furious: 0.17 } },
-      },
-      usage: { prompt_tokens: 182, completion_tokens: 3, total_tokens: 185, cost_rub: 0.0096 },
-    },
+    response: typedAnswers,
   },
-  'GET /v1/models': { response: { object: 'list', data: [model] } },
+  'GET /v1/models': { response: modelList },
   'GET /v1/models/{id}': { response: model },
 
   'GET /v1/history/generations': {
@@ -225,20 +412,20 @@ export const EXAMPLES: Record<string, OperationExamples> = {
 
   'POST /v2/images/generations': {
     request: { model: 'openai/gpt-image-1', prompt: 'A lighthouse at dawn, watercolor', n: 1, size: '1024x1024' },
-    response: { created: 1795521600, data: [{ url: `http://localhost:3000/v1/files/${FILE_ID}/content?sig=3q2-7wF0` }], usage: { cost_rub: 3.2 } },
+    response: imageResult,
   },
   'POST /v1/images/generations': {
     request: { model: 'openai/gpt-image-1', prompt: 'A lighthouse at dawn, watercolor', n: 1, size: '1024x1024' },
-    response: { created: 1795521600, data: [{ url: `http://localhost:3000/v1/files/${FILE_ID}/content?sig=3q2-7wF0` }], usage: { cost_rub: 3.2 } },
+    response: imageResult,
   },
   'POST /v1/media': {
     request: { model: 'kwaivgi/kling-v2.1', input: { prompt: 'A paper boat drifting down a rainy street', aspect_ratio: '16:9' }, async: true },
-    response: media('pending'),
+    response: mediaPending,
   },
-  'GET /v1/media/{id}': { response: media('completed', { output: [{ url: `http://localhost:3000/v1/files/${FILE_ID}/content?sig=3q2-7wF0`, mimeType: 'video/mp4' }], usage: { duration_seconds: 5, cost_rub: 14 } }) },
-  'GET /v2/media/{id}': { response: media('completed', { output: [{ url: `http://localhost:3000/v1/files/${FILE_ID}/content?sig=3q2-7wF0`, mimeType: 'video/mp4' }], usage: { duration_seconds: 5, cost_rub: 14 } }) },
-  'POST /v1/media/{id}/operations': { request: { operation: 'upscale_1080p', async: true }, response: media('pending', { model: 'topazlabs/video-upscale' }) },
-  'POST /v1/media/{id}/cancel': { response: media('cancelled') },
+  'GET /v1/media/{id}': { response: mediaCompleted },
+  'GET /v2/media/{id}': { response: mediaCompleted },
+  'POST /v1/media/{id}/operations': { request: { operation: 'upscale_1080p', async: true }, response: { ...mediaPending, id: 'gen_01JDQ3X4Y6Z8A0B2C4D6E8F0G2', taskId: 'gen_01JDQ3X4Y6Z8A0B2C4D6E8F0G2', model: 'topazlabs/video-upscale' } },
+  'POST /v1/media/{id}/cancel': { response: { ...mediaPending, status: 'cancelled' } },
 };
 
 type CodeSample = { lang: string; label: string; source: string };
