@@ -29,6 +29,8 @@ export const SCALAR_CONFIG = {
   showToolbar: 'never',
   documentDownloadType: 'json',
   persistAuth: false,
+  // "Models" is one of our tags (GET /v1/models); the components section takes OpenAPI's word.
+  modelsSectionLabel: 'Schemas',
   // "Try it" authenticates with an API key (Authorization: Bearer sy_...).
   authentication: { preferredSecurityScheme: 'apiKey' },
   // Built-in generators for what the x-codeSamples (curl, Python openai, Node openai) do not cover.
