@@ -33,12 +33,13 @@ export const SCALAR_CONFIG = {
   modelsSectionLabel: 'Schemas',
   // "Try it" authenticates with an API key (Authorization: Bearer sy_...).
   authentication: { preferredSecurityScheme: 'apiKey' },
-  // Built-in generators for what the x-codeSamples (curl, Python openai, Node openai) do not cover.
-  defaultHttpClient: { targetKey: 'shell', clientKey: 'curl' },
+  // The main routes show their x-codeSamples first (curl, Python openai, Node openai: api/openapi/examples.ts);
+  // every operation also has Scalar's generated curl, Python requests and fetch. No defaultHttpClient: it would
+  // take precedence over the x-codeSamples.
   hiddenClients: {
-    c: true, clojure: true, csharp: true, dart: true, fsharp: true, go: true, http: true, java: true, kotlin: true,
-    objc: true, ocaml: true, php: true, powershell: true, r: true, ruby: true, rust: true, swift: true,
-    shell: ['httpie', 'wget'], python: ['python3', 'httpx_sync', 'httpx_async'], node: ['axios', 'ofetch', 'undici'],
+    c: true, clojure: true, csharp: true, dart: true, fsharp: true, go: true, http: true, java: true, julia: true,
+    kotlin: true, objc: true, ocaml: true, php: true, powershell: true, r: true, ruby: true, rust: true, swift: true,
+    shell: ['httpie', 'wget'], python: ['python3', 'httpx_sync', 'httpx_async', 'aiohttp'], node: ['axios', 'ofetch', 'undici'],
     js: ['axios', 'ofetch', 'jquery', 'xhr'],
   },
 };

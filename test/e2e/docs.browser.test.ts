@@ -101,4 +101,29 @@ afterAll(async () => {
     expect(errors).toEqual([]);
     await page.close();
   }, 90_000);
+
+  it('shows the curl, Python (openai) and Node (openai) samples of POST /v1/responses', async () => {
+    const page = await browser.newPage();
+    const outside: string[] = [];
+    await page.route('**/*', (route) => {
+      const url = route.request().url();
+      if (url.startsWith(base) || url.startsWith('data:') || url.startsWith('blob:')) return route.continue();
+      outside.push(url);
+      return route.abort();
+    });
+    await page.goto(`${base}/docs#tag/text/POST/v1/responses`);
+    // The operation's own sample is shown first: curl against localhost:3000 with the key from the environment.
+    await page.getByText('-H "Authorization: Bearer $SWITCHYARD_API_KEY"').first().waitFor({ timeout: 30_000 });
+    const sample = page.locator('pre, code').filter({ hasText: 'curl http://localhost:3000/v1/responses' }).first();
+    await sample.waitFor({ timeout: 10_000 });
+    // The sample picker lists the SDK samples; choosing Python shows the openai client call.
+    const picker = page.getByRole('button', { name: /^curl$/i }).or(page.locator('button').filter({ hasText: /^curl$/ })).first();
+    await picker.click({ timeout: 10_000 });
+    await page.getByText('Node (openai)', { exact: true }).first().waitFor({ timeout: 10_000 });
+    await page.getByText('Python (openai)', { exact: true }).first().click();
+    await page.getByText('client.responses.create(model="openai/gpt-4.1-mini", input="Hello!")').first().waitFor({ timeout: 10_000 });
+    await page.screenshot({ path: path.join(os.tmpdir(), 'switchyard-docs-samples.png'), fullPage: false });
+    expect(outside).toEqual([]);
+    await page.close();
+  }, 60_000);
 });
