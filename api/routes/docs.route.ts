@@ -17,12 +17,12 @@ export function docsRoutes(ctx: AppContext): Router {
     res.setHeader('Content-Security-Policy', referenceCsp(ctx.config.publicBaseUrl));
     res.type('html').send(PAGE);
   });
-  r.get('/docs/assets/:file', (req, res, next) => {
+  r.get('/docs/assets/:file', async (req, res, next) => {
     if (req.params.file === INIT_SCRIPT) {
       res.setHeader('Cache-Control', 'no-cache');
       res.type('text/javascript').send(INIT);
     } else if (req.params.file === SCALAR_SCRIPT) {
-      const b = scalarBundle();
+      const b = await scalarBundle();
       res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
       res.setHeader('Vary', 'Accept-Encoding');
       res.type('text/javascript');
