@@ -85,7 +85,8 @@ export const ROUTE_DOCS: RouteDoc[] = [
   { method: 'get', path: '/readyz', tag: 'Operations', auth: 'none', summary: 'Database, Redis and workers are reachable', response: json('Ready; 503 with the same body when a check fails', readinessSchema), errors: [503] },
   { method: 'get', path: '/metrics', tag: 'Operations', auth: 'metrics', summary: 'Prometheus metrics (requests, latency, queue depth, jobs, providers, money)', response: { description: 'Prometheus text exposition format', contentType: 'text/plain' } },
   { method: 'get', path: '/openapi.json', tag: 'Operations', auth: 'none', summary: 'This OpenAPI 3.1 document', response: json('The OpenAPI document') },
-  { method: 'get', path: '/docs', tag: 'Operations', auth: 'none', summary: 'Readable API reference (HTML)', response: { description: 'HTML page', contentType: 'text/html' } },
+  { method: 'get', path: '/docs', tag: 'Operations', auth: 'none', summary: 'This API reference (HTML; rendered in the browser by the bundled Scalar reference, with search and "try it")', response: { description: 'HTML page', contentType: 'text/html' } },
+  { method: 'get', path: '/docs/assets/{file}', tag: 'Operations', auth: 'none', summary: 'Scripts of the reference page, served by Switchyard itself (no CDN)', response: { description: 'JavaScript', contentType: 'text/javascript' }, errors: [404] },
   { method: 'get', path: '/admin/login', tag: 'Operations', auth: 'none', summary: 'Browser login to the queue dashboard: ?token=<owner or admin token> sets a cookie and redirects to /admin/queues', response: { status: 302, description: 'Redirect to /admin/queues with the `sy_admin` cookie set' }, errors: [401, 403] },
 
   // Account
