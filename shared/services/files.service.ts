@@ -206,20 +206,21 @@ export class FilesService {
     return Number(exp) * 1000 <= this.clock().getTime() ? 'expired' : 'ok';
   }
 
-  /** Absolute, signed URL of the file's bytes, served by Switchyard, valid for `urlTtlSeconds` from now. */
-  fileUrl(id: string): string {
-    const exp = Math.floor(this.clock().getTime() / 1000) + this.urlTtlSeconds;
+  /** Absolute, signed URL of the file's bytes, served by Switchyard, valid for `urlTtlSeconds` from `from` (now). */
+  fileUrl(id: string, from: Date = this.clock()): string {
+    const exp = Math.floor(from.getTime() / 1000) + this.urlTtlSeconds;
     return `${this.baseUrl}/v1/files/${encodeURIComponent(id)}/content?exp=${exp}&sig=${this.signature(id, exp)}`;
   }
 
   /**
    * A generation with fresh signed URLs in its stored result (`outputs[].url`, `data.url`, `data.items[].url`):
-   * the URLs stored when it completed expire, so every reply signs them anew.
+   * the URLs stored when it completed expire, so every reply signs them anew. `from` fixes the signing time (a
+   * callback signs at its first attempt, so that every retry sends the same body).
    */
-  withFreshUrls<T extends { result: unknown }>(g: T): T {
+  withFreshUrls<T extends { result: unknown }>(g: T, from?: Date): T {
     const result = g.result as { outputs?: Array<{ url?: string; fileId?: string }>; data?: { url?: string; file_id?: string; items?: Array<{ url?: string; file_id?: string }> } } | null;
     if (!result || typeof result !== 'object') return g;
-    const fresh = (url: string | undefined, id: string | undefined) => (typeof id === 'string' && typeof url === 'string' ? this.fileUrl(id) : url);
+    const fresh = (url: string | undefined, id: string | undefined) => (typeof id === 'string' && typeof url === 'string' ? this.fileUrl(id, from) : url);
     const copy = { ...result };
     if (Array.isArray(result.outputs)) copy.outputs = result.outputs.map((o) => ({ ...o, url: fresh(o.url, o.fileId) }));
     if (result.data && typeof result.data === 'object') {

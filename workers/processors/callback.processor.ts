@@ -17,7 +17,9 @@ export function callbackProcessor(deps: WorkerDeps) {
       deps.db.organization.findUnique({ where: { id: organizationId }, select: { callbackSecret: true } }),
     ]);
     if (!generation || !org) return;
-    const body = JSON.stringify(mediaRecord(deps.files.withFreshUrls(generation)));
+    // Signed as of the job's creation: every retry sends the same signed body (its URLs expire FILE_URL_TTL_SECONDS
+    // after the first attempt, docs/callbacks.md).
+    const body = JSON.stringify(mediaRecord(deps.files.withFreshUrls(generation, new Date(job.timestamp))));
     let code: number;
     try {
       code = await postCallback({ url, body, secret: org.callbackSecret, status }, { allowPrivate: deps.config.callbackAllowPrivate });
