@@ -33,7 +33,7 @@ if (require.main === module) {
     .then(async (rt) => {
       const web = await startWeb(rt);
       rt.onClose(() => web.close());
-      onShutdown(rt.logger, () => rt.close());
+      onShutdown(rt.logger, () => rt.close(), rt.config.shutdownTimeoutMs);
     })
     .catch((e: Error) => {
       console.error(e.message);

@@ -13,7 +13,7 @@ bootstrap('all')
     const web = await startWeb(rt);
     rt.onClose(() => pool.close());
     rt.onClose(() => web.close()); // runs first: stop taking requests before the workers stop
-    onShutdown(rt.logger, () => rt.close());
+    onShutdown(rt.logger, () => rt.close(), rt.config.shutdownTimeoutMs);
   })
   .catch((e: Error) => {
     console.error(e.message);

@@ -32,7 +32,7 @@ export type Logger = winston.Logger;
 
 export function createLogger(opts: { level?: string; service?: string; silent?: boolean } = {}): Logger {
   return winston.createLogger({
-    level: opts.level ?? process.env.LOG_LEVEL ?? 'info',
+    level: opts.level ?? 'info',
     silent: opts.silent ?? false,
     defaultMeta: { service: opts.service ?? 'switchyard' },
     format: winston.format.combine(addContext(), winston.format.timestamp(), winston.format.json()),

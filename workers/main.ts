@@ -1,6 +1,6 @@
 import { bootstrap, onShutdown, type Runtime } from '../shared/runtime/bootstrap';
 import { buildWorkerDeps } from './worker-deps';
-import { DEFAULT_WORKER_METRICS_PORT, startMetricsServer } from '../shared/metrics/metrics-server';
+import { startMetricsServer } from '../shared/metrics/metrics-server';
 import { Queue } from 'bullmq';
 import { QUEUES } from '../shared/queue/queue-names';
 import { scheduleMaintenance } from './processors/maintenance.processor';
@@ -16,7 +16,7 @@ export async function startWorkers(rt: Runtime): Promise<WorkerPool> {
   // The retention job (expired files) repeats every 15 minutes; installing it again on every start is harmless.
   const maintenance = new Queue(QUEUES.maintenance, { connection, prefix: rt.config.queuePrefix });
   await scheduleMaintenance(maintenance);
-  await scheduleReaper(maintenance); // fails and releases generations whose job was lost (docs/faults.md)
+  await scheduleReaper(maintenance, rt.config.reaper); // fails and releases generations whose job was lost (docs/faults.md)
   await maintenance.close();
   rt.logger.info(`workers serving ${pool.workers.map((w) => `${w.name}×${w.opts.concurrency}`).join(', ')}`);
   return pool;
@@ -29,12 +29,12 @@ if (require.main === module) {
       rt.onClose(() => pool.close());
       // A worker-only process exposes its own /metrics (job durations, provider attempts, money charged).
       // A second worker on the same host finds the port taken: it logs that and runs on without its own endpoint.
-      const port = Number(process.env.WORKER_METRICS_PORT ?? DEFAULT_WORKER_METRICS_PORT);
+      const port = rt.config.worker.metricsPort;
       await startMetricsServer(rt.metrics.registry, port, { token: rt.config.metricsToken }).then(
         (m) => rt.onClose(() => m.close()),
         (e: Error) => rt.logger.warn(`worker metrics endpoint not started on port ${port}: ${e.message} (set WORKER_METRICS_PORT per process)`),
       );
-      onShutdown(rt.logger, () => rt.close());
+      onShutdown(rt.logger, () => rt.close(), rt.config.shutdownTimeoutMs);
     })
     .catch((e: Error) => {
       console.error(e.message);

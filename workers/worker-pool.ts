@@ -3,6 +3,7 @@ import type Redis from 'ioredis';
 import { DEFAULT_CONCURRENCY } from '../shared/queue/job-catalog';
 import { QUEUES, type QueueName } from '../shared/queue/queue-names';
 import type { WorkerDeps } from './worker-deps';
+import type { WorkerSettings } from '../shared/config/env';
 import { listenForStops } from '../shared/queue/cancel-channel';
 import { instrumentWorker } from '../shared/metrics/metrics';
 import { textProcessor } from './processors/text.processor';
@@ -13,26 +14,20 @@ import { mediaProcessor } from './processors/media.processor';
 import { callbackProcessor } from './processors/callback.processor';
 
 /** Queue → processor: the worker catalog. */
-function processors(deps: WorkerDeps, env: NodeJS.ProcessEnv = process.env): Partial<Record<QueueName, Processor>> {
+function processors(deps: WorkerDeps): Partial<Record<QueueName, Processor>> {
   return {
     [QUEUES.text]: textProcessor(deps) as Processor,
     [QUEUES.embeddings]: embeddingsProcessor(deps) as Processor,
     [QUEUES.maintenance]: maintenanceProcessor(deps) as Processor,
-    [QUEUES.image]: imageProcessor(deps, env) as Processor,
-    [QUEUES.media]: mediaProcessor(deps, env) as Processor,
+    [QUEUES.image]: imageProcessor(deps) as Processor,
+    [QUEUES.media]: mediaProcessor(deps) as Processor,
     [QUEUES.callbacks]: callbackProcessor(deps) as Processor,
   };
 }
 
-export function concurrencyFor(queue: QueueName, env: NodeJS.ProcessEnv = process.env): number {
-  const v = Number(env[`WORKER_CONCURRENCY_${queue.toUpperCase()}`]);
-  return Number.isInteger(v) && v > 0 ? v : DEFAULT_CONCURRENCY[queue];
-}
-
-/** Stalled-job timing (how soon a dead worker's jobs run again): WORKER_STALLED_INTERVAL_MS, WORKER_LOCK_DURATION_MS. */
-function msFromEnv(name: string, fallback: number, env: NodeJS.ProcessEnv = process.env): number {
-  const v = Number(env[name]);
-  return Number.isInteger(v) && v > 0 ? v : fallback;
+/** WORKER_CONCURRENCY_<QUEUE> (Config.worker), else the job catalog's default. */
+export function concurrencyFor(queue: QueueName, settings: WorkerSettings): number {
+  return settings.concurrency[queue] ?? DEFAULT_CONCURRENCY[queue];
 }
 
 export interface WorkerPool {
@@ -44,18 +39,18 @@ export interface WorkerPool {
 }
 
 /** One BullMQ Worker per queue this process serves. */
-export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { queues?: QueueName[]; env?: NodeJS.ProcessEnv } = {}): WorkerPool {
-  const table = processors(deps, opts.env);
+export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { queues?: QueueName[] } = {}): WorkerPool {
+  const table = processors(deps);
   const queues = (opts.queues ?? (Object.keys(table) as QueueName[])).filter((q) => table[q]);
   const workers = queues.map((q) => {
     const w = new Worker(q, table[q]!, {
       connection,
       prefix: deps.config.queuePrefix,
-      concurrency: concurrencyFor(q, opts.env),
+      concurrency: concurrencyFor(q, deps.config.worker),
       // Jobs are removed on completion by their own options (job catalog); a stalled job is re-run once.
       maxStalledCount: 1,
-      stalledInterval: msFromEnv('WORKER_STALLED_INTERVAL_MS', 15_000, opts.env),
-      lockDuration: msFromEnv('WORKER_LOCK_DURATION_MS', 30_000, opts.env),
+      stalledInterval: deps.config.worker.stalledIntervalMs,
+      lockDuration: deps.config.worker.lockDurationMs,
     });
     instrumentWorker(w, deps.metrics);
     w.on('error', (err) => deps.logger.error('worker error', { queue: q, err }));

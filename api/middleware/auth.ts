@@ -5,18 +5,7 @@ import { hashApiKey, KEY_PATTERN } from '../../shared/auth/api-keys';
 import { looksLikeJwt, verifyToken, type Role } from '../../shared/auth/tokens';
 import { AppError } from '../../shared/errors/app-error';
 import { verifyOperatorToken } from '../../shared/auth/operator-tokens';
-
-export type Principal =
-  | {
-      kind: 'key';
-      organizationId: string;
-      keyId: string;
-      /** The user the key belongs to (its member), if any. */
-      userId: string | null;
-      allowedModels: string[];
-      rateLimitPerMinute: number | null;
-    }
-  | { kind: 'user'; organizationId: string; userId: string; role: Role; rateLimitPerMinute: number | null };
+import type { Principal } from '../../shared/auth/principal';
 
 declare module 'express-serve-static-core' {
   interface Locals {
@@ -125,16 +114,4 @@ export function requireUser(res: Response, roles: Role[] = ['owner', 'admin', 'm
   if (p.kind !== 'user') throw new AppError('FORBIDDEN', 'This endpoint needs a personal-account token, not an API key');
   if (!roles.includes(p.role)) throw new AppError('FORBIDDEN', `Your role (${p.role}) may not do this`);
   return p;
-}
-
-/** A key limited to some models asking for another: 403 (decisions.md section 2). */
-export function assertModelAllowed(principal: Principal, model: string): void {
-  if (principal.kind === 'key' && principal.allowedModels.length > 0 && !principal.allowedModels.includes(model)) {
-    throw new AppError('FORBIDDEN', `This API key may not use model ${model}`);
-  }
-}
-
-/** Who a generation or file belongs to: the organization, the key (if any) and the user (the key's member). */
-export function ownerOf(p: Principal): { organizationId: string; apiKeyId: string | null; userId: string | null } {
-  return { organizationId: p.organizationId, apiKeyId: p.kind === 'key' ? p.keyId : null, userId: p.userId };
 }

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import type { AppContext } from '../app-context';
-import { ownerOf } from '../middleware/auth';
+import { ownerOf } from '../../shared/auth/principal';
 import { AppError } from '../../shared/errors/app-error';
 import { check } from '../../shared/schemas/ajv';
 import { embeddingsInputIssues, embeddingsSchema, type EmbeddingsBody } from '../../shared/schemas/embeddings.schema';
@@ -10,7 +10,7 @@ import { newId } from '../../shared/auth/api-keys';
 import { estimateTokens, maxBound, tokenCost } from '../../shared/billing/pricing';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { EmbeddingsJobData } from '../../shared/queue/job-catalog';
-import type { EmbeddingsDonePayload } from '../../workers/services/embeddings-executor';
+import type { EmbeddingsDonePayload } from '../../shared/queue/job-catalog';
 import { awaitText } from '../services/text-replies';
 
 /** What an embeddings generation stores as its result (`replay` only when the request had an Idempotency-Key). */

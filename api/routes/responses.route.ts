@@ -15,9 +15,10 @@ import {
 import type { InputItem, OutputItem } from '../../shared/providers/provider.types';
 import { randomBase62 } from '../../shared/auth/api-keys';
 import type { Generation } from '../../shared/db/generated/client';
-import type { TextDonePayload } from '../../workers/services/text-executor';
-import type { Principal } from '../middleware/auth';
-import { awaitText, completedText, pumpStream, type StoredError } from '../services/text-replies';
+import type { TextDonePayload } from '../../shared/queue/job-catalog';
+import type { Principal } from '../../shared/auth/principal';
+import { awaitText, completedText, pumpStream } from '../services/text-replies';
+import type { StoredError } from '../../shared/errors/app-error';
 
 /** What a responses generation keeps in its `request` column: the body (echo fields) and the whole conversation. */
 interface StoredResponsesRequest {

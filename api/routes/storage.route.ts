@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import busboy from 'busboy';
 import type { AppContext } from '../app-context';
-import type { Principal } from '../middleware/auth';
+import type { Principal } from '../../shared/auth/principal';
 import { AppError } from '../../shared/errors/app-error';
 import { check } from '../../shared/schemas/ajv';
 import {

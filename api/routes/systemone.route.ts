@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import type { AppContext } from '../app-context';
-import { ownerOf } from '../middleware/auth';
+import { ownerOf } from '../../shared/auth/principal';
 import { parseSystemoneBody } from '../../shared/schemas/systemone.schema';
 import { answerScheme, questionRequest } from '../../shared/formats/systemone.mapper';
 import { moneyJson } from '../../shared/formats/format-utils';
@@ -9,7 +9,7 @@ import { estimateTokens, maxBound, textBound } from '../../shared/billing/pricin
 import { ZERO } from '../../shared/billing/money';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { SystemoneJobData } from '../../shared/queue/job-catalog';
-import type { SystemoneDonePayload } from '../../workers/services/systemone-executor';
+import type { SystemoneDonePayload } from '../../shared/queue/job-catalog';
 import { awaitText } from '../services/text-replies';
 
 /**

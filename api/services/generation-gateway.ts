@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import { AppError } from '../../shared/errors/app-error';
+import { AppError, type StoredError } from '../../shared/errors/app-error';
 import type { Logger } from '../../shared/logger';
 import { JOB_OPTIONS } from '../../shared/queue/job-catalog';
 import type { BusMessage, GenerationBus } from '../../shared/queue/generation-bus';
@@ -9,8 +9,6 @@ import { ZERO, type Decimal } from '../../shared/billing/money';
 import { Mailbox } from './mailbox';
 import type Redis from 'ioredis';
 import { publishStop, type StopReason } from '../../shared/queue/cancel-channel';
-
-type FailedError = Extract<BusMessage, { type: 'failed' }>['error'];
 
 export type FinalMessage = Extract<BusMessage, { type: 'done' | 'failed' | 'cancelled' }>;
 
@@ -69,7 +67,7 @@ export class GenerationGateway {
     } catch (e) {
       detach();
       this.logger.error('enqueue failed', { err: e, generationId: gen.id });
-      await this.generations.finish(gen.id, { status: 'failed', error: { code: 'SERVICE_UNAVAILABLE', message: 'The queue is unavailable' } }).catch(() => undefined);
+      await this.generations.finish(gen.id, { status: 'failed', error: new AppError('SERVICE_UNAVAILABLE', 'The queue is unavailable').toStored() }).catch(() => undefined);
       throw new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable: repeat later');
     }
     return { id: gen.id, queue, granted, mailbox, detach, keyed: gen.idempotency !== undefined };
@@ -99,7 +97,7 @@ export class GenerationGateway {
     const deliver = (g: GenerationState): boolean => {
       if (RUNNING.has(g.status)) return false;
       if (g.status === 'completed') mailbox.put({ type: 'done', payload: g.result, id, seq: 1 });
-      else if (g.status === 'failed') mailbox.put({ type: 'failed', error: g.error as FailedError, id, seq: 1 });
+      else if (g.status === 'failed') mailbox.put({ type: 'failed', error: g.error as unknown as StoredError, id, seq: 1 });
       else mailbox.put({ type: 'cancelled', id, seq: 1 });
       return true;
     };

@@ -4,8 +4,7 @@ import { maxBound } from '../../shared/billing/pricing';
 import { endpointBySlug } from '../../shared/catalog/catalog-index';
 import type { EndpointConfig, ModelConfig } from '../../shared/catalog/catalog.types';
 import { readAll } from '../../shared/storage/blob-store';
-import { AppError } from '../../shared/errors/app-error';
-import { ERROR_CODES, type ErrorCode } from '../../shared/errors/error-codes';
+import { AppError, type StoredError } from '../../shared/errors/app-error';
 import {
   boundSeconds,
   boundUnits,
@@ -19,7 +18,7 @@ import {
 } from '../../shared/formats/media.mapper';
 import type { ImageRequest, MediaInput } from '../../shared/providers/adapter.types';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
-import type { PlannedCandidate } from '../../shared/queue/job-catalog';
+import { queueOfGeneration, type MediaJobData, type MediaKind, type PlannedCandidate } from '../../shared/queue/job-catalog';
 import { QUEUES, type QueueName } from '../../shared/queue/queue-names';
 import { check } from '../../shared/schemas/ajv';
 import { imageGenerationIssues, imageGenerationSchema, type ImageGenerationBody } from '../../shared/schemas/images.schema';
@@ -27,14 +26,12 @@ import {
   mediaCreateSchema,
   mediaOperationSchema,
   type MediaCreateBody,
-  type MediaJobData,
-  type MediaKind,
   type MediaOperationBody,
 } from '../../shared/schemas/media.schema';
 import { CallbackService, CallbackUrlError, checkCallbackUrl } from '../../shared/services/callbacks.service';
 import type { RequestType } from '../../shared/services/generation.service';
 import type { AppContext } from '../app-context';
-import { type Principal, ownerOf } from '../middleware/auth';
+import { type Principal, ownerOf } from '../../shared/auth/principal';
 import type { FinalMessage, Submission } from './generation-gateway';
 import type { IdempotencyClaim } from '../../shared/services/generation.service';
 
@@ -88,11 +85,6 @@ interface Submit {
 function withoutNulls(body: unknown): unknown {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
   return Object.fromEntries(Object.entries(body).filter(([, v]) => v !== null));
-}
-
-function errorFromMessage(error: { code: string; message: string; metadata?: Record<string, unknown> }): AppError {
-  const code = (error.code in ERROR_CODES ? error.code : 'BAD_GATEWAY') as ErrorCode;
-  return new AppError(code, error.message, { metadata: error.metadata });
 }
 
 /**
@@ -154,7 +146,7 @@ export class MediaService {
     });
     const final = await this.wait(sub);
     const g = await this.load(sub.id);
-    if (final?.type === 'failed' || g.status === 'failed') throw errorFromMessage(final?.type === 'failed' ? final.error : (g.error as { code: string; message: string }));
+    if (final?.type === 'failed' || g.status === 'failed') throw AppError.fromStored(final?.type === 'failed' ? final.error : (g.error as unknown as StoredError));
     if (g.status === 'cancelled') throw new AppError('CONFLICT', 'The generation was cancelled');
     if (g.status !== 'completed') return { status: 202, body: pendingImageBody(g), headers: { 'Retry-After': String(retryAfterSeconds('image')) } };
     const base64 = body.response_format === 'b64_json' ? await this.base64Of(g) : undefined;
@@ -326,7 +318,7 @@ export class MediaService {
     // what it stores after is removed by the worker when its settlement finds the generation cancelled.
     await this.ctx.files.discardUnkept(id);
 
-    const queue = (g.routing as { queue?: QueueName } | null)?.queue ?? (g.requestType === 'image' ? QUEUES.image : QUEUES.media);
+    const queue = queueOfGeneration(g);
     const job = await this.ctx.queues[queue].getJob(id).catch(() => undefined);
     if (job) {
       const state = await job.getState().catch(() => 'unknown');

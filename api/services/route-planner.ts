@@ -14,7 +14,7 @@ import {
 } from '../../shared/routing';
 import type { PlannedCandidate } from '../../shared/queue/job-catalog';
 import type { EndpointStatsStore } from '../../shared/services/endpoint-stats.store';
-import { assertModelAllowed, type Principal } from '../middleware/auth';
+import { assertModelAllowed, type Principal } from '../../shared/auth/principal';
 
 export interface PlanRequest {
   principal: Principal;

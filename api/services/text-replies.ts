@@ -1,24 +1,9 @@
 import type { Response } from 'express';
-import { AppError, type ErrorMetadata } from '../../shared/errors/app-error';
-import type { ErrorCode } from '../../shared/errors/error-codes';
+import { AppError, type StoredError } from '../../shared/errors/app-error';
 import type { TextResult, TextStreamEvent } from '../../shared/providers/provider.types';
 import type { Db } from '../../shared/db/client';
-import type { TextDonePayload } from '../../workers/services/text-executor';
+import type { TextDonePayload } from '../../shared/queue/job-catalog';
 import type { FinalMessage, GenerationGateway, Submission } from './generation-gateway';
-
-export interface StoredError {
-  code: ErrorCode;
-  status?: number;
-  message: string;
-  metadata?: ErrorMetadata;
-}
-
-export function errorFromStored(e: StoredError): AppError {
-  // A provider's Retry-After reaches the caller (all providers rate-limited: workers/services/attempt-order.ts).
-  const wait = e.metadata?.retry_after_seconds;
-  const headers = typeof wait === 'number' && wait > 0 ? { 'Retry-After': String(wait) } : undefined;
-  return new AppError(e.code, e.message, { metadata: e.metadata, headers });
-}
 
 /** The stored answer of a completed text generation, for a waiter that missed the worker's message. */
 export async function completedText(db: Db, id: string): Promise<TextDonePayload | null> {
@@ -54,7 +39,7 @@ export async function awaitText<T = TextDonePayload>(gateway: GenerationGateway,
       return settled ? { type: 'done', payload: settled, id: sub.id, seq: 0 } : null;
     });
     if (m?.type === 'done') return m.payload as T;
-    if (m?.type === 'failed') throw errorFromStored(m.error as StoredError);
+    if (m?.type === 'failed') throw AppError.fromStored(m.error);
     if (!m && sub.keyed) throw timeoutError(sub.id, waitMs, true);
     // Cancelled on the submission's own queue (an embeddings job must leave the embeddings queue) and its upstream
     // call aborted, so a provider never works for a caller who has gone.
@@ -148,7 +133,7 @@ export async function pumpStream(
         }
         const final = await endAfterTimeout(gateway, sub, produced, (ev) => write(h.delta(ev)));
         if (final?.type === 'done') write(h.done(final.payload as TextDonePayload));
-        else if (final?.type === 'failed') write(h.failed(final.error as StoredError, final.payload as TextDonePayload | undefined));
+        else if (final?.type === 'failed') write(h.failed(final.error, final.payload as TextDonePayload | undefined));
         else write(h.failed({ code: 'REQUEST_TIMEOUT', message: 'Timed out waiting for the model', metadata: { reason: 'upstream_timeout' } }));
         break;
       }
@@ -162,7 +147,7 @@ export async function pumpStream(
         write(h.done(m.payload as TextDonePayload));
         break;
       } else if (m.type === 'failed') {
-        write(h.failed(m.error as StoredError, m.payload as TextDonePayload | undefined));
+        write(h.failed(m.error, m.payload as TextDonePayload | undefined));
         break;
       } else if (m.type === 'cancelled') {
         write(h.failed({ code: 'REQUEST_TIMEOUT', message: 'The generation was cancelled' }));

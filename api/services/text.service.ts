@@ -5,7 +5,7 @@ import { estimateTokens, maxBound, outputTokensFor, textBound } from '../../shar
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';
 import type { ApiType, IdempotencyClaim, ResponseMode } from '../../shared/services/generation.service';
-import { type Principal, ownerOf } from '../middleware/auth';
+import { type Principal, ownerOf } from '../../shared/auth/principal';
 import type { GenerationGateway, Submission } from './generation-gateway';
 import type { PlannedRoute, RoutePlanner } from './route-planner';
 

@@ -20,10 +20,10 @@ interface RawCatalog {
 }
 
 /**
- * Validates a catalog and resolves provider keys from the environment. Every problem is named: a missing
+ * Validates a catalog and resolves provider keys (`apiKeyEnv`) from `keys`: Config.providerKeys, or a test's own. Every problem is named: a missing
  * provider, an unknown kind, a negative price, a duplicate id (decisions.md section 1).
  */
-export function parseCatalog(raw: unknown, env: NodeJS.ProcessEnv = process.env, sourceText?: string): Catalog {
+export function parseCatalog(raw: unknown, keys: Readonly<Record<string, string | undefined>>, sourceText?: string): Catalog {
   const problems: string[] = [];
   if (!validateShape(raw)) {
     for (const e of validateShape.errors ?? []) problems.push(`${e.instancePath || '/'} ${e.message}`);
@@ -36,7 +36,7 @@ export function parseCatalog(raw: unknown, env: NodeJS.ProcessEnv = process.env,
   const providers: Record<string, ProviderConfig> = Object.create(null);
   for (const [id, p] of Object.entries(data.providers)) {
     if (!(PROVIDER_KINDS as readonly string[]).includes(p.kind)) problems.push(`provider "${id}": unknown kind "${p.kind}" (known: ${PROVIDER_KINDS.join(', ')})`);
-    providers[id] = { ...p, id, kind: p.kind, timeoutMs: p.timeoutMs ?? 60_000, apiKey: p.apiKeyEnv ? env[p.apiKeyEnv] || undefined : undefined };
+    providers[id] = { ...p, id, kind: p.kind, timeoutMs: p.timeoutMs ?? 60_000, apiKey: p.apiKeyEnv ? keys[p.apiKeyEnv] || undefined : undefined };
   }
 
   const models: Record<string, ModelConfig> = Object.create(null);
@@ -80,7 +80,7 @@ function findDuplicateKeys(text: string): string[] {
   return problems;
 }
 
-export function loadCatalog(file: string, env: NodeJS.ProcessEnv = process.env): Catalog {
+export function loadCatalog(file: string, keys: Readonly<Record<string, string | undefined>>): Catalog {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
@@ -93,7 +93,7 @@ export function loadCatalog(file: string, env: NodeJS.ProcessEnv = process.env):
   } catch (e) {
     throw new CatalogError([`${file} is not valid JSON: ${(e as Error).message}`]);
   }
-  return parseCatalog(raw, env, text);
+  return parseCatalog(raw, keys, text);
 }
 
 /** Providers whose key variable is named but unset: logged at start. */

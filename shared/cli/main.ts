@@ -317,8 +317,8 @@ function parseError(e: unknown, cmd: Command): CliError {
   return new CliError(message.split('\n')[0]);
 }
 
-function cliLogger(io: CliIo): RuntimeLogger {
-  const verbose = io.env.LOG_LEVEL === 'debug';
+function cliLogger(io: CliIo, logLevel: string): RuntimeLogger {
+  const verbose = logLevel === 'debug';
   const write = (level: string) => (message: string) => {
     io.stderr.write(`switchyard ${level}: ${message}\n`);
   };
@@ -390,13 +390,13 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const missing = cmd.required.filter((f) => values[f] === undefined);
   if (missing.length) return fail(`missing ${missing.map((f) => `--${f}`).join(', ')} (usage: switchyard ${cmd.usage})`);
 
-  const logger = cliLogger(io);
   let config: Config;
   try {
     config = loadConfig(io.env, []);
   } catch (e) {
     return fail(errorMessage(e));
   }
+  const logger = cliLogger(io, config.logLevel);
 
   let close: (() => Promise<void>) | undefined;
   try {

@@ -1,6 +1,12 @@
 import path from 'node:path';
+import { QUEUE_NAMES, type QueueName } from '../queue/queue-names';
 
-/** Everything the service reads from its environment, parsed once (decisions.md section 1). */
+/**
+ * Everything the service reads from its environment, parsed once (decisions.md section 1). This is the only
+ * module that reads `process.env`: every other module receives the values it needs from a `Config` (README
+ * "Configuration" lists each variable). A value that does not parse stops the start with a message naming the
+ * variable; nothing falls back silently. Start-up never changes the environment or the parsed values.
+ */
 export interface Config {
   port: number;
   databaseUrl?: string;
@@ -14,6 +20,8 @@ export interface Config {
   metricsToken?: string;
   callbackAllowPrivate: boolean;
   demo: boolean;
+  /** Port of the demo mode's fake providers: DEMO_PROVIDER_PORT, default 4010. */
+  demoProviderPort: number;
   /** Working folder for embedded services, the generated secret and local files. */
   homeDir: string;
   /** BullMQ key prefix; hash-tagged so every key of a queue lands on one Redis Cluster slot. */
@@ -21,34 +29,180 @@ export interface Config {
   publicBaseUrl?: string;
   /** Lifetime of signed file URLs (`?exp=&sig=`), seconds: FILE_URL_TTL_SECONDS, default 3600. */
   fileUrlTtlSeconds: number;
+  /** PostgreSQL connections per process: DATABASE_POOL_SIZE, default 20. */
+  databasePoolSize: number;
+  /** How long a graceful shutdown may take before the process exits anyway: SHUTDOWN_TIMEOUT_MS, default 30000. */
+  shutdownTimeoutMs: number;
+  worker: WorkerSettings;
+  reaper: ReaperSettings;
+  media: MediaSettings;
+  /** S3-compatible file storage when S3_BUCKET is set; else files live under `<homeDir>/files`. */
+  s3?: S3Settings;
+  /**
+   * Values looked up by names that only the catalog knows (a provider's `apiKeyEnv`, e.g. OPENAI_API_KEY). In
+   * demo mode DEMO_PROVIDER_KEY defaults to `demo` (the demo catalog's providers read their key from it).
+   */
+  providerKeys: Readonly<Record<string, string | undefined>>;
 }
 
-function int(value: string | undefined, fallback: number, name: string): number {
+export interface WorkerSettings {
+  /** Jobs in flight per worker process and queue: WORKER_CONCURRENCY_<QUEUE>, defaults in the job catalog. */
+  concurrency: Partial<Record<QueueName, number>>;
+  /** Stalled-job timing (how soon a dead worker's jobs run again): WORKER_STALLED_INTERVAL_MS, WORKER_LOCK_DURATION_MS. */
+  stalledIntervalMs: number;
+  lockDurationMs: number;
+  /** Port of a worker process's own /metrics: WORKER_METRICS_PORT, default 9091 (0: any free port). */
+  metricsPort: number;
+}
+
+/** The reaper of generations no job will finish: REAPER_EVERY_MS, REAPER_MIN_AGE_MS. */
+export interface ReaperSettings {
+  everyMs: number;
+  minAgeMs: number;
+}
+
+/** MEDIA_POLL_MS, MEDIA_POLL_MAX_MS, MEDIA_MAX_POLL_ERRORS, MEDIA_TASK_TIMEOUT_MS, MEDIA_DOWNLOAD_TIMEOUT_MS, MEDIA_CANCEL_CHECK_MS, CALLBACK_BACKOFF_MS. */
+export interface MediaSettings {
+  /** First wait between two polls of an upstream task; each next wait is 1.5 times longer, up to `maxPollMs`. */
+  pollMs: number;
+  maxPollMs: number;
+  /** Consecutive failed polls before the generation fails. */
+  maxPollErrors: number;
+  /** A task still running after this long is cancelled upstream and the generation fails. */
+  taskTimeoutMs: number;
+  downloadTimeoutMs: number;
+  /** While a long upstream call runs (an image generation, an output download): how often to look for a cancel. */
+  cancelCheckMs: number;
+  /** First callback retry delay (exponential); default the job catalog's. */
+  callbackBackoffMs?: number;
+}
+
+/** S3_BUCKET, S3_REGION (default us-east-1), S3_ENDPOINT, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_FORCE_PATH_STYLE, S3_PREFIX. */
+export interface S3Settings {
+  bucket: string;
+  region: string;
+  endpoint?: string;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  forcePathStyle: boolean;
+  prefix?: string;
+}
+
+/**
+ * What the embedded PostgreSQL and Redis need from the environment. Read when they start (`embeddedSettings()`),
+ * not kept in Config: the CLI and tests start them without a service configuration.
+ */
+export interface EmbeddedSettings {
+  /** Folder of initdb and postgres: SWITCHYARD_PG_BIN, default the installed platform package's. */
+  pgBinDir?: string;
+  /** As root: where PostgreSQL's binaries and cluster go when the `postgres` user cannot enter the checkout. */
+  rootStateDir: string;
+  /** PATH, searched for `redis-server`. */
+  searchPath?: string;
+  /** The environment embedded children start with (initdb and postgres get LC_ALL=C on top). */
+  childEnv: Readonly<Record<string, string | undefined>>;
+}
+
+export const DEFAULT_ROOT_STATE_DIR = '/var/lib/switchyard';
+export const DEFAULT_WORKER_METRICS_PORT = 9091;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** A non-negative integer, or `fallback` when unset or empty. */
+function int(env: Env, name: string, fallback: number): number {
+  const value = env[name];
   if (value === undefined || value === '') return fallback;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got "${value}"`);
   return n;
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, argv: string[] = process.argv): Config {
+/** A positive integer (a duration, a count), or `fallback` when unset or empty. */
+function positive(env: Env, name: string, fallback: number): number {
+  const value = env[name];
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got "${value}"`);
+  return n;
+}
+
+function flag(env: Env, name: string): boolean {
+  const value = env[name];
+  if (value === undefined || value === '' || value === 'false' || value === '0') return false;
+  if (value === 'true' || value === '1') return true;
+  throw new Error(`${name} must be true or false, got "${value}"`);
+}
+
+function text(env: Env, name: string): string | undefined {
+  return env[name] || undefined;
+}
+
+/** Parses the environment (default: this process's) and the command line (`--demo`). Never changes either. */
+export function loadConfig(env: Env = process.env, argv: string[] = process.argv): Config {
   const homeDir = path.resolve(env.SWITCHYARD_HOME ?? '.switchyard');
-  const demo = argv.includes('--demo') || env.SWITCHYARD_DEMO === '1' || env.SWITCHYARD_DEMO === 'true';
+  const demo = argv.includes('--demo') || flag(env, 'SWITCHYARD_DEMO');
+  const concurrency: Partial<Record<QueueName, number>> = {};
+  for (const q of QUEUE_NAMES) {
+    const name = `WORKER_CONCURRENCY_${q.toUpperCase()}`;
+    if (env[name]) concurrency[q] = positive(env, name, 1);
+  }
   return {
-    port: int(env.PORT, 3000, 'PORT'),
-    databaseUrl: env.DATABASE_URL || undefined,
-    redisUrl: env.REDIS_URL || undefined,
+    port: int(env, 'PORT', 3000),
+    databaseUrl: text(env, 'DATABASE_URL'),
+    redisUrl: text(env, 'REDIS_URL'),
     catalogPath: path.resolve(env.SWITCHYARD_CATALOG ?? (demo ? 'config/catalog.demo.json' : 'config/catalog.json')),
-    secret: env.SWITCHYARD_SECRET || undefined,
-    syncWaitMs: int(env.SYNC_WAIT_MS, 120_000, 'SYNC_WAIT_MS'),
+    secret: text(env, 'SWITCHYARD_SECRET'),
+    syncWaitMs: int(env, 'SYNC_WAIT_MS', 120_000),
     logLevel: env.LOG_LEVEL ?? 'info',
-    maxBodyBytes: int(env.MAX_BODY_BYTES, 10 * 1024 * 1024, 'MAX_BODY_BYTES'),
-    defaultRateLimitPerMinute: int(env.RATE_LIMIT_PER_MINUTE, 600, 'RATE_LIMIT_PER_MINUTE'),
-    metricsToken: env.METRICS_TOKEN || undefined,
+    maxBodyBytes: int(env, 'MAX_BODY_BYTES', 10 * 1024 * 1024),
+    defaultRateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600),
+    metricsToken: text(env, 'METRICS_TOKEN'),
     callbackAllowPrivate: env.CALLBACK_ALLOW_PRIVATE === 'true',
     demo,
+    demoProviderPort: int(env, 'DEMO_PROVIDER_PORT', 4010),
     homeDir,
     queuePrefix: env.QUEUE_PREFIX ?? '{switchyard}',
-    publicBaseUrl: env.PUBLIC_BASE_URL || undefined,
-    fileUrlTtlSeconds: Math.max(1, int(env.FILE_URL_TTL_SECONDS, 3600, 'FILE_URL_TTL_SECONDS')),
+    publicBaseUrl: text(env, 'PUBLIC_BASE_URL'),
+    fileUrlTtlSeconds: Math.max(1, int(env, 'FILE_URL_TTL_SECONDS', 3600)),
+    databasePoolSize: positive(env, 'DATABASE_POOL_SIZE', 20),
+    shutdownTimeoutMs: positive(env, 'SHUTDOWN_TIMEOUT_MS', 30_000),
+    worker: {
+      concurrency,
+      stalledIntervalMs: positive(env, 'WORKER_STALLED_INTERVAL_MS', 15_000),
+      lockDurationMs: positive(env, 'WORKER_LOCK_DURATION_MS', 30_000),
+      metricsPort: int(env, 'WORKER_METRICS_PORT', DEFAULT_WORKER_METRICS_PORT),
+    },
+    reaper: { everyMs: positive(env, 'REAPER_EVERY_MS', 60_000), minAgeMs: positive(env, 'REAPER_MIN_AGE_MS', 120_000) },
+    media: {
+      pollMs: positive(env, 'MEDIA_POLL_MS', 1000),
+      maxPollMs: positive(env, 'MEDIA_POLL_MAX_MS', 10_000),
+      maxPollErrors: positive(env, 'MEDIA_MAX_POLL_ERRORS', 5),
+      taskTimeoutMs: positive(env, 'MEDIA_TASK_TIMEOUT_MS', 30 * 60_000),
+      downloadTimeoutMs: positive(env, 'MEDIA_DOWNLOAD_TIMEOUT_MS', 120_000),
+      cancelCheckMs: positive(env, 'MEDIA_CANCEL_CHECK_MS', 1000),
+      callbackBackoffMs: env.CALLBACK_BACKOFF_MS ? positive(env, 'CALLBACK_BACKOFF_MS', 1000) : undefined,
+    },
+    s3: env.S3_BUCKET
+      ? {
+          bucket: env.S3_BUCKET,
+          region: env.S3_REGION || 'us-east-1',
+          endpoint: text(env, 'S3_ENDPOINT'),
+          accessKeyId: text(env, 'S3_ACCESS_KEY_ID'),
+          secretAccessKey: text(env, 'S3_SECRET_ACCESS_KEY'),
+          forcePathStyle: flag(env, 'S3_FORCE_PATH_STYLE'),
+          prefix: text(env, 'S3_PREFIX'),
+        }
+      : undefined,
+    providerKeys: Object.freeze({ ...env, ...(demo && !env.DEMO_PROVIDER_KEY ? { DEMO_PROVIDER_KEY: 'demo' } : {}) }),
+  };
+}
+
+/** SWITCHYARD_PG_BIN, SWITCHYARD_ROOT_STATE_DIR and PATH (default: this process's environment, as it is now). */
+export function embeddedSettings(env: Env = process.env): EmbeddedSettings {
+  return {
+    pgBinDir: text(env, 'SWITCHYARD_PG_BIN'),
+    rootStateDir: path.resolve(env.SWITCHYARD_ROOT_STATE_DIR || DEFAULT_ROOT_STATE_DIR),
+    searchPath: env.PATH,
+    childEnv: Object.freeze({ ...env }),
   };
 }

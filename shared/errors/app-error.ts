@@ -14,6 +14,18 @@ export interface ErrorMetadata {
   [key: string]: unknown;
 }
 
+/**
+ * An AppError as it crosses processes: the worker's `failed` message on the generation bus and the generation's
+ * `error` column (shown as is by the history). Written only by `AppError.toStored`, read back only by
+ * `AppError.fromStored`.
+ */
+export interface StoredError {
+  code: string;
+  status?: number;
+  message: string;
+  metadata?: ErrorMetadata;
+}
+
 /** The one error class: a known failure with its code; anything else becomes INTERNAL_ERROR. */
 export class AppError extends Error {
   readonly code: ErrorCode;
@@ -49,6 +61,22 @@ export class AppError extends Error {
 
   static validation(errors: ValidationIssue[], message = 'Invalid request: check parameters and body'): AppError {
     return new AppError('BAD_REQUEST', message, { details: { errors }, metadata: { reason: 'validation_failed' } });
+  }
+
+  /** The form it is stored and sent between processes in (see StoredError). */
+  toStored(): StoredError {
+    return { code: this.code, status: this.status, message: this.message, metadata: this.metadata };
+  }
+
+  /**
+   * Rebuilds an error from its stored form. A code this version does not know becomes BAD_GATEWAY; a provider's
+   * wait (`metadata.retry_after_seconds`, all providers rate-limited) reaches the caller as Retry-After.
+   */
+  static fromStored(e: StoredError): AppError {
+    const code = (Object.hasOwn(ERROR_CODES, e.code) ? e.code : 'BAD_GATEWAY') as ErrorCode;
+    const wait = e.metadata?.retry_after_seconds;
+    const headers = typeof wait === 'number' && wait > 0 ? { 'Retry-After': String(wait) } : undefined;
+    return new AppError(code, e.message, { metadata: e.metadata, headers });
   }
 
   /** The JSON body of decisions.md section 3. */

@@ -6,7 +6,7 @@
 import type { Price } from '../catalog/catalog.types';
 import { Decimal, money } from '../billing/money';
 import type { ImageRequest, MediaInput } from '../providers/adapter.types';
-import type { MediaKind } from '../schemas/media.schema';
+import type { MediaKind } from '../queue/job-catalog';
 import { moneyJson } from './format-utils';
 
 export type MediaStatus = 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled';

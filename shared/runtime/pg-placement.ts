@@ -19,11 +19,7 @@ import { assertReachable } from './process-utils';
  * may be cleaned). Every directory we use there must be root-owned and not writable by group or others: a
  * folder someone else prepared is refused, never trusted.
  */
-export const DEFAULT_ROOT_STATE_DIR = '/var/lib/switchyard';
-
-export function rootStateDir(env: NodeJS.ProcessEnv = process.env): string {
-  return path.resolve(env.SWITCHYARD_ROOT_STATE_DIR || DEFAULT_ROOT_STATE_DIR);
-}
+export { DEFAULT_ROOT_STATE_DIR } from '../config/env';
 
 type Ids = { uid: number; gid: number };
 

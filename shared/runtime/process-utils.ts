@@ -83,7 +83,7 @@ export function assertReachable(target: string, ids: { uid: number; gid: number 
 }
 
 /** The full path of an executable found on PATH, or null. */
-export function findOnPath(name: string, envPath: string | undefined = process.env.PATH): string | null {
+export function findOnPath(name: string, envPath: string | undefined): string | null {
   for (const dir of (envPath ?? '').split(path.delimiter)) {
     if (!dir) continue;
     const candidate = path.join(dir, name);

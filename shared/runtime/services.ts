@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { Config } from '../config/env';
+import { embeddedSettings, type Config } from '../config/env';
 import { migrate } from '../db/migrate';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres';
 import { findRedisServer, startEmbeddedRedis, type EmbeddedRedis } from './embedded-redis';
@@ -19,8 +19,8 @@ export interface ResolveServicesOptions {
   migrate?: boolean;
   /** Write `<homeDir>/runtime.json` for the CLI (default true). */
   writeRuntimeFile?: boolean;
-  /** Environment for the redis-server PATH lookup (default process.env). */
-  env?: NodeJS.ProcessEnv;
+  /** Environment for the redis-server PATH lookup (default this process's, shared/config/env.ts). */
+  env?: { PATH?: string };
 }
 
 /**
@@ -33,7 +33,7 @@ export interface ResolveServicesOptions {
  * watchdog still stops the children (see process-utils `spawnWatchdog`).
  */
 export async function resolveServices(config: Config, logger: RuntimeLogger, opts: ResolveServicesOptions = {}): Promise<Services> {
-  if (!config.redisUrl) findRedisServer(opts.env ?? process.env); // fail fast, before PostgreSQL spends seconds starting
+  if (!config.redisUrl) findRedisServer(opts.env ? opts.env.PATH : embeddedSettings().searchPath); // fail fast, before PostgreSQL spends seconds starting
 
   const [pg, redis] = await Promise.allSettled([
     config.databaseUrl ? Promise.resolve(null) : startEmbeddedPostgres({ dataDir: path.join(config.homeDir, 'pg'), logger }),

@@ -1,6 +1,6 @@
 /**
  * POST /v1/media and POST /v1/media/{id}/operations bodies (interface.md "POST /v1/media",
- * "POST /v1/media/{id}/operations"), and the payload of media and image jobs (queues `image` and `media`).
+ * "POST /v1/media/{id}/operations"). The payload of media and image jobs is in shared/queue/job-catalog.ts.
  *
  * `input` fields are typed as the interface implies; fields it does not list are accepted and passed to the
  * provider as model-specific inputs. Whether the chosen model honours a field is decided by its catalog
@@ -8,8 +8,7 @@
  * `provider.require_parameters`, the endpoint is excluded).
  */
 import { MEDIA_OPERATIONS } from '../catalog/catalog.types';
-import type { ImageRequest, MediaInput } from '../providers/adapter.types';
-import type { GenerationJobBase } from '../queue/job-catalog';
+import type { MediaInput } from '../providers/adapter.types';
 import { routingSchema, type ProviderRouting } from './routing.schema';
 
 export const MEDIA_PROMPT_MAX = 32000;
@@ -125,67 +124,4 @@ export interface MediaOperationBody {
   operation: (typeof MEDIA_OPERATIONS)[number];
   params?: { prompt?: string; seeds?: number; duration?: number; callBackUrl?: string };
   async: boolean;
-}
-
-// ---------- job payloads (queues `image` and `media`) ----------
-
-/** What a generation produces: decides the job's queue, the shape of `data` and the polling hint. */
-export type MediaKind = 'image' | 'video' | 'audio' | 'upscale';
-
-export interface MediaAttempt {
-  provider: string;
-  endpoint: string;
-  reason: string;
-  status?: number;
-  message: string;
-}
-
-/** A file already stored for this generation (a resumed job does not store it twice). */
-export interface SavedOutput {
-  source: string;
-  fileId: string;
-  url: string;
-  mimeType: string;
-  size: number;
-  /** Playing time read from the file's own headers (video and audio), when they say. */
-  durationSeconds?: number;
-}
-
-/** Where a step job is: saved with `job.updateData`, so a retry resumes without a second upstream task. */
-export interface MediaStep {
-  phase: 'polling';
-  /** Index of the candidate whose task runs. */
-  candidate: number;
-  taskId: string;
-  polls: number;
-  /** Consecutive failed polls (reset by a good one). */
-  pollErrors: number;
-  /** When the task was created (ms since epoch). */
-  createdAt: number;
-  attempts: MediaAttempt[];
-  saved: SavedOutput[];
-}
-
-export interface MediaJobData extends GenerationJobBase {
-  kind: MediaKind;
-  /** Canonical media input for task adapters (Replicate); fields an endpoint does not support are in its `dropParams`. */
-  input: MediaInput;
-  /** For endpoints with an images operation (OpenAI): the image request, and whether the caller wants base64 back. */
-  image?: { request: Omit<ImageRequest, 'model'>; responseFormat: 'url' | 'b64_json' };
-  /** Input files or sources the request carries (usage `input_units`). */
-  inputUnits: number;
-  /** Seconds billed when the provider does not report a duration (video and audio). */
-  expectedSeconds?: number;
-  /** An upscale whose source is an image (billed per image, not per second). */
-  sourceIsImage?: boolean;
-  callBackUrl?: string | null;
-  step?: MediaStep;
-}
-
-/** A callback delivery (queue `callbacks`). */
-export interface CallbackJobData {
-  generationId: string;
-  organizationId: string;
-  url: string;
-  status: 'completed' | 'failed' | 'cancelled';
 }

@@ -17,7 +17,7 @@ import https from 'node:https';
 import net from 'node:net';
 import type { Queue } from 'bullmq';
 import { JOB_OPTIONS } from '../queue/job-catalog';
-import type { CallbackJobData } from '../schemas/media.schema';
+import type { CallbackJobData } from '../queue/job-catalog';
 
 export const SIGNATURE_HEADER = 'X-Switchyard-Signature';
 export const EVENT_HEADER = 'X-Switchyard-Event';

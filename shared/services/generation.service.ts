@@ -1,5 +1,5 @@
 import { poolOf, type Db } from '../db/client';
-import { AppError } from '../errors/app-error';
+import { AppError, type StoredError } from '../errors/app-error';
 import { money, toStorage, type Decimal, type MoneyLike } from '../billing/money';
 import type { ReserveRefusal } from '../billing/ledger';
 import { rub, type Metrics } from '../metrics/metrics';
@@ -48,7 +48,7 @@ export interface GenerationState {
   id: string;
   status: 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled';
   result: unknown;
-  error: unknown;
+  error: StoredError | null;
 }
 
 export interface Finish {
@@ -60,7 +60,8 @@ export interface Finish {
   cost?: MoneyLike;
   result?: unknown;
   usage?: unknown;
-  error?: unknown;
+  /** Written only as `AppError.toStored()`. */
+  error?: StoredError;
   warnings?: string[];
   routing?: unknown;
   model?: string;

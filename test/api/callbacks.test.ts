@@ -3,7 +3,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { UnrecoverableError, type Job } from 'bullmq';
 import request from 'supertest';
-import type { CallbackJobData } from '../../shared/schemas/media.schema';
+import type { CallbackJobData } from '../../shared/queue/job-catalog';
 import { checkCallbackUrl, CallbackUrlError, isPrivateAddress, postCallback, signCallback } from '../../shared/services/callbacks.service';
 import { callbackProcessor } from '../../workers/processors/callback.processor';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';

@@ -3,8 +3,8 @@ import request from 'supertest';
 import { money } from '../../shared/billing/money';
 import { createRedis } from '../../shared/queue/redis';
 import { QUEUES } from '../../shared/queue/queue-names';
-import type { MediaJobData } from '../../shared/schemas/media.schema';
-import { MediaExecutor, mediaExecutorOptions } from '../../workers/services/media-executor';
+import type { MediaJobData } from '../../shared/queue/job-catalog';
+import { MediaExecutor } from '../../workers/services/media-executor';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { TEST_REDIS_URL } from '../helpers/test-env';
 import { MP4_FILE_SECONDS } from '../fakes/synth';
@@ -380,7 +380,7 @@ describe('a second stack: a short SYNC_WAIT_MS and a media worker that can crash
     // Every queue but media is served by the stack; media by this worker, which can die once on demand.
     stack = await createTestStack({ env, queues: [QUEUES.image, QUEUES.callbacks] });
     o = await stack.seed();
-    executor = new MediaExecutor(stack.workerDeps, mediaExecutorOptions(env));
+    executor = new MediaExecutor(stack.workerDeps, stack.workerDeps.config.media);
     worker = new Worker<MediaJobData>(
       QUEUES.media,
       async (job: Job<MediaJobData>, token?: string) => {

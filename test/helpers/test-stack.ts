@@ -220,7 +220,7 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
     // The API's secret, so file URLs signed by workers open through the API.
     secret: TEST_SECRET,
   });
-  const pool: WorkerPool = opts.noWorkers ? { workers: [], ready: async () => undefined, close: async () => undefined } : startWorkerPool(workerDeps, blocking, { queues: opts.queues, env });
+  const pool: WorkerPool = opts.noWorkers ? { workers: [], ready: async () => undefined, close: async () => undefined } : startWorkerPool(workerDeps, blocking, { queues: opts.queues });
   await pool.ready();
 
   return {

@@ -1,6 +1,6 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import { mediaRecord } from '../../shared/formats/media.mapper';
-import type { CallbackJobData } from '../../shared/schemas/media.schema';
+import type { CallbackJobData } from '../../shared/queue/job-catalog';
 import { CallbackUrlError, postCallback } from '../../shared/services/callbacks.service';
 import type { WorkerDeps } from '../worker-deps';
 

@@ -1,33 +1,21 @@
 import { Queue } from 'bullmq';
-import { JOB_OPTIONS } from '../../shared/queue/job-catalog';
+import { AppError } from '../../shared/errors/app-error';
+import { JOB_OPTIONS, queueOfGeneration } from '../../shared/queue/job-catalog';
 import { QUEUES, type QueueName } from '../../shared/queue/queue-names';
 import type { WorkerDeps } from '../worker-deps';
+import type { ReaperSettings } from '../../shared/config/env';
 
 /** Job name in the `maintenance` queue. Never rename it: the scheduler in Redis refers to it. */
 export const REAP_STUCK_GENERATIONS = 'reap-stuck-generations';
 
-export interface ReaperOptions {
-  /** How often the sweep runs (REAPER_EVERY_MS, default 60 s). */
-  everyMs: number;
-  /** Only generations older than this are looked at (REAPER_MIN_AGE_MS, default 2 min): younger ones may still be on their way to the queue. */
-  minAgeMs: number;
-}
-
-export function reaperOptions(env: NodeJS.ProcessEnv = process.env): ReaperOptions {
-  const ms = (v: string | undefined, fallback: number) => (v && Number.isInteger(Number(v)) && Number(v) > 0 ? Number(v) : fallback);
-  return { everyMs: ms(env.REAPER_EVERY_MS, 60_000), minAgeMs: ms(env.REAPER_MIN_AGE_MS, 120_000) };
-}
+/**
+ * How often the sweep runs (REAPER_EVERY_MS, default 60 s), and the age below which generations are left alone
+ * (REAPER_MIN_AGE_MS, default 2 min: younger ones may still be on their way to the queue); Config.reaper.
+ */
+export type ReaperOptions = ReaperSettings;
 
 /** States in which a job will still run (and end its generation itself). */
 const LIVE = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
-
-/** The queue a generation's job lives in (media records name theirs in `routing.queue`). */
-function queueOf(g: { apiType: string; requestType: string; routing: unknown }): QueueName {
-  if (g.apiType === 'embeddings') return QUEUES.embeddings;
-  if (g.apiType === 'images') return QUEUES.image;
-  if (g.apiType === 'media') return (g.routing as { queue?: QueueName } | null)?.queue ?? (g.requestType === 'image' ? QUEUES.image : QUEUES.media);
-  return QUEUES.text;
-}
 
 /**
  * Fails and releases generations that nothing will ever end: still `pending`/`processing`, older than
@@ -35,7 +23,7 @@ function queueOf(g: { apiType: string; requestType: string; routing: unknown }):
  * it could record the ending, or stalled more often than allowed). A generation whose job still runs is left
  * alone: media jobs have their own task timeout. Nothing is charged for a reaped generation.
  */
-export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations' | 'redis' | 'config' | 'clock' | 'logger'>, opts: ReaperOptions = reaperOptions()) {
+export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations' | 'redis' | 'config' | 'clock' | 'logger'>, opts: ReaperOptions = deps.config.reaper) {
   const queues = new Map<QueueName, Queue>();
   const queue = (name: QueueName) => {
     let q = queues.get(name);
@@ -52,9 +40,9 @@ export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations
     });
     let reaped = 0;
     for (const g of stuck) {
-      const state = await queue(queueOf(g)).getJobState(g.id);
+      const state = await queue(queueOfGeneration(g)).getJobState(g.id);
       if (LIVE.has(state)) continue;
-      const error = { code: 'SERVICE_UNAVAILABLE', status: 503, message: 'The generation was interrupted before it could finish (nothing was charged): repeat the request' };
+      const error = new AppError('SERVICE_UNAVAILABLE', 'The generation was interrupted before it could finish (nothing was charged): repeat the request').toStored();
       const r = await deps.generations.finish(g.id, { status: 'failed', error });
       if (r.applied) {
         reaped++;
@@ -66,7 +54,7 @@ export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations
 }
 
 /** Installs the repeatable sweep (idempotent). Call at worker start with the `maintenance` queue. */
-export async function scheduleReaper(queue: Queue, opts: ReaperOptions = reaperOptions()): Promise<void> {
+export async function scheduleReaper(queue: Queue, opts: ReaperOptions): Promise<void> {
   const { attempts, removeOnComplete, removeOnFail } = JOB_OPTIONS[QUEUES.maintenance];
   await queue.upsertJobScheduler(REAP_STUCK_GENERATIONS, { every: opts.everyMs }, { name: REAP_STUCK_GENERATIONS, data: {}, opts: { attempts, removeOnComplete, removeOnFail } });
 }

@@ -5,19 +5,10 @@ import { isUpstreamError } from '../../shared/providers/upstream-error';
 import type { EmbeddingResult, UpstreamFailure } from '../../shared/providers/provider.types';
 import { tokenCost } from '../../shared/billing/pricing';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
-import type { EmbeddingsJobData } from '../../shared/queue/job-catalog';
+import type { Attempt, EmbeddingsDonePayload, EmbeddingsJobData } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
-import { allFailed, notCalled, type Attempt } from './text-executor';
+import { allFailed, notCalled } from './text-executor';
 import { AttemptOrder, waitFor } from './attempt-order';
-
-export interface EmbeddingsDonePayload {
-  result: EmbeddingResult;
-  model: string;
-  endpoint: string;
-  provider: string;
-  cost: string;
-  attempts: Attempt[];
-}
 
 /** Runs an embeddings job with the same fallback rule as text. */
 export class EmbeddingsExecutor {
@@ -93,7 +84,7 @@ export class EmbeddingsExecutor {
       last && last.reason === 'bad_request'
         ? new AppError('BAD_REQUEST', `The provider refused the request: ${last.message}`, { metadata: { reason: 'provider_error', raw: last.raw ?? last.message, provider_name: attempts[attempts.length - 1]?.provider, attempts } })
         : allFailed(attempts, last, retryUntil);
-    const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
+    const error = err.toStored();
     await this.deps.generations.finish(data.generationId, { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, queueTimeMs, generationTimeMs: Date.now() - timing.startedAt });
     await pub.send({ type: 'failed', error });
   }

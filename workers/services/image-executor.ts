@@ -2,7 +2,7 @@ import type { ResolvedEndpoint } from '../../shared/catalog/catalog-index';
 import type { ImageRequest, ProviderAdapter } from '../../shared/providers/adapter.types';
 import { imageMimeType, type MediaOutput } from '../../shared/formats/media.mapper';
 import type { PlannedCandidate } from '../../shared/queue/job-catalog';
-import type { MediaJobData } from '../../shared/schemas/media.schema';
+import type { MediaJobData } from '../../shared/queue/job-catalog';
 import { upstreamError } from '../../shared/providers/upstream-error';
 import type { WorkerDeps } from '../worker-deps';
 import type { OutputStore } from './media-executor';

@@ -13,43 +13,15 @@ import { rub } from '../../shared/metrics/metrics';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate } from '../../shared/queue/job-catalog';
 import { QUEUES } from '../../shared/queue/queue-names';
-import type { MediaAttempt, MediaJobData, MediaKind, MediaStep, SavedOutput } from '../../shared/schemas/media.schema';
+import type { MediaAttempt, MediaJobData, MediaKind, MediaStep, SavedOutput } from '../../shared/queue/job-catalog';
 import { CallbackService } from '../../shared/services/callbacks.service';
 import type { WorkerDeps } from '../worker-deps';
+import type { MediaSettings } from '../../shared/config/env';
 import { ImageExecutor } from './image-executor';
 
-export interface MediaExecutorOptions {
-  /** First wait between two polls of an upstream task; each next wait is 1.5 times longer, up to `maxPollMs`. */
-  pollMs: number;
-  maxPollMs: number;
-  /** Consecutive failed polls before the generation fails. */
-  maxPollErrors: number;
-  /** A task still running after this long is cancelled upstream and the generation fails. */
-  taskTimeoutMs: number;
-  downloadTimeoutMs: number;
-  /** While a long upstream call runs (an image generation, an output download): how often to look for a cancel. */
-  cancelCheckMs: number;
-  /** First callback retry delay (exponential); default the job catalog's. */
-  callbackBackoffMs?: number;
+/** The MEDIA_* settings (Config.media, shared/config/env.ts) and a test seam for downloads. */
+export interface MediaExecutorOptions extends MediaSettings {
   fetch?: typeof fetch;
-}
-
-function positive(value: string | undefined, fallback: number): number {
-  const n = Number(value);
-  return value !== undefined && value !== '' && Number.isFinite(n) && n > 0 ? n : fallback;
-}
-
-/** MEDIA_POLL_MS, MEDIA_POLL_MAX_MS, MEDIA_MAX_POLL_ERRORS, MEDIA_TASK_TIMEOUT_MS, MEDIA_DOWNLOAD_TIMEOUT_MS, MEDIA_CANCEL_CHECK_MS, CALLBACK_BACKOFF_MS. */
-export function mediaExecutorOptions(env: NodeJS.ProcessEnv = process.env): MediaExecutorOptions {
-  return {
-    pollMs: positive(env.MEDIA_POLL_MS, 1000),
-    maxPollMs: positive(env.MEDIA_POLL_MAX_MS, 10_000),
-    maxPollErrors: positive(env.MEDIA_MAX_POLL_ERRORS, 5),
-    taskTimeoutMs: positive(env.MEDIA_TASK_TIMEOUT_MS, 30 * 60_000),
-    downloadTimeoutMs: positive(env.MEDIA_DOWNLOAD_TIMEOUT_MS, 120_000),
-    cancelCheckMs: positive(env.MEDIA_CANCEL_CHECK_MS, 1000),
-    callbackBackoffMs: env.CALLBACK_BACKOFF_MS ? positive(env.CALLBACK_BACKOFF_MS, 1000) : undefined,
-  };
 }
 
 /** Result files into our storage (generated files: AI_GENERATION, TEMP_GENERATION). */
@@ -382,7 +354,7 @@ export class MediaExecutor {
 
   /** Ends the generation as failed (nothing charged). */
   private async fail(data: MediaJobData, err: AppError, attemptsCount: number): Promise<void> {
-    const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
+    const error = err.toStored();
     const outcome = await this.deps.generations.finish(data.generationId, { status: 'failed', error, attemptsCount, generationTimeMs: await this.elapsed(data.generationId) });
     await this.discardUnkept(data);
     await this.publisher(data).send(outcome.applied ? { type: 'failed', error } : { type: 'cancelled' });

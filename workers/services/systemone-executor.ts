@@ -6,31 +6,9 @@ import type { TextRequest, TokenUsage, UpstreamFailure } from '../../shared/prov
 import { tokenCost } from '../../shared/billing/pricing';
 import { ZERO, type Decimal } from '../../shared/billing/money';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
-import type { PlannedCandidate, SystemoneJobData, TextJobData } from '../../shared/queue/job-catalog';
+import type { PlannedCandidate, QuestionAttempt, SystemoneDonePayload, SystemoneJobData, TextJobData } from '../../shared/queue/job-catalog';
 import { readAnswer, schemeOf, type TypedAnswer } from '../../shared/formats/systemone.mapper';
 import type { WorkerDeps } from '../worker-deps';
-import type { Attempt } from './text-executor';
-
-/** A failed upstream call, with the question it was for (the same endpoint may fail for several questions). */
-export interface QuestionAttempt extends Attempt {
-  question: string;
-}
-
-/** What the API process receives (and the generation's `result`) when every question is answered. */
-export interface SystemoneDonePayload {
-  /** Resolved model version: the provider's reported version, else the catalog model id. */
-  model: string;
-  answers: Record<string, TypedAnswer>;
-  usage: TokenUsage;
-  /** RUB decimal string: the sum over the questions. */
-  cost: string;
-  /** The endpoint that answered the most questions (the record's provider and final endpoint). */
-  provider: string;
-  endpoint: string;
-  /** Question name → endpoint slug that answered it. */
-  answeredBy: Record<string, string>;
-  attempts: QuestionAttempt[];
-}
 
 export function isSystemoneJob(data: TextJobData | SystemoneJobData): data is SystemoneJobData {
   return data.apiType === 'systemone' && Array.isArray((data as SystemoneJobData).questions);
@@ -190,7 +168,7 @@ export class SystemoneExecutor {
             attempts.length ? `Every provider failed: ${[...new Set(attempts.map((a) => `${a.provider} (${a.reason})`))].join(', ')}` : 'No provider could take the request',
             { attempts, raw: fatal?.raw ?? last?.message, provider_name: last?.provider },
           );
-    const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
+    const error = err.toStored();
     await this.deps.generations.finish(data.generationId, { status: 'failed', error, attemptsCount: attempts.length, queueTimeMs, generationTimeMs });
     await pub.send({ type: 'failed', error });
   }

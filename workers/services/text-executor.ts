@@ -5,34 +5,13 @@ import { isUpstreamError, UpstreamError } from '../../shared/providers/upstream-
 import type { TextRequest, TextResult, TextStreamEvent, TokenUsage, UpstreamFailure } from '../../shared/providers/provider.types';
 import { estimateTokens, tokenCost } from '../../shared/billing/pricing';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
-import type { PlannedCandidate, TextJobData } from '../../shared/queue/job-catalog';
+import type { Attempt, PlannedCandidate, TextDonePayload, TextJobData } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
 import { StreamAccumulator } from './stream-accumulator';
 import { MaskSession } from '../../shared/plugins/masker';
 import { stopReasonOf } from '../../shared/queue/cancel-channel';
 import { AttemptOrder, retryAfterSeconds, waitFor } from './attempt-order';
 import type { InputItem } from '../../shared/providers/provider.types';
-
-export interface Attempt {
-  provider: string;
-  endpoint: string;
-  reason: UpstreamFailure['reason'] | 'unavailable';
-  status?: number;
-  message: string;
-}
-
-/** What the API process receives when a text generation completes. */
-export interface TextDonePayload {
-  result: TextResult;
-  model: string;
-  endpoint: string;
-  provider: string;
-  cost: string;
-  warnings: string[];
-  attempts: Attempt[];
-  /** `usage.plugins` of the reply (interface: masker operations, latency, cost). */
-  plugins?: Record<string, unknown>;
-}
 
 /** Parameters a candidate endpoint does not support are dropped from the request sent to it. */
 const PARAM_FIELDS: Record<string, Array<keyof TextRequest>> = {
@@ -253,7 +232,7 @@ export class TextExecutor {
             metadata: { reason: 'provider_error', raw: last.raw ?? last.message, provider_name: attempts[attempts.length - 1]?.provider, attempts },
           })
         : allFailed(attempts, last, (slug) => this.deps.stats.retryAfterUntil(slug));
-    const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
+    const error = err.toStored();
     await this.deps.generations.finish(data.generationId, { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, queueTimeMs, generationTimeMs });
     await pub.send({ type: 'failed', error });
   }
@@ -320,7 +299,7 @@ export class TextExecutor {
     const result = e.partial.result(estimateInput(data));
     if (e.maxOutputTokens !== undefined) result.usage = { ...result.usage, outputTokens: Math.min(result.usage.outputTokens, e.maxOutputTokens) };
     const cost = tokenCost(resolved.endpoint.price, result.usage);
-    const error = { code: end.error.code, status: end.error.status, message: end.error.message, metadata: end.error.metadata };
+    const error = end.error.toStored();
     const payload: TextDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: providerId, cost: cost.toFixed(10), warnings: data.warnings, attempts };
     const outcome = await this.deps.generations.finish(data.generationId, {
       status: end.status,

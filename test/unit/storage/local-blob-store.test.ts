@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import { LocalBlobStore } from '../../../shared/storage/local-blob-store';
 import { readAll } from '../../../shared/storage/blob-store';
 import { createBlobStore } from '../../../shared/storage/create-blob-store';
+import { loadConfig } from '../../../shared/config/env';
 import { S3BlobStore } from '../../../shared/storage/s3-blob-store';
 
 let root: string;
@@ -66,12 +67,12 @@ describe('LocalBlobStore', () => {
 
 describe('createBlobStore', () => {
   it('uses <homeDir>/files by default', () => {
-    const s = createBlobStore({ homeDir: '/srv/sy' }, {});
+    const s = createBlobStore(loadConfig({ SWITCHYARD_HOME: '/srv/sy' }, []));
     expect(s).toBeInstanceOf(LocalBlobStore);
     expect((s as LocalBlobStore).root).toBe('/srv/sy/files');
   });
 
   it('uses S3 when S3_BUCKET is set', () => {
-    expect(createBlobStore({ homeDir: '/srv/sy' }, { S3_BUCKET: 'media', S3_REGION: 'eu-central-1' })).toBeInstanceOf(S3BlobStore);
+    expect(createBlobStore(loadConfig({ SWITCHYARD_HOME: '/srv/sy', S3_BUCKET: 'media', S3_REGION: 'eu-central-1' }, []))).toBeInstanceOf(S3BlobStore);
   });
 });
