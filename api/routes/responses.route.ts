@@ -7,12 +7,13 @@ import {
   buildResponseObject,
   createResponsesStreamFormatter,
   encodeSse,
+  incompleteReason,
   publicUsage,
   responsesToCanonical,
   type PublicError,
   type ResponseStatus,
 } from '../../shared/formats';
-import type { InputItem, OutputItem } from '../../shared/providers/provider.types';
+import type { InputItem, OutputItem, TextResult } from '../../shared/providers/provider.types';
 import { randomBase62 } from '../../shared/auth/api-keys';
 import type { Generation } from '../../shared/db/generated/client';
 import type { TextDonePayload } from '../../workers/services/text-executor';
@@ -32,6 +33,9 @@ const STATUS: Record<Generation['status'], ResponseStatus> = {
   failed: 'failed',
   cancelled: 'cancelled',
 };
+
+/** OpenAI answers `incomplete` (not `completed`) for an answer cut by max_output_tokens or a content filter. */
+const finishedStatus = (result: TextResult | undefined): 'completed' | 'incomplete' => (incompleteReason(result) ? 'incomplete' : 'completed');
 
 const unix = (d: Date) => Math.floor(d.getTime() / 1000);
 
@@ -56,11 +60,19 @@ function asInput(output: OutputItem[]): InputItem[] {
 export function responsesRoutes(ctx: AppContext): Router {
   const r = Router();
 
+  /**
+   * A stored response the caller may see, scoped as media and history are: an API key sees its own; a
+   * personal-account token the whole organization (owner, admin) or its own (member: its keys' and its own).
+   */
   async function findOwn(principal: Principal, id: string): Promise<Generation | null> {
-    const g = await ctx.db.generation.findUnique({ where: { id } });
-    if (!g || g.apiType !== 'responses' || g.organizationId !== principal.organizationId) return null;
-    if (principal.kind === 'key' && g.apiKeyId !== principal.keyId) return null;
-    return g;
+    return ctx.db.generation.findFirst({
+      where: {
+        id,
+        apiType: 'responses',
+        organizationId: principal.organizationId,
+        ...(principal.kind === 'key' ? { apiKeyId: principal.keyId } : principal.role === 'member' ? { userId: principal.userId } : {}),
+      },
+    });
   }
 
   async function history(principal: Principal, id: string): Promise<InputItem[]> {
@@ -79,7 +91,7 @@ export function responsesRoutes(ctx: AppContext): Router {
       createdAt: unix(g.createdAt),
       completedAt: g.completedAt ? unix(g.completedAt) : null,
       model: payload?.model ?? g.model,
-      status: STATUS[g.status],
+      status: g.status === 'completed' ? finishedStatus(payload?.result) : STATUS[g.status],
       result: payload?.result,
       usage: payload ? usageOf(payload) : null,
       request: stored.body,
@@ -127,7 +139,7 @@ export function responsesRoutes(ctx: AppContext): Router {
         buildResponseObject({
           ...base,
           model: payload.model,
-          status: 'completed',
+          status: finishedStatus(payload.result),
           completedAt: unix(ctx.clock()),
           result: payload.result,
           usage: usageOf(payload),
@@ -139,7 +151,7 @@ export function responsesRoutes(ctx: AppContext): Router {
     const f = createResponsesStreamFormatter(base);
     await pumpStream(res, ctx.gateway, submission, ctx.config.syncWaitMs, f.start().map(encodeSse), {
       delta: (ev) => f.push(ev).map(encodeSse),
-      done: (p) => f.complete({ result: p.result, usage: usageOf(p), model: p.model, completedAt: unix(ctx.clock()) }).map(encodeSse),
+      done: (p) => f.complete({ result: p.result, usage: usageOf(p), model: p.model, completedAt: unix(ctx.clock()), status: finishedStatus(p.result) }).map(encodeSse),
       failed: (e, p) => f.fail(publicError(e), p ? { usage: usageOf(p), model: p.model } : undefined).map(encodeSse),
     });
   });

@@ -1,0 +1,105 @@
+/**
+ * The Responses API as clients use it: the official openai SDK (and the Vercel AI SDK below) against the running
+ * stack. Scope, cut-off answers, item references, the stored-response routes and what `store: false` keeps.
+ */
+import OpenAI from 'openai';
+import { money } from '../../shared/billing/money';
+import { seedKey } from '../helpers/fixtures';
+import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+
+let s: TestStack;
+let org: StackOrg;
+let client: OpenAI;
+/** Two members of `org`, each with a personal-account token and an API key of their own. */
+let m1: { token: string; key: string; sdk: OpenAI };
+let m2: { token: string; key: string; sdk: OpenAI };
+
+const sdk = (apiKey: string) => new OpenAI({ apiKey, baseURL: `${s.url}/v1`, maxRetries: 0 });
+
+beforeAll(async () => {
+  s = await createTestStack({ env: { SYNC_WAIT_MS: '5000' }, knobs: { text: 'Hello from the fake provider' } });
+  org = await s.seed({ balance: '100' });
+  client = sdk(org.key.key);
+  const member = async (email: string) => {
+    const u = await org.accounts.createUser({ organizationId: org.organizationId, email, role: 'member' });
+    const k = await seedKey(org.accounts, org.organizationId, { userId: u.userId, name: email });
+    return { token: u.token, key: k.key, sdk: sdk(k.key) };
+  };
+  m1 = await member('m1@acme.test');
+  m2 = await member('m2@acme.test');
+});
+afterAll(() => s.close());
+beforeEach(() => s.fake.reset());
+
+/** The chat messages the fake OpenAI provider received last. */
+const lastSent = () => (s.fake.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)?.body ?? {}) as { messages: Array<{ role: string; content: unknown }> };
+
+async function orgMoney() {
+  const o = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
+  return { balance: money(o.balance), reserved: money(o.reserved) };
+}
+
+describe('stored responses are scoped like media and history (issue 10.3)', () => {
+  it("a member's response is invisible to another member, by token and by key, and cannot be continued", async () => {
+    s.fake.setKnobs({ text: 'secret of member one' });
+    const r = await m1.sdk.responses.create({ model: STACK_MODELS.chat, input: 'remember my secret' });
+    expect(r.status).toBe('completed');
+
+    // The other member: personal-account token and own API key both get 404, as if it did not exist.
+    for (const other of [sdk(m2.token), m2.sdk]) {
+      await expect(other.responses.retrieve(r.id)).rejects.toMatchObject({ status: 404 });
+      const before = s.fake.requests.length;
+      await expect(other.responses.create({ model: STACK_MODELS.chat, input: 'what was it?', previous_response_id: r.id })).rejects.toMatchObject({ status: 404 });
+      await expect(other.responses.create({ model: STACK_MODELS.chat, input: [{ type: 'item_reference', id: r.output[0].id }] })).rejects.toMatchObject({ status: 400 });
+      expect(s.fake.requests.length).toBe(before); // nothing reached the provider
+    }
+
+    // The member itself (key and token), and the organization's owner, do see it.
+    expect((await sdk(m1.token).responses.retrieve(r.id)).output_text).toBe('secret of member one');
+    expect((await sdk(org.ownerToken).responses.retrieve(r.id)).id).toBe(r.id);
+    // Another key of the organization (the owner's) does not: a key sees its own responses.
+    await expect(client.responses.retrieve(r.id)).rejects.toMatchObject({ status: 404 });
+  });
+});
+
+describe('a cut-off answer is incomplete (issue 9.2)', () => {
+  const long = 'word '.repeat(200);
+
+  it('answers status incomplete with incomplete_details when output stops at max_output_tokens, and bills what was produced', async () => {
+    s.fake.setKnobs({ text: long });
+    const before = await orgMoney();
+    const r = await client.responses.create({ model: STACK_MODELS.chat, input: 'talk', max_output_tokens: 16 });
+    expect(r.status).toBe('incomplete');
+    expect(r.incomplete_details).toEqual({ reason: 'max_output_tokens' });
+    expect(r.output_text.length).toBeGreaterThan(0);
+    expect((r.usage as unknown as { output_tokens: number }).output_tokens).toBe(16);
+    const charged = before.balance.minus((await orgMoney()).balance);
+    expect(charged.toNumber()).toBeCloseTo((r.usage as unknown as { cost_rub: number }).cost_rub, 10);
+    expect(charged.greaterThan(0)).toBe(true);
+    // Reading it back says the same.
+    const got = await client.responses.retrieve(r.id);
+    expect(got.status).toBe('incomplete');
+    expect(got.incomplete_details).toEqual({ reason: 'max_output_tokens' });
+  });
+
+  it('ends the stream with response.incomplete instead of response.completed', async () => {
+    s.fake.setKnobs({ text: long, streamChunks: 4 });
+    const stream = await client.responses.create({ model: STACK_MODELS.chat, input: 'talk', max_output_tokens: 16, stream: true });
+    const types: string[] = [];
+    let final: OpenAI.Responses.Response | undefined;
+    for await (const ev of stream) {
+      types.push(ev.type);
+      if (ev.type === 'response.incomplete') final = ev.response;
+    }
+    expect(types.at(-1)).toBe('response.incomplete');
+    expect(types).not.toContain('response.completed');
+    expect(final?.status).toBe('incomplete');
+    expect(final?.incomplete_details).toEqual({ reason: 'max_output_tokens' });
+  });
+
+  it('chat completions keep finish_reason length', async () => {
+    s.fake.setKnobs({ text: long });
+    const c = await client.chat.completions.create({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'talk' }], max_tokens: 16 });
+    expect(c.choices[0].finish_reason).toBe('length');
+  });
+});
