@@ -50,7 +50,7 @@ describe('stored responses are scoped like media and history (issue 10.3)', () =
       await expect(other.responses.retrieve(r.id)).rejects.toMatchObject({ status: 404 });
       const before = s.fake.requests.length;
       await expect(other.responses.create({ model: STACK_MODELS.chat, input: 'what was it?', previous_response_id: r.id })).rejects.toMatchObject({ status: 404 });
-      await expect(other.responses.create({ model: STACK_MODELS.chat, input: [{ type: 'item_reference', id: r.output[0].id }] })).rejects.toMatchObject({ status: 400 });
+      await expect(other.responses.create({ model: STACK_MODELS.chat, input: [{ type: 'item_reference', id: r.output[0].id! }] })).rejects.toMatchObject({ status: 400 });
       expect(s.fake.requests.length).toBe(before); // nothing reached the provider
     }
 
