@@ -1,6 +1,5 @@
 import { Router, type Response } from 'express';
 import type { AppContext } from '../app-context';
-import { AppError } from '../../shared/errors/app-error';
 import { check } from '../../shared/schemas/ajv';
 import { responsesSchema, type ResponsesBody } from '../../shared/schemas/responses.schema';
 import {
@@ -8,23 +7,18 @@ import {
   createResponsesStreamFormatter,
   encodeSse,
   incompleteReason,
+  itemReferenceIds,
   publicUsage,
   responsesToCanonical,
   type PublicError,
   type ResponseStatus,
 } from '../../shared/formats';
-import type { InputItem, OutputItem, TextResult } from '../../shared/providers/provider.types';
+import type { TextResult } from '../../shared/providers/provider.types';
 import { randomBase62 } from '../../shared/auth/api-keys';
 import type { Generation } from '../../shared/db/generated/client';
 import type { TextDonePayload } from '../../workers/services/text-executor';
-import type { Principal } from '../middleware/auth';
+import { StoredResponses, storedRequest, withPublicIds, type StoredResponsesRequest } from '../services/stored-responses';
 import { awaitText, completedText, pumpStream, type StoredError } from '../services/text-replies';
-
-/** What a responses generation keeps in its `request` column: the body (echo fields) and the whole conversation. */
-interface StoredResponsesRequest {
-  body: ResponsesBody;
-  input: InputItem[];
-}
 
 const STATUS: Record<Generation['status'], ResponseStatus> = {
   pending: 'queued',
@@ -47,54 +41,25 @@ function publicError(e: StoredError): PublicError {
   return { code: e.code, message: e.message, metadata: e.metadata };
 }
 
-/** The output items of a stored response, as input items of the next turn (previous_response_id). */
-function asInput(output: OutputItem[]): InputItem[] {
-  return output.flatMap((o): InputItem[] => {
-    if (o.type === 'message') return [{ type: 'message', role: 'assistant', content: o.content.map((c) => ({ type: 'output_text', text: c.text })) }];
-    if (o.type === 'function_call') return [{ type: 'function_call', call_id: o.call_id, name: o.name, arguments: o.arguments }];
-    return [];
-  });
-}
-
 /** POST /v1/responses and GET /v1/responses/{id}: OpenAI's Responses API through the queue. */
 export function responsesRoutes(ctx: AppContext): Router {
   const r = Router();
 
-  /**
-   * A stored response the caller may see, scoped as media and history are: an API key sees its own; a
-   * personal-account token the whole organization (owner, admin) or its own (member: its keys' and its own).
-   */
-  async function findOwn(principal: Principal, id: string): Promise<Generation | null> {
-    return ctx.db.generation.findFirst({
-      where: {
-        id,
-        apiType: 'responses',
-        organizationId: principal.organizationId,
-        ...(principal.kind === 'key' ? { apiKeyId: principal.keyId } : principal.role === 'member' ? { userId: principal.userId } : {}),
-      },
-    });
-  }
-
-  async function history(principal: Principal, id: string): Promise<InputItem[]> {
-    const prev = await findOwn(principal, id);
-    const stored = prev?.request as unknown as StoredResponsesRequest | undefined;
-    if (!prev || !stored || stored.body.store === false) throw new AppError('NOT_FOUND', `Previous response ${id} not found`);
-    if (prev.status !== 'completed') throw new AppError('CONFLICT', `Previous response ${id} has not completed (status ${prev.status})`);
-    return [...stored.input, ...asInput((prev.result as unknown as TextDonePayload).result.output)];
-  }
+  const stored = new StoredResponses(ctx.db);
 
   function fromGeneration(g: Generation) {
-    const stored = g.request as unknown as StoredResponsesRequest;
+    const record = storedRequest(g);
     const payload = g.result as unknown as TextDonePayload | null;
+    const result = payload ? withPublicIds(g.id, payload.result) : undefined;
     return buildResponseObject({
       id: g.id,
       createdAt: unix(g.createdAt),
       completedAt: g.completedAt ? unix(g.completedAt) : null,
       model: payload?.model ?? g.model,
-      status: g.status === 'completed' ? finishedStatus(payload?.result) : STATUS[g.status],
-      result: payload?.result,
+      status: g.status === 'completed' ? finishedStatus(result) : STATUS[g.status],
+      result,
       usage: payload ? usageOf(payload) : null,
-      request: stored.body,
+      request: record.body,
       error: g.error ? publicError(g.error as unknown as StoredError) : null,
       warnings: (g.warnings as string[] | null) ?? undefined,
     });
@@ -103,13 +68,14 @@ export function responsesRoutes(ctx: AppContext): Router {
   r.post('/v1/responses', ...ctx.guard, async (req, res: Response) => {
     const body = check<ResponsesBody>(responsesSchema, req.body ?? {});
     const principal = res.locals.principal;
-    const prior = body.previous_response_id ? await history(principal, body.previous_response_id) : [];
-    const canonical = responsesToCanonical(body, prior);
+    const prior = body.previous_response_id ? await stored.history(principal, body.previous_response_id) : [];
+    const references = await stored.resolve(principal, itemReferenceIds(body.input));
+    const canonical = responsesToCanonical(body, prior, references);
     const { requestedParameters, warnings: formatWarnings, ...request } = canonical;
     const mode = body.stream ? 'stream' : body.background ? 'async' : 'sync';
     const id = `resp_${randomBase62(24)}`;
     const createdAt = unix(ctx.clock());
-    const record: StoredResponsesRequest = { body, input: request.input };
+    const record: StoredResponsesRequest = { body, input: request.input, inputStart: prior.length };
     const { submission, warnings } = await ctx.text.submit({
       id,
       principal,
@@ -141,7 +107,7 @@ export function responsesRoutes(ctx: AppContext): Router {
           model: payload.model,
           status: finishedStatus(payload.result),
           completedAt: unix(ctx.clock()),
-          result: payload.result,
+          result: withPublicIds(id, payload.result),
           usage: usageOf(payload),
           warnings: payload.warnings.length || formatWarnings.length ? [...formatWarnings, ...payload.warnings] : undefined,
         }),
@@ -157,9 +123,7 @@ export function responsesRoutes(ctx: AppContext): Router {
   });
 
   r.get('/v1/responses/:id', ...ctx.guard, async (req, res) => {
-    const g = await findOwn(res.locals.principal, String(req.params.id));
-    if (!g || (g.request as unknown as StoredResponsesRequest).body.store === false) throw new AppError('NOT_FOUND', `Response ${req.params.id} not found`);
-    res.json(fromGeneration(g));
+    res.json(fromGeneration(await stored.get(res.locals.principal, String(req.params.id))));
   });
 
   return r;

@@ -3,6 +3,8 @@
  * stack. Scope, cut-off answers, item references, the stored-response routes and what `store: false` keeps.
  */
 import OpenAI from 'openai';
+import { createOpenAI } from '@ai-sdk/openai';
+import { generateText, streamText, type ModelMessage } from 'ai';
 import { money } from '../../shared/billing/money';
 import { seedKey } from '../helpers/fixtures';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
@@ -101,5 +103,47 @@ describe('a cut-off answer is incomplete (issue 9.2)', () => {
     s.fake.setKnobs({ text: long });
     const c = await client.chat.completions.create({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'talk' }], max_tokens: 16 });
     expect(c.choices[0].finish_reason).toBe('length');
+  });
+});
+
+describe('the Vercel AI SDK keeps every turn (issue 9.1)', () => {
+  /** The `input` Switchyard received for a response (the SDK's own request, as recorded). */
+  const receivedInput = async (id: string) => ((await s.t.db.generation.findUniqueOrThrow({ where: { id } })).request as { body: { input: unknown } }).body.input;
+
+  it('resolves the item_reference the AI SDK sends for earlier assistant turns, plain and streamed', async () => {
+    const model = createOpenAI({ apiKey: org.key.key, baseURL: `${s.url}/v1` }).responses(STACK_MODELS.chat);
+    const messages: ModelMessage[] = [{ role: 'user', content: 'Who are you?' }];
+
+    s.fake.setKnobs({ text: 'I am Duo' });
+    const first = await generateText({ model, messages, maxRetries: 0 });
+    expect(first.text).toBe('I am Duo');
+    messages.push(...first.response.messages, { role: 'user', content: 'Again?' });
+
+    s.fake.setKnobs({ text: 'Still Duo', streamChunks: 3 });
+    const second = streamText({ model, messages, maxRetries: 0 });
+    expect(await second.text).toBe('Still Duo');
+    let sent = lastSent();
+    expect(sent.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+    expect(JSON.stringify(sent.messages[1])).toContain('I am Duo');
+    const secondId = (await second.response).id;
+    expect(await receivedInput(secondId)).toEqual(expect.arrayContaining([{ type: 'item_reference', id: expect.stringMatching(/^msg_/) }]));
+    messages.push(...(await second.response).messages, { role: 'user', content: 'And now?' });
+
+    // The streamed turn's item ids resolve too.
+    s.fake.setKnobs({ text: 'Duo, thrice' });
+    const third = await generateText({ model, messages, maxRetries: 0 });
+    expect(third.text).toBe('Duo, thrice');
+    sent = lastSent();
+    expect(sent.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user']);
+    expect(JSON.stringify(sent.messages[3])).toContain('Still Duo');
+    expect(JSON.stringify(await receivedInput(third.response.id))).toMatch(/item_reference.*item_reference/);
+  });
+
+  it('answers 400 naming an item_reference that does not exist, and reaches no provider', async () => {
+    const before = s.fake.requests.length;
+    const input: OpenAI.Responses.ResponseInput = [{ role: 'user', content: 'hi' }, { type: 'item_reference', id: 'msg_doesNotExist_0' }];
+    await expect(client.responses.create({ model: STACK_MODELS.chat, input })).rejects.toMatchObject({ status: 400, message: expect.stringContaining("'msg_doesNotExist_0'") });
+    await expect(client.responses.create({ model: STACK_MODELS.chat, input: [{ type: 'item_reference', id: 'garbage' }] })).rejects.toMatchObject({ status: 400 });
+    expect(s.fake.requests.length).toBe(before);
   });
 });
