@@ -1,5 +1,6 @@
 import { Router, type Response } from 'express';
 import type { AppContext } from '../app-context';
+import { AppError } from '../../shared/errors/app-error';
 import { check } from '../../shared/schemas/ajv';
 import { responsesSchema, type ResponsesBody } from '../../shared/schemas/responses.schema';
 import {
@@ -27,6 +28,12 @@ const STATUS: Record<Generation['status'], ResponseStatus> = {
   failed: 'failed',
   cancelled: 'cancelled',
 };
+
+/** What a `store: false` response's record keeps of its body: the routing and limits, no text. */
+function unstoredBody(body: ResponsesBody): ResponsesBody {
+  const { model, models, provider, stream, background, max_output_tokens, store } = body;
+  return { model, models, provider, stream, background, max_output_tokens, store };
+}
 
 /** OpenAI answers `incomplete` (not `completed`) for an answer cut by max_output_tokens or a content filter. */
 const finishedStatus = (result: TextResult | undefined): 'completed' | 'incomplete' => (incompleteReason(result) ? 'incomplete' : 'completed');
@@ -67,6 +74,9 @@ export function responsesRoutes(ctx: AppContext): Router {
 
   r.post('/v1/responses', ...ctx.guard, async (req, res: Response) => {
     const body = check<ResponsesBody>(responsesSchema, req.body ?? {});
+    if (body.background && body.store === false) {
+      throw AppError.validation([{ path: '/store', message: 'must not be false with background: true' }], 'A background response must be stored (store: false cannot be read back)');
+    }
     const principal = res.locals.principal;
     const prior = body.previous_response_id ? await stored.history(principal, body.previous_response_id) : [];
     const references = await stored.resolve(principal, itemReferenceIds(body.input));
@@ -75,7 +85,9 @@ export function responsesRoutes(ctx: AppContext): Router {
     const mode = body.stream ? 'stream' : body.background ? 'async' : 'sync';
     const id = `resp_${randomBase62(24)}`;
     const createdAt = unix(ctx.clock());
-    const record: StoredResponsesRequest = { body, input: request.input, inputStart: prior.length };
+    // `store: false`: the record keeps what billing and history need, not the conversation (nor the instructions).
+    const record: StoredResponsesRequest =
+      body.store === false ? { body: unstoredBody(body), input: [] } : { body, input: request.input, inputStart: prior.length };
     const { submission, warnings } = await ctx.text.submit({
       id,
       principal,
@@ -91,6 +103,7 @@ export function responsesRoutes(ctx: AppContext): Router {
       stickiness: body.prompt_cache_key ?? body.session_id ?? undefined,
       previousResponseId: body.previous_response_id ?? undefined,
       plugins: body.plugins,
+      store: body.store !== false,
     });
     const allWarnings = [...formatWarnings, ...warnings];
     const base = { id, createdAt, model: body.model ?? body.models![0], request: body, warnings: allWarnings.length ? allWarnings : undefined };

@@ -23,6 +23,12 @@ export type PublicReasoningEffort = (typeof REASONING_EFFORT_VALUES)[number];
 export const PLUGIN_NAMES = ['masker'] as const;
 export type PluginName = (typeof PLUGIN_NAMES)[number];
 
+/**
+ * The most output tokens a request may ask for, and the output limit of an endpoint whose catalog entry gives no
+ * `maxOutputTokens` (docs/responses.md). No model offers more; a larger number is a mistake or an attack (1e300).
+ */
+export const OUTPUT_TOKENS_CEILING = 1_000_000;
+
 export const FUNCTION_NAME = '^[a-zA-Z0-9_-]{1,64}$';
 
 /** `if` the object's `type` is `value` (and present). */
@@ -217,7 +223,7 @@ export const responsesSchema = {
     include: nullable({ type: 'array', items: { type: 'string' } }),
     text,
     reasoning: nullable(reasoningSchema),
-    max_output_tokens: nullable({ type: 'integer', minimum: 1 }),
+    max_output_tokens: nullable({ type: 'integer', minimum: 1, maximum: OUTPUT_TOKENS_CEILING }),
     temperature: nullable({ type: 'number', minimum: 0, maximum: 2 }),
     top_p: nullable({ type: 'number', minimum: 0, maximum: 1 }),
     presence_penalty: nullable({ type: 'number', minimum: -2, maximum: 2 }),

@@ -147,3 +147,52 @@ describe('the Vercel AI SDK keeps every turn (issue 9.1)', () => {
     expect(s.fake.requests.length).toBe(before);
   });
 });
+
+describe('store: false keeps no text, and output limits are bounded (issue 10.11)', () => {
+  it('a store: false response keeps only what billing and history need, in the database and in Redis', async () => {
+    s.fake.setKnobs({ text: 'the confidential answer' });
+    const r = await client.responses.create({ model: STACK_MODELS.chat, input: 'my confidential question', instructions: 'secret instructions', store: false });
+    expect(r.output_text).toBe('the confidential answer'); // the caller still gets the answer
+    const streamed = await client.responses.create({ model: STACK_MODELS.chat, input: 'my confidential question', store: false, stream: true });
+    let streamedId = '';
+    for await (const ev of streamed) if (ev.type === 'response.completed') streamedId = ev.response.id;
+
+    for (const id of [r.id, streamedId]) {
+      const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
+      const kept = JSON.stringify([g.request, g.result, g.usage, g.warnings, g.error, g.routing]);
+      expect(kept).not.toContain('confidential');
+      expect(kept).not.toContain('secret instructions');
+      // Billing and history metadata stay.
+      expect(g).toMatchObject({ status: 'completed', finishReason: 'stop', apiType: 'responses' });
+      expect(money(g.clientCost).greaterThan(0)).toBe(true);
+      expect(g.usage).toMatchObject({ inputTokens: expect.any(Number), outputTokens: expect.any(Number) });
+      // The job (whose payload carries the conversation) is gone from Redis once done.
+      expect(await s.ctx.queues.text.getJob(id)).toBeUndefined();
+      await expect(client.responses.retrieve(id)).rejects.toMatchObject({ status: 404 });
+    }
+    // A stored response, for contrast, keeps its conversation.
+    const kept = await client.responses.create({ model: STACK_MODELS.chat, input: 'ordinary question' });
+    expect(JSON.stringify((await s.t.db.generation.findUniqueOrThrow({ where: { id: kept.id } })).request)).toContain('ordinary question');
+  });
+
+  it('refuses background: true with store: false', async () => {
+    await expect(client.responses.create({ model: STACK_MODELS.chat, input: 'x', background: true, store: false })).rejects.toMatchObject({ status: 400 });
+  });
+
+  it('refuses max_output_tokens above the model limit (1e300, and anything above the catalog maxOutputTokens) with 400', async () => {
+    const before = s.fake.requests.length;
+    await expect(client.responses.create({ model: STACK_MODELS.chat, input: 'x', max_output_tokens: 1e300 })).rejects.toMatchObject({ status: 400 });
+    // The stack's model allows 4096 output tokens.
+    await expect(client.responses.create({ model: STACK_MODELS.chat, input: 'x', max_output_tokens: 4097 })).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining('at most 4096'),
+    });
+    await expect(client.chat.completions.create({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'x' }], max_tokens: 1e300 })).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining('max_tokens'),
+    });
+    expect(s.fake.requests.length).toBe(before);
+    const ok = await client.responses.create({ model: STACK_MODELS.chat, input: 'x', max_output_tokens: 4096 });
+    expect(ok.status).toBe('completed');
+  });
+});

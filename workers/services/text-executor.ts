@@ -8,6 +8,7 @@ import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate, TextJobData } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
 import { StreamAccumulator } from './stream-accumulator';
+import { withoutText } from './unstored-text';
 import { MaskSession } from '../../shared/plugins/masker';
 import type { InputItem } from '../../shared/providers/provider.types';
 
@@ -113,7 +114,7 @@ export class TextExecutor {
         const outcome = await generations.finish(data.generationId, {
           status: 'completed',
           cost,
-          result: payload,
+          result: recorded(data, payload),
           usage: result.usage,
           warnings,
           model: candidate.model,
@@ -254,7 +255,7 @@ export class TextExecutor {
       status: 'failed',
       cost,
       error,
-      result: payload,
+      result: recorded(data, payload),
       usage: result.usage,
       model: candidate.model,
       provider: providerId,
@@ -269,6 +270,11 @@ export class TextExecutor {
     this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
     await pub.send({ type: 'failed', error, payload });
   }
+}
+
+/** The payload as the generation's record keeps it: without the text when the caller asked for `store: false`. */
+function recorded(data: TextJobData, payload: TextDonePayload): TextDonePayload {
+  return data.store === false ? { ...payload, result: withoutText(payload.result) } : payload;
 }
 
 /** Input tokens for a stream that ended without the provider's usage: our estimate of the request. */
