@@ -2,75 +2,48 @@ import { Router, type Response } from 'express';
 import type { AppContext } from '../app-context';
 import { AppError } from '../../shared/errors/app-error';
 import { check } from '../../shared/schemas/ajv';
-import { responsesSchema, type ResponsesBody } from '../../shared/schemas/responses.schema';
 import {
-  buildResponseObject,
-  createResponsesStreamFormatter,
-  encodeSse,
-  incompleteReason,
-  itemReferenceIds,
-  publicUsage,
-  responsesToCanonical,
-  type PublicError,
-  type ResponseStatus,
-} from '../../shared/formats';
-import type { TextResult } from '../../shared/providers/provider.types';
+  inputItemsQuerySchema,
+  responsesSchema,
+  retrieveResponseQuerySchema,
+  type InputItemsQuery,
+  type ResponsesBody,
+  type RetrieveResponseQuery,
+} from '../../shared/schemas/responses.schema';
+import { buildResponseObject, createResponsesStreamFormatter, encodeSse, inputItemPage, itemReferenceIds, responsesToCanonical, withoutText } from '../../shared/formats';
 import { randomBase62 } from '../../shared/auth/api-keys';
-import type { Generation } from '../../shared/db/generated/client';
+import type { Prisma } from '../../shared/db/generated/client';
+import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextDonePayload } from '../../workers/services/text-executor';
-import { StoredResponses, storedRequest, withPublicIds, type StoredResponsesRequest } from '../services/stored-responses';
-import { awaitText, completedText, pumpStream, type StoredError } from '../services/text-replies';
+import { BackgroundStreams } from '../services/background-streams';
+import { ResponseStreamLog } from '../services/response-stream-log';
+import {
+  askedModel,
+  finishedStatus,
+  hasEnded,
+  publicError,
+  responseObjectOf,
+  StoredResponses,
+  storedRequest,
+  turnInput,
+  unix,
+  unstoredBody,
+  usageOf,
+  withPublicIds,
+  type StoredResponsesRequest,
+} from '../services/stored-responses';
+import { awaitText, completedText, pumpStream } from '../services/text-replies';
 
-const STATUS: Record<Generation['status'], ResponseStatus> = {
-  pending: 'queued',
-  processing: 'in_progress',
-  completed: 'completed',
-  failed: 'failed',
-  cancelled: 'cancelled',
-};
-
-/** What a `store: false` response's record keeps of its body: the routing and limits, no text. */
-function unstoredBody(body: ResponsesBody): ResponsesBody {
-  const { model, models, provider, stream, background, max_output_tokens, store } = body;
-  return { model, models, provider, stream, background, max_output_tokens, store };
-}
-
-/** OpenAI answers `incomplete` (not `completed`) for an answer cut by max_output_tokens or a content filter. */
-const finishedStatus = (result: TextResult | undefined): 'completed' | 'incomplete' => (incompleteReason(result) ? 'incomplete' : 'completed');
-
-const unix = (d: Date) => Math.floor(d.getTime() / 1000);
-
-function usageOf(p: TextDonePayload) {
-  return publicUsage(p.result.usage, { totalRub: p.cost, inferenceRub: p.cost }, p.plugins ? { plugins: p.plugins } : undefined);
-}
-
-function publicError(e: StoredError): PublicError {
-  return { code: e.code, message: e.message, metadata: e.metadata };
-}
-
-/** POST /v1/responses and GET /v1/responses/{id}: OpenAI's Responses API through the queue. */
+/**
+ * OpenAI's Responses API through the queue: create, retrieve (or stream a background response again), its input
+ * items, delete and cancel. Stored responses are scoped to the caller (StoredResponses).
+ */
 export function responsesRoutes(ctx: AppContext): Router {
   const r = Router();
-
   const stored = new StoredResponses(ctx.db);
-
-  function fromGeneration(g: Generation) {
-    const record = storedRequest(g);
-    const payload = g.result as unknown as TextDonePayload | null;
-    const result = payload ? withPublicIds(g.id, payload.result) : undefined;
-    return buildResponseObject({
-      id: g.id,
-      createdAt: unix(g.createdAt),
-      completedAt: g.completedAt ? unix(g.completedAt) : null,
-      model: payload?.model ?? g.model,
-      status: g.status === 'completed' ? finishedStatus(result) : STATUS[g.status],
-      result,
-      usage: payload ? usageOf(payload) : null,
-      request: record.body,
-      error: g.error ? publicError(g.error as unknown as StoredError) : null,
-      warnings: (g.warnings as string[] | null) ?? undefined,
-    });
-  }
+  const log = new ResponseStreamLog(ctx.redis, ctx.config.queuePrefix);
+  const background = new BackgroundStreams(ctx.db, log, ctx.logger, ctx.clock);
+  const idOf = (req: { params: Record<string, string | string[] | undefined> }) => String(req.params.id);
 
   r.post('/v1/responses', ...ctx.guard, async (req, res: Response) => {
     const body = check<ResponsesBody>(responsesSchema, req.body ?? {});
@@ -106,7 +79,7 @@ export function responsesRoutes(ctx: AppContext): Router {
       store: body.store !== false,
     });
     const allWarnings = [...formatWarnings, ...warnings];
-    const base = { id, createdAt, model: body.model ?? body.models![0], request: body, warnings: allWarnings.length ? allWarnings : undefined };
+    const base = { id, createdAt, model: askedModel(body), request: body, warnings: allWarnings.length ? allWarnings : undefined };
 
     if (mode === 'async') {
       res.json(buildResponseObject({ ...base, status: 'queued' }));
@@ -128,6 +101,12 @@ export function responsesRoutes(ctx: AppContext): Router {
       return;
     }
     const f = createResponsesStreamFormatter(base);
+    if (body.background) {
+      // A background stream goes on when the client leaves; it (or anyone resuming) reads the relayed events.
+      background.relay(submission, f);
+      await background.serve(res, await stored.get(principal, id), -1);
+      return;
+    }
     await pumpStream(res, ctx.gateway, submission, ctx.config.syncWaitMs, f.start().map(encodeSse), {
       delta: (ev) => f.push(ev).map(encodeSse),
       done: (p) => f.complete({ result: p.result, usage: usageOf(p), model: p.model, completedAt: unix(ctx.clock()), status: finishedStatus(p.result) }).map(encodeSse),
@@ -136,7 +115,53 @@ export function responsesRoutes(ctx: AppContext): Router {
   });
 
   r.get('/v1/responses/:id', ...ctx.guard, async (req, res) => {
-    res.json(fromGeneration(await stored.get(res.locals.principal, String(req.params.id))));
+    const q = check<RetrieveResponseQuery>(retrieveResponseQuerySchema, { ...(req.query as Record<string, unknown>) }, { query: true });
+    const g = await stored.get(res.locals.principal, idOf(req));
+    if (!q.stream) {
+      res.json(responseObjectOf(g));
+      return;
+    }
+    if (!storedRequest(g).body.background) {
+      throw AppError.validation([{ path: '/stream', message: 'only a background response can be streamed again' }], `Response ${g.id} was not created with background: true and cannot be streamed`);
+    }
+    await background.serve(res, g, q.starting_after);
+  });
+
+  r.get('/v1/responses/:id/input_items', ...ctx.guard, async (req, res) => {
+    const q = check<InputItemsQuery>(inputItemsQuerySchema, { ...(req.query as Record<string, unknown>) }, { query: true });
+    const g = await stored.get(res.locals.principal, idOf(req));
+    res.json(inputItemPage(turnInput(g), q));
+  });
+
+  r.post('/v1/responses/:id/cancel', ...ctx.guard, async (req, res) => {
+    const g = await stored.get(res.locals.principal, idOf(req));
+    if (!storedRequest(g).body.background) {
+      throw new AppError('BAD_REQUEST', `Only a background response can be cancelled: ${g.id} was not created with background: true`);
+    }
+    // Cancelling twice answers the cancelled response again; a response that ended otherwise cannot be cancelled.
+    if (!hasEnded(g)) await ctx.gateway.cancel(g.id, QUEUES.text);
+    const now = await ctx.db.generation.findUniqueOrThrow({ where: { id: g.id } });
+    if (now.status !== 'cancelled') throw new AppError('BAD_REQUEST', `Cannot cancel a response that has ended (status ${responseObjectOf(now).status})`);
+    res.json(responseObjectOf(now));
+  });
+
+  r.delete('/v1/responses/:id', ...ctx.guard, async (req, res) => {
+    const g = await stored.get(res.locals.principal, idOf(req));
+    // A running response is cancelled first, so no later ending writes its text back.
+    if (!hasEnded(g)) await ctx.gateway.cancel(g.id, QUEUES.text);
+    const now = await ctx.db.generation.findUniqueOrThrow({ where: { id: g.id } });
+    // The record stays for billing and history; the conversation and the answer's text go.
+    const record: StoredResponsesRequest = { body: unstoredBody(storedRequest(now).body), input: [], deleted: true };
+    const payload = now.result as unknown as TextDonePayload | null;
+    await ctx.db.generation.update({
+      where: { id: g.id },
+      data: {
+        request: record as unknown as Prisma.InputJsonValue,
+        ...(payload && { result: { ...payload, result: withoutText(payload.result) } as unknown as Prisma.InputJsonValue }),
+      },
+    });
+    await log.forget(g.id);
+    res.json({ id: g.id, object: 'response', deleted: true });
   });
 
   return r;

@@ -1,4 +1,6 @@
 import type { Db } from '../../shared/db/client';
+import { buildResponseObject, incompleteReason, publicUsage, type PublicError, type ResponseObject, type ResponseStatus } from '../../shared/formats';
+import type { StoredError } from './text-replies';
 import type { Generation } from '../../shared/db/generated/client';
 import { AppError } from '../../shared/errors/app-error';
 import type { InputItem, OutputItem, TextResult } from '../../shared/providers/provider.types';
@@ -23,6 +25,58 @@ export const storedRequest = (g: Generation) => g.request as unknown as StoredRe
 export function isStored(g: Generation): boolean {
   const r = storedRequest(g);
   return r.body.store !== false && r.deleted !== true;
+}
+
+const STATUS: Record<Generation['status'], ResponseStatus> = {
+  pending: 'queued',
+  processing: 'in_progress',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+};
+
+/** OpenAI answers `incomplete` (not `completed`) for an answer cut by max_output_tokens or a content filter. */
+export const finishedStatus = (result: TextResult | undefined): 'completed' | 'incomplete' => (incompleteReason(result) ? 'incomplete' : 'completed');
+
+export const unix = (d: Date) => Math.floor(d.getTime() / 1000);
+
+export function usageOf(p: TextDonePayload) {
+  return publicUsage(p.result.usage, { totalRub: p.cost, inferenceRub: p.cost }, p.plugins ? { plugins: p.plugins } : undefined);
+}
+
+export function publicError(e: StoredError): PublicError {
+  return { code: e.code, message: e.message, metadata: e.metadata };
+}
+
+/** The model a response names before any endpoint answered: what the caller asked for. */
+export const askedModel = (body: ResponsesBody) => body.model ?? body.models?.[0] ?? '';
+
+/** A stored response as the Response object (GET /v1/responses/{id}, cancel). */
+export function responseObjectOf(g: Generation): ResponseObject {
+  const record = storedRequest(g);
+  const payload = g.result as unknown as TextDonePayload | null;
+  const result = payload ? withPublicIds(g.id, payload.result) : undefined;
+  return buildResponseObject({
+    id: g.id,
+    createdAt: unix(g.createdAt),
+    completedAt: g.completedAt ? unix(g.completedAt) : null,
+    model: payload?.model ?? g.model,
+    status: g.status === 'completed' ? finishedStatus(result) : STATUS[g.status],
+    result,
+    usage: payload ? usageOf(payload) : null,
+    request: record.body,
+    error: g.error ? publicError(g.error as unknown as StoredError) : null,
+    warnings: (g.warnings as string[] | null) ?? undefined,
+  });
+}
+
+/** Whether a generation has ended (any way). */
+export const hasEnded = (g: Pick<Generation, 'status'>) => g.status !== 'pending' && g.status !== 'processing';
+
+/** What a `store: false` (or deleted) response's record keeps of its body: the routing and limits, no text. */
+export function unstoredBody(body: ResponsesBody): ResponsesBody {
+  const { model, models, provider, stream, background, max_output_tokens, store } = body;
+  return { model, models, provider, stream, background, max_output_tokens, store };
 }
 
 type ItemPrefix = 'msg' | 'fc' | 'rs' | 'fco';

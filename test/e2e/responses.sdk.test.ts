@@ -196,3 +196,136 @@ describe('store: false keeps no text, and output limits are bounded (issue 10.11
     expect(ok.status).toBe('completed');
   });
 });
+
+describe('stored-response routes the SDKs expose (issue 9.5)', () => {
+  const waitEnded = async (id: string) => {
+    for (let i = 0; i < 200; i++) {
+      const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
+      if (g.status !== 'pending' && g.status !== 'processing') return g;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`${id} never ended`);
+  };
+
+  it('responses.inputItems.list lists this turn\'s input items, newest first by default, with order, after and limit', async () => {
+    const first = await client.responses.create({ model: STACK_MODELS.chat, input: 'earlier turn' });
+    const r = await client.responses.create({
+      model: STACK_MODELS.chat,
+      previous_response_id: first.id,
+      input: [
+        { role: 'user', content: 'one' },
+        { role: 'user', content: [{ type: 'input_text', text: 'two' }] },
+        { type: 'function_call_output', call_id: 'call_1', output: 'three' },
+      ],
+    });
+    const text = (i: OpenAI.Responses.ResponseItem) =>
+      i.type === 'message' ? (i.content[0] as { text: string }).text : i.type === 'function_call_output' ? (i.output as string) : i.type;
+
+    const page = await client.responses.inputItems.list(r.id);
+    expect(page.data.map(text)).toEqual(['three', 'two', 'one']); // the previous turn is not this response's input
+    expect(page.has_more).toBe(false);
+    expect(page.data[2]).toMatchObject({ type: 'message', role: 'user', status: 'completed', id: expect.stringMatching(/^msg_/) });
+
+    const asc = await client.responses.inputItems.list(r.id, { order: 'asc', limit: 2 });
+    expect(asc.data.map(text)).toEqual(['one', 'two']);
+    expect(asc.has_more).toBe(true);
+    const all: string[] = [];
+    for await (const item of client.responses.inputItems.list(r.id, { order: 'asc', limit: 1 })) all.push(text(item));
+    expect(all).toEqual(['one', 'two', 'three']); // the SDK pages with `after`
+
+    // An input item can be referenced like an output item.
+    await client.responses.create({ model: STACK_MODELS.chat, input: [{ type: 'item_reference', id: page.data[2].id }] });
+    expect(JSON.stringify(lastSent().messages)).toContain('one');
+
+    await expect(client.responses.inputItems.list(r.id, { limit: 101 })).rejects.toMatchObject({ status: 400 });
+    await expect(m2.sdk.responses.inputItems.list(r.id)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('responses.delete removes the conversation, keeps the billing record, and answers 404 afterwards', async () => {
+    s.fake.setKnobs({ text: 'forget me' });
+    const r = await client.responses.create({ model: STACK_MODELS.chat, input: 'private words' });
+    await expect(m1.sdk.responses.delete(r.id)).rejects.toMatchObject({ status: 404 }); // not theirs
+    const raw = await fetch(`${s.url}/v1/responses/${r.id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${org.key.key}` } });
+    expect(raw.status).toBe(200);
+    expect(await raw.json()).toEqual({ id: r.id, object: 'response', deleted: true });
+    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.id } });
+    expect(JSON.stringify([g.request, g.result])).not.toMatch(/private words|forget me/);
+    expect(money(g.clientCost).greaterThan(0)).toBe(true);
+    await expect(client.responses.retrieve(r.id)).rejects.toMatchObject({ status: 404 });
+    await expect(client.responses.delete(r.id)).rejects.toMatchObject({ status: 404 });
+    await expect(client.responses.create({ model: STACK_MODELS.chat, input: 'x', previous_response_id: r.id })).rejects.toMatchObject({ status: 404 });
+
+    const other = await client.responses.create({ model: STACK_MODELS.chat, input: 'x' });
+    await client.responses.delete(other.id); // the SDK's own call
+    await expect(client.responses.retrieve(other.id)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('responses.cancel cancels a queued or running background response and releases its money; a finished one is a 400', async () => {
+    s.fake.setKnobs({ latencyMs: 1500 });
+    const before = await orgMoney();
+    const r = await client.responses.create({ model: STACK_MODELS.chat, input: 'slow', background: true });
+    expect(r.status).toBe('queued');
+    const cancelled = await client.responses.cancel(r.id);
+    expect(cancelled.status).toBe('cancelled');
+    expect((await client.responses.cancel(r.id)).status).toBe('cancelled'); // again: the same answer
+    await new Promise((res) => setTimeout(res, 1800)); // the provider answers after all: too late
+    const after = await orgMoney();
+    expect(after.balance.equals(before.balance)).toBe(true);
+    expect(after.reserved.isZero()).toBe(true);
+    expect((await client.responses.retrieve(r.id)).status).toBe('cancelled');
+
+    s.fake.setKnobs({});
+    const done = await client.responses.create({ model: STACK_MODELS.chat, input: 'quick', background: true });
+    await waitEnded(done.id);
+    await expect(client.responses.cancel(done.id)).rejects.toMatchObject({ status: 400 });
+    const foreground = await client.responses.create({ model: STACK_MODELS.chat, input: 'quick' });
+    await expect(client.responses.cancel(foreground.id)).rejects.toMatchObject({ status: 400 });
+    await expect(m2.sdk.responses.cancel(r.id)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('resumes a background stream with responses.retrieve(id, { stream: true, starting_after })', async () => {
+    s.fake.setKnobs({ text: 'one two three four five six', streamChunks: 6, chunkDelayMs: 100 });
+    const stream = await client.responses.create({ model: STACK_MODELS.chat, input: 'count', background: true, stream: true });
+    const seen: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const ev of stream) {
+      seen.push(ev);
+      if (ev.type === 'response.output_text.delta') break; // the client drops after the first delta
+    }
+    const id = (seen[0] as OpenAI.Responses.ResponseCreatedEvent).response.id;
+    const last = seen.at(-1)!.sequence_number;
+
+    const resumed = await client.responses.retrieve(id, { stream: true, starting_after: last });
+    const rest: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const ev of resumed) rest.push(ev);
+    const all = [...seen, ...rest];
+    expect(all.map((e) => e.sequence_number)).toEqual(all.map((_, i) => i)); // nothing lost, nothing twice
+    expect(all.at(-1)?.type).toBe('response.completed');
+    const text = all.flatMap((e) => (e.type === 'response.output_text.delta' ? [e.delta] : [])).join('');
+    expect(text).toBe('one two three four five six');
+
+    // From the start, after the end: the same events again.
+    const again: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const ev of await client.responses.retrieve(id, { stream: true })) again.push(ev);
+    expect(again).toEqual(all);
+    // Retrieved plainly, the output item ids are the streamed ones (what item_reference needs).
+    const plain = await client.responses.retrieve(id);
+    const done = all.find((e) => e.type === 'response.completed') as OpenAI.Responses.ResponseCompletedEvent;
+    expect(plain.output.map((o) => o.id)).toEqual(done.response.output.map((o) => o.id));
+  });
+
+  it('streams a background response created without stream once it has ended, after starting_after', async () => {
+    s.fake.setKnobs({ text: 'later text', latencyMs: 300 });
+    const r = await client.responses.create({ model: STACK_MODELS.chat, input: 'later', background: true });
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const ev of await client.responses.retrieve(r.id, { stream: true })) events.push(ev);
+    expect(events[0].type).toBe('response.created');
+    expect(events.at(-1)?.type).toBe('response.completed');
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    const tail: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const ev of await client.responses.retrieve(r.id, { stream: true, starting_after: 3 })) tail.push(ev);
+    expect(tail).toEqual(events.slice(4));
+    // A response made in the foreground cannot be streamed again.
+    const plain = await client.responses.create({ model: STACK_MODELS.chat, input: 'x' });
+    await expect(client.responses.retrieve(plain.id, { stream: true })).rejects.toMatchObject({ status: 400 });
+  });
+});

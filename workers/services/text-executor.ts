@@ -8,7 +8,7 @@ import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate, TextJobData } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
 import { StreamAccumulator } from './stream-accumulator';
-import { withoutText } from './unstored-text';
+import { withoutText } from '../../shared/formats/unstored-text';
 import { MaskSession } from '../../shared/plugins/masker';
 import type { InputItem } from '../../shared/providers/provider.types';
 

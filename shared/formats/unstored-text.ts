@@ -1,4 +1,4 @@
-import type { TextResult } from '../../shared/providers/provider.types';
+import type { TextResult } from '../providers/provider.types';
 
 /**
  * A result without the conversation's text, for `store: false` responses: what billing and history need (usage,
