@@ -313,6 +313,29 @@ describe('stored-response routes the SDKs expose (issue 9.5)', () => {
     expect(plain.output.map((o) => o.id)).toEqual(done.response.output.map((o) => o.id));
   });
 
+  it('a cancelled background stream ends with response.failed for every reader, and costs nothing', async () => {
+    s.fake.setKnobs({ text: 'a b c d e f g h', streamChunks: 8, chunkDelayMs: 150 });
+    const before = await orgMoney();
+    const stream = await client.responses.create({ model: STACK_MODELS.chat, input: 'long', background: true, stream: true });
+    let id = '';
+    for await (const ev of stream) {
+      if (ev.type === 'response.created') id = ev.response.id;
+      if (ev.type === 'response.output_text.delta') break;
+    }
+    expect((await client.responses.cancel(id)).status).toBe('cancelled');
+    const types: string[] = [];
+    let final: OpenAI.Responses.Response | undefined;
+    for await (const ev of await client.responses.retrieve(id, { stream: true })) {
+      types.push(ev.type);
+      if (ev.type === 'response.failed') final = ev.response;
+    }
+    expect(types.at(-1)).toBe('response.failed');
+    expect(final?.error?.message).toMatch(/cancelled/);
+    const after = await orgMoney();
+    expect(after.balance.equals(before.balance)).toBe(true);
+    expect(after.reserved.isZero()).toBe(true);
+  });
+
   it('streams a background response created without stream once it has ended, after starting_after', async () => {
     s.fake.setKnobs({ text: 'later text', latencyMs: 300 });
     const r = await client.responses.create({ model: STACK_MODELS.chat, input: 'later', background: true });
