@@ -86,7 +86,9 @@ export function responsesRoutes(ctx: AppContext): Router {
       return;
     }
     if (mode === 'sync') {
-      const payload = await awaitText(ctx.gateway, submission, ctx.config.syncWaitMs, () => completedText(ctx.db, id));
+      // A `store: false` record has no text to re-read: a lost reply is a 408 rather than an empty answer.
+      const reread = body.store === false ? async () => null : () => completedText(ctx.db, id);
+      const payload = await awaitText(ctx.gateway, submission, ctx.config.syncWaitMs, reread);
       res.json(
         buildResponseObject({
           ...base,
