@@ -1,12 +1,12 @@
 import type { Db } from '../../shared/db/client';
-import { buildResponseObject, incompleteReason, publicUsage, type PublicError, type ResponseObject, type ResponseStatus } from '../../shared/formats';
-import type { StoredError } from './text-replies';
 import type { Generation } from '../../shared/db/generated/client';
 import { AppError } from '../../shared/errors/app-error';
+import { buildResponseObject, incompleteReason, publicUsage, type PublicError, type ResponseObject, type ResponseStatus } from '../../shared/formats';
 import type { InputItem, OutputItem, TextResult } from '../../shared/providers/provider.types';
 import type { ResponsesBody } from '../../shared/schemas/responses.schema';
 import type { TextDonePayload } from '../../workers/services/text-executor';
 import type { Principal } from '../middleware/auth';
+import type { StoredError } from './text-replies';
 
 /** What a responses generation keeps in its `request` column: the body (echo fields) and the whole conversation. */
 export interface StoredResponsesRequest {
