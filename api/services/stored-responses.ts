@@ -85,18 +85,21 @@ const INPUT_PREFIX: Record<InputItem['type'], ItemPrefix> = { message: 'msg', fu
 
 /**
  * Public item ids name their response and position, so an `item_reference` leads straight to its stored response:
- * output item n of `resp_X` is `<prefix>_X_<n>` (the ids the stream formatter gives too), input item n is
- * `<prefix>_X_in<n>`. Response ids are `resp_` + base62, so the parts never run into each other.
+ * the n-th output item of a kind in `resp_X` is `<prefix>_X_<n>` (the ids the stream formatter gives too: counting
+ * per kind keeps them equal however text and calls interleaved in the stream), input item n is `<prefix>_X_in<n>`.
+ * Response ids are `resp_` + base62, so the parts never run into each other.
  */
 const ITEM_ID = /^(msg|fc|rs|fco)_([A-Za-z0-9]+)_(in)?(\d{1,6})$/;
 const suffixOf = (responseId: string) => responseId.replace(/^resp_/, '');
 
-export const outputItemId = (responseId: string, item: OutputItem, index: number) => `${OUTPUT_PREFIX[item.type]}_${suffixOf(responseId)}_${index}`;
+
 export const inputItemId = (responseId: string, item: InputItem, index: number) => `${INPUT_PREFIX[item.type]}_${suffixOf(responseId)}_in${index}`;
 
 /** The result with the public ids of its output items (providers' own ids are neither unique nor stable). */
 export function withPublicIds(responseId: string, result: TextResult): TextResult {
-  return { ...result, output: result.output.map((o, i) => ({ ...o, id: outputItemId(responseId, o, i) })) };
+  const perKind: Record<string, number> = {};
+  const id = (o: OutputItem) => `${OUTPUT_PREFIX[o.type]}_${suffixOf(responseId)}_${(perKind[o.type] = (perKind[o.type] ?? -1) + 1)}`;
+  return { ...result, output: result.output.map((o) => ({ ...o, id: id(o) })) };
 }
 
 /** The output items of a stored response as input items of the next turn. */

@@ -1,4 +1,5 @@
-import { inputItemPage, withoutText } from '../../../shared/formats';
+import { createResponsesStreamFormatter, inputItemPage, withoutText } from '../../../shared/formats';
+import { withPublicIds } from '../../../api/services/stored-responses';
 import type { InputItem, TextResult } from '../../../shared/providers/provider.types';
 
 const msg = (text: string): InputItem => ({ type: 'message', role: 'user', content: [{ type: 'input_text', text }] });
@@ -55,5 +56,28 @@ describe('withoutText', () => {
     expect(kept).toMatchObject({ finishReason: 'tool_calls', usage: { inputTokens: 10, outputTokens: 5 } });
     expect(kept.output.map((o) => o.type)).toEqual(['reasoning', 'message', 'function_call']);
     expect(kept.logprobs).toBeUndefined();
+  });
+});
+
+describe('output item ids', () => {
+  it('are the same streamed and stored, even when a call streams before the text', () => {
+    const f = createResponsesStreamFormatter({ id: 'resp_abc', createdAt: 1, model: 'm', request: { model: 'm' } });
+    f.push({ type: 'tool_call_start', index: 0, callId: 'call_1', name: 'f' });
+    f.push({ type: 'tool_call_delta', index: 0, argumentsDelta: '{}' });
+    f.push({ type: 'text_delta', text: 'hi' });
+    // The stored result lists the text first (as the stream accumulator does).
+    const result: TextResult = {
+      output: [
+        { type: 'message', id: 'msg_0', role: 'assistant', content: [{ type: 'output_text', text: 'hi' }] },
+        { type: 'function_call', id: 'fc_0', call_id: 'call_1', name: 'f', arguments: '{}' },
+      ],
+      finishReason: 'tool_calls',
+      usage: { inputTokens: 1, outputTokens: 1 },
+    };
+    const done = f.complete({ result, usage: {}, model: 'm' }).at(-1)!.data.response as { output: Array<{ id: string; type: string }> };
+    const streamed = Object.fromEntries(done.output.map((o) => [o.type, o.id]));
+    const stored = Object.fromEntries(withPublicIds('resp_abc', result).output.map((o) => [o.type, o.id]));
+    expect(streamed).toEqual(stored);
+    expect(stored).toEqual({ message: 'msg_abc_0', function_call: 'fc_abc_0' });
   });
 });
