@@ -7,6 +7,7 @@ import { docsRoutes } from './routes/docs.route';
 import { dashboardRoutes } from './routes/dashboard.route';
 import { errorHandler, notFoundHandler } from './middleware/error-handler';
 import { rejectNulCharacters } from './middleware/reject-nul';
+import { idempotencyKey } from './middleware/idempotency';
 import { healthRoutes } from './routes/health.route';
 import { keyRoutes } from './routes/key.route';
 import { balanceRoutes } from './routes/balance.route';
@@ -36,6 +37,7 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
   app.use(healthRoutes(ctx), metricsRoutes(ctx), docsRoutes(ctx), dashboardRoutes(ctx));
   app.use(express.json({ limit: ctx.config.maxBodyBytes, type: ['application/json', 'application/*+json'] }));
   app.use(rejectNulCharacters);
+  app.use(idempotencyKey);
 
   app.use(keyRoutes(ctx), balanceRoutes(ctx), keysRoutes(ctx));
   app.use(responsesRoutes(ctx), chatRoutes(ctx), embeddingsRoutes(ctx), systemoneRoutes(ctx), modelsRoutes(ctx));

@@ -1,3 +1,4 @@
+import type { IdempotencyClaim } from '../../shared/services/generation.service';
 import type { NextFunction, Request, Response } from 'express';
 import type { Db } from '../../shared/db/client';
 import { hashApiKey, KEY_PATTERN } from '../../shared/auth/api-keys';
@@ -20,6 +21,8 @@ declare module 'express-serve-static-core' {
   interface Locals {
     principal: Principal;
     traceId: string;
+    /** Set by the idempotency middleware from the `Idempotency-Key` header. */
+    idempotency?: IdempotencyClaim;
   }
 }
 

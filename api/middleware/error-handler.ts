@@ -29,6 +29,8 @@ function isUnavailable(e: { message?: string; code?: string; name?: string } | u
 
 export function sendError(res: Response, err: AppError): void {
   const traceId = String(res.locals.traceId ?? '');
+  // Both openai SDKs obey it over their own rule (which re-sends every 408 and 409 up to twice).
+  res.setHeader('x-should-retry', String(err.retry));
   if (err.headers) for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
   res.status(err.status).json(err.toBody(traceId));
 }

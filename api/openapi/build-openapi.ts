@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { ERROR_CODES } from '../../shared/errors/error-codes';
 import { errorResponseSchema } from './response-schemas';
-import { ROUTE_DOCS, type JsonSchema, type RouteAuth, type RouteDoc, type RouteResponse } from './route-docs';
+import { IDEMPOTENT_ROUTES, ROUTE_DOCS, type JsonSchema, type RouteAuth, type RouteDoc, type RouteResponse } from './route-docs';
 
 /** Keywords ajv understands (or we add for ajv) that are not JSON Schema 2020-12 / OpenAPI 3.1 vocabulary. */
 const AJV_ONLY = new Set(['$async', '$data', 'errorMessage', 'instanceof', 'regexp', 'transform', 'typeof', 'dynamicDefaults', 'uniqueItemProperties', 'allRequired', 'anyRequired', 'oneRequired', 'patternRequired', 'prohibited', 'deepProperties', 'deepRequired', 'select', 'selectCases', 'selectDefault']);
@@ -27,7 +27,7 @@ export type Operation = {
   tags: string[];
   deprecated?: boolean;
   security: Array<Record<string, string[]>>;
-  parameters?: Array<{ name: string; in: 'path' | 'query'; required: boolean; schema: JsonSchema; description?: string }>;
+  parameters?: Array<{ name: string; in: 'path' | 'query' | 'header'; required: boolean; schema: JsonSchema; description?: string }>;
   requestBody?: { required: boolean; content: Record<string, { schema: JsonSchema }> };
   responses: Record<string, unknown>;
   'x-switchyard-auth': RouteAuth;
@@ -91,6 +91,18 @@ function nameOf(schema: JsonSchema, fallback: string): string {
   return typeof schema.$id === 'string' ? schema.$id : fallback;
 }
 
+const IDEMPOTENCY_KEY: NonNullable<Operation['parameters']>[number] = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+  description:
+    'Makes retries safe: the same key with the same body within 24 hours returns the same generation (a synchronous ' +
+    'call waits for or replays its result, an asynchronous one answers its id) and is billed once; the same key with ' +
+    'another body is 409 CONFLICT. Keys belong to the organization. A stream still running under the key is 409; a ' +
+    'finished one is replayed as a stream. See docs/idempotency.md.',
+};
+
 /** The main code of each error status (the first in the table: 401 is UNAUTHORIZED, not api_key_revoked). */
 const STATUS_NAMES: Record<number, string> = {};
 for (const [code, v] of Object.entries(ERROR_CODES)) STATUS_NAMES[v.status] ??= code;
@@ -136,6 +148,8 @@ export function buildOpenApi(opts: { routes?: RouteDoc[]; serverUrl?: string; ve
         parameters.push({ name, in: 'query', required: (q.required ?? []).includes(name), schema, ...(description ? { description } : {}) });
       }
     }
+    const idempotent = IDEMPOTENT_ROUTES.has(`${r.method} ${r.path}`);
+    if (idempotent) parameters.push(IDEMPOTENCY_KEY);
     if (parameters.length) op.parameters = parameters;
 
     if (r.body || r.bodyContentTypes) {
@@ -154,6 +168,7 @@ export function buildOpenApi(opts: { routes?: RouteDoc[]; serverUrl?: string; ve
       ...(ok.status === 302 ? {} : { content: Object.fromEntries(types.map((t) => [t, ok.schema && t === 'application/json' ? { schema: ref(ok.schema, `${pascal}Response`) } : {}])) }),
     };
     const errors = new Set<number>(r.errors ?? []);
+    if (idempotent) errors.add(409);
     if (r.body || r.query) errors.add(400);
     if (r.auth !== 'none' && r.auth !== 'metrics') errors.add(401).add(429);
     if (r.auth === 'metrics') errors.add(401);
@@ -172,7 +187,7 @@ export function buildOpenApi(opts: { routes?: RouteDoc[]; serverUrl?: string; ve
       version: opts.version ?? '0.1.0',
       description:
         'One HTTP/JSON interface to many AI models, billed in RUB. Every non-2xx body is the ErrorResponse envelope; ' +
-        'its trace_id is also in the X-Trace-Id header. Request schemas here are the ones that validate requests.',
+        'its trace_id is also in the X-Trace-Id header, and every response carries it as X-Request-Id (the SDKs\' request id). Request schemas here are the ones that validate requests.',
     },
     servers: [{ url: opts.serverUrl ?? '/' }],
     tags: tags.map((name) => ({ name })),

@@ -19,7 +19,7 @@ export const errorResponseSchema = {
       properties: {
         code: { enum: Object.keys(ERROR_CODES) },
         message: { type: 'string' },
-        trace_id: { type: 'string', description: 'Also in the X-Trace-Id response header' },
+        trace_id: { type: 'string', description: 'Also in the X-Trace-Id and X-Request-Id response headers' },
         details: {
           type: 'object',
           description: '4xx only; validation issues from the request schema',

@@ -62,6 +62,21 @@ export interface RouteDoc {
   deprecated?: boolean;
 }
 
+/**
+ * The routes that create a generation: each takes an `Idempotency-Key` header (docs/idempotency.md), documented as
+ * a header parameter with its 409. `test/api/openapi.test.ts` checks that every one is a row above.
+ */
+export const IDEMPOTENT_ROUTES: ReadonlySet<string> = new Set([
+  'post /v1/responses',
+  'post /v1/chat/completions',
+  'post /v1/embeddings',
+  'post /v1/systemone',
+  'post /v2/images/generations',
+  'post /v1/images/generations',
+  'post /v1/media',
+  'post /v1/media/{id}/operations',
+]);
+
 const json = (description: string, schema?: JsonSchema, status?: number): RouteResponse => ({ description, schema, status });
 
 export const ROUTE_DOCS: RouteDoc[] = [

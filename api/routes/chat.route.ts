@@ -13,11 +13,11 @@ export function chatRoutes(ctx: AppContext): Router {
   r.post('/v1/chat/completions', ...ctx.guard, async (req, res) => {
     const body = check<ChatBody>(chatSchema, req.body ?? {});
     const { requestedParameters, warnings: formatWarnings, ...request } = chatToCanonical(body);
-    const id = newId('gen');
     const created = Math.floor(ctx.clock().getTime() / 1000);
     const mode = body.stream ? 'stream' : 'sync';
     const { submission } = await ctx.text.submit({
-      id,
+      id: newId('gen'),
+      idempotency: res.locals.idempotency,
       principal: res.locals.principal,
       traceId: res.locals.traceId,
       apiType: 'chat_completions',
@@ -33,6 +33,8 @@ export function chatRoutes(ctx: AppContext): Router {
       outputLimitField: body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens',
     });
     const usage = (p: TextDonePayload) => chatUsage(p.result.usage, { totalRub: p.cost }, p.plugins ? { plugins: p.plugins } : undefined);
+    // A repeat with the same Idempotency-Key answers with the generation of the first request.
+    const id = submission.id;
     const warningsOf = (p: TextDonePayload) => (p.warnings.length || formatWarnings.length ? [...formatWarnings, ...p.warnings] : undefined);
 
     if (mode === 'sync') {

@@ -17,7 +17,7 @@ export function imagesRoutes(ctx: AppContext): Router {
   const media = new MediaService(ctx);
   for (const path of ['/v2/images/generations', '/v1/images/generations']) {
     r.post(path, ...ctx.guard, async (req, res) => {
-      sendMediaReply(res, await media.generateImages({ principal: res.locals.principal, traceId: res.locals.traceId }, req.body));
+      sendMediaReply(res, await media.generateImages({ principal: res.locals.principal, traceId: res.locals.traceId, idempotency: res.locals.idempotency }, req.body));
     });
   }
   return r;

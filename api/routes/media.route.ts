@@ -10,7 +10,7 @@ import { sendMediaReply } from './images.route';
 export function mediaRoutes(ctx: AppContext): Router {
   const r = Router();
   const media = new MediaService(ctx);
-  const who = (res: Response) => ({ principal: res.locals.principal, traceId: res.locals.traceId });
+  const who = (res: Response) => ({ principal: res.locals.principal, traceId: res.locals.traceId, idempotency: res.locals.idempotency });
 
   r.post('/v1/media', ...ctx.guard, async (req, res) => {
     sendMediaReply(res, await media.createMedia(who(res), req.body));

@@ -56,13 +56,14 @@ export function responsesRoutes(ctx: AppContext): Router {
     const canonical = responsesToCanonical(body, prior, references);
     const { requestedParameters, warnings: formatWarnings, ...request } = canonical;
     const mode = body.stream ? 'stream' : body.background ? 'async' : 'sync';
-    const id = `resp_${randomBase62(24)}`;
+    const newResponseId = `resp_${randomBase62(24)}`;
     const createdAt = unix(ctx.clock());
     // `store: false`: the record keeps what billing and history need, not the conversation (nor the instructions).
     const record: StoredResponsesRequest =
       body.store === false ? { body: unstoredBody(body), input: [] } : { body, input: request.input, inputStart: prior.length };
     const { submission, warnings } = await ctx.text.submit({
-      id,
+      id: newResponseId,
+      idempotency: res.locals.idempotency,
       principal,
       traceId: res.locals.traceId,
       apiType: 'responses',
@@ -78,6 +79,12 @@ export function responsesRoutes(ctx: AppContext): Router {
       plugins: body.plugins,
       store: body.store !== false,
     });
+    // A repeat with the same Idempotency-Key answers with the response of the first request.
+    const id = submission.id;
+    if (submission.replayed && body.store === false) {
+      submission.detach();
+      throw new AppError('CONFLICT', `Response ${id} of this Idempotency-Key was made with store: false: its text was not kept and cannot be replayed`, { metadata: { generation_id: id } });
+    }
     const allWarnings = [...formatWarnings, ...warnings];
     const base = { id, createdAt, model: askedModel(body), request: body, warnings: allWarnings.length ? allWarnings : undefined };
 
@@ -105,7 +112,9 @@ export function responsesRoutes(ctx: AppContext): Router {
     const f = createResponsesStreamFormatter(base);
     if (body.background) {
       // A background stream goes on when the client leaves; it (or anyone resuming) reads the relayed events.
-      background.relay(submission, f);
+      // A repeat (same Idempotency-Key) reads the first request's events instead of relaying them again.
+      if (!submission.replayed) background.relay(submission, f);
+      else submission.detach();
       await background.serve(res, await stored.get(principal, id), -1);
       return;
     }

@@ -13,10 +13,11 @@ import type { SystemoneDonePayload } from '../../workers/services/systemone-exec
 import { awaitText } from '../services/text-replies';
 
 /**
- * Answers come from token probabilities, so an endpoint must return log-probabilities AND the alternatives at
- * the answer position (without `top_logprobs` there is nothing to normalise over).
+ * Answers come from token probabilities, so an endpoint must return log-probabilities and the alternatives at
+ * the answer position. The catalog's `logprobs` covers `top_logprobs` (decisions.md section 1): an endpoint
+ * listing `logprobs` serves typed questions.
  */
-const REQUIRED_CAPABILITIES = ['logprobs', 'top_logprobs'];
+const REQUIRED_CAPABILITIES = ['logprobs'];
 /** Sent with every question; an endpoint lacking one gets the call without it (with a warning on the record). */
 const REQUESTED_PARAMETERS = ['temperature'];
 
@@ -62,6 +63,7 @@ export function systemoneRoutes(ctx: AppContext): Router {
         routing: { candidates: route.candidates.map((c) => c.slug), dropped: route.plan.dropped },
         traceId: res.locals.traceId,
         bound,
+        idempotency: res.locals.idempotency,
       },
       () => ({
         generationId: id,
@@ -77,11 +79,11 @@ export function systemoneRoutes(ctx: AppContext): Router {
       { listen: true },
     );
     const p = await awaitText<SystemoneDonePayload>(ctx.gateway, submission, ctx.config.syncWaitMs, async () => {
-      const g = await ctx.db.generation.findUnique({ where: { id } });
+      const g = await ctx.db.generation.findUnique({ where: { id: submission.id } });
       return g?.status === 'completed' ? (g.result as unknown as SystemoneDonePayload) : null;
     });
     res.json({
-      id,
+      id: submission.id,
       model: p.model,
       answers: p.answers,
       usage: { input_tokens: p.usage.inputTokens, output_tokens: p.usage.outputTokens, cost_rub: moneyJson(p.cost) },

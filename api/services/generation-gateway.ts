@@ -4,9 +4,11 @@ import type { Logger } from '../../shared/logger';
 import { JOB_OPTIONS } from '../../shared/queue/job-catalog';
 import type { BusMessage, GenerationBus } from '../../shared/queue/generation-bus';
 import type { QueueName } from '../../shared/queue/queue-names';
-import type { GenerationService, NewGeneration } from '../../shared/services/generation.service';
-import type { Decimal } from '../../shared/billing/money';
+import type { GenerationService, GenerationState, NewGeneration } from '../../shared/services/generation.service';
+import { ZERO, type Decimal } from '../../shared/billing/money';
 import { Mailbox } from './mailbox';
+
+type FailedError = Extract<BusMessage, { type: 'failed' }>['error'];
 
 export type FinalMessage = Extract<BusMessage, { type: 'done' | 'failed' | 'cancelled' }>;
 
@@ -17,7 +19,18 @@ export interface Submission {
   mailbox?: Mailbox;
   /** Stop listening (call when the reply is sent or the client left). */
   detach(): void;
+  /**
+   * The request carries an Idempotency-Key: its generation outlives a wait that runs out (a repeat of the request
+   * picks it up), instead of being cancelled.
+   */
+  keyed?: boolean;
+  /** The generation of an earlier request with the same Idempotency-Key (nothing new was reserved). */
+  replayed?: boolean;
 }
+
+/** How often a repeated request reads the state of the generation it attached to. */
+const REPLAY_POLL_MS = 150;
+const RUNNING = new Set<GenerationState['status']>(['pending', 'processing']);
 
 /**
  * Turns a request into a queued generation: reserve and record (one statement), listen, enqueue. Then waits
@@ -41,7 +54,9 @@ export class GenerationGateway {
    * payload carries the caller's text, which `store: false` asks us not to keep).
    */
   async submit<T extends object>(queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { listen: boolean; delayMs?: number; forget?: boolean }): Promise<Submission> {
-    const granted = await this.generations.create(gen);
+    const created = await this.generations.createOrReplay(gen);
+    if ('replayOf' in created) return this.attach(created.replayOf, gen, opts.listen);
+    const granted = created.granted;
     const mailbox = opts.listen ? new Mailbox() : undefined;
     const detach = mailbox ? this.bus.listen(gen.id, (m) => mailbox.put(m)) : () => {};
     try {
@@ -52,7 +67,48 @@ export class GenerationGateway {
       await this.generations.finish(gen.id, { status: 'failed', error: { code: 'SERVICE_UNAVAILABLE', message: 'The queue is unavailable' } }).catch(() => undefined);
       throw new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable: repeat later');
     }
-    return { id: gen.id, granted, mailbox, detach };
+    return { id: gen.id, granted, mailbox, detach, keyed: gen.idempotency !== undefined };
+  }
+
+  /**
+   * A repeated request (same Idempotency-Key, same body) joins the generation the first one made. Its worker
+   * replies to the first request's API process, so the repeat reads the generation's state from the database
+   * until it ends and hands the outcome to the route like a worker message: a finished generation is replayed
+   * from what it stored, a running one is waited for. A stream cannot join one that is still streaming (its
+   * earlier deltas went to the first client): 409.
+   */
+  private async attach(id: string, gen: NewGeneration, listen: boolean): Promise<Submission> {
+    const first = await this.generations.state(id);
+    // Both 409s below pass once the first request has gone further: the SDKs may repeat them (x-should-retry).
+    if (!first) throw new AppError('CONFLICT', `The first request with this Idempotency-Key is still being accepted: repeat in a moment`, { metadata: { generation_id: id }, retry: true });
+    if (gen.responseMode === 'stream' && RUNNING.has(first.status)) {
+      throw new AppError('CONFLICT', `Generation ${id} of this Idempotency-Key is still streaming to the first request: repeat once it has ended to replay it`, {
+        metadata: { generation_id: id },
+        retry: true,
+      });
+    }
+    const base = { id, granted: ZERO, keyed: true, replayed: true };
+    if (!listen) return { ...base, detach: () => {} };
+    const mailbox = new Mailbox();
+    let stopped = false;
+    const deliver = (g: GenerationState): boolean => {
+      if (RUNNING.has(g.status)) return false;
+      if (g.status === 'completed') mailbox.put({ type: 'done', payload: g.result, id, seq: 1 });
+      else if (g.status === 'failed') mailbox.put({ type: 'failed', error: g.error as FailedError, id, seq: 1 });
+      else mailbox.put({ type: 'cancelled', id, seq: 1 });
+      return true;
+    };
+    if (!deliver(first)) {
+      void (async () => {
+        while (!stopped) {
+          await new Promise((r) => setTimeout(r, REPLAY_POLL_MS));
+          if (stopped) return;
+          const g = await this.generations.state(id).catch(() => null);
+          if (g && deliver(g)) return;
+        }
+      })();
+    }
+    return { ...base, mailbox, detach: () => void (stopped = true) };
   }
 
   /**

@@ -7,6 +7,7 @@ import { readAll } from '../../shared/storage/blob-store';
 import { AppError } from '../../shared/errors/app-error';
 import { ERROR_CODES, type ErrorCode } from '../../shared/errors/error-codes';
 import {
+  boundSeconds,
   boundUnits,
   DEFAULT_VIDEO_SECONDS,
   imageResult,
@@ -35,6 +36,7 @@ import type { RequestType } from '../../shared/services/generation.service';
 import type { AppContext } from '../app-context';
 import { type Principal, ownerOf } from '../middleware/auth';
 import type { FinalMessage, Submission } from './generation-gateway';
+import type { IdempotencyClaim } from '../../shared/services/generation.service';
 
 /** A reply: status, body, headers (Retry-After while a generation runs). */
 export interface MediaReply {
@@ -56,6 +58,8 @@ const ALWAYS_HONOURED = new Set(['prompt', 'callBackUrl']);
 interface Ctx {
   principal: Principal;
   traceId: string;
+  /** The request's Idempotency-Key, when it has one (docs/idempotency.md). */
+  idempotency?: IdempotencyClaim;
 }
 
 interface Submit {
@@ -149,7 +153,7 @@ export class MediaService {
       bound: maxBound(route.endpoints, (e) => mediaCost(e.price, boundUnits('image', { images: body.n }))),
     });
     const final = await this.wait(sub);
-    const g = await this.load(id);
+    const g = await this.load(sub.id);
     if (final?.type === 'failed' || g.status === 'failed') throw errorFromMessage(final?.type === 'failed' ? final.error : (g.error as { code: string; message: string }));
     if (g.status === 'cancelled') throw new AppError('CONFLICT', 'The generation was cancelled');
     if (g.status !== 'completed') return { status: 202, body: pendingImageBody(g), headers: { 'Retry-After': String(retryAfterSeconds('image')) } };
@@ -188,7 +192,8 @@ export class MediaService {
     const input: MediaInput = { ...body.input };
     delete input.callBackUrl;
     const seconds = kind === 'video' || kind === 'audio' ? body.input.duration : undefined;
-    const units = boundUnits(kind, { images: body.input.max_images ?? 1, seconds, prompt: body.input.prompt });
+    // Per endpoint: a video reserves the endpoint's longest output when the catalog names it (maxDurationSeconds).
+    const units = (e: EndpointConfig) => boundUnits(kind, { images: body.input.max_images ?? 1, seconds: boundSeconds(e, seconds), prompt: body.input.prompt });
     const first = route.candidates[0];
     const id = newId('gen');
     const sub = await this.submit({
@@ -208,7 +213,7 @@ export class MediaService {
       dropped: route.plan.dropped,
       request: body,
       job: { input, inputUnits: body.input.images?.length ?? 0, ...(kind === 'video' || kind === 'audio' ? { expectedSeconds: body.input.duration } : {}) },
-      bound: maxBound(route.endpoints, (e) => mediaCost(e.price, units)),
+      bound: maxBound(route.endpoints, (e) => mediaCost(e.price, units(e))),
       callBackUrl,
     });
     return this.answer(sub, body.async);
@@ -266,7 +271,7 @@ export class MediaService {
         warnings: [],
         request: { operation: body.operation, params: body.params, source: source.id },
         job: { input, inputUnits: 1, expectedSeconds: params.duration },
-        bound: mediaCost(resolved!.endpoint.price, { videoSeconds: params.duration ?? DEFAULT_VIDEO_SECONDS }),
+        bound: mediaCost(resolved!.endpoint.price, { videoSeconds: boundSeconds(resolved!.endpoint, params.duration) ?? DEFAULT_VIDEO_SECONDS }),
         callBackUrl,
         sourceGenerationId: source.id,
       });
@@ -284,7 +289,8 @@ export class MediaService {
       const route = await this.ctx.planner.plan({ principal: c.principal, model: upscaler.id, modelType: 'upscale' });
       ({ primary, endpoints, candidates } = route);
     }
-    const units = sourceIsImage ? { images: 1 } : { videoSeconds: sourceSeconds ?? DEFAULT_VIDEO_SECONDS };
+    // An upscaled video is as long as its source; unknown, the upscaler's longest output.
+    const units = (e: EndpointConfig) => (sourceIsImage ? { images: 1 } : { videoSeconds: sourceSeconds ?? e.maxDurationSeconds ?? DEFAULT_VIDEO_SECONDS });
     const sub = await this.submit({
       c,
       id,
@@ -301,7 +307,7 @@ export class MediaService {
       warnings: [],
       request: { operation: body.operation, params: body.params ?? {}, source: source.id },
       job: { input, inputUnits: 1, expectedSeconds: sourceIsImage ? undefined : sourceSeconds, sourceIsImage },
-      bound: maxBound(endpoints, (e) => mediaCost(e.price, units)),
+      bound: maxBound(endpoints, (e) => mediaCost(e.price, units(e))),
       callBackUrl,
       sourceGenerationId: source.id,
     });
@@ -316,6 +322,9 @@ export class MediaService {
     if (!RUNNING.has(g.status)) throw notCancellable(g.status);
     const outcome = await this.ctx.generations.finish(id, { status: 'cancelled' });
     if (!outcome.applied) throw notCancellable((await this.load(id)).status);
+    // A cancelled generation keeps no output: whatever the worker stored before the cancel won goes now, and
+    // what it stores after is removed by the worker when its settlement finds the generation cancelled.
+    await this.ctx.files.discardUnkept(id);
 
     const queue = (g.routing as { queue?: QueueName } | null)?.queue ?? (g.requestType === 'image' ? QUEUES.image : QUEUES.media);
     const job = await this.ctx.queues[queue].getJob(id).catch(() => undefined);
@@ -355,6 +364,7 @@ export class MediaService {
         sourceGenerationId: s.sourceGenerationId ?? null,
         traceId: s.c.traceId,
         bound: s.bound,
+        idempotency: s.c.idempotency,
       },
       () => ({
         ...s.job,

@@ -1,7 +1,7 @@
 import type { Response } from 'express';
 import { AppError, type ErrorMetadata } from '../../shared/errors/app-error';
 import type { ErrorCode } from '../../shared/errors/error-codes';
-import type { TextStreamEvent } from '../../shared/providers/provider.types';
+import type { TextResult, TextStreamEvent } from '../../shared/providers/provider.types';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { Db } from '../../shared/db/client';
 import type { TextDonePayload } from '../../workers/services/text-executor';
@@ -24,11 +24,25 @@ export async function completedText(db: Db, id: string): Promise<TextDonePayload
   return g?.status === 'completed' ? (g.result as unknown as TextDonePayload) : null;
 }
 
-export const timeoutError = () => new AppError('REQUEST_TIMEOUT', 'Timed out waiting for the model: repeat the request', { metadata: {} });
+/**
+ * 408 for a synchronous wait that ran out. It says what became of the generation and how to get its result. Without
+ * an Idempotency-Key the SDKs are told not to re-send it (`x-should-retry: false`): each blind re-send would be a new
+ * generation. With one a repeat joins the running generation, so they may.
+ */
+export function timeoutError(id: string, waitMs: number, running: boolean): AppError {
+  const after = `No answer within ${Math.round(waitMs / 100) / 10} s`;
+  const message = running
+    ? `${after}: generation ${id} keeps running and is charged once. Repeat the request with the same Idempotency-Key to receive its result (the repeat waits for it, or replays it once finished)${
+        id.startsWith('resp_') ? `, or read it at GET /v1/responses/${id}` : ''
+      }; GET /v1/history/generations/${id} shows its status`
+    : `${after}: generation ${id} was cancelled and is not charged. Repeat the request; with an Idempotency-Key header a repeat would pick up the running generation instead of starting another (docs/idempotency.md)`;
+  return new AppError('REQUEST_TIMEOUT', message, { metadata: { generation_id: id, generation_status: running ? 'running' : 'cancelled' }, retry: running });
+}
 
 /**
  * Waits for a synchronous text/embeddings generation. Past SYNC_WAIT_MS the job is cancelled and not charged
- * (decisions.md section 5) and the caller gets 408 — unless the worker finished in the meantime.
+ * (decisions.md section 5) and the caller gets 408 — unless the worker finished in the meantime, or the request
+ * has an Idempotency-Key: then the generation goes on and a repeat of the request gets its result.
  */
 export async function awaitText<T = TextDonePayload>(gateway: GenerationGateway, sub: Submission, waitMs: number, reread: () => Promise<T | null>): Promise<T> {
   try {
@@ -38,10 +52,11 @@ export async function awaitText<T = TextDonePayload>(gateway: GenerationGateway,
     });
     if (m?.type === 'done') return m.payload as T;
     if (m?.type === 'failed') throw errorFromStored(m.error as StoredError);
-    if (!m && (await gateway.cancel(sub.id, QUEUES.text))) throw timeoutError();
+    if (!m && sub.keyed) throw timeoutError(sub.id, waitMs, true);
+    if (!m && (await gateway.cancel(sub.id, QUEUES.text))) throw timeoutError(sub.id, waitMs, false);
     const late = await reread();
     if (late) return late;
-    throw timeoutError();
+    throw timeoutError(sub.id, waitMs, false);
   } finally {
     sub.detach();
   }
@@ -97,8 +112,9 @@ export async function pumpStream(
       }
       if (m) lastSeq = m.seq;
       if (!m) {
-        // Nothing at all within the wait: the job is cancelled and costs nothing, as for synchronous calls.
-        if (!produced) await gateway.cancel(sub.id, QUEUES.text);
+        // Nothing at all within the wait: the job is cancelled and costs nothing, as for synchronous calls (with an
+        // Idempotency-Key it goes on, and a repeat replays it once it has finished).
+        if (!produced && !sub.keyed) await gateway.cancel(sub.id, QUEUES.text);
         write(h.failed({ code: 'REQUEST_TIMEOUT', message: 'Timed out waiting for the model', metadata: { reason: 'upstream_timeout' } }));
         break;
       }
@@ -107,6 +123,8 @@ export async function pumpStream(
         write(h.delta(m.event));
       }
       else if (m.type === 'done') {
+        // A repeat of a finished stream (same Idempotency-Key): its stored result, as the deltas it was made of.
+        if (sub.replayed && !produced) write(replayEvents((m.payload as TextDonePayload).result).flatMap((ev) => h.delta(ev)));
         write(h.done(m.payload as TextDonePayload));
         break;
       } else if (m.type === 'failed') {
@@ -121,4 +139,20 @@ export async function pumpStream(
     sub.detach();
     if (!gone) res.end();
   }
+}
+
+/** A finished result as the stream events that would have produced it (replays of an Idempotency-Key). */
+export function replayEvents(result: TextResult): TextStreamEvent[] {
+  let tool = 0;
+  return result.output.flatMap((o): TextStreamEvent[] => {
+    if (o.type === 'reasoning') return o.summary.map((p) => ({ type: 'reasoning_delta', text: p.text }));
+    if (o.type === 'function_call') {
+      const index = tool++;
+      return [
+        { type: 'tool_call_start', index, callId: o.call_id, name: o.name },
+        { type: 'tool_call_delta', index, argumentsDelta: o.arguments },
+      ];
+    }
+    return o.content.map((c) => ({ type: 'text_delta', text: c.text }));
+  });
 }

@@ -6,7 +6,7 @@ import { newId } from '../../shared/auth/api-keys';
 import { estimateTokens, maxBound, outputTokensFor, textBound } from '../../shared/billing/pricing';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';
-import type { ApiType, ResponseMode } from '../../shared/services/generation.service';
+import type { ApiType, IdempotencyClaim, ResponseMode } from '../../shared/services/generation.service';
 import { type Principal, ownerOf } from '../middleware/auth';
 import type { GenerationGateway, Submission } from './generation-gateway';
 import type { PlannedRoute, RoutePlanner } from './route-planner';
@@ -38,6 +38,8 @@ export interface TextSubmit {
   store?: boolean;
   /** The request's name for the output limit, for the 400 when it is above the model's (default max_output_tokens). */
   outputLimitField?: string;
+  /** The request's Idempotency-Key, when it has one (docs/idempotency.md). */
+  idempotency?: IdempotencyClaim;
 }
 
 export interface TextSubmitted {
@@ -106,6 +108,7 @@ export class TextService {
         traceId: s.traceId,
         bound,
         minimum,
+        idempotency: s.idempotency,
       },
       (granted) => {
         if (granted.lessThan(bound)) {

@@ -53,6 +53,7 @@ export const catalogSchema = {
                 defaultDimensions: { type: 'integer', minimum: 1 },
                 multimodal: { type: 'boolean' },
                 maxImages: { type: 'integer', minimum: 1 },
+                maxDurationSeconds: { type: 'number', exclusiveMinimum: 0 },
                 legacy: { type: 'boolean' },
                 operations: { type: 'array', items: { enum: [...MEDIA_OPERATIONS] }, uniqueItems: true },
               },

@@ -51,6 +51,11 @@ export interface EndpointConfig {
   defaultDimensions?: number;
   multimodal?: boolean;
   maxImages?: number;
+  /**
+   * Video and upscale endpoints: the longest output (seconds) the endpoint may produce, whatever the request asks.
+   * The reservation covers it, so a provider that runs longer than asked is charged usage × price.
+   */
+  maxDurationSeconds?: number;
   legacy?: boolean;
   operations?: MediaOperation[];
 }

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import Ajv from 'ajv';
 import { catalogSchema } from './catalog.schema';
+import { expandSupports } from './supports';
 import { PROVIDER_KINDS, type Catalog, type EndpointConfig, type ModelConfig, type Price, type ProviderConfig } from './catalog.types';
 
 export class CatalogError extends Error {
@@ -52,7 +53,7 @@ export function parseCatalog(raw: unknown, env: NodeJS.ProcessEnv = process.env,
         if (text.startsWith('-')) problems.push(`model "${id}" endpoint ${i}: negative price ${field} = ${text}`);
         price[field as keyof Price] = text;
       }
-      return { ...e, slug, price, supports: e.supports ?? [] };
+      return { ...e, slug, price, supports: expandSupports(e.supports ?? []) };
     });
     models[id] = { id, displayName: m.displayName, type: m.type, endpoints };
   }

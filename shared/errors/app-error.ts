@@ -20,18 +20,21 @@ export class AppError extends Error {
   readonly status: number;
   readonly details?: { errors: ValidationIssue[] } & Record<string, unknown>;
   readonly metadata?: ErrorMetadata;
+  /** Whether repeating the request can help (`x-should-retry`); from the code table. */
+  readonly retry: boolean;
   /** Extra response headers, e.g. Retry-After. */
   readonly headers?: Record<string, string>;
 
   constructor(
     code: ErrorCode,
     message: string,
-    opts: { details?: AppError['details']; metadata?: ErrorMetadata; headers?: Record<string, string> } = {},
+    opts: { details?: AppError['details']; metadata?: ErrorMetadata; headers?: Record<string, string>; retry?: boolean } = {},
   ) {
     super(message);
     this.name = 'AppError';
     this.code = code;
     this.status = ERROR_CODES[code].status;
+    this.retry = opts.retry ?? ERROR_CODES[code].retry;
     this.details = opts.details;
     const reason = ERROR_CODES[code].reason;
     this.metadata = opts.metadata ?? (reason ? { reason } : undefined);

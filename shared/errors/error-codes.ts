@@ -1,18 +1,24 @@
-/** The one table of error codes (decisions.md section 3): code → HTTP status and default reason. */
+/**
+ * The one table of error codes (decisions.md section 3): code → HTTP status, default reason, and whether repeating
+ * the same request can help. `retry` becomes the `x-should-retry` header that the openai SDKs obey: false where a
+ * repeat gets the same answer or would start another paid generation (a 408's generation was already answered with
+ * its id); true only for transient failures. A single error may say otherwise (`AppError` option `retry`), e.g. a
+ * 408 whose request has an Idempotency-Key: a repeat joins the same generation.
+ */
 export const ERROR_CODES = {
-  BAD_REQUEST: { status: 400, reason: 'validation_failed' },
-  UNAUTHORIZED: { status: 401, reason: undefined },
-  api_key_revoked: { status: 401, reason: 'key_revoked' },
-  INSUFFICIENT_BALANCE: { status: 402, reason: 'balance_insufficient' },
-  FORBIDDEN: { status: 403, reason: undefined },
-  NOT_FOUND: { status: 404, reason: undefined },
-  REQUEST_TIMEOUT: { status: 408, reason: undefined },
-  CONFLICT: { status: 409, reason: undefined },
-  PAYLOAD_TOO_LARGE: { status: 413, reason: undefined },
-  TOO_MANY_REQUESTS: { status: 429, reason: 'rate_limited' },
-  INTERNAL_ERROR: { status: 500, reason: undefined },
-  BAD_GATEWAY: { status: 502, reason: 'provider_error' },
-  SERVICE_UNAVAILABLE: { status: 503, reason: undefined },
+  BAD_REQUEST: { status: 400, reason: 'validation_failed', retry: false },
+  UNAUTHORIZED: { status: 401, reason: undefined, retry: false },
+  api_key_revoked: { status: 401, reason: 'key_revoked', retry: false },
+  INSUFFICIENT_BALANCE: { status: 402, reason: 'balance_insufficient', retry: false },
+  FORBIDDEN: { status: 403, reason: undefined, retry: false },
+  NOT_FOUND: { status: 404, reason: undefined, retry: false },
+  REQUEST_TIMEOUT: { status: 408, reason: undefined, retry: false },
+  CONFLICT: { status: 409, reason: undefined, retry: false },
+  PAYLOAD_TOO_LARGE: { status: 413, reason: undefined, retry: false },
+  TOO_MANY_REQUESTS: { status: 429, reason: 'rate_limited', retry: true },
+  INTERNAL_ERROR: { status: 500, reason: undefined, retry: true },
+  BAD_GATEWAY: { status: 502, reason: 'provider_error', retry: true },
+  SERVICE_UNAVAILABLE: { status: 503, reason: undefined, retry: true },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

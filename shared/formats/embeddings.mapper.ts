@@ -4,7 +4,7 @@
  * array, as OpenAI sends it and as the OpenAI SDK decodes it (it asks for base64 by default).
  */
 import type { EmbeddingInput, EmbeddingResult } from '../providers/provider.types';
-import type { EmbeddingsBody } from '../schemas/embeddings.schema';
+import type { EmbeddingMultimodalInput, EmbeddingsBody } from '../schemas/embeddings.schema';
 import type { EmbeddingUsage } from './usage.mapper';
 
 export interface CanonicalEmbeddings {
@@ -12,14 +12,23 @@ export interface CanonicalEmbeddings {
   dimensions?: number;
   /** Some input carries an image: only endpoints marked `multimodal` may serve it. */
   hasImages: boolean;
+  /** The inputs are token ids: only providers that take token arrays may serve them. */
+  hasTokens: boolean;
   user?: string;
 }
 
 export function embeddingsToCanonical(body: EmbeddingsBody): CanonicalEmbeddings {
-  const raw = typeof body.input === 'string' ? [body.input] : body.input;
+  const input = body.input;
+  // One array of token ids is one input; an array of token arrays is one input each.
+  const raw = typeof input === 'string' ? [input] : input.length > 0 && typeof input[0] === 'number' ? [input as number[]] : (input as Array<string | number[] | EmbeddingMultimodalInput>);
   let hasImages = false;
+  let hasTokens = false;
   const inputs = raw.map((item): EmbeddingInput => {
     if (typeof item === 'string') return { type: 'text', text: item };
+    if (Array.isArray(item)) {
+      hasTokens = true;
+      return { type: 'tokens', tokens: item };
+    }
     return {
       type: 'multimodal',
       content: item.content.map((block) => {
@@ -29,7 +38,7 @@ export function embeddingsToCanonical(body: EmbeddingsBody): CanonicalEmbeddings
       }),
     };
   });
-  const out: CanonicalEmbeddings = { inputs, hasImages };
+  const out: CanonicalEmbeddings = { inputs, hasImages, hasTokens };
   if (body.dimensions !== undefined) out.dimensions = body.dimensions;
   if (body.user !== undefined) out.user = body.user;
   return out;
@@ -83,4 +92,9 @@ export function buildEmbeddingList(a: {
   };
   if (a.switchyard) list.switchyard = a.switchyard;
   return list;
+}
+
+/** Tokens an input stands for, for the reservation bound: token arrays count exactly, text is estimated. */
+export function embeddingInputTokens(input: EmbeddingInput, estimate: (text: string) => number): number {
+  return input.type === 'tokens' ? input.tokens.length : estimate(JSON.stringify(input));
 }

@@ -155,13 +155,14 @@ export function pendingImageBody(g: Pick<MediaGenerationView, 'id' | 'model' | '
 
 export interface ImageGenerationResult {
   created: number;
-  data: Array<{ url: string; b64_json?: string; revised_prompt?: string }>;
+  data: Array<{ url?: string; b64_json?: string; revised_prompt?: string }>;
   usage: MediaUsage & { cost_rub: number; cost: number };
 }
 
 /**
- * The image generation result of a completed generation. `url` is always our stored file; `b64_json` is
- * filled (from `base64`, one per image) when the caller asked for `response_format: b64_json`.
+ * The image generation result of a completed generation. Which of `url` / `b64_json` is filled follows
+ * `response_format` (interface.md): `url` (our stored file) by default; with `b64_json` the bytes as base64
+ * (`base64`, one per image) and no `url`, as OpenAI answers.
  */
 export function imageResult(g: MediaGenerationView, base64?: readonly string[]): ImageGenerationResult {
   const record = mediaRecord(g);
@@ -170,8 +171,7 @@ export function imageResult(g: MediaGenerationView, base64?: readonly string[]):
   return {
     created: unix(g.createdAt),
     data: outputs.map((o, i) => ({
-      url: o.url,
-      ...(base64?.[i] !== undefined && { b64_json: base64[i] }),
+      ...(base64 ? { b64_json: base64[i] ?? '' } : { url: o.url }),
       ...(o.revisedPrompt !== undefined && { revised_prompt: o.revisedPrompt }),
     })),
     usage: record.usage ?? { input_units: 0, output_units: 0, cost_rub: 0, cost: 0 },
@@ -205,6 +205,15 @@ export function mediaCost(price: Price, units: MediaUnits): Decimal {
 
 /** Seconds reserved for a video whose length is not asked for (the longest `extend` duration). */
 export const DEFAULT_VIDEO_SECONDS = 10;
+
+/**
+ * Seconds to reserve for a video on one endpoint: its longest output (catalog `maxDurationSeconds`) when it
+ * has one, since a provider may run longer than asked, else the requested duration (undefined: not asked).
+ */
+export function boundSeconds(endpoint: { maxDurationSeconds?: number }, requested: number | undefined): number | undefined {
+  if (endpoint.maxDurationSeconds === undefined) return requested;
+  return Math.max(endpoint.maxDurationSeconds, requested ?? 0);
+}
 
 /** The units a generation of this kind will be billed by at most, from its request. */
 export function boundUnits(kind: MediaKind, a: { images?: number; seconds?: number; prompt?: string }): MediaUnits {

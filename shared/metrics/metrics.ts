@@ -25,6 +25,11 @@ export interface Metrics {
   /** RUB. Money is exact in storage; a float is fine for a rate on a dashboard. */
   moneyReserved: Counter<string>;
   moneyCharged: Counter<string>;
+  /**
+   * RUB a media generation cost beyond its reservation (the provider produced more than the endpoint's catalog
+   * `maxDurationSeconds`): not charged, by provider. The generation's `routing.overrun` holds the details.
+   */
+  mediaUncharged: Counter<'provider'>;
   /** Queues whose depth is read on every scrape (`queue.getJobCounts`); the API and the worker both may call it. */
   trackQueues(queues: Iterable<Queue> | Record<string, Queue>): void;
 }
@@ -104,6 +109,12 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     }),
     moneyReserved: new Counter({ name: 'switchyard_money_reserved_rub_total', help: 'RUB reserved before jobs were queued', registers }),
     moneyCharged: new Counter({ name: 'switchyard_money_charged_rub_total', help: 'RUB charged on settlement', registers }),
+    mediaUncharged: new Counter({
+      name: 'switchyard_media_uncharged_rub_total',
+      help: 'RUB of media output beyond the reserved upper bound (provider exceeded the catalog maxDurationSeconds), not charged',
+      labelNames: ['provider'],
+      registers,
+    }),
     trackQueues(queues) {
       const list = Symbol.iterator in queues ? [...(queues as Iterable<Queue>)] : Object.values(queues as Record<string, Queue>);
       for (const q of list) tracked.set(q.name, q);

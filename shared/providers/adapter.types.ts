@@ -128,6 +128,8 @@ export interface AdapterSupports {
   structuredOutput: boolean;
   /** Asynchronous media tasks (`media` operation). */
   media?: boolean;
+  /** Embeddings input as token-id arrays (the provider tokenizes with the model's own tokenizer). */
+  embeddingTokens?: boolean;
 }
 
 export interface TextOperation {

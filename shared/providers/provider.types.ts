@@ -109,6 +109,8 @@ export type TextStreamEvent =
 
 export type EmbeddingInput =
   | { type: 'text'; text: string }
+  /** Token ids of the model's own tokenizer (OpenAI's `input: number[] | number[][]`). */
+  | { type: 'tokens'; tokens: number[] }
   | { type: 'multimodal'; content: Array<{ type: 'text'; text: string } | { type: 'image_url'; url: string }> };
 
 export interface EmbeddingRequest {

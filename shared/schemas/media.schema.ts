@@ -147,6 +147,8 @@ export interface SavedOutput {
   url: string;
   mimeType: string;
   size: number;
+  /** Playing time read from the file's own headers (video and audio), when they say. */
+  durationSeconds?: number;
 }
 
 /** Where a step job is: saved with `job.updateData`, so a retry resumes without a second upstream task. */

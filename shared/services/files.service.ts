@@ -13,6 +13,13 @@ import type {
   StoragePolicyName,
 } from '../schemas/storage.schema';
 
+/** File ids a completed generation's `result` names (`outputs[].fileId`, see shared/formats/media.mapper.ts). */
+function keptFileIds(result: unknown): string[] {
+  const outputs = typeof result === 'object' && result !== null ? (result as { outputs?: unknown }).outputs : undefined;
+  if (!Array.isArray(outputs)) return [];
+  return outputs.map((o) => (typeof o === 'object' && o !== null ? (o as { fileId?: unknown }).fileId : undefined)).filter((id): id is string => typeof id === 'string');
+}
+
 /** The stored-file record of interface.md. */
 export interface StoredFileView {
   id: string;
@@ -274,6 +281,21 @@ export class FilesService {
     await this.store.delete(f.storageKey);
     const { count } = await this.db.storedFile.deleteMany({ where: { id: f.id } });
     return count > 0;
+  }
+
+  /**
+   * Removes the files a generation stored that its outcome does not keep: every file of a generation that
+   * ended cancelled or failed, and of a completed one those its result does not name (a duplicate run's).
+   * Call it once the generation has ended; a generation still running is left alone. Returns how many went.
+   */
+  async discardUnkept(generationId: string): Promise<number> {
+    const g = await this.db.generation.findUnique({ where: { id: generationId }, select: { status: true, result: true } });
+    if (!g || g.status === 'pending' || g.status === 'processing') return 0;
+    const keep = g.status === 'completed' ? keptFileIds(g.result) : [];
+    const files = await this.db.storedFile.findMany({ where: { generationId, ...(keep.length ? { id: { notIn: keep } } : {}) } });
+    let n = 0;
+    for (const f of files) if (await this.delete(f)) n++;
+    return n;
   }
 
   /** The bytes (or a range of them), or null when the store has lost them. */

@@ -30,6 +30,25 @@ export interface NewGeneration {
   /** Upper bound of the cost, and the least that still lets the request run. */
   bound: MoneyLike;
   minimum?: MoneyLike;
+  /** The caller's Idempotency-Key and the hash of its request (docs/idempotency.md). */
+  idempotency?: IdempotencyClaim;
+}
+
+export interface IdempotencyClaim {
+  key: string;
+  /** sha256 of the method, path and canonical body: the same key with another request is 409. */
+  hash: string;
+}
+
+/** A new generation was reserved and recorded, or the Idempotency-Key already names one (`replayOf`). */
+export type Created = { granted: Decimal } | { replayOf: string };
+
+/** What a replay needs of an existing generation. */
+export interface GenerationState {
+  id: string;
+  status: 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled';
+  result: unknown;
+  error: unknown;
 }
 
 export interface Finish {
@@ -61,6 +80,9 @@ const REFUSALS: Record<ReserveRefusal, string> = {
   member_limit_exceeded: 'Your personal spending limit is reached for the current period',
 };
 
+/** How long an Idempotency-Key names its generation (docs/idempotency.md; the same 24 hours in the SQL). */
+export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
+
 interface CreateItem {
   id: string;
   [column: string]: unknown;
@@ -81,10 +103,10 @@ export class GenerationService {
 
   // Group commit (see shared/db/batcher.ts and the batched_generations migration): many generations, one
   // transaction, one lock on each organization row, one WAL flush.
-  private readonly creates = new Batcher<CreateItem, { granted: string; reason: string | null }>(
+  private readonly creates = new Batcher<CreateItem, { granted: string; reason: string | null; existing_id: string | null }>(
     async (items) => {
-      const rows = await this.sql<{ id: string; granted: string; reason: string | null }>(
-        'SELECT id, granted::text AS granted, reason FROM sy_create_generations($1::jsonb, $2::timestamptz)',
+      const rows = await this.sql<{ id: string; granted: string; reason: string | null; existing_id: string | null }>(
+        'SELECT id, granted::text AS granted, reason, existing_id FROM sy_create_generations_keyed($1::jsonb, $2::timestamptz)',
         [JSON.stringify(items), this.clock()],
       );
       const byId = new Map(rows.map((r) => [r.id, r]));
@@ -114,7 +136,17 @@ export class GenerationService {
 
   /** Reserves and records a pending generation; returns the amount granted (402 when nothing fits). */
   async create(g: NewGeneration): Promise<Decimal> {
-    const { granted, reason } = await this.creates.submit({
+    const r = await this.createOrReplay(g);
+    if ('replayOf' in r) throw new AppError('CONFLICT', `Idempotency-Key already used by generation ${r.replayOf}`);
+    return r.granted;
+  }
+
+  /**
+   * `create`, or — when the generation's Idempotency-Key is already held by the same request within 24 hours —
+   * the id of the generation that request made (nothing reserved). Another request under the key is 409.
+   */
+  async createOrReplay(g: NewGeneration): Promise<Created> {
+    const { granted, reason, existing_id } = await this.creates.submit({
       id: g.id,
       organization_id: g.organizationId,
       api_key_id: g.apiKeyId,
@@ -134,11 +166,30 @@ export class GenerationService {
       source_generation_id: g.sourceGenerationId ?? null,
       previous_response_id: g.previousResponseId ?? null,
       trace_id: g.traceId ?? null,
+      idempotency_key: g.idempotency?.key ?? null,
+      request_hash: g.idempotency?.hash ?? null,
     });
+    if (reason === 'idempotent_replay') return { replayOf: existing_id! };
+    if (reason === 'idempotency_conflict') {
+      throw new AppError('CONFLICT', `Idempotency-Key "${g.idempotency!.key}" was already used with a different request (generation ${existing_id}); use a new key for a new request`, {
+        metadata: { generation_id: existing_id },
+      });
+    }
     if (reason === 'not_found') throw new AppError('NOT_FOUND', 'Organization not found');
     if (reason) throw AppError.fromReason(reason as ReserveRefusal, REFUSALS[reason as ReserveRefusal]);
     this.metrics?.moneyReserved.inc(rub(granted));
-    return money(granted);
+    return { granted: money(granted) };
+  }
+
+  /** Deletes Idempotency-Keys past their 24 hours (they are already ignored; this keeps the table small). */
+  async forgetExpiredIdempotencyKeys(now: Date = this.clock()): Promise<number> {
+    return this.db.idempotencyKey.deleteMany({ where: { createdAt: { lt: new Date(now.getTime() - IDEMPOTENCY_TTL_MS) } } }).then((r) => r.count);
+  }
+
+  /** Status and stored outcome of a generation (replays of an Idempotency-Key), or null. */
+  async state(id: string): Promise<GenerationState | null> {
+    const rows = await this.sql<GenerationState>('SELECT id, status::text AS status, result, error FROM generations WHERE id = $1', [id]);
+    return rows[0] ?? null;
   }
 
   /** pending → processing (media and background jobs, so pollers see progress). */

@@ -58,12 +58,18 @@ describe('the official openai SDK at the v1 root', () => {
     expect((await file.arrayBuffer()).byteLength).toBeGreaterThan(0);
   });
 
-  it('images.generate with response_format b64_json answers the stored bytes as base64', async () => {
-    const r = await client.images.generate({ model: STACK_MODELS.image, prompt: 'A red square', response_format: 'b64_json' });
-    const [d] = r.data ?? [];
-    expect(d.b64_json).toBeDefined();
-    const stored = Buffer.from(await (await fetch(d.url!)).arrayBuffer());
-    expect(Buffer.from(d.b64_json!, 'base64').equals(stored)).toBe(true);
+  it('images.generate with response_format b64_json answers the stored bytes as base64 and no url', async () => {
+    const r = await client.images.generate({ model: STACK_MODELS.image, prompt: 'A red square', n: 2, response_format: 'b64_json' });
+    expect(r.data).toHaveLength(2);
+    for (const d of r.data ?? []) {
+      expect(d.b64_json).toEqual(expect.any(String));
+      expect(d.b64_json!.length).toBeGreaterThan(0);
+      expect(d.url).toBeUndefined();
+      expect(Object.keys(d)).not.toContain('url');
+    }
+    const files = await s.t.db.storedFile.findMany({ where: { organizationId: org.organizationId }, orderBy: { createdAt: 'desc' }, take: 2 });
+    const stored = Buffer.from(await (await fetch(s.ctx.files.fileUrl(files[0].id))).arrayBuffer());
+    expect(r.data!.some((d) => Buffer.from(d.b64_json!, 'base64').equals(stored))).toBe(true);
   });
 
   it('POST /v1/images/generations and /v2/images/generations answer alike', async () => {

@@ -7,6 +7,7 @@ import type { MediaJobData } from '../../shared/schemas/media.schema';
 import { MediaExecutor, mediaExecutorOptions } from '../../workers/services/media-executor';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { TEST_REDIS_URL } from '../helpers/test-env';
+import { MP4_FILE_SECONDS } from '../fakes/synth';
 
 const ENV = { SYNC_WAIT_MS: '3000', MEDIA_POLL_MS: '30', MEDIA_POLL_MAX_MS: '80' };
 let s: TestStack;
@@ -75,6 +76,23 @@ describe('POST /v1/media, synchronous', () => {
     expect(r.body.usage).toMatchObject({ duration_seconds: 6, cost_rub: 61 });
   });
 
+  it('always puts duration_seconds in a completed video\'s data: the provider\'s, else the request\'s, else the file\'s', async () => {
+    s.fake.setKnobs({ replicateNoDuration: true });
+    const asked = await media({ model: STACK_MODELS.video, input: { prompt: 'A wave', duration: 4 } });
+    expect(asked.body.data).toMatchObject({ mime_type: 'video/mp4', duration_seconds: 4 });
+    expect(asked.body.usage).toMatchObject({ duration_seconds: 4, cost_rub: 41 });
+    const unasked = await media({ model: STACK_MODELS.video, input: { prompt: 'A wave' } });
+    expect(unasked.body.data).toMatchObject({ mime_type: 'video/mp4', duration_seconds: MP4_FILE_SECONDS });
+    expect(unasked.body.usage).toMatchObject({ duration_seconds: MP4_FILE_SECONDS, cost_rub: MP4_FILE_SECONDS * 10 + 1 });
+    const extended = await operate(unasked.body.id, { operation: 'extend', params: { prompt: 'More' } });
+    expect(extended.body.data.duration_seconds).toBe(MP4_FILE_SECONDS);
+    const audio = await media({ model: STACK_MODELS.audio, input: { prompt: 'A calm melody' } });
+    expect(audio.body.data.duration_seconds).toBeGreaterThan(0);
+    s.fake.setKnobs({ mediaDurationSeconds: 7 });
+    const reported = await media({ model: STACK_MODELS.video, input: { prompt: 'A wave' } });
+    expect(reported.body.data.duration_seconds).toBe(7);
+  });
+
   it('generates audio with its mime type and duration, billed per request', async () => {
     const r = await media({ model: STACK_MODELS.audio, input: { prompt: 'A calm melody', duration: 7 } });
     expect(r.status).toBe(200);
@@ -125,6 +143,45 @@ describe('POST /v1/media, synchronous', () => {
     const r = await media({ model: STACK_MODELS.video, input: { prompt: 'x' } });
     expect(r.body.status).toBe('failed');
     expect(r.body.error).toMatchObject({ code: 'BAD_REQUEST', metadata: { reason: 'provider_error', provider_name: 'replicate' } });
+  });
+});
+
+describe('a video longer than asked (reservation = the endpoint\'s longest output, maxDurationSeconds 10)', () => {
+  const overrun = () => s.workerDeps.metrics.mediaUncharged.get().then((m) => m.values.filter((v) => v.labels.provider === 'replicate').reduce((a, v) => a + v.value, 0));
+
+  it('reserves the longest output, not the asked duration, and charges usage × price within it', async () => {
+    s.fake.setKnobs({ mediaDurationSeconds: 8, replicateSteps: 3 });
+    const before = await account();
+    const r = await media({ model: STACK_MODELS.video, input: { prompt: 'A wave', duration: 5 }, async: true });
+    const reservation = await s.t.db.reservation.findUniqueOrThrow({ where: { generationId: r.body.id } });
+    expect(money(reservation.amount.toString()).toNumber()).toBe(101); // 10 s × 10 + 1, not 5 s × 10 + 1
+    const done = await finished(r.body.id);
+    expect(done.body).toMatchObject({ status: 'completed', data: { duration_seconds: 8 }, usage: { duration_seconds: 8, cost_rub: 81, cost: 81 } });
+    expect((await account()).balance).toBeCloseTo(before.balance - 81, 6);
+    const row = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    expect((row.routing as Record<string, unknown>).overrun).toBeUndefined();
+  });
+
+  it('a provider beyond even that is charged the bound; the difference goes to the metric and the generation\'s routing.overrun', async () => {
+    s.fake.setKnobs({ mediaDurationSeconds: 20 });
+    const before = await account();
+    const metricBefore = await overrun();
+    const r = await media({ model: STACK_MODELS.video, input: { prompt: 'A wave', duration: 5 } });
+    expect(r.body).toMatchObject({ status: 'completed', data: { duration_seconds: 20 }, usage: { duration_seconds: 20, cost_rub: 101 } });
+    expect((await account()).balance).toBeCloseTo(before.balance - 101, 6);
+    expect((await account()).reserved).toBe(0);
+    const row = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    expect((row.routing as Record<string, unknown>).overrun).toEqual({
+      uncharged_rub: '100.000000',
+      priced_rub: '201.000000',
+      charged_rub: '101.000000',
+      duration_seconds: 20,
+      max_duration_seconds: 10,
+    });
+    expect(money(row.clientCost.toString()).toNumber()).toBe(101);
+    expect((await overrun()) - metricBefore).toBe(100);
+    const charge = await s.t.db.ledgerEntry.findFirstOrThrow({ where: { generationId: r.body.id, kind: 'charge' } });
+    expect(money(charge.amount.toString()).abs().toNumber()).toBe(101);
   });
 });
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import request from 'supertest';
 import { createTestApp, type TestApp } from '../helpers/test-app';
 import { listRoutes } from '../../api/openapi/list-routes';
-import { ROUTE_DOCS, type JsonSchema } from '../../api/openapi/route-docs';
+import { IDEMPOTENT_ROUTES, ROUTE_DOCS, type JsonSchema } from '../../api/openapi/route-docs';
 import { buildOpenApi, toOpenApiSchema, type OpenApiDocument } from '../../api/openapi/build-openapi';
 
 let h: TestApp;
@@ -103,6 +103,20 @@ describe('OpenAPI document', () => {
     }
     expect(doc.paths['/v1/balance'].get.deprecated).toBe(true);
     expect(doc.paths['/v1/keys/{id}'].patch.parameters).toContainEqual(expect.objectContaining({ name: 'id', in: 'path', required: true }));
+  });
+});
+
+describe('Idempotency-Key in the document', () => {
+  it('is a header parameter, with its 409, on every route that creates a generation and on no other', () => {
+    const rows = new Set(ROUTE_DOCS.map((r) => `${r.method} ${r.path}`));
+    for (const r of IDEMPOTENT_ROUTES) expect({ route: r, documented: rows.has(r) }).toEqual({ route: r, documented: true });
+    for (const r of ROUTE_DOCS) {
+      const op = doc.paths[r.path][r.method];
+      const header = op.parameters?.find((p) => p.in === 'header' && p.name === 'Idempotency-Key');
+      const expected = IDEMPOTENT_ROUTES.has(`${r.method} ${r.path}`);
+      expect({ route: key(r), header: Boolean(header), conflict: '409' in op.responses || !expected }).toEqual({ route: key(r), header: expected, conflict: true });
+    }
+    expect(doc.paths['/v1/chat/completions'].post.parameters).toContainEqual(expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: false, schema: expect.objectContaining({ maxLength: 255 }) }));
   });
 });
 

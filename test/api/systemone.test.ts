@@ -5,6 +5,8 @@ import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '..
 
 const WITH_LOGPROBS = ['temperature', 'max_tokens', 'logprobs', 'top_logprobs'];
 const WITHOUT_LOGPROBS = ['temperature', 'max_tokens'];
+/** An endpoint's `supports` exactly as decisions.md section 1 spells it: `logprobs` covers `top_logprobs`. */
+const CONTRACT_SUPPORTS = ['temperature', 'top_p', 'tools', 'reasoning', 'logprobs', 'stream'];
 const PRICE = { prompt: 40, completion: 160 };
 const endpoint = (provider: string, supports: string[], price: Record<string, number> = PRICE) => ({ provider, upstreamModel: 'gpt-4.1-mini', price, supports, maxOutputTokens: 4096 });
 
@@ -30,6 +32,7 @@ beforeAll(async () => {
         'acme/judge': { displayName: 'Judge', type: 'chat', endpoints: [endpoint('mute', WITH_LOGPROBS), endpoint('primary', WITH_LOGPROBS)] },
         // `mute` declares no log-probabilities here: routing drops it before any call.
         'acme/mixed': { displayName: 'Mixed', type: 'chat', endpoints: [endpoint('mute', WITHOUT_LOGPROBS, { prompt: 1, completion: 1 }), endpoint('primary', WITH_LOGPROBS)] },
+        'acme/contract': { displayName: 'Contract', type: 'chat', endpoints: [endpoint('primary', CONTRACT_SUPPORTS)] },
         'acme/blind': { displayName: 'Blind', type: 'chat', endpoints: [endpoint('mute', WITHOUT_LOGPROBS), endpoint('primary', WITHOUT_LOGPROBS)] },
       },
     }),
@@ -105,6 +108,24 @@ describe('answers from log-probabilities', () => {
     expect(prompts.some((p) => p.includes('exactly one of A, B or C'))).toBe(true);
     expect(prompts.some((p) => p.includes('exactly one of 1, 2 or 3'))).toBe(true);
     expect(prompts.every((p) => p.includes('where is my parcel?'))).toBe(true);
+  });
+
+  it('serves an endpoint written to the contract vocabulary (logprobs alone covers top_logprobs)', async () => {
+    const res = await ask('acme/contract');
+    expect(res.status).toBe(200);
+    close(res.body.answers.polite.noul, expected(['Y', 'N'])[0]);
+    expect(s.fake.requests).toHaveLength(3);
+    for (const r of s.fake.requests) expect(r.body).toMatchObject({ logprobs: true, top_logprobs: 20, temperature: 0 });
+  });
+
+  it('keeps top_logprobs of a chat completion on an endpoint that lists only logprobs', async () => {
+    const res = await request(s.app)
+      .post('/v1/chat/completions')
+      .set(org.auth)
+      .send({ model: 'acme/contract', messages: [{ role: 'user', content: 'hi' }], logprobs: true, top_logprobs: 3, tool_choice: 'none', tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] });
+    expect(res.status).toBe(200);
+    expect(res.body.switchyard?.warnings ?? []).toEqual([]);
+    expect(s.fake.requests[0].body).toMatchObject({ logprobs: true, top_logprobs: 3, tool_choice: 'none' });
   });
 
   it('skips a provider that returns no log-probabilities: the next endpoint answers', async () => {

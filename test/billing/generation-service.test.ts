@@ -51,6 +51,24 @@ describe('GenerationService (batched reserve-and-record, settle-and-record)', ()
     expect(money(ledger[0].s).equals(money(org.balance))).toBe(true);
   });
 
+  it('claims an Idempotency-Key with the reservation: 20 concurrent duplicates on two instances make one generation and reserve once', async () => {
+    const { organizationId } = await seedOrg(t.db, { balance: '100' });
+    const a = new GenerationService(t.db);
+    const b = new GenerationService(t.db);
+    const idempotency = { key: `dup-${Date.now()}`, hash: 'h1' };
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).createOrReplay(gen(organizationId, { idempotency }))));
+    const created = results.filter((r) => 'granted' in r);
+    expect(created).toHaveLength(1);
+    const replays = results.filter((r): r is { replayOf: string } => 'replayOf' in r);
+    expect(new Set(replays.map((r) => r.replayOf)).size).toBe(1);
+    expect(await t.db.generation.count({ where: { organizationId } })).toBe(1);
+    const org = await t.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
+    expect(money(org.reserved).toFixed(2)).toBe('1.00');
+    // another request under the key: 409, nothing reserved
+    await expect(a.createOrReplay(gen(organizationId, { idempotency: { ...idempotency, hash: 'h2' } }))).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect(money((await t.db.organization.findUniqueOrThrow({ where: { id: organizationId } })).reserved).toFixed(2)).toBe('1.00');
+  });
+
   it('checks key limits in a batch too, and records the failure of one item without failing the others', async () => {
     const { accounts, organizationId } = await seedOrg(t.db, { balance: '100' });
     const key = await seedKey(accounts, organizationId, { limit: '3', reset: 'daily' });

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -399,4 +400,40 @@ describe('database discovery without DATABASE_URL', () => {
       await service.stop();
     }
   });
+});
+
+describe('the switchyard bin right after npm install (no build)', () => {
+  const root = path.join(__dirname, '..', '..');
+  const bin = path.join(root, 'bin', 'switchyard.js');
+
+  function runBin(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [bin, ...args], { cwd: root, env: { ...process.env, ...env, ...extraEnv } });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+  }
+
+  it('runs `org create` from the TypeScript sources, whether or not dist/ exists', async () => {
+    // The bin prefers the sources: a checkout without dist/ (nothing built yet) runs the same path as this one.
+    const r = await runBin(['org', 'create', '--name', 'FromSources', '--balance', '3', '--json']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as Record<string, string>;
+    expect(keys(out)).toEqual(['callbackSecret', 'organizationId', 'ownerToken', 'ownerUserId']);
+    const org = await t.db.organization.findUniqueOrThrow({ where: { id: out.organizationId } });
+    expect(org.name).toBe('FromSources');
+  }, 60_000);
+
+  it('exits 1 with the CLI message on a usage error', async () => {
+    const r = await runBin(['org', 'create']);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/--name/);
+    expect(r.stderr).not.toMatch(/npm run build/);
+  }, 60_000);
 });

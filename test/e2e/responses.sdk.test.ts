@@ -175,6 +175,14 @@ describe('store: false keeps no text, and output limits are bounded (issue 10.11
     expect(JSON.stringify((await s.t.db.generation.findUniqueOrThrow({ where: { id: kept.id } })).request)).toContain('ordinary question');
   });
 
+  it('a repeat of a store: false request (same Idempotency-Key) is a 409, not an empty answer', async () => {
+    s.fake.setKnobs({ text: 'said once' });
+    const body = { model: STACK_MODELS.chat, input: 'once', store: false };
+    const headers = { 'Idempotency-Key': 'store-false-repeat' };
+    expect((await client.responses.create(body, { headers })).output_text).toBe('said once');
+    await expect(client.responses.create(body, { headers })).rejects.toMatchObject({ status: 409, message: expect.stringContaining('store: false') });
+  });
+
   it('refuses background: true with store: false', async () => {
     await expect(client.responses.create({ model: STACK_MODELS.chat, input: 'x', background: true, store: false })).rejects.toMatchObject({ status: 400 });
   });

@@ -100,4 +100,32 @@ describe('the official openai SDK against Switchyard', () => {
     const bad = new OpenAI({ apiKey: 'sy_' + 'x'.repeat(40), baseURL: `${s.url}/v1`, maxRetries: 0 });
     await expect(bad.responses.create({ model: STACK_MODELS.chat, input: 'x' })).rejects.toMatchObject({ status: 401 });
   });
+
+  it('surfaces our trace id as the request id: results, streams, errors and 404s (x-request-id)', async () => {
+    const c = await client.chat.completions.create({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'hi' }] });
+    const chatId = (c as unknown as { _request_id?: string })._request_id;
+    expect(chatId).toMatch(/^[0-9a-f-]{36}$/);
+
+    const { data: stream, request_id: streamId, response } = await client.chat.completions
+      .create({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'hi' }], stream: true })
+      .withResponse();
+    for await (const _chunk of stream) void _chunk;
+    expect(streamId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(response.headers.get('x-trace-id')).toBe(streamId);
+
+    const e = await client.embeddings.create({ model: STACK_MODELS.embedding, input: 'x' });
+    expect((e as unknown as { _request_id?: string })._request_id).toMatch(/^[0-9a-f-]{36}$/);
+
+    const err = await client.responses.create({ model: 'nope/unknown', input: 'x' }).catch((x: unknown) => x);
+    expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+    const apiErr = err as InstanceType<typeof OpenAI.APIError>;
+    expect(apiErr.requestID).toMatch(/^[0-9a-f-]{36}$/);
+    expect((apiErr.error as { trace_id?: string }).trace_id).toBe(apiErr.requestID);
+
+    // A route that does not exist answers our 404 envelope, with the header too.
+    const missing = await fetch(`${s.url}/v1/nothing-here`, { headers: { authorization: `Bearer ${org.key.key}` } });
+    expect(missing.status).toBe(404);
+    const body = (await missing.json()) as { trace_id: string };
+    expect(missing.headers.get('x-request-id')).toBe(body.trace_id);
+  });
 });

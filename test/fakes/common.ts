@@ -29,6 +29,8 @@ export interface Ctx {
 /** State that outlives one request (Replicate predictions). */
 export interface SharedState {
   predictions: Map<string, Prediction>;
+  /** Every `POST /predictions/{id}/cancel` received: the prediction and its status when the cancel came. */
+  cancels: Array<{ id: string; status: string; at: Date }>;
 }
 
 /** One wire format, mounted under its own path prefix. */

@@ -60,6 +60,10 @@ export interface FakeKnobs {
   mediaDurationSeconds?: number;
   /** Adds a `retry-after` header to injected error responses. */
   retryAfterSeconds?: number;
+  /** Delay before a generated file (`/files/...`) is served: widens the window in which an output is being stored. */
+  fileLatencyMs?: number;
+  /** Replicate predictions report no output duration in `metrics` (the duration then comes from the request or the file). */
+  replicateNoDuration?: boolean;
 }
 
 export interface RecordedRequest {
@@ -80,6 +84,10 @@ export interface FakeProvider {
   setKnobs(k: FakeKnobs): void;
   /** Every API request received (the last 1000). */
   requests: RecordedRequest[];
+  /** Replicate cancels received (`POST /replicate/v1/predictions/{id}/cancel`), in order. */
+  replicateCancels: SharedState['cancels'];
+  /** Replicate predictions by id, in creation order (the last one is the newest). */
+  replicatePredictions: SharedState['predictions'];
   /** Clear knobs, recorded requests and predictions. */
   reset(): void;
   /** Close the server and every socket (including hanging and endless ones). */
@@ -111,7 +119,7 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
   let seen = 0; // API requests since the knobs were set, for failTimes
   let baseUrl = '';
   const requests: RecordedRequest[] = [];
-  const shared: SharedState = { predictions: new Map() };
+  const shared: SharedState = { predictions: new Map(), cancels: [] };
   const timers = new Set<NodeJS.Timeout>();
   const sleep = (ms: number): Promise<void> =>
     new Promise((resolve) => {
@@ -144,7 +152,10 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
     const method = req.method ?? 'GET';
     const ctx: Ctx = { req, res, method, path, query, body, knobs, failing: false, baseUrl, sleep, shared };
 
-    if (path.startsWith('/files/')) return serveFile(ctx, path.slice(7));
+    if (path.startsWith('/files/')) {
+      if (knobs.fileLatencyMs) await sleep(knobs.fileLatencyMs);
+      return serveFile(ctx, path.slice(7));
+    }
     if (path.startsWith('/_fake/')) return control(ctx, path.slice(6));
 
     requests.push({ method, path, query: Object.fromEntries(query), headers: req.headers, body });
@@ -214,11 +225,14 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
     url: baseUrl,
     port,
     requests,
+    replicateCancels: shared.cancels,
+    replicatePredictions: shared.predictions,
     setKnobs,
     reset() {
       setKnobs({});
       requests.length = 0;
       shared.predictions.clear();
+      shared.cancels.length = 0;
     },
     close() {
       for (const t of timers) clearTimeout(t);

@@ -107,10 +107,11 @@ function finish(ctx: Ctx, p: Prediction): void {
   const duration = k.mediaDurationSeconds ?? num(p.input.duration) ?? num(p.input.seconds) ?? 5;
   if (p.kind === 'video') {
     p.output = file('');
-    Object.assign(p.metrics, { video_output_count: 1, video_output_duration_seconds: duration });
+    p.metrics.video_output_count = 1;
+    if (!k.replicateNoDuration) p.metrics.video_output_duration_seconds = duration;
   } else if (p.kind === 'audio') {
     p.output = file('');
-    p.metrics.audio_output_duration_seconds = duration;
+    if (!k.replicateNoDuration) p.metrics.audio_output_duration_seconds = duration;
   } else if (p.kind === 'text') {
     const text = k.text ?? `Echo: ${str(p.input.prompt) ?? ''}`;
     p.output = splitEven(text, k.streamChunks ?? 4);
@@ -197,6 +198,7 @@ export const replicate: WireFormat = {
     const p = m ? ctx.shared.predictions.get(m[1]) : undefined;
     if (m && !p) return error(ctx, 404);
     if (p && m?.[2] && method === 'POST') {
+      ctx.shared.cancels.push({ id: p.id, status: p.status, at: new Date() });
       if (p.status === 'starting' || p.status === 'processing') {
         p.status = 'canceled';
         p.completedAt = new Date();

@@ -171,11 +171,24 @@ function box(type: string, payload: Buffer): Buffer {
   head.write(type, 4, 'latin1');
   return Buffer.concat([head, payload]);
 }
-/** An MP4-looking blob: `ftyp` (isom), `free` and a small `mdat` box. */
+/** The seconds the fake MP4's `mvhd` box states (what a duration read from the file finds). */
+export const MP4_FILE_SECONDS = 5;
+/** A movie header (`mvhd`, version 0): timescale 1000, duration MP4_FILE_SECONDS × 1000. */
+function mvhd(): Buffer {
+  const p = Buffer.alloc(100);
+  p.writeUInt32BE(1000, 12);
+  p.writeUInt32BE(MP4_FILE_SECONDS * 1000, 16);
+  p.writeUInt32BE(0x00010000, 20); // rate 1.0
+  p.writeUInt16BE(0x0100, 24); // volume 1.0
+  p.writeUInt32BE(2, 96); // next track id
+  return box('mvhd', p);
+}
+/** An MP4-looking blob: `ftyp` (isom), `free`, a small `mdat` box and a `moov` with its `mvhd`. */
 const MP4 = Buffer.concat([
   box('ftyp', Buffer.concat([Buffer.from('isom', 'latin1'), Buffer.from([0, 0, 2, 0]), Buffer.from('isomiso2avc1mp41', 'latin1')])),
   box('free', Buffer.alloc(0)),
   box('mdat', Buffer.alloc(64)),
+  box('moov', mvhd()),
 ]);
 /** An MP3: ID3v2.4 header plus three silent MPEG-1 Layer III frames (128 kbit/s, 44.1 kHz). */
 const MP3 = (() => {
@@ -202,6 +215,7 @@ const WAV = (() => {
   return b;
 })();
 
+/** Each generated file the fake serves at `/files/<name>.<ext>`, by extension. */
 export const MEDIA: Record<string, { type: string; bytes: Buffer }> = {
   png: { type: 'image/png', bytes: PNG },
   mp4: { type: 'video/mp4', bytes: MP4 },

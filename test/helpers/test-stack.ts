@@ -111,6 +111,8 @@ export function stackCatalog(fakeUrl: string): RawCatalog {
             price: { video_per_second: 10, request: 1 },
             supports: MEDIA_INPUTS.filter((p) => p !== 'max_images' && p !== 'watermark'),
             operations: ['extend', 'upscale_1080p', 'upscale_4k'],
+            // The longest video it may produce, whatever is asked: what a video reserves (issue 10 item 8).
+            maxDurationSeconds: 10,
           },
         ],
       },

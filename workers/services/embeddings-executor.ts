@@ -50,7 +50,7 @@ export class EmbeddingsExecutor {
           status: 'completed',
           cost,
           usage: { inputTokens: result.usage.inputTokens, outputTokens: 0 },
-          result: { model: candidate.model, endpoint: candidate.slug, count: result.vectors.length, dimensions: result.vectors[0]?.length ?? 0 },
+          result: { model: candidate.model, endpoint: candidate.slug, count: result.vectors.length, dimensions: result.vectors[0]?.length ?? 0, ...(data.keepResult && { replay: payload }) },
           model: candidate.model,
           provider: resolved.provider.id,
           finalEndpointSlug: candidate.slug,

@@ -40,19 +40,20 @@ export class ImageExecutor {
     private readonly store: OutputStore,
   ) {}
 
-  async generate(data: MediaJobData, candidate: PlannedCandidate, resolved: ResolvedEndpoint, adapter: ProviderAdapter): Promise<ImagesCallResult> {
+  /** `signal` aborts the upstream call and the downloads (the generation was cancelled). */
+  async generate(data: MediaJobData, candidate: PlannedCandidate, resolved: ResolvedEndpoint, adapter: ProviderAdapter, signal?: AbortSignal): Promise<ImagesCallResult> {
     const images = adapter.images!;
     const req = imageRequestFor(data, candidate, resolved.endpoint.upstreamModel);
     const spec = images.buildRequest(req, resolved.provider.apiKey ?? '');
     const reply = await this.deps.limiter.run(resolved.provider, () =>
-      this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError }),
+      this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError, signal }),
     );
     const result = images.parseResponse(reply.json);
     if (result.images.length === 0) throw upstreamError({ kind: 'malformed', message: 'the images reply holds no image', raw: reply.text.slice(0, 2000) });
     const mime = imageMimeType(result.outputFormat ?? req.outputFormat);
     const outputs: MediaOutput[] = [];
     for (const image of result.images) {
-      const saved = image.b64 !== undefined ? await this.store.saveBytes(data, Buffer.from(image.b64, 'base64'), mime) : await this.store.download(data, image.url ?? '', 'image');
+      const saved = image.b64 !== undefined ? await this.store.saveBytes(data, Buffer.from(image.b64, 'base64'), mime) : await this.store.download(data, image.url ?? '', 'image', signal);
       outputs.push({ url: saved.url, fileId: saved.fileId, mimeType: saved.mimeType, ...(image.revisedPrompt !== undefined && { revisedPrompt: image.revisedPrompt }) });
     }
     return { outputs, ...(result.usage && { tokens: { input: result.usage.inputTokens, output: result.usage.outputTokens } }) };

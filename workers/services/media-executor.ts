@@ -1,12 +1,15 @@
 import { DelayedError, Queue, UnrecoverableError, type Job } from 'bullmq';
 import { endpointBySlug, type ResolvedEndpoint } from '../../shared/catalog/catalog-index';
+import { money, moneyString } from '../../shared/billing/money';
 import { AppError } from '../../shared/errors/app-error';
 import { mediaCost, mediaData, outputMimeType, producedUnits, imageRequestToMediaInput, type MediaOutput, type MediaResult, type MediaUsage } from '../../shared/formats/media.mapper';
 import type { MediaInput, MediaTask, ProviderAdapter } from '../../shared/providers/adapter.types';
+import { mediaFileDuration } from '../../shared/formats/media-duration';
 import { parseDataUrl } from '../../shared/providers/mapper-utils';
 import type { HttpRequestSpec, UpstreamFailure } from '../../shared/providers/provider.types';
 import { adapterFor } from '../../shared/providers/registry';
 import { isUpstreamError } from '../../shared/providers/upstream-error';
+import { rub } from '../../shared/metrics/metrics';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate } from '../../shared/queue/job-catalog';
 import { QUEUES } from '../../shared/queue/queue-names';
@@ -24,6 +27,8 @@ export interface MediaExecutorOptions {
   /** A task still running after this long is cancelled upstream and the generation fails. */
   taskTimeoutMs: number;
   downloadTimeoutMs: number;
+  /** While a long upstream call runs (an image generation, an output download): how often to look for a cancel. */
+  cancelCheckMs: number;
   /** First callback retry delay (exponential); default the job catalog's. */
   callbackBackoffMs?: number;
   fetch?: typeof fetch;
@@ -34,7 +39,7 @@ function positive(value: string | undefined, fallback: number): number {
   return value !== undefined && value !== '' && Number.isFinite(n) && n > 0 ? n : fallback;
 }
 
-/** MEDIA_POLL_MS, MEDIA_POLL_MAX_MS, MEDIA_MAX_POLL_ERRORS, MEDIA_TASK_TIMEOUT_MS, MEDIA_DOWNLOAD_TIMEOUT_MS, CALLBACK_BACKOFF_MS. */
+/** MEDIA_POLL_MS, MEDIA_POLL_MAX_MS, MEDIA_MAX_POLL_ERRORS, MEDIA_TASK_TIMEOUT_MS, MEDIA_DOWNLOAD_TIMEOUT_MS, MEDIA_CANCEL_CHECK_MS, CALLBACK_BACKOFF_MS. */
 export function mediaExecutorOptions(env: NodeJS.ProcessEnv = process.env): MediaExecutorOptions {
   return {
     pollMs: positive(env.MEDIA_POLL_MS, 1000),
@@ -42,6 +47,7 @@ export function mediaExecutorOptions(env: NodeJS.ProcessEnv = process.env): Medi
     maxPollErrors: positive(env.MEDIA_MAX_POLL_ERRORS, 5),
     taskTimeoutMs: positive(env.MEDIA_TASK_TIMEOUT_MS, 30 * 60_000),
     downloadTimeoutMs: positive(env.MEDIA_DOWNLOAD_TIMEOUT_MS, 120_000),
+    cancelCheckMs: positive(env.MEDIA_CANCEL_CHECK_MS, 1000),
     callbackBackoffMs: env.CALLBACK_BACKOFF_MS ? positive(env.CALLBACK_BACKOFF_MS, 1000) : undefined,
   };
 }
@@ -62,14 +68,16 @@ export class OutputStore {
       bytes,
       mimeType,
     });
-    return { fileId: view.id, url: view.url, mimeType: view.mimeType, size: view.size };
+    const durationSeconds = /^(video|audio)\//.test(view.mimeType) ? mediaFileDuration(bytes, view.mimeType) : undefined;
+    return { fileId: view.id, url: view.url, mimeType: view.mimeType, size: view.size, ...(durationSeconds !== undefined && { durationSeconds }) };
   }
 
   /** Downloads a provider's output (or decodes a data: URL) and stores it. Failures are plain errors: the job retries. */
-  async download(data: MediaJobData, url: string, kind: MediaKind): Promise<Omit<SavedOutput, 'source'>> {
+  async download(data: MediaJobData, url: string, kind: MediaKind, cancel?: AbortSignal): Promise<Omit<SavedOutput, 'source'>> {
     const inline = url.startsWith('data:') ? parseDataUrl(url) : undefined;
     if (inline) return this.saveBytes(data, Buffer.from(inline.base64, 'base64'), outputMimeType(kind, url, inline.mimeType));
-    const res = await this.opts.fetch(url, { signal: AbortSignal.timeout(this.opts.downloadTimeoutMs) });
+    const deadline = AbortSignal.timeout(this.opts.downloadTimeoutMs);
+    const res = await this.opts.fetch(url, { signal: cancel ? AbortSignal.any([deadline, cancel]) : deadline });
     if (!res.ok) throw new Error(`downloading the provider's output failed: HTTP ${res.status}`);
     const bytes = Buffer.from(await res.arrayBuffer());
     return this.saveBytes(data, bytes, outputMimeType(kind, url, res.headers.get('content-type')));
@@ -131,6 +139,8 @@ export class MediaExecutor {
       await this.step(job, token);
     } catch (e) {
       if (e instanceof DelayedError) throw e;
+      // A call aborted because the generation was cancelled (or any failure after a cancel): the cancel stands.
+      if (await this.endIfCancelled(job.data).catch(() => false)) return;
       // The last attempt ends the generation (free), so no reservation is left held by a dead job.
       const last = e instanceof UnrecoverableError || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
       this.deps.logger.warn('media job step failed', { generationId: job.data.generationId, err: e, last, trace_id: job.data.traceId });
@@ -145,10 +155,12 @@ export class MediaExecutor {
   private async step(job: Job<MediaJobData>, token?: string): Promise<void> {
     const data = job.data;
     const gen = await this.deps.db.generation.findUnique({ where: { id: data.generationId }, select: { status: true } });
-    if (!gen || gen.status === 'completed' || gen.status === 'failed') return;
-    if (gen.status === 'cancelled') {
-      if (data.step) await this.cancelUpstream(data, data.step);
-      await this.publisher(data).send({ type: 'cancelled' });
+    if (!gen) return;
+    if (gen.status === 'completed' || gen.status === 'failed' || gen.status === 'cancelled') {
+      // A run that stored files and died before settling: the outcome decides what stays (cancelled: nothing).
+      if (gen.status === 'cancelled' && data.step) await this.cancelUpstream(data, data.step);
+      await this.discardUnkept(data);
+      if (gen.status === 'cancelled') await this.publisher(data).send({ type: 'cancelled' });
       return;
     }
     if (data.step) return this.poll(job, token, data.step);
@@ -177,10 +189,10 @@ export class MediaExecutor {
           await job.updateData({ ...data, step });
           return await this.onTask(job, token, step, task);
         }
-        const r = await this.images.generate(data, candidate, resolved, adapter);
+        const r = await this.whileNotCancelled(data, (signal) => this.images.generate(data, candidate, resolved, adapter, signal));
         return await this.complete(data, { candidate, resolved, outputs: r.outputs, tokens: r.tokens, attempts });
       } catch (e) {
-        if (!isUpstreamError(e)) throw e;
+        if (!isUpstreamError(e) || e.aborted) throw e;
         last = e.failure;
         attempts.push(attemptOf(resolved, candidate.slug, last));
         this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
@@ -247,7 +259,9 @@ export class MediaExecutor {
   }
 
   /** Saves the step and runs the job again after the back-off (the worker is free meanwhile). */
-  private async schedule(job: Job<MediaJobData>, token: string | undefined, step: MediaStep): Promise<never> {
+  private async schedule(job: Job<MediaJobData>, token: string | undefined, step: MediaStep): Promise<void> {
+    // Cancelled while this run polled: cancel the upstream task now rather than after the next back-off.
+    if (await this.endIfCancelled({ ...job.data, step })) return;
     const delay = Math.min(this.opts.pollMs * 1.5 ** Math.max(0, step.polls - 1), this.opts.maxPollMs);
     await job.updateData({ ...job.data, step });
     await job.moveToDelayed(Date.now() + Math.round(delay), token);
@@ -260,13 +274,17 @@ export class MediaExecutor {
     const resolved = endpointBySlug(this.deps.catalog, candidate.slug)!;
     if (task.outputs.length === 0) return this.failTask(data, step, { reason: 'malformed_reply', message: 'The provider finished without an output file', raw: task.text });
     const saved = [...step.saved];
-    for (const url of task.outputs) {
-      if (saved.some((s) => s.source === url)) continue;
-      saved.push({ source: url, ...(await this.store.download(data, url, data.kind)) });
-      await job.updateData({ ...data, step: { ...step, saved } });
-    }
+    await this.whileNotCancelled(data, async (signal) => {
+      for (const url of task.outputs) {
+        if (saved.some((s) => s.source === url)) continue;
+        saved.push({ source: url, ...(await this.store.download(data, url, data.kind, signal)) });
+        await job.updateData({ ...data, step: { ...step, saved } });
+      }
+    });
     const timed = data.kind === 'video' || data.kind === 'audio' || (data.kind === 'upscale' && !data.sourceIsImage);
-    const seconds = timed ? (task.metrics.durationSeconds ?? data.expectedSeconds) : undefined;
+    // duration_seconds: from the provider's output, else from the request, else from the file (interface.md).
+    const seconds = timed ? (task.metrics.durationSeconds ?? data.expectedSeconds ?? saved.find((s) => s.durationSeconds !== undefined)?.durationSeconds) : undefined;
+    if (timed && seconds === undefined) this.deps.logger.warn('no duration for a timed media output', { generationId: data.generationId, trace_id: data.traceId });
     const outputs: MediaOutput[] = saved.map((s) => ({ url: s.url, fileId: s.fileId, mimeType: s.mimeType, ...(seconds !== undefined && { durationSeconds: seconds }) }));
     const tokens = task.metrics.inputTokens !== undefined || task.metrics.outputTokens !== undefined ? { input: task.metrics.inputTokens ?? 0, output: task.metrics.outputTokens ?? 0 } : undefined;
     return this.complete(data, { candidate, resolved, outputs, attempts: step.attempts, seconds, tokens, taskId: task.id, content: task.text });
@@ -276,7 +294,12 @@ export class MediaExecutor {
   private async complete(data: MediaJobData, c: Completion): Promise<void> {
     const prompt = typeof data.input.prompt === 'string' ? data.input.prompt : data.image?.request.prompt;
     const units = producedUnits(data.kind, c.outputs, { seconds: c.seconds, prompt, sourceIsImage: data.sourceIsImage });
-    const cost = mediaCost(c.resolved.endpoint.price, units);
+    // usage × price, within the reservation (an upper bound: the endpoint's longest output). A provider that
+    // still went beyond it is charged the bound; the rest is recorded for operators, never taken silently.
+    const priced = mediaCost(c.resolved.endpoint.price, units);
+    const reserved = await this.reservedAmount(data.generationId);
+    const overrun = reserved !== undefined && priced.greaterThan(reserved) ? priced.minus(reserved) : undefined;
+    const cost = overrun ? reserved! : priced;
     const usage: MediaUsage = { input_units: data.inputUnits, output_units: c.outputs.length };
     if (c.seconds !== undefined) usage.duration_seconds = c.seconds;
     if (c.tokens) Object.assign(usage, { input_tokens: c.tokens.input, output_tokens: c.tokens.output, total_tokens: c.tokens.input + c.tokens.output });
@@ -302,9 +325,33 @@ export class MediaExecutor {
       attemptsCount: c.attempts.length + 1,
       generationTimeMs: await this.elapsed(data.generationId),
       upstreamId: c.taskId ?? null,
+      ...(overrun && {
+        routing: {
+          overrun: {
+            uncharged_rub: moneyString(overrun),
+            priced_rub: moneyString(priced),
+            charged_rub: moneyString(cost),
+            ...(c.seconds !== undefined && { duration_seconds: c.seconds }),
+            ...(c.resolved.endpoint.maxDurationSeconds !== undefined && { max_duration_seconds: c.resolved.endpoint.maxDurationSeconds }),
+          },
+        },
+      }),
     });
+    if (overrun && outcome.applied) {
+      this.deps.metrics.mediaUncharged.inc({ provider: c.resolved.provider.id }, rub(overrun));
+      this.deps.logger.warn('media output beyond the reserved bound: charged the bound', {
+        generationId: data.generationId,
+        endpoint: c.candidate.slug,
+        seconds: c.seconds,
+        uncharged_rub: moneyString(overrun),
+        trace_id: data.traceId,
+      });
+    }
     this.deps.stats.record(c.candidate.slug, { ok: true, at: Date.now() });
     this.deps.metrics.providerAttempts.inc({ provider: c.resolved.provider.id, outcome: 'ok' });
+    // Storing and settling are one decision: a generation cancelled while its output was being stored ends
+    // cancelled and free, and the files this run stored go (the cancel route removes those it found).
+    if (!outcome.applied) await this.discardUnkept(data);
     await this.publisher(data).send(outcome.applied ? { type: 'done', payload: { id: data.generationId } } : { type: 'cancelled' });
     if (outcome.applied) await this.callback(data, 'completed');
   }
@@ -337,6 +384,7 @@ export class MediaExecutor {
   private async fail(data: MediaJobData, err: AppError, attemptsCount: number): Promise<void> {
     const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
     const outcome = await this.deps.generations.finish(data.generationId, { status: 'failed', error, attemptsCount, generationTimeMs: await this.elapsed(data.generationId) });
+    await this.discardUnkept(data);
     await this.publisher(data).send(outcome.applied ? { type: 'failed', error } : { type: 'cancelled' });
     if (outcome.applied) await this.callback(data, 'failed');
   }
@@ -344,8 +392,46 @@ export class MediaExecutor {
   /** The provider cancelled the task on its side. */
   private async endCancelled(data: MediaJobData): Promise<void> {
     const outcome = await this.deps.generations.finish(data.generationId, { status: 'cancelled' });
+    await this.discardUnkept(data);
     await this.publisher(data).send({ type: 'cancelled' });
     if (outcome.applied) await this.callback(data, 'cancelled');
+  }
+
+  /**
+   * Runs a long upstream exchange with a signal that aborts once the generation is cancelled (looked up every
+   * `cancelCheckMs`), so nobody waits for, or downloads, work nobody will receive.
+   */
+  private async whileNotCancelled<T>(data: MediaJobData, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const ctl = new AbortController();
+    let checking = false;
+    const timer = setInterval(() => {
+      if (checking) return;
+      checking = true;
+      this.deps.db.generation
+        .findUnique({ where: { id: data.generationId }, select: { status: true } })
+        .then((g) => {
+          if (g?.status === 'cancelled') ctl.abort(new Error('the generation was cancelled'));
+        })
+        .catch(() => undefined)
+        .finally(() => {
+          checking = false;
+        });
+    }, this.opts.cancelCheckMs);
+    try {
+      return await fn(ctl.signal);
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  /** When the generation has been cancelled: cancels the upstream task, removes stored output, tells the API; true. */
+  private async endIfCancelled(data: MediaJobData): Promise<boolean> {
+    const g = await this.deps.db.generation.findUnique({ where: { id: data.generationId }, select: { status: true } });
+    if (g?.status !== 'cancelled') return false;
+    if (data.step) await this.cancelUpstream(data, data.step);
+    await this.discardUnkept(data);
+    await this.publisher(data).send({ type: 'cancelled' });
+    return true;
   }
 
   /** Best effort: a task that cannot be cancelled upstream still costs the caller nothing. */
@@ -361,11 +447,23 @@ export class MediaExecutor {
     }
   }
 
+  /** Removes the stored files the generation's outcome does not keep (all of them unless it completed). */
+  private async discardUnkept(data: MediaJobData): Promise<void> {
+    const n = await this.deps.files.discardUnkept(data.generationId);
+    if (n > 0) this.deps.logger.info('discarded the output of a generation that did not complete', { generationId: data.generationId, files: n, trace_id: data.traceId });
+  }
+
   private async callback(data: MediaJobData, status: 'completed' | 'failed' | 'cancelled'): Promise<void> {
     if (!data.callBackUrl) return;
     this.callbackQueue ??= new Queue(QUEUES.callbacks, { connection: this.deps.redis, prefix: this.deps.config.queuePrefix });
     this.callbacks ??= new CallbackService(this.callbackQueue, { backoffMs: this.opts.callbackBackoffMs });
     await this.callbacks.enqueue({ generationId: data.generationId, organizationId: data.organizationId, url: data.callBackUrl, status });
+  }
+
+  /** What the generation reserved (its cost's upper bound); undefined for a record without one. */
+  private async reservedAmount(id: string) {
+    const g = await this.deps.db.generation.findUnique({ where: { id }, select: { reservedAmount: true } });
+    return g ? money(g.reservedAmount.toString()) : undefined;
   }
 
   private async elapsed(id: string): Promise<number | null> {

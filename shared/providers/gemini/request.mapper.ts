@@ -255,7 +255,12 @@ export function buildBatchEmbedRequest(req: EmbeddingRequest, apiKey: string): H
   const requests = req.inputs.map((input) => ({
     model: resource,
     content: {
-      parts: input.type === 'text' ? [{ text: input.text }] : input.content.map((c) => (c.type === 'text' ? { text: c.text } : mediaPart(c.url))),
+      parts:
+        input.type === 'text'
+          ? [{ text: input.text }]
+          : input.type === 'tokens'
+            ? unsupported('Gemini embeddings take no token arrays')
+            : input.content.map((c) => (c.type === 'text' ? { text: c.text } : mediaPart(c.url))),
     },
     ...(req.dimensions !== undefined && { outputDimensionality: req.dimensions }),
   }));

@@ -147,6 +147,7 @@ function estimateTokens(req: EmbeddingRequest): number {
   let chars = 0;
   for (const input of req.inputs) {
     if (input.type === 'text') chars += input.text.length;
+    else if (input.type === 'tokens') chars += input.tokens.length * 4;
     else for (const c of input.content) if (c.type === 'text') chars += c.text.length;
   }
   return Math.ceil(chars / 4);

@@ -6,7 +6,7 @@ import { createOpenAIStreamParser } from './stream.mapper';
 
 export const openaiAdapter: ProviderAdapter<'openai'> = {
   kind: 'openai',
-  supports: { text: true, textStream: true, embeddings: true, images: true, logprobs: true, structuredOutput: true },
+  supports: { text: true, textStream: true, embeddings: true, images: true, logprobs: true, structuredOutput: true, embeddingTokens: true },
   extractError: extractOpenAIError,
   text: {
     buildRequest: buildChatCompletionRequest,

@@ -161,7 +161,8 @@ function userContent(parts: InputContentPart[]): string | ChatContentPart[] {
 
 /** https://platform.openai.com/docs/api-reference/embeddings/create — always float; the gateway encodes base64 itself. */
 export function buildEmbeddingRequest(req: EmbeddingRequest, apiKey: string): HttpRequestSpec {
-  const input = req.inputs.map((i) => (i.type === 'text' ? i.text : unsupported('OpenAI embeddings take text inputs only')));
+  // Text inputs, or token arrays (`number[][]`); the gateway never mixes the two in one request.
+  const input = req.inputs.map((i) => (i.type === 'text' ? i.text : i.type === 'tokens' ? i.tokens : unsupported('OpenAI embeddings take text or token inputs only')));
   const body: Record<string, unknown> = { model: req.model, input, encoding_format: 'float' };
   if (req.dimensions !== undefined) body.dimensions = req.dimensions;
   if (req.user !== undefined) body.user = req.user;

@@ -5,7 +5,7 @@ import { sdkAnswering } from './helpers';
 
 describe('embeddingsToCanonical', () => {
   it('maps a string, strings and multimodal blocks', () => {
-    expect(embeddingsToCanonical({ model: 'm', input: 'hello' })).toEqual({ inputs: [{ type: 'text', text: 'hello' }], hasImages: false });
+    expect(embeddingsToCanonical({ model: 'm', input: 'hello' })).toEqual({ inputs: [{ type: 'text', text: 'hello' }], hasImages: false, hasTokens: false });
     expect(embeddingsToCanonical({ model: 'm', input: ['a', 'b'], dimensions: 256, user: 'u' })).toEqual({
       inputs: [
         { type: 'text', text: 'a' },
@@ -14,6 +14,7 @@ describe('embeddingsToCanonical', () => {
       dimensions: 256,
       user: 'u',
       hasImages: false,
+      hasTokens: false,
     });
     const mm = embeddingsToCanonical({
       model: 'm',
@@ -25,7 +26,16 @@ describe('embeddingsToCanonical', () => {
         { type: 'multimodal', content: [{ type: 'text', text: 'only text' }] },
       ],
       hasImages: true,
+      hasTokens: false,
     });
+  });
+
+  it('maps one token array to one input, and an array of token arrays to one input each', () => {
+    expect(embeddingsToCanonical({ model: 'm', input: [5, 6, 7] })).toEqual({ inputs: [{ type: 'tokens', tokens: [5, 6, 7] }], hasImages: false, hasTokens: true });
+    expect(embeddingsToCanonical({ model: 'm', input: [[5], [6, 7]] }).inputs).toEqual([
+      { type: 'tokens', tokens: [5] },
+      { type: 'tokens', tokens: [6, 7] },
+    ]);
   });
 });
 

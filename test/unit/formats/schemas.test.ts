@@ -1,5 +1,5 @@
 import { chatSchema } from '../../../shared/schemas/chat.schema';
-import { embeddingsSchema } from '../../../shared/schemas/embeddings.schema';
+import { embeddingsInputIssues, embeddingsSchema } from '../../../shared/schemas/embeddings.schema';
 import { responsesSchema } from '../../../shared/schemas/responses.schema';
 import { embeddingsRoutingSchema, routingSchema, typedQuestionRoutingSchema } from '../../../shared/schemas/routing.schema';
 import { fullRouting, maximalResponsesBody } from './fixtures';
@@ -194,14 +194,19 @@ describe('POST /v1/embeddings body', () => {
     ['a string', 'hello'],
     ['strings', ['a', 'b']],
     ['multimodal blocks', [{ content: [{ type: 'text', text: 'a cat' }, { type: 'image_url', image_url: { url: 'https://x/cat.png' } }] }]],
+    ['a token array', [1, 2, 3]],
+    ['token arrays', [[1, 2, 3], [0]]],
   ])('accepts %s', (_name, input) => {
     const body = { model: 'm', input, encoding_format: 'base64', dimensions: 256, user: 'u', provider: { only: ['a'], data_residency: 'eu' } };
     expect(issues(embeddingsSchema, body)).toEqual([]);
   });
 
   it.each([
-    ['token arrays', { input: [[1, 2, 3]] }, '/input/0'],
-    ['a token array', { input: [1, 2, 3] }, '/input/0'],
+    ['a negative token id', { input: [1, -2] }, '/input/1'],
+    ['a fractional token id', { input: [[1, 2.5]] }, '/input/0/1'],
+    ['an empty token array', { input: [[1], []] }, '/input/1'],
+    ['a token array over 8192 tokens', { input: [Array.from({ length: 8193 }, () => 1)] }, '/input/0'],
+    ['a token id past 2^31-1', { input: [2 ** 31] }, '/input/0'],
     ['an empty string', { input: '' }, '/input'],
     ['no inputs', { input: [] }, '/input'],
     ['2049 inputs', { input: Array.from({ length: 2049 }, () => 'x') }, '/input'],
@@ -216,5 +221,14 @@ describe('POST /v1/embeddings body', () => {
 
   it('requires model and input', () => {
     expect(paths(embeddingsSchema, {}).sort()).toEqual(['/input', '/model']);
+  });
+
+  it('refuses mixing token ids, token arrays and text, and more than 300000 tokens in all', () => {
+    expect(embeddingsInputIssues([1, 'a'] as never)).toEqual([{ path: '/input/1', message: expect.stringContaining('integer') }]);
+    expect(embeddingsInputIssues([[1], 'a'] as never)).toEqual([{ path: '/input/1', message: expect.stringContaining('token arrays') }]);
+    expect(embeddingsInputIssues([[1], [2]])).toEqual([]);
+    expect(embeddingsInputIssues(['a', 'b'])).toEqual([]);
+    const many = Array.from({ length: 37 }, () => Array.from({ length: 8192 }, () => 7));
+    expect(embeddingsInputIssues(many)).toEqual([{ path: '/input', message: expect.stringContaining('at most 300000 tokens') }]);
   });
 });

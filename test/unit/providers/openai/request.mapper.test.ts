@@ -143,6 +143,8 @@ describe('OpenAI embeddings and images requests', () => {
     const spec = buildEmbeddingRequest({ model: 'text-embedding-3-small', inputs: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }], dimensions: 256, user: 'u' }, 'k');
     expect(spec).toMatchObject({ method: 'POST', path: '/embeddings' });
     expect(spec.body).toEqual({ model: 'text-embedding-3-small', input: ['a', 'b'], encoding_format: 'float', dimensions: 256, user: 'u' });
+    const tokens = buildEmbeddingRequest({ model: 'text-embedding-3-small', inputs: [{ type: 'tokens', tokens: [1, 2] }, { type: 'tokens', tokens: [3] }] }, 'k');
+    expect(tokens.body).toEqual({ model: 'text-embedding-3-small', input: [[1, 2], [3]], encoding_format: 'float' });
   });
 
   it('maps every image option', () => {
@@ -158,7 +160,7 @@ describe('OpenAI embeddings and images requests', () => {
   });
 
   it('declares its operations in the manifest', () => {
-    expect(openaiAdapter.supports).toEqual({ text: true, textStream: true, embeddings: true, images: true, logprobs: true, structuredOutput: true });
+    expect(openaiAdapter.supports).toEqual({ text: true, textStream: true, embeddings: true, images: true, logprobs: true, structuredOutput: true, embeddingTokens: true });
     expect(openaiAdapter.images).toBeDefined();
   });
 });

@@ -1,0 +1,236 @@
+/**
+ * Cancelling a media generation at the moment it completes (issue 10 item 4): storing the output and the final
+ * status are one decision. Either the cancel wins (cancelled, free, no file anywhere) or the output does
+ * (completed, charged, its file served) — never a cancelled generation with a file behind it. Also: a cancel or
+ * a time-out cancels the Replicate prediction upstream (issue 9 item 14).
+ */
+import request from 'supertest';
+import { money } from '../../shared/billing/money';
+import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+
+const ENV = { SYNC_WAIT_MS: '3000', MEDIA_POLL_MS: '20', MEDIA_POLL_MAX_MS: '40' };
+// The race stack never aborts a download on cancel (that is tested apart below), so a cancel can land between
+// storing the output and settling, the window this file is about.
+const RACE_ENV = { ...ENV, MEDIA_CANCEL_CHECK_MS: '600000' };
+let s: TestStack;
+let org: StackOrg;
+/** Every file the worker stored, by generation (the real FilesService, observed). */
+const stored = new Map<string, string[]>();
+
+beforeAll(async () => {
+  s = await createTestStack({ env: RACE_ENV });
+  org = await s.seed({ balance: '100000' });
+  const files = s.workerDeps.files;
+  const save = files.saveGenerated.bind(files);
+  files.saveGenerated = async (input) => {
+    const view = await save(input);
+    stored.set(input.generationId, [...(stored.get(input.generationId) ?? []), view.id]);
+    return view;
+  };
+});
+afterEach(() => s.fake.setKnobs({}));
+afterAll(() => s.close());
+
+async function until<T>(fn: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const create = () => request(s.app).post('/v1/media').set(org.auth).send({ model: STACK_MODELS.video, input: { prompt: 'race', duration: 4 }, async: true });
+const cancel = (id: string) => request(s.app).post(`/v1/media/${id}/cancel`).set(org.auth).send();
+
+/** The job is over: ended, removed, or gone. */
+const jobDone = (id: string) =>
+  until(async () => {
+    const job = await s.ctx.queues.media.getJob(id);
+    if (!job) return true;
+    const state = await job.getState();
+    return state === 'completed' || state === 'failed' || state === 'unknown' ? true : undefined;
+  });
+
+async function listedIds(): Promise<Set<string>> {
+  const r = await request(s.app).get('/v1/storage/files?limit=100&sortOrder=desc').set(org.auth);
+  expect(r.status).toBe(200);
+  return new Set(r.body.data.map((f: { id: string }) => f.id));
+}
+
+/** Asserts one of the two allowed outcomes and returns which. */
+async function checkOutcome(id: string): Promise<'cancelled' | 'completed'> {
+  await jobDone(id);
+  const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
+  const files = stored.get(id) ?? [];
+  const listed = await listedIds();
+  const ledger = (await s.t.db.ledgerEntry.findMany({ where: { generationId: id } })).map((e) => e.kind);
+  const reservation = await s.t.db.reservation.findUniqueOrThrow({ where: { generationId: id } });
+  expect(['cancelled', 'completed']).toContain(g.status);
+  if (g.status === 'cancelled') {
+    expect(money(g.clientCost.toString()).toNumber()).toBe(0);
+    expect(ledger).not.toContain('charge');
+    expect(reservation.status).toBe('released');
+    expect(await s.t.db.storedFile.count({ where: { generationId: id } })).toBe(0);
+    for (const fileId of files) {
+      expect(listed.has(fileId)).toBe(false);
+      expect((await fetch(s.ctx.files.fileUrl(fileId))).status).toBe(404);
+      expect((await request(s.app).get(`/v1/storage/files/${fileId}`).set(org.auth)).status).toBe(404);
+    }
+    const record = await request(s.app).get(`/v1/media/${id}`).set(org.auth);
+    expect(record.body).toMatchObject({ status: 'cancelled' });
+    expect(record.body.data).toBeUndefined();
+    return 'cancelled';
+  }
+  expect(money(g.clientCost.toString()).toNumber()).toBe(41); // 4 s × 10 + 1
+  expect(ledger).toContain('charge');
+  const record = await request(s.app).get(`/v1/media/${id}`).set(org.auth);
+  expect(record.body.status).toBe('completed');
+  expect(files).toContain(record.body.data.file_id);
+  expect(listed.has(record.body.data.file_id)).toBe(true);
+  expect((await fetch(record.body.data.url)).status).toBe(200);
+  return 'completed';
+}
+
+describe('cancel at the moment of completion', () => {
+  it('a cancel that lands while the output is being stored ends cancelled, free, with no file in storage', async () => {
+    s.fake.setKnobs({ fileLatencyMs: 300 });
+    const r = await create();
+    expect(r.status).toBe(202);
+    // The prediction has succeeded: the worker is now downloading its output (held 300 ms by the fake).
+    await until(async () => ([...s.fake.replicatePredictions.values()].at(-1)?.status === 'succeeded' ? true : undefined));
+    await sleep(50);
+    const c = await cancel(r.body.id);
+    expect(c.status).toBe(200);
+    expect(c.body.status).toBe('cancelled');
+    await jobDone(r.body.id);
+    expect(stored.get(r.body.id)?.length).toBe(1); // the worker did store it ...
+    expect(await checkOutcome(r.body.id)).toBe('cancelled'); // ... and it is gone
+  });
+
+  it('repeated at every moment around completion: each generation is either cancelled without output or completed and charged', async () => {
+    s.fake.setKnobs({ fileLatencyMs: 40 });
+    const balanceOf = async () => money((await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } })).balance.toString());
+    const before = await balanceOf();
+    // How long one generation takes here, so the cancels spread over its whole life and a little beyond.
+    const t0 = Date.now();
+    const probe = await create();
+    await until(async () => ((await s.t.db.generation.findUniqueOrThrow({ where: { id: probe.body.id } })).status === 'completed' ? true : undefined));
+    const span = (Date.now() - t0) * 1.3;
+    expect(await checkOutcome(probe.body.id)).toBe('completed');
+    const afterProbe = await balanceOf();
+    const seen = { cancelled: 0, completed: 0 };
+    let charged = 0;
+    for (let i = 0; i < 16; i++) {
+      const r = await create();
+      await sleep((i * span) / 15);
+      const c = await cancel(r.body.id);
+      expect([200, 409]).toContain(c.status);
+      const outcome = await checkOutcome(r.body.id);
+      expect(outcome).toBe(c.status === 200 ? 'cancelled' : 'completed');
+      seen[outcome]++;
+      if (outcome === 'completed') charged += 41;
+    }
+    expect(before.minus(afterProbe).toNumber()).toBe(41);
+    expect(afterProbe.minus(await balanceOf()).toNumber()).toBe(charged);
+    const o = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
+    expect(money(o.reserved.toString()).toNumber()).toBe(0);
+    // Both sides of the race were exercised.
+    expect(seen.cancelled).toBeGreaterThan(0);
+    expect(seen.completed).toBeGreaterThan(0);
+  });
+});
+
+describe('cancelling upstream (issue 9 item 14)', () => {
+  let u: TestStack;
+  let uo: StackOrg;
+  beforeAll(async () => {
+    u = await createTestStack({ env: { ...ENV, MEDIA_CANCEL_CHECK_MS: '25' } });
+    uo = await u.seed({ balance: '1000' });
+  });
+  afterEach(() => u.fake.setKnobs({}));
+  afterAll(() => u.close());
+  const cancelU = (id: string) => request(u.app).post(`/v1/media/${id}/cancel`).set(uo.auth).send();
+
+  it('a cancel cancels the Replicate prediction: the fake records POST /predictions/{id}/cancel while it was running', async () => {
+    u.fake.setKnobs({ replicateSteps: 1000 });
+    const r = await request(u.app).post('/v1/media').set(uo.auth).send({ model: STACK_MODELS.video, input: { prompt: 'to cancel' }, async: true });
+    await until(async () => ([...u.fake.replicatePredictions.values()].at(-1)?.status === 'processing' ? true : undefined));
+    const prediction = [...u.fake.replicatePredictions.values()].at(-1)!;
+    const c = await cancelU(r.body.id);
+    expect(c.body.status).toBe('cancelled');
+    const recorded = await until(async () => u.fake.replicateCancels.find((x) => x.id === prediction.id));
+    expect(recorded.status).toBe('processing');
+    expect(prediction.status).toBe('canceled');
+    const g = await until(async () => {
+      const row = await u.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+      return row.status === 'cancelled' ? row : undefined;
+    });
+    expect(money(g.clientCost.toString()).toNumber()).toBe(0);
+  });
+
+  it('a cancel aborts a synchronous image call in flight (OpenAI images), instead of waiting for its answer', async () => {
+    u.fake.setKnobs({ latencyMs: 4000 });
+    const r = await request(u.app).post('/v1/media').set(uo.auth).send({ model: STACK_MODELS.image, input: { prompt: 'slow' }, async: true });
+    await until(async () => (u.fake.requests.some((q) => q.path === '/openai/v1/images/generations' && q.body && (q.body as { prompt?: string }).prompt === 'slow') ? true : undefined));
+    const t0 = Date.now();
+    expect((await cancelU(r.body.id)).body.status).toBe('cancelled');
+    const job = await u.ctx.queues.image.getJob(r.body.id);
+    await until(async () => {
+      const state = job ? await job.getState() : 'unknown';
+      return state === 'completed' || state === 'failed' || state === 'unknown' ? true : undefined;
+    });
+    expect(Date.now() - t0).toBeLessThan(2500);
+    const g = await u.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    expect(g.status).toBe('cancelled');
+    expect(await u.t.db.storedFile.count({ where: { generationId: r.body.id } })).toBe(0);
+  });
+
+  it('a cancel aborts the download of a finished prediction\'s output: nothing is stored, nothing charged', async () => {
+    u.fake.setKnobs({ fileLatencyMs: 4000 });
+    const r = await request(u.app).post('/v1/media').set(uo.auth).send({ model: STACK_MODELS.video, input: { prompt: 'big file' }, async: true });
+    await until(async () => ([...u.fake.replicatePredictions.values()].at(-1)?.status === 'succeeded' ? true : undefined));
+    const t0 = Date.now();
+    expect((await cancelU(r.body.id)).body.status).toBe('cancelled');
+    await until(async () => {
+      const job = await u.ctx.queues.media.getJob(r.body.id);
+      const state = job ? await job.getState() : 'unknown';
+      return state === 'completed' || state === 'failed' || state === 'unknown' ? true : undefined;
+    });
+    expect(Date.now() - t0).toBeLessThan(2500);
+    const g = await u.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    expect(g.status).toBe('cancelled');
+    expect(money(g.clientCost.toString()).toNumber()).toBe(0);
+    expect(await u.t.db.storedFile.count({ where: { generationId: r.body.id } })).toBe(0);
+  });
+});
+
+describe('a prediction that outlives MEDIA_TASK_TIMEOUT_MS', () => {
+  let t: TestStack;
+  let o: StackOrg;
+  beforeAll(async () => {
+    t = await createTestStack({ env: { ...ENV, MEDIA_TASK_TIMEOUT_MS: '300' } });
+    o = await t.seed({ balance: '1000' });
+  });
+  afterAll(() => t.close());
+
+  it('is cancelled upstream and the generation fails with upstream_timeout, uncharged', async () => {
+    t.fake.setKnobs({ replicateSteps: 100_000 });
+    const r = await request(t.app).post('/v1/media').set(o.auth).send({ model: STACK_MODELS.video, input: { prompt: 'forever' }, async: true });
+    const done = await until(async () => {
+      const g = await request(t.app).get(`/v1/media/${r.body.id}`).set(o.auth);
+      return g.body.status === 'failed' ? g : undefined;
+    });
+    expect(done.body.error).toMatchObject({ metadata: { reason: 'upstream_timeout', provider_name: 'replicate' } });
+    const prediction = [...t.fake.replicatePredictions.values()].at(-1)!;
+    expect(t.fake.replicateCancels.map((x) => x.id)).toContain(prediction.id);
+    expect(prediction.status).toBe('canceled');
+    const g = await t.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    expect(money(g.clientCost.toString()).toNumber()).toBe(0);
+    const org = await t.t.db.organization.findUniqueOrThrow({ where: { id: o.organizationId } });
+    expect(money(org.balance.toString()).toNumber()).toBe(1000);
+    expect(money(org.reserved.toString()).toNumber()).toBe(0);
+  });
+});
