@@ -1,3 +1,5 @@
+import { jsonBody } from './middleware/reject-nul';
+import { idempotencyKey } from './middleware/idempotency';
 import type Redis from 'ioredis';
 import type { Config } from '../shared/config/env';
 import type { Db } from '../shared/db/client';
@@ -49,7 +51,7 @@ export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'work
   accounts: AccountsService;
   keyInfo: KeyInfoService;
   ledger: Ledger;
-  /** Authentication then rate limiting: put in front of every authenticated route (unknown routes stay 404). */
+  /** Authentication, rate limiting, the JSON body, then the Idempotency-Key (hashed with that body): in front of every authenticated route (unknown routes stay 404). */
   guard: RequestHandler[];
   queues: Record<QueueName, Queue>;
   bus: GenerationBus;
@@ -74,7 +76,7 @@ export function buildContext(deps: AppDeps): AppContext {
   const stats = new EndpointStatsStore(deps.redis, deps.config.queuePrefix);
   const metrics = deps.metrics ?? createMetrics();
   const generations = new GenerationService(deps.db, clock, metrics);
-  const gateway = new GenerationGateway(generations, queues, bus, deps.logger);
+  const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix });
   const planner = new RoutePlanner(deps.catalog, stats);
   metrics.trackQueues(queues);
   return {
@@ -92,6 +94,7 @@ export function buildContext(deps: AppDeps): AppContext {
       store: deps.blobStore ?? createBlobStore(deps.config),
       secret: deps.secret,
       baseUrl: filesBaseUrl(deps.config),
+      urlTtlSeconds: deps.config.fileUrlTtlSeconds,
       clock,
       onError: (message, meta) => deps.logger.warn(message, meta),
     }),
@@ -107,7 +110,8 @@ export function buildContext(deps: AppDeps): AppContext {
     clock,
     workersReady: deps.workersReady ?? (async () => true),
     auth,
-    guard: [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute)],
+    // The body is parsed only after authentication and the rate limit: a stranger's 10 MiB body costs no parsing.
+    guard: [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute, clock), ...jsonBody(deps.config.maxBodyBytes), idempotencyKey],
     accounts: new AccountsService(deps.db, deps.secret, clock),
     keyInfo: new KeyInfoService(deps.db, clock),
     ledger: new Ledger(deps.db, clock),

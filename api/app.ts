@@ -7,7 +7,6 @@ import { docsRoutes } from './routes/docs.route';
 import { dashboardRoutes } from './routes/dashboard.route';
 import { errorHandler, notFoundHandler } from './middleware/error-handler';
 import { rejectNulCharacters } from './middleware/reject-nul';
-import { idempotencyKey } from './middleware/idempotency';
 import { healthRoutes } from './routes/health.route';
 import { keyRoutes } from './routes/key.route';
 import { balanceRoutes } from './routes/balance.route';
@@ -35,9 +34,8 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
   app.use(traceMiddleware);
   app.use(metricsMiddleware(ctx.metrics));
   app.use(healthRoutes(ctx), metricsRoutes(ctx), docsRoutes(ctx), dashboardRoutes(ctx));
-  app.use(express.json({ limit: ctx.config.maxBodyBytes, type: ['application/json', 'application/*+json'] }));
+  // JSON bodies are parsed by ctx.guard, after authentication (api/middleware/reject-nul.ts).
   app.use(rejectNulCharacters);
-  app.use(idempotencyKey);
 
   app.use(keyRoutes(ctx), balanceRoutes(ctx), keysRoutes(ctx));
   app.use(responsesRoutes(ctx), chatRoutes(ctx), embeddingsRoutes(ctx), systemoneRoutes(ctx), modelsRoutes(ctx));

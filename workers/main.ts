@@ -12,6 +12,7 @@ export async function startWorkers(rt: Runtime): Promise<WorkerPool> {
   const deps = buildWorkerDeps({ config: rt.config, db: rt.db, redis: rt.redis, catalog: rt.catalog, logger: rt.logger, upstream: rt.upstream, secret: rt.secret, metrics: rt.metrics });
   const connection = rt.patient('worker');
   const pool = startWorkerPool(deps, connection);
+  await pool.ready();
   // The retention job (expired files) repeats every 15 minutes; installing it again on every start is harmless.
   const maintenance = new Queue(QUEUES.maintenance, { connection, prefix: rt.config.queuePrefix });
   await scheduleMaintenance(maintenance);

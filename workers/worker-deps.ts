@@ -46,6 +46,7 @@ export function buildWorkerDeps(
       // Resolved on first signature only: tests that never store files never touch the secret file.
       secret: secret ?? (() => resolveSecret(d.config)),
       baseUrl: filesBaseUrl(d.config),
+      urlTtlSeconds: d.config.fileUrlTtlSeconds,
       clock,
       onError: (message, meta) => d.logger.warn(message, meta),
     });

@@ -3,6 +3,7 @@ import type Redis from 'ioredis';
 import { DEFAULT_CONCURRENCY } from '../shared/queue/job-catalog';
 import { QUEUES, type QueueName } from '../shared/queue/queue-names';
 import type { WorkerDeps } from './worker-deps';
+import { listenForStops } from '../shared/queue/cancel-channel';
 import { instrumentWorker } from '../shared/metrics/metrics';
 import { textProcessor } from './processors/text.processor';
 import { embeddingsProcessor } from './processors/embeddings.processor';
@@ -36,6 +37,8 @@ function msFromEnv(name: string, fallback: number, env: NodeJS.ProcessEnv = proc
 
 export interface WorkerPool {
   workers: Worker[];
+  /** Resolves once the workers are ready and the stop channel (cancel, timeout, client gone) is subscribed. */
+  ready(): Promise<void>;
   /** Stops taking jobs and waits for the active ones to finish (BullMQ hands unfinished ones back as stalled). */
   close(): Promise<void>;
 }
@@ -59,10 +62,21 @@ export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { que
     w.on('failed', (job, err) => deps.logger.error('job failed', { queue: q, jobId: job?.id, err }));
     return w;
   });
+  // Cancel, timeout and client-gone messages reach every worker process; the one holding the job aborts its
+  // signal (BullMQ passes it to the processor), which aborts the upstream HTTP call.
+  const stops = connection.duplicate();
+  const subscribed = listenForStops(stops, deps.config.queuePrefix, (id, reason) => {
+    for (const w of workers) w.cancelJob(id, reason);
+  }).catch((err: unknown) => deps.logger.error('stop channel not subscribed', { err }));
   return {
     workers,
+    async ready() {
+      await Promise.all(workers.map((w) => w.waitUntilReady()));
+      await subscribed;
+    },
     async close() {
       await Promise.all(workers.map((w) => w.close()));
+      stops.disconnect();
     },
   };
 }

@@ -4,6 +4,7 @@ import type { Db } from '../../shared/db/client';
 import { hashApiKey, KEY_PATTERN } from '../../shared/auth/api-keys';
 import { looksLikeJwt, verifyToken, type Role } from '../../shared/auth/tokens';
 import { AppError } from '../../shared/errors/app-error';
+import { verifyOperatorToken } from '../../shared/auth/operator-tokens';
 
 export type Principal =
   | {
@@ -28,7 +29,8 @@ declare module 'express-serve-static-core' {
 
 interface CacheEntry {
   at: number;
-  principal: Principal | 'revoked' | null;
+  keyId?: string;
+  principal: Principal | 'revoked' | 'disabled' | null;
 }
 
 /**
@@ -46,16 +48,15 @@ export class Authenticator {
   ) {}
 
   async authenticate(header: string | undefined): Promise<Principal> {
-    const match = /^Bearer ([^\s]+)$/.exec(header ?? '');
-    if (!match) throw new AppError('UNAUTHORIZED', 'Missing or malformed Authorization header: use "Bearer <API key>"');
-    const token = match[1];
+    const token = bearerToken(header);
+    if (!token) throw new AppError('UNAUTHORIZED', 'Missing or malformed Authorization header: use "Bearer <API key>"');
     if (KEY_PATTERN.test(token)) return this.fromKey(token);
     if (looksLikeJwt(token)) return this.fromToken(token);
     throw new AppError('UNAUTHORIZED', 'Unknown API key or token');
   }
 
   forget(keyId: string): void {
-    for (const [k, v] of this.cache) if (v.principal && v.principal !== 'revoked' && v.principal.kind === 'key' && v.principal.keyId === keyId) this.cache.delete(k);
+    for (const [k, v] of this.cache) if (v.keyId === keyId) this.cache.delete(k);
   }
 
   private async fromKey(key: string): Promise<Principal> {
@@ -69,7 +70,9 @@ export class Authenticator {
         ? null
         : row.revokedAt
           ? 'revoked'
-          : {
+          : row.disabledAt
+            ? 'disabled'
+            : {
               kind: 'key',
               organizationId: row.organizationId,
               keyId: row.id,
@@ -79,21 +82,30 @@ export class Authenticator {
             };
       if (this.cacheMs > 0) {
         if (this.cache.size > 10_000) this.cache.clear();
-        this.cache.set(hash, { at: Date.now(), principal });
+        this.cache.set(hash, { at: Date.now(), keyId: row?.id, principal });
       }
     }
     if (principal === 'revoked') throw new AppError('api_key_revoked', 'This API key has been revoked');
+    if (principal === 'disabled') throw new AppError('UNAUTHORIZED', 'This API key is disabled (PATCH /v1/keys/{id} with {"disabled": false} enables it again)');
     if (!principal) throw new AppError('UNAUTHORIZED', 'Unknown API key or token');
     return principal;
   }
 
   private async fromToken(token: string): Promise<Principal> {
     const claims = verifyToken(token, this.secret);
+    if (!claims && verifyOperatorToken(token, this.secret)) {
+      throw new AppError('FORBIDDEN', 'An operator token opens the queue dashboard only; the API needs an API key or a personal-account token');
+    }
     if (!claims) throw new AppError('UNAUTHORIZED', 'Invalid or expired token');
     const user = await this.db.user.findUnique({ where: { id: claims.sub }, include: { organization: { select: { rateLimitPerMinute: true } } } });
     if (!user || user.organizationId !== claims.org) throw new AppError('UNAUTHORIZED', 'Invalid or expired token');
     return { kind: 'user', organizationId: user.organizationId, userId: user.id, role: user.role, rateLimitPerMinute: user.organization.rateLimitPerMinute };
   }
+}
+
+/** The credential of `Authorization: Bearer <credential>`; the scheme is case-insensitive (RFC 9110 section 11.1). */
+export function bearerToken(header: string | undefined): string | undefined {
+  return /^bearer +([^\s]+) *$/i.exec(header ?? '')?.[1];
 }
 
 export function authMiddleware(auth: Authenticator) {

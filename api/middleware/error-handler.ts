@@ -8,6 +8,8 @@ export function toAppError(err: unknown): AppError {
   const e = err as { type?: string; status?: number; message?: string; code?: string; name?: string };
   if (e?.type === 'entity.too.large') return new AppError('PAYLOAD_TOO_LARGE', 'Request body too large');
   if (e?.type === 'entity.parse.failed') return AppError.validation([{ path: '/', message: 'body is not valid JSON' }], 'Request body is not valid JSON');
+  // A path with a bad percent-escape (`/v1/media/%ff`): Express cannot decode the route parameter.
+  if (err instanceof URIError) return AppError.validation([{ path: '/', message: 'the URL has a malformed percent-escape' }], 'The URL is not valid: a malformed percent-escape');
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return new AppError('BAD_REQUEST', e.message ?? 'Unsupported encoding');
   if (isUnavailable(e)) return new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable: repeat later');
   return new AppError('INTERNAL_ERROR', 'Internal server error');

@@ -2,33 +2,37 @@ import type { NextFunction, Request, Response } from 'express';
 import type Redis from 'ioredis';
 import { AppError } from '../../shared/errors/app-error';
 
-// INCR the window counter and set its expiry in one atomic step; returns [count, ms left in the window].
+// INCR the window counter and, on its first request, let it expire when its window has ended (ARGV[1] ms from now).
 const SCRIPT = `
 local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return {n, redis.call('PTTL', KEYS[1])}`;
+return n`;
 
 /**
  * Per-key (or per-user for tokens) fixed one-minute window kept in Redis, so it holds across every API
  * process. Limit: the key's own, else the organization's, else the default (600/min); 0 means none.
  */
-export function rateLimitMiddleware(redis: Redis, prefix: string, defaultPerMinute: number) {
+export function rateLimitMiddleware(redis: Redis, prefix: string, defaultPerMinute: number, clock: () => Date = () => new Date()) {
   // EVALSHA of a script Redis keeps, instead of sending its text on every request.
   if (!('syRateLimit' in redis)) redis.defineCommand('syRateLimit', { numberOfKeys: 1, lua: SCRIPT });
-  const hit = (redis as unknown as { syRateLimit(key: string, windowMs: string): Promise<[number, number]> }).syRateLimit.bind(redis);
+  const hit = (redis as unknown as { syRateLimit(key: string, expireMs: string): Promise<number> }).syRateLimit.bind(redis);
   return async (_req: Request, res: Response, next: NextFunction): Promise<void> => {
     const p = res.locals.principal;
     const limit = p.rateLimitPerMinute ?? defaultPerMinute;
     if (limit <= 0) return next();
     const subject = p.kind === 'key' ? p.keyId : p.userId;
     const windowMs = 60_000;
-    const window = Math.floor(Date.now() / windowMs);
+    const now = clock().getTime();
+    const window = Math.floor(now / windowMs);
+    // The window is minute-aligned: a request passes again when the next minute starts, not 60 s after this
+    // window's first request (the key is per window, so its expiry only cleans up).
+    const untilNext = (window + 1) * windowMs - now;
     try {
-      const [count, ttl] = await hit(`${prefix}:rl:${subject}:${window}`, String(windowMs));
+      const count = await hit(`${prefix}:rl:${subject}:${window}`, String(untilNext + 1000));
       res.setHeader('X-RateLimit-Limit', String(limit));
       res.setHeader('X-RateLimit-Remaining', String(Math.max(0, limit - count)));
       if (count > limit) {
-        const retryAfter = String(Math.max(1, Math.ceil((ttl > 0 ? ttl : windowMs) / 1000)));
+        const retryAfter = String(Math.max(1, Math.ceil(untilNext / 1000)));
         return next(new AppError('TOO_MANY_REQUESTS', `Rate limit of ${limit} requests a minute exceeded: repeat later`, { headers: { 'Retry-After': retryAfter } }));
       }
       next();

@@ -1,35 +1,103 @@
-import type { NextFunction, Request, Response } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../../shared/errors/app-error';
 
 /**
  * PostgreSQL stores no U+0000 in text or jsonb, so a NUL character anywhere in a request (a JSON string or key, a
  * query value, a path segment) used to fail deep inside as a 500. It is refused up front as a 400 instead (found
- * by the fault suite's fuzzer, docs/faults.md).
+ * by the fault suite's fuzzer, docs/faults.md). This one runs for every request and checks the URL (also for a
+ * malformed percent-escape, which Express would fail on when decoding a route parameter); the body is
+ * checked by `jsonBody`, after authentication.
  */
 export function rejectNulCharacters(req: Request, _res: Response, next: NextFunction): void {
   if (/%00/.test(req.originalUrl)) return next(AppError.validation([{ path: '/', message: 'the URL must not contain the NUL character (%00)' }]));
-  // The quick test first (native, no allocation per node); the path is worked out only for a body that has one.
-  const at = req.body !== undefined && JSON.stringify(req.body)?.includes('\\u0000') ? nulPath(req.body) : null;
-  if (at !== null) return next(AppError.validation([{ path: at, message: 'must not contain the NUL character (U+0000)' }]));
+  try {
+    decodeURIComponent(req.path);
+  } catch {
+    return next(AppError.validation([{ path: '/', message: 'the URL has a malformed percent-escape' }], 'The URL is not valid: a malformed percent-escape'));
+  }
   next();
 }
 
-/** JSON pointer of the first string or key holding U+0000, or null. Iterative: bodies may nest thousands deep. */
-function nulPath(root: unknown): string | null {
-  const stack: Array<[unknown, string]> = [[root, '']];
+/** Deeper JSON than this is refused: nothing we accept nests so deep, and deeper values overflow recursive code downstream. */
+export const MAX_JSON_DEPTH = 100;
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Why a string cannot be stored (PostgreSQL refuses U+0000 in text and a lone UTF-16 surrogate in json), or null. */
+function badString(s: string): string | null {
+  if (s.includes('\u0000')) return 'must not contain the NUL character (U+0000)';
+  if (LONE_SURROGATE.test(s)) return 'must not contain a lone UTF-16 surrogate (\\ud800-\\udfff without its pair): it is not valid Unicode';
+  return null;
+}
+
+interface Node {
+  value: unknown;
+  parent: Node | null;
+  key: string;
+  depth: number;
+}
+
+const pointer = (node: Node): string => {
+  const parts: string[] = [];
+  for (let n: Node | null = node; n && n.parent; n = n.parent) parts.push(n.key.replace(/~/g, '~0').replace(/\//g, '~1'));
+  const at = parts.reverse().map((p) => `/${p}`).join('') || '/';
+  return at.replace(/\u0000/g, '\\u0000').replace(/[\ud800-\udfff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+};
+
+/**
+ * The first problem in a parsed JSON body: a NUL character or lone surrogate in a string or key, or nesting deeper
+ * than MAX_JSON_DEPTH. Iterative (an explicit stack), so no body can overflow the call stack here.
+ */
+export function jsonBodyProblem(root: unknown): { path: string; message: string } | null {
+  const rootNode: Node = { value: root, parent: null, key: '', depth: 0 };
+  if (typeof root === 'string') {
+    const why = badString(root);
+    return why ? { path: '/', message: why } : null;
+  }
+  const stack: Node[] = [rootNode];
+  // Strings are checked where they are met; a node is allocated only for objects and arrays (and a problem's path).
+  const visit = (parent: Node, key: string, item: unknown): { path: string; message: string } | null => {
+    if (typeof item === 'string') {
+      const why = badString(item);
+      if (why) return { path: pointer({ value: item, parent, key, depth: parent.depth + 1 }), message: why };
+    } else if (item !== null && typeof item === 'object') {
+      stack.push({ value: item, parent, key, depth: parent.depth + 1 });
+    }
+    return null;
+  };
   while (stack.length) {
-    const [value, at] = stack.pop()!;
-    if (typeof value === 'string') {
-      if (value.includes('\u0000')) return at || '/';
-    } else if (Array.isArray(value)) {
-      value.forEach((item, i) => stack.push([item, `${at}/${i}`]));
-    } else if (value && typeof value === 'object' && !ArrayBuffer.isView(value)) {
-      for (const [key, item] of Object.entries(value)) {
-        const here = `${at}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
-        if (key.includes('\u0000')) return here.replace(/\u0000/g, '\\u0000');
-        stack.push([item, here]);
+    const node = stack.pop()!;
+    const value = node.value as object;
+    if (value === null || typeof value !== 'object') continue;
+    if (node.depth >= MAX_JSON_DEPTH) return { path: pointer(node), message: `nests deeper than ${MAX_JSON_DEPTH} levels` };
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) {
+        const problem = visit(node, String(i), value[i]);
+        if (problem) return problem;
+      }
+    } else {
+      for (const key of Object.keys(value)) {
+        const why = badString(key);
+        if (why) return { path: pointer({ value: null, parent: node, key, depth: node.depth + 1 }), message: `key ${why}` };
+        const problem = visit(node, key, (value as Record<string, unknown>)[key]);
+        if (problem) return problem;
       }
     }
   }
   return null;
+}
+
+/**
+ * JSON request bodies, parsed only once the caller is authenticated (ctx.guard puts this after authentication and
+ * the rate limit), then checked by jsonBodyProblem: a body PostgreSQL could not store is a 400, not a 500.
+ */
+export function jsonBody(maxBytes: number): RequestHandler[] {
+  return [
+    express.json({ limit: maxBytes, type: ['application/json', 'application/*+json'] }),
+    (req, _res, next) => {
+      const problem = req.body !== undefined ? jsonBodyProblem(req.body) : null;
+      if (problem) return next(AppError.validation([problem]));
+      next();
+    },
+  ];
 }

@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { ERROR_CODES } from '../../shared/errors/error-codes';
 import { errorResponseSchema } from './response-schemas';
+import { CODE_SAMPLES, EXAMPLES } from './examples';
 import { IDEMPOTENT_ROUTES, ROUTE_DOCS, type JsonSchema, type RouteAuth, type RouteDoc, type RouteResponse } from './route-docs';
 
 /** Keywords ajv understands (or we add for ajv) that are not JSON Schema 2020-12 / OpenAPI 3.1 vocabulary. */
@@ -27,10 +28,12 @@ export type Operation = {
   tags: string[];
   deprecated?: boolean;
   security: Array<Record<string, string[]>>;
-  parameters?: Array<{ name: string; in: 'path' | 'query' | 'header'; required: boolean; schema: JsonSchema; description?: string }>;
-  requestBody?: { required: boolean; content: Record<string, { schema: JsonSchema }> };
+  parameters?: Array<{ name: string; in: 'path' | 'query' | 'header'; required: boolean; schema: JsonSchema; description?: string; example?: unknown }>;
+  requestBody?: { required: boolean; content: Record<string, { schema: JsonSchema; example?: unknown }> };
   responses: Record<string, unknown>;
   'x-switchyard-auth': RouteAuth;
+  /** curl, Python and Node (openai SDK) samples of the main routes, shown by the reference (api/openapi/examples.ts). */
+  'x-codeSamples'?: Array<{ lang: string; label: string; source: string }>;
 };
 
 const SECURITY: Record<RouteAuth, Array<Record<string, string[]>>> = {
@@ -137,6 +140,9 @@ export function buildOpenApi(opts: { routes?: RouteDoc[]; serverUrl?: string; ve
     const op: Operation = { operationId: id, summary: r.summary, tags: [r.tag], security: SECURITY[r.auth], responses: {}, 'x-switchyard-auth': r.auth };
     if (r.description) op.description = r.description;
     if (r.deprecated) op.deprecated = true;
+    const examples = EXAMPLES[`${r.method.toUpperCase()} ${r.path}`];
+    const samples = CODE_SAMPLES[`${r.method.toUpperCase()} ${r.path}`];
+    if (samples) op['x-codeSamples'] = samples;
 
     const parameters: NonNullable<Operation['parameters']> = [];
     for (const m of r.path.matchAll(/\{([^}]+)\}/g)) parameters.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' } });
@@ -145,7 +151,8 @@ export function buildOpenApi(opts: { routes?: RouteDoc[]; serverUrl?: string; ve
       const q = schemas[register(r.query, `${pascal}Query`)] as { properties?: Record<string, JsonSchema>; required?: string[] };
       for (const [name, schema] of Object.entries(q.properties ?? {})) {
         const description = typeof schema.description === 'string' ? schema.description : undefined;
-        parameters.push({ name, in: 'query', required: (q.required ?? []).includes(name), schema, ...(description ? { description } : {}) });
+        const example = examples?.query?.[name];
+        parameters.push({ name, in: 'query', required: (q.required ?? []).includes(name), schema, ...(description ? { description } : {}), ...(example !== undefined ? { example } : {}) });
       }
     }
     const idempotent = IDEMPOTENT_ROUTES.has(`${r.method} ${r.path}`);
@@ -153,8 +160,8 @@ export function buildOpenApi(opts: { routes?: RouteDoc[]; serverUrl?: string; ve
     if (parameters.length) op.parameters = parameters;
 
     if (r.body || r.bodyContentTypes) {
-      const content: Record<string, { schema: JsonSchema }> = {};
-      if (r.body) content['application/json'] = { schema: ref(r.body, `${pascal}Request`) };
+      const content: Record<string, { schema: JsonSchema; example?: unknown }> = {};
+      if (r.body) content['application/json'] = { schema: ref(r.body, `${pascal}Request`), ...(examples?.request !== undefined ? { example: examples.request } : {}) };
       for (const t of r.bodyContentTypes ?? []) if (!content[t]) content[t] = { schema: t.startsWith('multipart/') ? { type: 'object', properties: { file: { type: 'string', format: 'binary' } } } : { type: 'string', format: 'binary' } };
       const b = r.body as { required?: unknown[]; minProperties?: number; anyOf?: unknown } | undefined;
       // A body schema with nothing required leaves the body optional; a bytes-only body (an upload) is required.
@@ -165,7 +172,20 @@ export function buildOpenApi(opts: { routes?: RouteDoc[]; serverUrl?: string; ve
     const types = ok.contentType === undefined ? ['application/json'] : Array.isArray(ok.contentType) ? ok.contentType : [ok.contentType];
     op.responses[String(ok.status ?? 200)] = {
       description: ok.description,
-      ...(ok.status === 302 ? {} : { content: Object.fromEntries(types.map((t) => [t, ok.schema && t === 'application/json' ? { schema: ref(ok.schema, `${pascal}Response`) } : {}])) }),
+      ...(ok.status === 302
+        ? {}
+        : {
+            content: Object.fromEntries(
+              types.map((t, i) => [
+                t,
+                {
+                  ...(ok.schema && t === 'application/json' ? { schema: ref(ok.schema, `${pascal}Response`) } : {}),
+                  // The example goes with the first (main) content type: JSON, or the text of a text reply.
+                  ...(i === 0 && examples?.response !== undefined ? { example: examples.response } : {}),
+                },
+              ]),
+            ),
+          }),
     };
     const errors = new Set<number>(r.errors ?? []);
     if (idempotent) errors.add(409);

@@ -85,7 +85,8 @@ export const ROUTE_DOCS: RouteDoc[] = [
   { method: 'get', path: '/readyz', tag: 'Operations', auth: 'none', summary: 'Database, Redis and workers are reachable', response: json('Ready; 503 with the same body when a check fails', readinessSchema), errors: [503] },
   { method: 'get', path: '/metrics', tag: 'Operations', auth: 'metrics', summary: 'Prometheus metrics (requests, latency, queue depth, jobs, providers, money)', response: { description: 'Prometheus text exposition format', contentType: 'text/plain' } },
   { method: 'get', path: '/openapi.json', tag: 'Operations', auth: 'none', summary: 'This OpenAPI 3.1 document', response: json('The OpenAPI document') },
-  { method: 'get', path: '/docs', tag: 'Operations', auth: 'none', summary: 'Readable API reference (HTML)', response: { description: 'HTML page', contentType: 'text/html' } },
+  { method: 'get', path: '/docs', tag: 'Operations', auth: 'none', summary: 'This API reference (HTML; rendered in the browser by the bundled Scalar reference, with search and "try it")', response: { description: 'HTML page', contentType: 'text/html' } },
+  { method: 'get', path: '/docs/assets/{file}', tag: 'Operations', auth: 'none', summary: 'Scripts of the reference page, served by Switchyard itself (no CDN)', response: { description: 'JavaScript', contentType: 'text/javascript' }, errors: [404] },
   { method: 'get', path: '/admin/login', tag: 'Operations', auth: 'none', summary: 'Browser login to the queue dashboard: ?token=<owner or admin token> sets a cookie and redirects to /admin/queues', response: { status: 302, description: 'Redirect to /admin/queues with the `sy_admin` cookie set' }, errors: [401, 403] },
 
   // Account
@@ -96,8 +97,8 @@ export const ROUTE_DOCS: RouteDoc[] = [
   // Keys
   { method: 'post', path: '/v1/keys', tag: 'Keys', auth: 'token', summary: 'Create an API key (the key is shown once)', body: createKeySchema, response: json('The key record with `key`', apiKeyRecordSchema, 201), errors: [403] },
   { method: 'get', path: '/v1/keys', tag: 'Keys', auth: 'token', summary: 'List keys (owner and admin: all of the organization; member: its own)', response: json('Key records', apiKeyListSchema), errors: [403] },
-  { method: 'patch', path: '/v1/keys/{id}', tag: 'Keys', auth: 'token', summary: 'Change a key: name, limit, models, rate limit, disabled', body: updateKeySchema, response: json('The key record', apiKeyRecordSchema), errors: [403, 404] },
-  { method: 'delete', path: '/v1/keys/{id}', tag: 'Keys', auth: 'token', summary: 'Revoke a key', response: json('The revoked key id', revokedKeySchema), errors: [403, 404] },
+  { method: 'patch', path: '/v1/keys/{id}', tag: 'Keys', auth: 'token', summary: 'Change a key: name, limit, models, rate limit, disabled (a member only tightens what an owner or admin set; a revoked key is final: 409)', body: updateKeySchema, response: json('The key record', apiKeyRecordSchema), errors: [403, 404, 409] },
+  { method: 'delete', path: '/v1/keys/{id}', tag: 'Keys', auth: 'token', summary: 'Revoke a key, for good', response: json('The revoked key id', revokedKeySchema), errors: [403, 404] },
 
   // Text
   { method: 'post', path: '/v1/responses', tag: 'Text', auth: 'any', summary: 'Generate a response (OpenAI Responses API; `stream: true` for Server-Sent Events, `background: true` to queue)', body: responsesSchema, response: { description: 'Response object, or an SSE stream of response.* events', contentType: ['application/json', 'text/event-stream'] }, errors: [402, 403, 404, 408, 502] },

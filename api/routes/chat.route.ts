@@ -46,7 +46,7 @@ export function chatRoutes(ctx: AppContext): Router {
     await pumpStream(res, ctx.gateway, submission, ctx.config.syncWaitMs, f.start().map(encodeChatSse), {
       delta: (ev) => f.push(ev).map(encodeChatSse),
       done: (p) => [...f.complete({ usage: usage(p), finishReason: p.result.finishReason, warnings: warningsOf(p) }).map(encodeChatSse), encodeChatSse(CHAT_STREAM_DONE)],
-      failed: (e) => f.fail({ code: e.code, message: e.message, metadata: e.metadata }).map(encodeChatSse),
+      failed: (e, p) => f.fail({ code: e.code, message: e.message, metadata: e.metadata }, p ? usage(p) : undefined).map(encodeChatSse),
     });
   });
   return r;

@@ -4,7 +4,8 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { AppContext } from '../app-context';
 import { AppError } from '../../shared/errors/app-error';
-import { verifyToken } from '../../shared/auth/tokens';
+import { verifyOperatorToken } from '../../shared/auth/operator-tokens';
+import { bearerToken } from '../middleware/auth';
 
 export const DASHBOARD_PATH = '/admin/queues';
 export const ADMIN_COOKIE = 'sy_admin';
@@ -21,31 +22,52 @@ function cookieValue(header: string | undefined, name: string): string | undefin
   return undefined;
 }
 
+const WITHHELD = '[withheld: customer content]';
+
 /**
- * The BullMQ dashboard (bull-board) at /admin/queues for every queue, only for personal-account tokens of role
- * owner or admin (decisions.md section 1): an API key or a member token 403, none 401. Browsers log in with
- * GET /admin/login?token=..., which sets an HttpOnly, SameSite=Strict cookie (SameSite also keeps other sites
- * from driving the dashboard's mutating API with it).
+ * Job data and return values keep the scalar fields of an object (ids, model, mode); nested values, and a bare
+ * string or array (an output text), are customer content and withheld.
+ */
+export function withholdContent(value: unknown): unknown {
+  if (typeof value === 'string' || Array.isArray(value)) return WITHHELD;
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, v !== null && typeof v === 'object' ? WITHHELD : v]));
+}
+
+/**
+ * The BullMQ dashboard (bull-board) at /admin/queues shows every organization's jobs, so only an operator token
+ * (`switchyard operator token issue`) opens it; organization tokens of every role and API keys 403, none 401
+ * (decisions.md section 1, docs/operator.md). It is read-only (no pause, add, retry, clean or edit: every
+ * request but GET/HEAD is refused, and bull-board's own read-only mode refuses its actions too), and job
+ * payloads show ids and settings but not prompts or outputs. Browsers log in with GET /admin/login?token=...,
+ * which sets an HttpOnly, SameSite=Strict cookie.
  */
 export function dashboardRoutes(ctx: AppContext): Router {
   const r = Router();
 
-  /** The owner/admin principal of `token`; 401 for a bad token, 403 for an API key or a member. */
+  /** 401 for no or a bad credential, 403 for a valid customer credential (an organization token or an API key). */
   const admit = async (token: string | undefined) => {
-    if (!token) throw new AppError('UNAUTHORIZED', 'The queue dashboard needs an owner or admin token: "Authorization: Bearer <token>" or GET /admin/login?token=...');
-    const p = await ctx.auth.authenticate(`Bearer ${token}`);
-    if (p.kind !== 'user') throw new AppError('FORBIDDEN', 'The queue dashboard needs a personal-account token, not an API key');
-    if (p.role !== 'owner' && p.role !== 'admin') throw new AppError('FORBIDDEN', `Your role (${p.role}) may not open the queue dashboard`);
-    return p;
+    const how = 'use an operator token from `switchyard operator token issue`: "Authorization: Bearer <token>" or GET /admin/login?token=...';
+    if (!token) throw new AppError('UNAUTHORIZED', `The queue dashboard needs an operator token: ${how}`);
+    const claims = verifyOperatorToken(token, ctx.secret, ctx.clock().getTime());
+    if (claims) return claims;
+    let customer = false;
+    try {
+      await ctx.auth.authenticate(`Bearer ${token}`);
+      customer = true;
+    } catch (e) {
+      if (e instanceof AppError && e.status === 403) customer = true;
+    }
+    if (customer) throw new AppError('FORBIDDEN', `The queue dashboard is for Switchyard operators; organization tokens and API keys may not open it (${how})`);
+    throw new AppError('UNAUTHORIZED', `Invalid or expired operator token: ${how}`);
   };
 
   r.get('/admin/login', async (req, res) => {
     const token = typeof req.query.token === 'string' ? req.query.token : undefined;
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('Referrer-Policy', 'no-referrer');
-    await admit(token);
-    const claims = verifyToken(token!, ctx.secret);
-    const maxAge = claims ? Math.max(0, claims.exp - Math.floor(ctx.clock().getTime() / 1000)) : 3600;
+    const claims = await admit(token);
+    const maxAge = Math.max(0, claims.exp - Math.floor(ctx.clock().getTime() / 1000));
     res.setHeader(
       'Set-Cookie',
       `${ADMIN_COOKIE}=${encodeURIComponent(token!)}; Path=/admin; Max-Age=${maxAge}; HttpOnly; SameSite=Strict${req.secure ? '; Secure' : ''}`,
@@ -56,7 +78,12 @@ export function dashboardRoutes(ctx: AppContext): Router {
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({
-    queues: Object.values(ctx.queues).map((q) => new BullMQAdapter(q)),
+    queues: Object.values(ctx.queues).map((q) => {
+      const adapter = new BullMQAdapter(q, { readOnlyMode: true, allowRetries: false });
+      adapter.setFormatter('data', withholdContent);
+      adapter.setFormatter('returnValue', withholdContent);
+      return adapter;
+    }),
     // @bull-board/express pins its own copy of @bull-board/api (9.10.1 beside our 9.10.2): identical at runtime,
     // but TypeScript sees two declarations of the adapter classes.
     serverAdapter: serverAdapter as unknown as Parameters<typeof createBullBoard>[0]['serverAdapter'],
@@ -67,8 +94,8 @@ export function dashboardRoutes(ctx: AppContext): Router {
     // One label for the whole dashboard (pages, assets, its polling API) in the HTTP metrics.
     res.locals.metricsRoute = DASHBOARD_PATH;
     try {
-      const header = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
-      res.locals.principal = await admit(header ?? cookieValue(req.headers.cookie, ADMIN_COOKIE));
+      await admit(bearerToken(req.headers.authorization) ?? cookieValue(req.headers.cookie, ADMIN_COOKIE));
+      if (req.method !== 'GET' && req.method !== 'HEAD') throw new AppError('FORBIDDEN', 'The queue dashboard is read-only');
       res.setHeader('Content-Security-Policy', DASHBOARD_CSP);
       next();
     } catch (e) {

@@ -1,13 +1,12 @@
 import { Router } from 'express';
 import type { AppContext } from '../app-context';
 import { buildOpenApi, type OpenApiDocument } from '../openapi/build-openapi';
-import { renderDocsHtml } from '../openapi/render-docs';
+import { INIT, INIT_SCRIPT, PAGE, SCALAR_SCRIPT, referenceCsp, scalarBundle } from '../openapi/reference-page';
 
-/** GET /openapi.json (OpenAPI 3.1 from the validating schemas) and GET /docs (the same, as a readable page). No auth. */
+/** GET /openapi.json (OpenAPI 3.1 from the validating schemas) and GET /docs (the same, rendered by Scalar). No auth. */
 export function docsRoutes(ctx: AppContext): Router {
   const r = Router();
   let doc: OpenApiDocument | undefined;
-  let html: string | undefined;
   // Built on first use: the route table is complete by then, and apps that never serve docs pay nothing.
   const document = () => (doc ??= buildOpenApi({ serverUrl: ctx.config.publicBaseUrl }));
 
@@ -15,9 +14,23 @@ export function docsRoutes(ctx: AppContext): Router {
     res.json(document());
   });
   r.get('/docs', (_req, res) => {
-    html ??= renderDocsHtml(document());
-    res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'");
-    res.type('html').send(html);
+    res.setHeader('Content-Security-Policy', referenceCsp(ctx.config.publicBaseUrl));
+    res.type('html').send(PAGE);
+  });
+  r.get('/docs/assets/:file', async (req, res, next) => {
+    if (req.params.file === INIT_SCRIPT) {
+      res.setHeader('Cache-Control', 'no-cache');
+      res.type('text/javascript').send(INIT);
+    } else if (req.params.file === SCALAR_SCRIPT) {
+      const b = await scalarBundle();
+      res.setHeader('Cache-Control', 'public, max-age=31536000, immutable');
+      res.setHeader('Vary', 'Accept-Encoding');
+      res.type('text/javascript');
+      if (req.acceptsEncodings('gzip') === 'gzip') {
+        res.setHeader('Content-Encoding', 'gzip');
+        res.send(b.gzip);
+      } else res.send(b.raw);
+    } else next();
   });
   return r;
 }

@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import type { AppContext } from '../app-context';
@@ -10,23 +10,38 @@ import type { StoredFile } from '../../shared/db/generated/client';
  * File bytes, served by Switchyard: `GET /v1/files/{id}/content`.
  *
  * File URLs end up in `<img src>` and `<video src>`, which cannot send an Authorization header, so a URL carries
- * `?sig=` (HMAC-SHA256 of the file id with the service secret): the URL alone grants read access to that one file
- * until it is deleted or expires. Without `sig`, the request needs an Authorization header of the file's
- * organization. A wrong signature is 404, like a missing file: it tells nothing about which ids exist.
+ * `?exp=&sig=` (HMAC-SHA256 of the file id and the expiry with the service secret): the URL alone grants read access
+ * to that one file until `exp` (FILE_URL_TTL_SECONDS after it was issued, 1 hour by default; then 403) or until the
+ * file is deleted or expires. Every reply that shows a URL signs a fresh one. Without `sig`, the request needs an Authorization header of the file's
+ * organization, and counts against the key's (or user's) rate limit. A wrong signature is 404, like a missing file: it tells nothing about which ids exist.
  */
 export function filesRoutes(ctx: AppContext): Router {
   const r = Router();
 
-  r.get('/v1/files/:id/content', async (req, res) => {
+  /** Without `sig`, the request runs ctx.guard: authentication and the key's rate limit, as on every API route. */
+  const guardUnlessSigned: RequestHandler = (req, res, next) => {
+    if (req.query.sig !== undefined) return next();
+    let i = 0;
+    const step = (err?: unknown): void => {
+      if (err || i === ctx.guard.length) return next(err);
+      void ctx.guard[i++](req, res, step);
+    };
+    step();
+  };
+
+  r.get('/v1/files/:id/content', guardUnlessSigned, async (req, res) => {
     const id = String(req.params.id);
     const notFound = () => new AppError('NOT_FOUND', `File ${id} not found`);
     let file: StoredFile | null;
     if (req.query.sig !== undefined) {
-      if (typeof req.query.sig !== 'string' || !ctx.files.verifySignature(id, req.query.sig)) throw notFound();
+      const check = ctx.files.checkSignedUrl(id, req.query.sig, req.query.exp);
+      if (check === 'bad') throw notFound();
+      if (check === 'expired') {
+        throw new AppError('FORBIDDEN', `This file URL has expired: signed file URLs last ${ctx.config.fileUrlTtlSeconds} s; read the file record (GET /v1/storage/files/${id}) or the generation again for a fresh URL`);
+      }
       file = await ctx.files.getById(id);
     } else {
-      const principal = await ctx.auth.authenticate(req.headers.authorization);
-      file = await ctx.files.get(principal.organizationId, id);
+      file = await ctx.files.get(res.locals.principal.organizationId, id);
     }
     if (!file) throw notFound();
 

@@ -6,11 +6,13 @@ import { check } from '../../shared/schemas/ajv';
 import { createKeySchema, updateKeySchema, type CreateKeyBody, type UpdateKeyBody } from '../../shared/schemas/keys.schema';
 import { moneyNumber } from '../../shared/billing/money';
 import { limitRemaining } from '../../shared/services/key-info.service';
+import { authorizeKeyPatch, lockedOnCreate } from '../../shared/auth/key-permissions';
 import type { ApiKey } from '../../shared/db/generated/client';
 
 /**
  * Key management for personal-account tokens: owner and admin manage every key of the organization,
- * a member only its own keys; API keys get 403 (decisions.md section 1).
+ * a member only its own keys and never loosens what an owner or admin set; a revoked key is final; API keys get
+ * 403 (decisions.md section 1, docs/key-permissions.md).
  */
 export function keysRoutes(ctx: AppContext): Router {
   const r = Router();
@@ -27,8 +29,11 @@ export function keysRoutes(ctx: AppContext): Router {
     usage: moneyNumber(k.usage),
     allowed_models: k.allowedModels,
     rate_limit_per_minute: k.rateLimitPerMinute,
-    disabled: k.revokedAt !== null,
+    disabled: k.disabledAt !== null,
+    disabled_at: k.disabledAt?.toISOString() ?? null,
+    revoked: k.revokedAt !== null,
     revoked_at: k.revokedAt?.toISOString() ?? null,
+    locked_fields: k.lockedFields,
     created_at: k.createdAt.toISOString(),
     updated_at: k.updatedAt.toISOString(),
   });
@@ -55,6 +60,7 @@ export function keysRoutes(ctx: AppContext): Router {
       reset: body.limit_reset,
       allowedModels: body.allowed_models,
       rateLimitPerMinute: body.rate_limit_per_minute,
+      lockedFields: lockedOnCreate(user.role, body),
     });
     res.status(201).json({ ...view(created.record), key: created.key });
   });
@@ -71,11 +77,13 @@ export function keysRoutes(ctx: AppContext): Router {
   r.patch('/v1/keys/:id', ...ctx.guard, async (req, res) => {
     const key = await manageable(res, String(req.params.id));
     const body = check<UpdateKeyBody>(updateKeySchema, req.body ?? {});
+    const lockedFields = authorizeKeyPatch(requireUser(res).role, key, body);
     const updated = await ctx.accounts.updateKey(key.id, {
       name: body.name,
       allowedModels: body.allowed_models,
       rateLimitPerMinute: body.rate_limit_per_minute,
       disabled: body.disabled,
+      lockedFields,
       ...('limit' in body ? { limit: body.limit, reset: body.limit_reset ?? (body.limit === null ? null : key.limitReset ?? 'never') } : {}),
       ...(!('limit' in body) && body.limit_reset !== undefined ? { reset: body.limit_reset } : {}),
     });

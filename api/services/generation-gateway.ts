@@ -7,6 +7,8 @@ import type { QueueName } from '../../shared/queue/queue-names';
 import type { GenerationService, GenerationState, NewGeneration } from '../../shared/services/generation.service';
 import { ZERO, type Decimal } from '../../shared/billing/money';
 import { Mailbox } from './mailbox';
+import type Redis from 'ioredis';
+import { publishStop, type StopReason } from '../../shared/queue/cancel-channel';
 
 type FailedError = Extract<BusMessage, { type: 'failed' }>['error'];
 
@@ -14,6 +16,8 @@ export type FinalMessage = Extract<BusMessage, { type: 'done' | 'failed' | 'canc
 
 export interface Submission {
   id: string;
+  /** The queue its job went to (cancelling removes it from there). */
+  queue: QueueName;
   granted: Decimal;
   /** Messages from the worker (absent for background jobs). */
   mailbox?: Mailbox;
@@ -42,6 +46,8 @@ export class GenerationGateway {
     private readonly queues: Record<QueueName, Queue>,
     private readonly bus: GenerationBus,
     private readonly logger: Logger,
+    /** Publishes stop messages to the workers (cancel-channel.ts). */
+    private readonly stops: { redis: Redis; prefix: string },
   ) {}
 
   get replyChannel(): string {
@@ -55,7 +61,7 @@ export class GenerationGateway {
    */
   async submit<T extends object>(queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { listen: boolean; delayMs?: number; forget?: boolean }): Promise<Submission> {
     const created = await this.generations.createOrReplay(gen);
-    if ('replayOf' in created) return this.attach(created.replayOf, gen, opts.listen);
+    if ('replayOf' in created) return this.attach(created.replayOf, queue, gen, opts.listen);
     const granted = created.granted;
     const mailbox = opts.listen ? new Mailbox() : undefined;
     const detach = mailbox ? this.bus.listen(gen.id, (m) => mailbox.put(m)) : () => {};
@@ -67,7 +73,7 @@ export class GenerationGateway {
       await this.generations.finish(gen.id, { status: 'failed', error: { code: 'SERVICE_UNAVAILABLE', message: 'The queue is unavailable' } }).catch(() => undefined);
       throw new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable: repeat later');
     }
-    return { id: gen.id, granted, mailbox, detach, keyed: gen.idempotency !== undefined };
+    return { id: gen.id, queue, granted, mailbox, detach, keyed: gen.idempotency !== undefined };
   }
 
   /**
@@ -77,7 +83,7 @@ export class GenerationGateway {
    * from what it stored, a running one is waited for. A stream cannot join one that is still streaming (its
    * earlier deltas went to the first client): 409.
    */
-  private async attach(id: string, gen: NewGeneration, listen: boolean): Promise<Submission> {
+  private async attach(id: string, queue: QueueName, gen: NewGeneration, listen: boolean): Promise<Submission> {
     const first = await this.generations.state(id);
     // Both 409s below pass once the first request has gone further: the SDKs may repeat them (x-should-retry).
     if (!first) throw new AppError('CONFLICT', `The first request with this Idempotency-Key is still being accepted: repeat in a moment`, { metadata: { generation_id: id }, retry: true });
@@ -87,7 +93,7 @@ export class GenerationGateway {
         retry: true,
       });
     }
-    const base = { id, granted: ZERO, keyed: true, replayed: true };
+    const base = { id, queue, granted: ZERO, keyed: true, replayed: true };
     if (!listen) return { ...base, detach: () => {} };
     const mailbox = new Mailbox();
     let stopped = false;
@@ -138,6 +144,17 @@ export class GenerationGateway {
     const job = await this.queues[queue].getJob(id).catch(() => undefined);
     if (job) await job.remove().catch(() => undefined); // fails harmlessly when the job is already running
     const r = await this.generations.finish(id, { status: 'cancelled' });
+    // A running job stops calling its provider (the upstream request is aborted): nobody will receive the work.
+    if (r.applied) await this.stop(id, 'cancelled');
     return r.applied;
+  }
+
+  /**
+   * Tells the worker running generation `id` to abort its upstream call. With `timeout` or `client_gone` (a
+   * stream that already sent content) the worker settles the generation for what was produced and sends its
+   * final message; with `cancelled` the generation has already ended uncharged.
+   */
+  stop(id: string, reason: StopReason): Promise<unknown> {
+    return publishStop(this.stops.redis, this.stops.prefix, id, reason);
   }
 }

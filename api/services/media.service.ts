@@ -414,7 +414,7 @@ export class MediaService {
   }
 
   private async load(id: string): Promise<Generation> {
-    return this.ctx.db.generation.findUniqueOrThrow({ where: { id } });
+    return this.ctx.files.withFreshUrls(await this.ctx.db.generation.findUniqueOrThrow({ where: { id } }));
   }
 
   /**
@@ -431,6 +431,6 @@ export class MediaService {
       },
     });
     if (!g) throw new AppError('NOT_FOUND', `Generation ${id} not found`);
-    return g;
+    return this.ctx.files.withFreshUrls(g);
   }
 }

@@ -2,10 +2,9 @@ import type { Response } from 'express';
 import { AppError, type ErrorMetadata } from '../../shared/errors/app-error';
 import type { ErrorCode } from '../../shared/errors/error-codes';
 import type { TextResult, TextStreamEvent } from '../../shared/providers/provider.types';
-import { QUEUES } from '../../shared/queue/queue-names';
 import type { Db } from '../../shared/db/client';
 import type { TextDonePayload } from '../../workers/services/text-executor';
-import type { GenerationGateway, Submission } from './generation-gateway';
+import type { FinalMessage, GenerationGateway, Submission } from './generation-gateway';
 
 export interface StoredError {
   code: ErrorCode;
@@ -15,13 +14,17 @@ export interface StoredError {
 }
 
 export function errorFromStored(e: StoredError): AppError {
-  return new AppError(e.code, e.message, { metadata: e.metadata });
+  // A provider's Retry-After reaches the caller (all providers rate-limited: workers/services/attempt-order.ts).
+  const wait = e.metadata?.retry_after_seconds;
+  const headers = typeof wait === 'number' && wait > 0 ? { 'Retry-After': String(wait) } : undefined;
+  return new AppError(e.code, e.message, { metadata: e.metadata, headers });
 }
 
 /** The stored answer of a completed text generation, for a waiter that missed the worker's message. */
 export async function completedText(db: Db, id: string): Promise<TextDonePayload | null> {
   const g = await db.generation.findUnique({ where: { id } });
-  return g?.status === 'completed' ? (g.result as unknown as TextDonePayload) : null;
+  // The cost shown is the amount charged (the record's client cost), as in the worker's own message.
+  return g?.status === 'completed' ? { ...(g.result as unknown as TextDonePayload), cost: g.clientCost.toFixed(10) } : null;
 }
 
 /**
@@ -53,7 +56,9 @@ export async function awaitText<T = TextDonePayload>(gateway: GenerationGateway,
     if (m?.type === 'done') return m.payload as T;
     if (m?.type === 'failed') throw errorFromStored(m.error as StoredError);
     if (!m && sub.keyed) throw timeoutError(sub.id, waitMs, true);
-    if (!m && (await gateway.cancel(sub.id, QUEUES.text))) throw timeoutError(sub.id, waitMs, false);
+    // Cancelled on the submission's own queue (an embeddings job must leave the embeddings queue) and its upstream
+    // call aborted, so a provider never works for a caller who has gone.
+    if (!m && (await gateway.cancel(sub.id, sub.queue))) throw timeoutError(sub.id, waitMs, false);
     const late = await reread();
     if (late) return late;
     throw timeoutError(sub.id, waitMs, false);
@@ -68,9 +73,33 @@ export interface StreamHandlers {
   failed(error: StoredError, payload?: TextDonePayload): string[];
 }
 
+/** How long a stopped stream waits for the worker to settle it and report the cost (then it cancels it itself). */
+export const STOP_GRACE_MS = 5_000;
+
+/**
+ * Ends a stream after SYNC_WAIT_MS of silence. Content already sent: the worker is told to stop (its upstream
+ * call is aborted) and to charge what was produced; its final message carries that cost. Nothing sent: the
+ * generation is cancelled uncharged. Returns the final message to relay, or null (uncharged timeout).
+ */
+async function endAfterTimeout(gateway: GenerationGateway, sub: Submission, produced: boolean, onDelta: (ev: TextStreamEvent) => void): Promise<FinalMessage | null> {
+  if (produced) {
+    await gateway.stop(sub.id, 'timeout');
+    // Deltas still in flight are relayed: the client sees all the output it is charged for.
+    const deadline = Date.now() + STOP_GRACE_MS;
+    for (let m = await sub.mailbox!.next(STOP_GRACE_MS); m; m = await sub.mailbox!.next(Math.max(0, deadline - Date.now()))) {
+      if (m.type === 'delta') onDelta(m.event);
+      else if (m.type === 'done' || m.type === 'failed' || m.type === 'cancelled') return m;
+    }
+  }
+  if (await gateway.cancel(sub.id, sub.queue)) return null;
+  // The worker ended it first: relay its own ending (and cost).
+  return gateway.waitFinal(sub, STOP_GRACE_MS);
+}
+
 /**
  * Relays a streamed generation as Server-Sent Events, event by event, as the worker publishes them (nothing is
- * buffered). A client that leaves does not stop the job: it finishes and is billed for what it produced.
+ * buffered). A client that leaves stops the job and its upstream call: after content reached it, the generation
+ * is billed for what was produced; before, it is cancelled uncharged (decisions.md section 4).
  */
 export async function pumpStream(
   res: Response,
@@ -106,16 +135,21 @@ export async function pumpStream(
       if (m && m.seq <= lastSeq && produced) {
         // The numbering started over: the job is being re-run (its worker died) and would send the text again from
         // the start. What the client already has cannot be taken back, so the stream ends here, uncharged.
-        await gateway.cancel(sub.id, QUEUES.text);
+        await gateway.cancel(sub.id, sub.queue);
         write(h.failed({ code: 'SERVICE_UNAVAILABLE', message: 'The worker running this stream stopped: repeat the request' }));
         break;
       }
       if (m) lastSeq = m.seq;
       if (!m) {
-        // Nothing at all within the wait: the job is cancelled and costs nothing, as for synchronous calls (with an
-        // Idempotency-Key it goes on, and a repeat replays it once it has finished).
-        if (!produced && !sub.keyed) await gateway.cancel(sub.id, QUEUES.text);
-        write(h.failed({ code: 'REQUEST_TIMEOUT', message: 'Timed out waiting for the model', metadata: { reason: 'upstream_timeout' } }));
+        if (sub.keyed) {
+          // With an Idempotency-Key the generation goes on, and a repeat replays it once it has finished.
+          write(h.failed({ code: 'REQUEST_TIMEOUT', message: `Timed out waiting for the model: generation ${sub.id} keeps running; repeat with the same Idempotency-Key to replay it once finished`, metadata: { reason: 'upstream_timeout', generation_id: sub.id } }));
+          break;
+        }
+        const final = await endAfterTimeout(gateway, sub, produced, (ev) => write(h.delta(ev)));
+        if (final?.type === 'done') write(h.done(final.payload as TextDonePayload));
+        else if (final?.type === 'failed') write(h.failed(final.error as StoredError, final.payload as TextDonePayload | undefined));
+        else write(h.failed({ code: 'REQUEST_TIMEOUT', message: 'Timed out waiting for the model', metadata: { reason: 'upstream_timeout' } }));
         break;
       }
       if (m.type === 'delta') {
@@ -138,6 +172,11 @@ export async function pumpStream(
   } finally {
     sub.detach();
     if (!gone) res.end();
+  }
+  if (gone && !sub.keyed) {
+    // The client left before the end: stop the provider (with an Idempotency-Key it goes on, for a repeat to replay). With content sent, the worker charges what was produced.
+    if (produced) await gateway.stop(sub.id, 'client_gone');
+    else await gateway.cancel(sub.id, sub.queue);
   }
 }
 

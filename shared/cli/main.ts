@@ -9,6 +9,7 @@ import { AppError } from '../errors/app-error';
 import { AccountsService } from '../services/accounts.service';
 import type { RuntimeLogger } from '../runtime/process-utils';
 import { resolveSecret } from '../runtime/secret';
+import { DEFAULT_OPERATOR_TOKEN_TTL_SECONDS, signOperatorToken } from '../auth/operator-tokens';
 import { describeError, openDatabase } from './database';
 
 /**
@@ -191,8 +192,14 @@ const COMMANDS: Command[] = [
         rateLimitPerMinute: integer(v, 'rate-limit', 0),
         ...limitFlags(v),
       };
+      // Restrictions set here are the operator's: the key's member may tighten them, never loosen them.
+      const lockedFields = [
+        ...(input.limit !== undefined ? ['limit'] : []),
+        ...(allowedModels ? ['allowed_models'] : []),
+        ...(input.rateLimitPerMinute !== undefined ? ['rate_limit_per_minute'] : []),
+      ];
       return async (accounts) => {
-        const r = await accounts.createKey(input);
+        const r = await accounts.createKey({ ...input, lockedFields });
         return { json: { id: r.id, key: r.key, label: r.label }, text: `key ${r.id} (${r.label}) created: ${r.key}  (shown once: store it now)` };
       };
     },
@@ -210,6 +217,22 @@ const COMMANDS: Command[] = [
       return async (accounts) => {
         const r = await accounts.revokeKey(id);
         return { json: { id: r.id, revoked: true }, text: `key ${r.id} revoked` };
+      };
+    },
+  },
+  {
+    group: 'operator',
+    action: 'token issue',
+    usage: 'operator token issue [--ttl SECONDS]',
+    summary: `issue an operator token: it opens the queue dashboard and nothing in the customer API (default lifetime ${DEFAULT_OPERATOR_TOKEN_TTL_SECONDS / 3600} hours)`,
+    flags: ['ttl'],
+    required: [],
+    needsDb: false,
+    prepare(v, ctx) {
+      const ttl = integer(v, 'ttl', 1);
+      return async () => {
+        const token = signOperatorToken(resolveSecret(ctx.config), ttl);
+        return { json: { token }, text: `operator token: ${token}` };
       };
     },
   },
@@ -328,6 +351,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return fail((e as Error).message);
   }
   const [group, action] = loose.positionals;
+  const words = (c: Command) => c.action.split(' ').length;
   const help = loose.values.help === true;
   if (!group) {
     if (help) {
@@ -339,7 +363,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
   if (!GROUPS.includes(group)) return fail(`unknown command "${group}" (commands: ${GROUPS.join(', ')}; see switchyard --help)`);
   const inGroup = COMMANDS.filter((c) => c.group === group);
-  const cmd = inGroup.find((c) => c.action === action);
+  // An action may be two words (`operator token issue`).
+  const cmd = inGroup.find((c) => loose.positionals.slice(1, 1 + words(c)).join(' ') === c.action);
   if (!cmd) {
     if (help && !action) {
       io.stdout.write(helpText(inGroup));
@@ -356,7 +381,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   let values: Values;
   try {
     const parsed = parseArgs({ args: argv, options: { ...GLOBAL_OPTIONS, ...stringOptions(cmd.flags) }, strict: true, allowPositionals: true });
-    const extra = parsed.positionals.slice(2);
+    const extra = parsed.positionals.slice(1 + words(cmd));
     if (extra.length) return fail(`unexpected argument "${extra[0]}" for "${cmd.group} ${cmd.action}" (usage: switchyard ${cmd.usage})`);
     values = parsed.values as Values;
   } catch (e) {

@@ -19,6 +19,8 @@ export interface Config {
   /** BullMQ key prefix; hash-tagged so every key of a queue lands on one Redis Cluster slot. */
   queuePrefix: string;
   publicBaseUrl?: string;
+  /** Lifetime of signed file URLs (`?exp=&sig=`), seconds: FILE_URL_TTL_SECONDS, default 3600. */
+  fileUrlTtlSeconds: number;
 }
 
 function int(value: string | undefined, fallback: number, name: string): number {
@@ -47,5 +49,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, argv: string[] 
     homeDir,
     queuePrefix: env.QUEUE_PREFIX ?? '{switchyard}',
     publicBaseUrl: env.PUBLIC_BASE_URL || undefined,
+    fileUrlTtlSeconds: Math.max(1, int(env.FILE_URL_TTL_SECONDS, 3600, 'FILE_URL_TTL_SECONDS')),
   };
 }

@@ -54,8 +54,11 @@ export interface ChatStreamFormatter {
   push(event: TextStreamEvent): ChatCompletionChunk[];
   /** The chunk with `finish_reason`, then (with `includeUsage`) the usage chunk. Send `[DONE]` after them. */
   complete(final: { usage: ChatUsage; finishReason?: FinishReason; warnings?: string[]; switchyard?: Record<string, unknown> }): ChatCompletionChunk[];
-  /** The error chunk that ends a failed stream (no `[DONE]` after it). */
-  fail(error: PublicError): ChatErrorChunk[];
+  /**
+   * The error chunk that ends a failed stream (no `[DONE]` after it). With `usage` (a stream billed for what it
+   * produced before failing) and `includeUsage`, the usage chunk comes first, so the client sees what was charged.
+   */
+  fail(error: PublicError, usage?: ChatUsage): Array<ChatCompletionChunk | ChatErrorChunk>;
 }
 
 export function createChatStreamFormatter(base: ChatStreamBase): ChatStreamFormatter {
@@ -139,10 +142,13 @@ export function createChatStreamFormatter(base: ChatStreamBase): ChatStreamForma
     return out;
   }
 
-  function fail(error: PublicError): ChatErrorChunk[] {
+  function fail(error: PublicError, usage?: ChatUsage): Array<ChatCompletionChunk | ChatErrorChunk> {
     if (ended) return [];
     ended = true;
-    return [{ error: { code: error.code, message: error.message, ...(error.metadata && { metadata: error.metadata }) } }];
+    const out: Array<ChatCompletionChunk | ChatErrorChunk> = [];
+    if (usage && base.includeUsage) out.push({ id: base.id, object: 'chat.completion.chunk', created: base.created, model: base.model, choices: [], usage });
+    out.push({ error: { code: error.code, message: error.message, ...(error.metadata && { metadata: error.metadata }) } });
+    return out;
   }
 
   return { start, push, complete, fail };

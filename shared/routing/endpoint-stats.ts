@@ -9,6 +9,8 @@ export interface StatsSample {
   tokensPerSecond?: number;
   /** Epoch ms of the attempt. */
   at: number;
+  /** Epoch ms before which the endpoint asked not to be called again (its `Retry-After`). */
+  retryUntil?: number;
 }
 
 export type StatsAggregate = 'median' | 'mean';
@@ -47,12 +49,23 @@ export function foldStats(
   if (latency !== undefined) stats.latencyMs = latency;
   const throughput = aggregateOf(values(ok.map((s) => s.tokensPerSecond)), aggregate);
   if (throughput !== undefined) stats.throughput = throughput;
+  const retryUntil = Math.max(0, ...inWindow.map((s) => s.retryUntil ?? 0));
+  if (retryUntil > now) stats.retryAfterUntil = retryUntil;
   return stats;
 }
 
-/** True when the slug is in `unhealthy`, or its stats show failureRate > 0.5 over >= 10 samples. */
-export function isUnhealthy(slug: string, stats?: EndpointStats, unhealthy?: ReadonlySet<string>): boolean {
+/** Whether the endpoint's last `Retry-After` has not passed yet at `now`. */
+export function isCoolingDown(stats: EndpointStats | undefined, now: number): boolean {
+  return stats?.retryAfterUntil !== undefined && stats.retryAfterUntil > now;
+}
+
+/**
+ * True when the slug is in `unhealthy`, its `Retry-After` has not passed at `now`, or its stats show
+ * failureRate > 0.5 over >= 10 samples.
+ */
+export function isUnhealthy(slug: string, stats?: EndpointStats, unhealthy?: ReadonlySet<string>, now = Date.now()): boolean {
   if (unhealthy?.has(slug)) return true;
+  if (isCoolingDown(stats, now)) return true;
   return (
     stats !== undefined &&
     stats.samples >= UNHEALTHY_MIN_SAMPLES &&
@@ -65,6 +78,7 @@ export function serializeSample(sample: StatsSample): string {
   const out: Record<string, number> = { a: sample.at, o: sample.ok ? 1 : 0 };
   if (sample.ttftMs !== undefined) out.t = sample.ttftMs;
   if (sample.tokensPerSecond !== undefined) out.s = sample.tokensPerSecond;
+  if (sample.retryUntil !== undefined) out.r = sample.retryUntil;
   return JSON.stringify(out);
 }
 
@@ -82,6 +96,7 @@ export function parseSample(text: string): StatsSample | undefined {
   const sample: StatsSample = { at: r.a, ok: r.o === 1 };
   if (isNum(r.t)) sample.ttftMs = r.t;
   if (isNum(r.s)) sample.tokensPerSecond = r.s;
+  if (isNum(r.r)) sample.retryUntil = r.r;
   return sample;
 }
 

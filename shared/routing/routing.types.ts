@@ -47,6 +47,8 @@ export interface EndpointStats {
   failureRate?: number;
   /** Attempts in the window. */
   samples: number;
+  /** Epoch ms: the endpoint's latest `Retry-After` (not called before then unless nothing else can answer). */
+  retryAfterUntil?: number;
 }
 
 export interface Candidate {

@@ -21,6 +21,8 @@ export interface CreateKeyInput extends LimitInput {
   name?: string;
   allowedModels?: string[];
   rateLimitPerMinute?: number | null;
+  /** Restrictions the key's member may only tighten (docs/key-permissions.md). */
+  lockedFields?: string[];
 }
 
 function limitColumns(input: LimitInput): { limit: string | null; limitReset: LimitReset | null } {
@@ -97,6 +99,7 @@ export class AccountsService {
         label: keyLabel(key),
         allowedModels: input.allowedModels ?? [],
         rateLimitPerMinute: input.rateLimitPerMinute ?? null,
+        lockedFields: input.lockedFields ?? [],
         ...limitColumns(input),
       },
     });
@@ -110,15 +113,20 @@ export class AccountsService {
     return { id, revoked: true as const };
   }
 
-  async updateKey(id: string, patch: { name?: string; allowedModels?: string[]; rateLimitPerMinute?: number | null; disabled?: boolean } & LimitInput) {
+  /** Changes a key that is not revoked (revocation is final: a revoked key is a 409). */
+  async updateKey(id: string, patch: { name?: string; allowedModels?: string[]; rateLimitPerMinute?: number | null; disabled?: boolean; lockedFields?: string[] } & LimitInput) {
     const data: Record<string, unknown> = { updatedAt: this.clock() };
     if (patch.name !== undefined) data.name = patch.name;
     if (patch.allowedModels !== undefined) data.allowedModels = patch.allowedModels;
     if (patch.rateLimitPerMinute !== undefined) data.rateLimitPerMinute = patch.rateLimitPerMinute;
     if (patch.limit !== undefined) Object.assign(data, limitColumns(patch));
     else if (patch.reset !== undefined) data.limitReset = patch.reset;
-    if (patch.disabled !== undefined) data.revokedAt = patch.disabled ? this.clock() : null;
-    return this.db.apiKey.update({ where: { id }, data });
+    if (patch.disabled !== undefined) data.disabledAt = patch.disabled ? this.clock() : null;
+    if (patch.lockedFields !== undefined) data.lockedFields = patch.lockedFields;
+    // Conditional on "not revoked": a revocation racing this update wins.
+    const { count } = await this.db.apiKey.updateMany({ where: { id, revokedAt: null }, data });
+    if (count === 0) throw new AppError('CONFLICT', `Key ${id} is revoked: a revoked key is final and cannot be changed or enabled again`);
+    return this.db.apiKey.findUniqueOrThrow({ where: { id } });
   }
 
   private issueTokenFor(userId: string, org: string, role: Role, ttlSeconds = DEFAULT_TOKEN_TTL_SECONDS): string {

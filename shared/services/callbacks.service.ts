@@ -42,6 +42,7 @@ const PRIVATE_V4: Array<[string, number]> = [
   ['172.16.0.0', 12],
   ['192.0.0.0', 24],
   ['192.0.2.0', 24],
+  ['192.88.99.0', 24], // 6to4 relay anycast (deprecated)
   ['192.168.0.0', 16],
   ['198.18.0.0', 15],
   ['198.51.100.0', 24],
@@ -49,17 +50,29 @@ const PRIVATE_V4: Array<[string, number]> = [
   ['224.0.0.0', 4], // multicast
   ['240.0.0.0', 4], // reserved, broadcast
 ];
+/**
+ * IPv6 (IANA IPv6 special-purpose address registry). Only global unicast (2000::/3) is let through, minus the
+ * special ranges inside it below; the addresses that carry an IPv4 address (mapped, SIIT, NAT64, 6to4) are judged
+ * by that IPv4 address (embeddedV4). Everything outside 2000::/3 is loopback, unspecified, link-local, unique-local,
+ * multicast, discard, local-use NAT64 or unassigned.
+ */
 const PRIVATE_V6: Array<[string, number]> = [
   ['::', 128], // unspecified
   ['::1', 128], // loopback
   ['::', 96], // IPv4-compatible (deprecated)
+  ['64:ff9b:1::', 48], // local-use NAT64 (RFC 8215): translates into whatever the local network chose
   ['100::', 64], // discard
+  ['100:0:0:1::', 64], // dummy prefix (RFC 9780)
+  ['2001::', 23], // IETF protocol assignments: Teredo 2001::/32 (tunnels to an embedded IPv4), benchmarking, ORCHID, ...
   ['2001:db8::', 32], // documentation
+  ['3fff::', 20], // documentation (RFC 9637)
+  ['5f00::', 16], // SRv6 SIDs (RFC 9602)
   ['fc00::', 7], // unique local
   ['fe80::', 10], // link-local
   ['fec0::', 10], // site-local (deprecated)
   ['ff00::', 8], // multicast
 ];
+const GLOBAL_UNICAST_V6: [string, number] = ['2000::', 3];
 
 function blockList(): net.BlockList {
   const list = new net.BlockList();
@@ -68,6 +81,8 @@ function blockList(): net.BlockList {
   return list;
 }
 const BLOCKED = blockList();
+const GLOBAL_UNICAST = new net.BlockList();
+GLOBAL_UNICAST.addSubnet(GLOBAL_UNICAST_V6[0], GLOBAL_UNICAST_V6[1], 'ipv6');
 
 /** An IPv6 address as 8 16-bit groups (accepts `::` and a trailing dotted quad). */
 function ipv6Groups(ip: string): number[] | undefined {
@@ -85,11 +100,15 @@ function ipv6Groups(ip: string): number[] | undefined {
   return groups.length === 8 && groups.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? groups : undefined;
 }
 
-/** The IPv4 address an IPv6 address carries: mapped (`::ffff:a.b.c.d`), NAT64 (`64:ff9b::/96`) or 6to4 (`2002::/16`). */
+/**
+ * The IPv4 address an IPv6 address carries: mapped (`::ffff:a.b.c.d`, ::ffff:0:0/96), SIIT IPv4-translated
+ * (`::ffff:0:a.b.c.d`, ::ffff:0:0:0/96), NAT64 well-known prefix (`64:ff9b::/96`) or 6to4 (`2002::/16`).
+ */
 function embeddedV4(groups: number[]): string | undefined {
   const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
   const zero = (from: number, to: number) => groups.slice(from, to).every((g) => g === 0);
   if (zero(0, 5) && groups[5] === 0xffff) return v4(groups[6], groups[7]);
+  if (zero(0, 4) && groups[4] === 0xffff && groups[5] === 0) return v4(groups[6], groups[7]);
   if (groups[0] === 0x64 && groups[1] === 0xff9b && zero(2, 6)) return v4(groups[6], groups[7]);
   if (groups[0] === 0x2002) return v4(groups[1], groups[2]);
   return undefined;
@@ -104,7 +123,8 @@ export function isPrivateAddress(ip: string): boolean {
   if (!groups) return true;
   const inner = embeddedV4(groups);
   if (inner !== undefined) return BLOCKED.check(inner, 'ipv4');
-  return BLOCKED.check(ip.split('%')[0], 'ipv6');
+  const plain = groups.map((g) => g.toString(16)).join(':');
+  return !GLOBAL_UNICAST.check(plain, 'ipv6') || BLOCKED.check(plain, 'ipv6');
 }
 
 export class CallbackUrlError extends Error {

@@ -20,7 +20,11 @@ export class EndpointStatsStore {
     private readonly prefix: string,
   ) {}
 
+  /** Local `Retry-After` deadlines this process has seen (immediate; others learn them through the samples). */
+  private readonly retryUntil = new Map<string, number>();
+
   record(slug: string, sample: StatsSample): void {
+    if (sample.retryUntil !== undefined && sample.retryUntil > (this.retryUntil.get(slug) ?? 0)) this.retryUntil.set(slug, sample.retryUntil);
     const key = `${this.prefix}:stats:${slug}`;
     this.redis.multi().lpush(key, serializeSample(sample)).ltrim(key, 0, KEEP - 1).exec().catch(() => undefined);
   }
@@ -45,6 +49,14 @@ export class EndpointStatsStore {
     });
     this.cache = { at: now, stats };
     return stats;
+  }
+
+  /** Epoch ms before which the endpoint asked not to be called (its `Retry-After`), or 0 when it may be called. */
+  retryAfterUntil(slug: string, now = Date.now()): number {
+    const until = Math.max(this.retryUntil.get(slug) ?? 0, (Object.hasOwn(this.cache.stats, slug) ? this.cache.stats[slug].retryAfterUntil : 0) ?? 0);
+    if (until > now) return until;
+    this.retryUntil.delete(slug);
+    return 0;
   }
 
   sticky(key: string): Promise<string | null> {

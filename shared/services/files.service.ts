@@ -101,6 +101,8 @@ export interface FilesServiceOptions {
   secret: string | (() => string);
   /** Absolute origin of file URLs: PUBLIC_BASE_URL, else `http://localhost:${PORT}`. */
   baseUrl: string;
+  /** Lifetime of a signed URL (FILE_URL_TTL_SECONDS), seconds; default 3600. */
+  urlTtlSeconds?: number;
   clock?: () => Date;
   /** Files deleted per round of `deleteExpired`. */
   batchSize?: number;
@@ -128,6 +130,7 @@ export class FilesService {
   readonly store: BlobStore;
   private readonly secret: () => string;
   private readonly baseUrl: string;
+  private readonly urlTtlSeconds: number;
   private readonly clock: () => Date;
   private readonly batchSize: number;
   private readonly onError: NonNullable<FilesServiceOptions['onError']>;
@@ -138,6 +141,7 @@ export class FilesService {
     const s = opts.secret;
     this.secret = typeof s === 'string' ? () => s : s;
     this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
+    this.urlTtlSeconds = opts.urlTtlSeconds ?? 3600;
     this.clock = opts.clock ?? (() => new Date());
     this.batchSize = opts.batchSize ?? 100;
     this.onError = opts.onError ?? (() => undefined);
@@ -185,20 +189,44 @@ export class FilesService {
     }
   }
 
-  /** HMAC of the file id with the service secret: the URL works without an Authorization header (e.g. in <img>). */
-  signature(id: string): string {
-    return createHmac('sha256', this.secret()).update(`switchyard-file:${id}`).digest('base64url');
+  /**
+   * HMAC of the file id and the URL's expiry (unix seconds) with the service secret: the URL works without an
+   * Authorization header (e.g. in <img>) until `exp`.
+   */
+  signature(id: string, exp: number): string {
+    return createHmac('sha256', this.secret()).update(`switchyard-file:${id}:${exp}`).digest('base64url');
   }
 
-  verifySignature(id: string, sig: string): boolean {
-    const expected = Buffer.from(this.signature(id));
+  /** `bad` (wrong or missing signature: the caller learns nothing), `expired`, or `ok`. */
+  checkSignedUrl(id: string, sig: unknown, exp: unknown): 'ok' | 'bad' | 'expired' {
+    if (typeof sig !== 'string' || typeof exp !== 'string' || !/^\d{1,12}$/.test(exp)) return 'bad';
+    const expected = Buffer.from(this.signature(id, Number(exp)));
     const given = Buffer.from(sig);
-    return given.length === expected.length && timingSafeEqual(given, expected);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'bad';
+    return Number(exp) * 1000 <= this.clock().getTime() ? 'expired' : 'ok';
   }
 
-  /** Absolute, signed URL of the file's bytes, served by Switchyard. */
+  /** Absolute, signed URL of the file's bytes, served by Switchyard, valid for `urlTtlSeconds` from now. */
   fileUrl(id: string): string {
-    return `${this.baseUrl}/v1/files/${encodeURIComponent(id)}/content?sig=${this.signature(id)}`;
+    const exp = Math.floor(this.clock().getTime() / 1000) + this.urlTtlSeconds;
+    return `${this.baseUrl}/v1/files/${encodeURIComponent(id)}/content?exp=${exp}&sig=${this.signature(id, exp)}`;
+  }
+
+  /**
+   * A generation with fresh signed URLs in its stored result (`outputs[].url`, `data.url`, `data.items[].url`):
+   * the URLs stored when it completed expire, so every reply signs them anew.
+   */
+  withFreshUrls<T extends { result: unknown }>(g: T): T {
+    const result = g.result as { outputs?: Array<{ url?: string; fileId?: string }>; data?: { url?: string; file_id?: string; items?: Array<{ url?: string; file_id?: string }> } } | null;
+    if (!result || typeof result !== 'object') return g;
+    const fresh = (url: string | undefined, id: string | undefined) => (typeof id === 'string' && typeof url === 'string' ? this.fileUrl(id) : url);
+    const copy = { ...result };
+    if (Array.isArray(result.outputs)) copy.outputs = result.outputs.map((o) => ({ ...o, url: fresh(o.url, o.fileId) }));
+    if (result.data && typeof result.data === 'object') {
+      copy.data = { ...result.data, url: fresh(result.data.url, result.data.file_id) };
+      if (Array.isArray(result.data.items)) copy.data.items = result.data.items.map((i) => ({ ...i, url: fresh(i.url, i.file_id) }));
+    }
+    return { ...g, result: copy };
   }
 
   view(f: StoredFile): StoredFileView {

@@ -18,12 +18,22 @@ interface Limited {
   reserved: ApiKey['reserved'];
 }
 
+/**
+ * Whether a stored period start is the current period's, as sy_period_spent decides it. A `never` limit's period
+ * starts at `-infinity` in PostgreSQL, which reaches JavaScript as -Infinity or an invalid Date, never as the epoch.
+ */
+export function inCurrentPeriod(stored: Date | null, reset: LimitReset, now: Date): boolean {
+  if (!stored) return false;
+  const at = stored.getTime();
+  if (reset === 'never') return !Number.isFinite(at);
+  return at === periodStart(reset, now).getTime();
+}
+
 /** What is left of a limit now: limit − spent in the current period − held reservations, never below 0. */
 export function limitRemaining(subject: Limited, now: Date): Decimal | null {
   if (subject.limit === null) return null;
   const reset = (subject.limitReset ?? 'never') as LimitReset;
-  const current = periodStart(reset, now).getTime();
-  const spent = subject.periodStart && subject.periodStart.getTime() === current ? money(subject.periodSpent) : ZERO;
+  const spent = inCurrentPeriod(subject.periodStart, reset, now) ? money(subject.periodSpent) : ZERO;
   const left = money(subject.limit).minus(spent).minus(money(subject.reserved));
   return left.isNegative() ? ZERO : left;
 }

@@ -21,7 +21,46 @@ describe('the private-address guard', () => {
     '::1', '::', 'fe80::1', 'fc00::1', 'fd12:3456::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '64:ff9b::a00:1', '2002:c0a8:101::1', 'not-an-ip',
   ])('refuses %s', (ip) => expect(isPrivateAddress(ip)).toBe(true));
 
-  it.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '192.169.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '2a00:1450:4001::200e'])('accepts %s', (ip) =>
+  // Issue 10.7: every IPv6 special-purpose range that can reach private space (IANA IPv6 special-purpose registry).
+  it.each([
+    ['local-use NAT64 64:ff9b:1::/48', '64:ff9b:1::7f00:1'],
+    ['local-use NAT64, public-looking suffix', '64:ff9b:1:ffff::808:808'],
+    ['SIIT ::ffff:0:0:0/96 (loopback)', '::ffff:0:7f00:1'],
+    ['SIIT ::ffff:0:0:0/96 (10/8)', '::ffff:0:a00:1'],
+    ['SIIT, dotted', '::ffff:0:169.254.169.254'],
+    ['NAT64 64:ff9b::/96 with 127/8', '64:ff9b::127.0.0.1'],
+    ['NAT64 with 169.254/16 (metadata)', '64:ff9b::a9fe:a9fe'],
+    ['6to4 with 10/8', '2002:a00:1::1'],
+    ['6to4 with 169.254/16', '2002:a9fe:a9fe::'],
+    ['Teredo 2001::/32', '2001:0:4136:e378:8000:63bf:3fff:fdd2'],
+    ['IETF protocol assignments 2001::/23', '2001:2::1'],
+    ['ORCHIDv2', '2001:20::1'],
+    ['discard 100::/64', '100::1'],
+    ['dummy prefix 100:0:0:1::/64', '100:0:0:1::1'],
+    ['documentation 2001:db8::/32', '2001:db8::1'],
+    ['documentation 3fff::/20', '3fff::1'],
+    ['SRv6 5f00::/16', '5f00::1'],
+    ['unique local fc00::/7', 'fdff:ffff::1'],
+    ['link-local fe80::/10', 'febf::1'],
+    ['link-local with a zone', 'fe80::1%eth0'],
+    ['site-local fec0::/10', 'fec0::1'],
+    ['multicast ff00::/8', 'ff05::2'],
+    ['unspecified ::/128', '0:0:0:0:0:0:0:0'],
+    ['loopback ::1/128, long form', '0:0:0:0:0:0:0:1'],
+    ['IPv4-compatible ::/96', '::7f00:1'],
+    ['outside global unicast (unassigned 4000::/2)', '4000::1'],
+    ['outside global unicast (unassigned 1::/16)', '1::1'],
+    ['mapped 6to4 relay anycast', '::ffff:192.88.99.1'],
+  ])('refuses %s: %s', (_name, ip) => expect(isPrivateAddress(ip)).toBe(true));
+
+  it.each(['http://[64:ff9b:1::7f00:1]/', 'http://[::ffff:0:7f00:1]/', 'http://[64:ff9b::7f00:1]/', 'http://[2002:7f00:1::]/', 'http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/', 'http://[::ffff:0:127.0.0.1]:8080/x'])(
+    'refuses the callback URL %s',
+    async (url) => {
+      await expect(checkCallbackUrl(url, { allowPrivate: false, lookup: async () => [] })).rejects.toThrow(/private or loopback/);
+    },
+  );
+
+  it.each(['8.8.8.8', '1.1.1.1', '172.32.0.1', '192.169.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '2a00:1450:4001::200e', '64:ff9b::808:808', '2002:808:808::1', '::ffff:0:808:808'])('accepts %s', (ip) =>
     expect(isPrivateAddress(ip)).toBe(false),
   );
 
@@ -167,7 +206,7 @@ describe('callback URLs checked at request time (private addresses not allowed)'
   });
   afterAll(() => s.close());
 
-  it.each(['http://127.0.0.1:8080/hook', 'http://localhost/hook', 'http://[::1]/hook', 'http://169.254.169.254/', 'http://10.0.0.1/x', 'ftp://example.com/x', 'hook'])(
+  it.each(['http://127.0.0.1:8080/hook', 'http://localhost/hook', 'http://[::1]/hook', 'http://169.254.169.254/', 'http://10.0.0.1/x', 'ftp://example.com/x', 'hook', 'http://[64:ff9b:1::7f00:1]/', 'http://[::ffff:0:7f00:1]/'])(
     'answers 400 for %s, before anything is reserved',
     async (url) => {
       const r = await request(s.app).post('/v1/media').set(org.auth).send({ model: STACK_MODELS.video, input: { prompt: 'x', callBackUrl: url } });

@@ -65,7 +65,9 @@ describe('errors and authentication', () => {
     expect(bad.body.error.code).toBe('BAD_REQUEST');
     const small = await createTestApp({ env: { MAX_BODY_BYTES: '100' } });
     try {
-      const big = await request(small.app).post('/v1/keys').set(bearer(org.ownerToken)).send({ name: 'x'.repeat(200) });
+      // Bodies are parsed after authentication: the caller must exist in this app's database.
+      const owner = (await seedOrg(small.t.db)).ownerToken;
+      const big = await request(small.app).post('/v1/keys').set(bearer(owner)).send({ name: 'x'.repeat(200) });
       expect(big.status).toBe(413);
       expect(big.body.error.code).toBe('PAYLOAD_TOO_LARGE');
     } finally {

@@ -41,7 +41,7 @@ describe('the official openai SDK at the v1 root', () => {
     const r = await client.images.generate({ model: STACK_MODELS.image, prompt: 'A lighthouse at dusk', n: 2, size: '1024x1024' });
     expect(r.data).toHaveLength(2);
     for (const d of r.data ?? []) {
-      expect(d.url).toMatch(new RegExp(`^${s.url}/v1/files/file_[A-Za-z0-9]+/content\\?sig=`));
+      expect(d.url).toMatch(new RegExp(`^${s.url}/v1/files/file_[A-Za-z0-9]+/content\\?exp=\\d+&sig=`));
       expect(d.b64_json).toBeUndefined();
     }
     // gpt-image-1 in the stack: 6 RUB per image + 0.5 per request.

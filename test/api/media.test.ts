@@ -268,7 +268,7 @@ describe('POST /v1/media/{id}/operations', () => {
     expect(r.body.id).not.toBe(video.id);
     const done = await finished(r.body.id);
     expect(done.body).toMatchObject({ status: 'completed', model: STACK_MODELS.video, usage: { duration_seconds: 6, cost_rub: 61 } });
-    expect(predictionsCreated('google/veo-3').at(-1)!.body).toEqual({ input: { prompt: 'Then a storm', video: video.data.url, seed: 42, duration: 6 } });
+    expect(predictionsCreated('google/veo-3').at(-1)!.body).toEqual({ input: { prompt: 'Then a storm', video: expect.stringContaining(`${video.data.url.split('?')[0]}?exp=`), seed: 42, duration: 6 } });
     const row = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
     expect(row.sourceGenerationId).toBe(video.id);
   });
@@ -287,7 +287,7 @@ describe('POST /v1/media/{id}/operations', () => {
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ status: 'completed', model: STACK_MODELS.upscale });
     expect(r.body.data.url).toMatch(/\/v1\/files\/file_/);
-    expect(predictionsCreated('topazlabs/video-upscale').at(-1)!.body).toEqual({ input: { video: video.data.url, target_resolution: target } });
+    expect(predictionsCreated('topazlabs/video-upscale').at(-1)!.body).toEqual({ input: { video: expect.stringContaining(`${video.data.url.split('?')[0]}?exp=`), target_resolution: target } });
     // topaz in the stack: 2 RUB a second + 0.5 per request; the fake reports the source's 5 s.
     expect(r.body.usage.cost_rub).toBe(10.5);
   });

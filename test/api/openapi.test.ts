@@ -5,6 +5,7 @@ import { createTestApp, type TestApp } from '../helpers/test-app';
 import { listRoutes } from '../../api/openapi/list-routes';
 import { IDEMPOTENT_ROUTES, ROUTE_DOCS, type JsonSchema } from '../../api/openapi/route-docs';
 import { buildOpenApi, toOpenApiSchema, type OpenApiDocument } from '../../api/openapi/build-openapi';
+import { INIT_SCRIPT, SCALAR_SCRIPT } from '../../api/openapi/reference-page';
 
 let h: TestApp;
 let doc: OpenApiDocument;
@@ -121,19 +122,35 @@ describe('Idempotency-Key in the document', () => {
 });
 
 describe('GET /docs', () => {
-  it('renders a self-contained HTML reference of every route from the same document', async () => {
+  it('serves the Scalar reference page with its scripts from this origin, and nothing from elsewhere', async () => {
     const res = await request(h.app).get('/docs');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/html/);
-    const html = res.text;
-    // No CDN and no script: the page must work without internet.
-    expect(html).not.toMatch(/<script|<link[^>]+href="http|src="http/i);
-    for (const r of ROUTE_DOCS) {
-      expect(html).toContain(`id="op-${r.method}${r.path.replace(/[^a-zA-Z0-9]+/g, '-').replace(/-$/, '')}"`);
-      expect(html).toContain(`<code>${r.path}</code>`);
-    }
-    expect(html).toContain('CreateKeyRequest');
-    expect(html).toContain('<code>allowed_models</code>');
-    expect(html).toContain('deprecated');
+    // No CDN: every script is ours, and the policy forbids any other origin.
+    const scripts = [...res.text.matchAll(/<script[^>]*src="([^"]+)"/g)].map((m) => m[1]);
+    expect(scripts).toEqual([`/docs/assets/${SCALAR_SCRIPT}`, `/docs/assets/${INIT_SCRIPT}`]);
+    expect(res.text).not.toMatch(/https?:\/\//);
+    const csp = String(res.headers['content-security-policy']);
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("connect-src 'self'");
+
+    const bundle = await request(h.app).get(`/docs/assets/${SCALAR_SCRIPT}`);
+    expect(bundle.status).toBe(200);
+    expect(bundle.headers['content-type']).toMatch(/javascript/);
+    expect(bundle.headers['content-encoding']).toBe('gzip');
+    expect(bundle.headers['cache-control']).toContain('immutable');
+    expect(bundle.text.length).toBeGreaterThan(1_000_000);
+
+    const init = await request(h.app).get(`/docs/assets/${INIT_SCRIPT}`);
+    expect(init.status).toBe(200);
+    expect(init.text).toContain("Scalar.createApiReference('#app'");
+    const config = JSON.parse(/createApiReference\('#app', (.*)\);/.exec(init.text)![1]);
+    expect(config).toMatchObject({ url: '/openapi.json', withDefaultFonts: false, telemetry: false, agent: { disabled: true }, mcp: { disabled: true } });
+    expect(config.proxyUrl).toBeUndefined();
+
+    const missing = await request(h.app).get('/docs/assets/other.js');
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.code).toBe('NOT_FOUND');
   });
 });

@@ -72,7 +72,7 @@ describe('upload', () => {
       mimeType: 'image/png',
       source: 'USER_UPLOAD',
       storagePolicy: 'TEMP_UPLOAD',
-      url: expect.stringMatching(new RegExp(`^${BASE}/v1/files/${f.id}/content\\?sig=[A-Za-z0-9_-]{43}$`)),
+      url: expect.stringMatching(new RegExp(`^${BASE}/v1/files/${f.id}/content\\?exp=\\d+&sig=[A-Za-z0-9_-]{43}$`)),
       size: 321,
       createdAt: expect.any(String),
       updatedAt: f.createdAt,
@@ -194,7 +194,7 @@ describe('listing', () => {
     expect(res.status).toBe(200);
     expect(ids(res)).toEqual(['adminImg', 'orgKeyImg', 'memberAudio', 'keyVideo', 'ownerImg']);
     expect(res.body.meta).toEqual({ page: 1, limit: 20, total: 5, totalPages: 1 });
-    expect(res.body.data[0]).toEqual({ ...f.adminImg, createdAt: expect.any(String), url: expect.stringContaining(`/v1/files/${f.adminImg.id}/content?sig=`) });
+    expect(res.body.data[0]).toEqual({ ...f.adminImg, createdAt: expect.any(String), url: expect.stringContaining(`/v1/files/${f.adminImg.id}/content?exp=`) });
     expect(res.body.data.find((x: StoredFileView) => x.id === f.keyVideo.id)).toMatchObject({ source: 'AI_GENERATION', storagePolicy: 'TEMP_GENERATION' });
   });
 

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { runCli } from '../../shared/cli/main';
 import { hashApiKey, KEY_PATTERN } from '../../shared/auth/api-keys';
 import { verifyToken } from '../../shared/auth/tokens';
+import { verifyOperatorToken } from '../../shared/auth/operator-tokens';
 import { Authenticator } from '../../api/middleware/auth';
 import { createTestDb, type TestDb } from '../helpers/test-db';
 import { TEST_SECRET } from '../helpers/fixtures';
@@ -75,7 +76,7 @@ describe('help and usage errors', () => {
       expect(r.stdout).toMatch(/Usage: switchyard/);
     }
     const r = await cli('--help');
-    for (const c of ['org create', 'org topup', 'user create', 'token issue', 'key create', 'key revoke', 'catalog check']) expect(r.stdout).toContain(c);
+    for (const c of ['org create', 'org topup', 'user create', 'token issue', 'key create', 'key revoke', 'operator token issue', 'catalog check']) expect(r.stdout).toContain(c);
   });
 
   it('exits 1 with a clear message for unknown commands, flags, extra arguments and missing flags', async () => {
@@ -236,6 +237,21 @@ describe('key', () => {
     await expect(auth().authenticate(`Bearer ${k.key}`)).rejects.toMatchObject({ code: 'api_key_revoked' });
     expect(await line(`key revoke --id ${k.id}`)).toBe(`key ${k.id} revoked`); // idempotent
     await failure('key revoke --id key_nope', /Key key_nope not found/);
+  });
+});
+
+describe('operator token', () => {
+  it('operator token issue prints {token}: an operator token for the dashboard, no customer credential', async () => {
+    const out = (await json('operator token issue --ttl 600')) as { token: string };
+    expect(Object.keys(out)).toEqual(['token']);
+    const claims = verifyOperatorToken(out.token, TEST_SECRET)!;
+    expect(claims.typ).toBe('operator');
+    expect(claims.exp - claims.iat).toBe(600);
+    expect(verifyToken(out.token, TEST_SECRET)).toBeNull();
+    await expect(new Authenticator(t.db, TEST_SECRET, 0).authenticate(`Bearer ${out.token}`)).rejects.toMatchObject({ status: 403 });
+    expect(await line('operator token issue')).toMatch(/^operator token: eyJ/);
+    await failure('operator token issue --ttl 0', /--ttl must be an integer of at least 1/);
+    await failure('operator token', /unknown command "operator token"/);
   });
 });
 

@@ -6,7 +6,8 @@ import type { Server } from 'node:http';
 import request from 'supertest';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { createTestApp, type TestApp } from '../helpers/test-app';
-import { seedKey, seedOrg } from '../helpers/fixtures';
+import { seedKey, seedOrg, TEST_SECRET } from '../helpers/fixtures';
+import { signOperatorToken } from '../../shared/auth/operator-tokens';
 import { QUEUE_NAMES } from '../../shared/queue/queue-names';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -15,57 +16,107 @@ if (!hasChromium) console.warn(`dashboard browser test SKIPPED: no chromium at $
 
 let h: TestApp;
 let org: Awaited<ReturnType<typeof seedOrg>>;
+let other: Awaited<ReturnType<typeof seedOrg>>;
 let adminToken: string;
 let memberToken: string;
+let otherAdminToken: string;
 let apiKey: string;
+let operatorToken: string;
 
 beforeAll(async () => {
   h = await createTestApp({ deps: { authCacheMs: 0 } });
   org = await seedOrg(h.t.db);
+  other = await seedOrg(h.t.db);
   adminToken = (await org.accounts.createUser({ organizationId: org.organizationId, email: 'admin@example.com', role: 'admin' })).token;
   memberToken = (await org.accounts.createUser({ organizationId: org.organizationId, email: 'member@example.com', role: 'member' })).token;
+  otherAdminToken = (await other.accounts.createUser({ organizationId: other.organizationId, email: 'admin@b.example.com', role: 'admin' })).token;
   apiKey = (await seedKey(org.accounts, org.organizationId)).key;
+  operatorToken = signOperatorToken(TEST_SECRET);
 });
 afterAll(() => h.close());
 
-describe('queue dashboard access', () => {
-  const bearer = (t: string) => ({ Authorization: `Bearer ${t}` });
+const bearer = (t: string) => ({ Authorization: `Bearer ${t}` });
 
-  it('answers 401 without credentials and 403 for an API key or a member token, in the error envelope', async () => {
+describe('queue dashboard access', () => {
+  it('answers 401 without credentials or with a bad one, in the error envelope', async () => {
     const none = await request(h.app).get('/admin/queues');
     expect(none.status).toBe(401);
     expect(none.body.error.code).toBe('UNAUTHORIZED');
-    for (const t of [apiKey, memberToken]) {
+    expect((await request(h.app).get('/admin/login')).status).toBe(401);
+    // An operator token signed with another secret, and an expired one, are no operator tokens.
+    for (const t of [signOperatorToken('another-secret'), signOperatorToken(TEST_SECRET, 60, Date.now() - 3_600_000)]) {
+      expect((await request(h.app).get('/admin/queues/api/queues').set(bearer(t))).status).toBe(401);
+      expect((await request(h.app).get(`/admin/login?token=${t}`)).status).toBe(401);
+    }
+  });
+
+  it('refuses organization tokens of every role (owner included) and API keys with 403', async () => {
+    for (const t of [org.ownerToken, adminToken, memberToken, other.ownerToken, otherAdminToken, apiKey]) {
       const res = await request(h.app).get('/admin/queues/api/queues').set(bearer(t));
       expect(res.status).toBe(403);
       expect(res.body.error.code).toBe('FORBIDDEN');
+      expect(res.body.error.message).toContain('switchyard operator token issue');
       expect(res.body.trace_id).toBe(res.headers['x-trace-id']);
+      expect((await request(h.app).get('/admin/queues').set('Cookie', `sy_admin=${t}`)).status).toBe(403);
+      expect((await request(h.app).get(`/admin/login?token=${t}`)).status).toBe(403);
     }
-    expect((await request(h.app).get('/admin/queues').set('Cookie', `sy_admin=${memberToken}`)).status).toBe(403);
-    expect((await request(h.app).get('/admin/login')).status).toBe(401);
-    expect((await request(h.app).get(`/admin/login?token=${memberToken}`)).status).toBe(403);
-    expect((await request(h.app).get(`/admin/login?token=${apiKey}`)).status).toBe(403);
   });
 
-  it('serves the page and its API to owner and admin tokens by header', async () => {
-    for (const t of [org.ownerToken, adminToken]) {
-      const page = await request(h.app).get('/admin/queues').set(bearer(t));
-      expect(page.status).toBe(200);
-      expect(page.text).toContain('<base href="/admin/queues/"');
-      const api = await request(h.app).get('/admin/queues/api/queues').set(bearer(t));
-      expect(api.status).toBe(200);
-      expect(api.body.queues.map((q: { name: string }) => q.name).sort()).toEqual([...QUEUE_NAMES].sort());
+  it("an owner or admin of another organization can neither read A's job payloads, nor pause a queue, nor add a job", async () => {
+    const job = await h.app.locals.ctx.queues.text.add('text', { generationId: 'gen_a_secret', organizationId: org.organizationId, request: { input: 'the prompt of A' } });
+    const text = h.app.locals.ctx.queues.text;
+    for (const t of [other.ownerToken, otherAdminToken]) {
+      const read = await request(h.app).get(`/admin/queues/api/queues/text/${job.id}`).set(bearer(t));
+      expect(read.status).toBe(403);
+      expect(JSON.stringify(read.body)).not.toContain('the prompt of A');
+      const list = await request(h.app).get('/admin/queues/api/queues?activeQueue=text&status=waiting').set(bearer(t));
+      expect(list.status).toBe(403);
+      expect((await request(h.app).put('/admin/queues/api/queues/text/pause').set(bearer(t))).status).toBe(403);
+      expect((await request(h.app).put('/admin/queues/api/queues/pause').set(bearer(t))).status).toBe(403);
+      const add = await request(h.app).post('/admin/queues/api/queues/text/add').set(bearer(t)).send({ name: 'text', data: { generationId: 'gen_a_secret' } });
+      expect(add.status).toBe(403);
     }
-    // The dashboard's mutating API works under Express 5 too (its own JSON parser, its own routes).
-    const maintenance = h.app.locals.ctx.queues.maintenance;
-    expect((await request(h.app).put('/admin/queues/api/queues/maintenance/pause').set(bearer(adminToken))).status).toBe(200);
-    expect(await maintenance.isPaused()).toBe(true);
-    expect((await request(h.app).put('/admin/queues/api/queues/maintenance/resume').set(bearer(adminToken))).status).toBe(200);
-    expect(await maintenance.isPaused()).toBe(false);
+    expect(await text.isPaused()).toBe(false);
+    expect(await text.getJobCounts('waiting')).toEqual({ waiting: 1 });
+    await job.remove();
+  });
+
+  it('an operator token is no customer credential: every /v1 route refuses it', async () => {
+    for (const [method, url] of [['get', '/v1/key'], ['get', '/v1/models'], ['get', '/v1/keys'], ['post', '/v1/chat/completions'], ['get', '/v2/balance']] as const) {
+      const res = await request(h.app)[method](url).set(bearer(operatorToken)).send({});
+      expect(res.status).toBe(403);
+      expect(res.body.error.code).toBe('FORBIDDEN');
+    }
+  });
+
+  it('serves the page and its API to an operator token, read-only, with customer content withheld', async () => {
+    const page = await request(h.app).get('/admin/queues').set(bearer(operatorToken));
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('<base href="/admin/queues/"');
+    const api = await request(h.app).get('/admin/queues/api/queues').set({ Authorization: `bearer ${operatorToken}` });
+    expect(api.status).toBe(200);
+    expect(api.body.queues.map((q: { name: string }) => q.name).sort()).toEqual([...QUEUE_NAMES].sort());
+    expect(api.body.queues.every((q: { readOnlyMode: boolean }) => q.readOnlyMode)).toBe(true);
+
+    const text = h.app.locals.ctx.queues.text;
+    const job = await text.add('text', { generationId: 'gen_visible', model: 'openai/gpt-4.1-mini', request: { input: 'a private prompt' } });
+    const read = await request(h.app).get(`/admin/queues/api/queues/text/${job.id}`).set(bearer(operatorToken));
+    expect(read.status).toBe(200);
+    expect(JSON.stringify(read.body)).toContain('gen_visible');
+    expect(JSON.stringify(read.body)).not.toContain('a private prompt');
+
+    // No action changes a queue, not even for an operator.
+    expect((await request(h.app).put('/admin/queues/api/queues/text/pause').set(bearer(operatorToken))).status).toBe(403);
+    expect((await request(h.app).put('/admin/queues/api/queues/pause').set(bearer(operatorToken))).status).toBe(403);
+    expect((await request(h.app).post('/admin/queues/api/queues/text/add').set(bearer(operatorToken)).send({ name: 'x', data: {} })).status).toBe(403);
+    expect((await request(h.app).put(`/admin/queues/api/queues/text/${job.id}/clean`).set(bearer(operatorToken))).status).toBe(403);
+    expect(await text.isPaused()).toBe(false);
+    expect(await text.getJobCounts('waiting')).toEqual({ waiting: 1 });
+    await job.remove();
   });
 
   it('logs a browser in with an HttpOnly, SameSite=Strict cookie and redirects to the dashboard', async () => {
-    const res = await request(h.app).get(`/admin/login?token=${adminToken}`);
+    const res = await request(h.app).get(`/admin/login?token=${operatorToken}`);
     expect(res.status).toBe(302);
     expect(res.headers.location).toBe('/admin/queues/');
     const cookie = String(res.headers['set-cookie']);
@@ -122,7 +173,7 @@ describe('queue dashboard access', () => {
     const failures: string[] = [];
     page.on('response', (r) => r.status() >= 400 && failures.push(`${r.status()} ${r.url()}`));
 
-    const res = await page.goto(`${base}/admin/login?token=${encodeURIComponent(org.ownerToken)}`);
+    const res = await page.goto(`${base}/admin/login?token=${encodeURIComponent(operatorToken)}`);
     expect(res?.status()).toBe(200);
     expect(page.url()).toBe(`${base}/admin/queues/`);
     for (const name of QUEUE_NAMES) await page.getByText(name, { exact: true }).first().waitFor({ timeout: 15_000 });

@@ -65,6 +65,15 @@ export const unixNow = (): number => Math.floor(Date.now() / 1000);
 
 // ---------- replies ----------
 
+const hungUp = new WeakSet<ServerResponse>();
+/** The fake itself drops the connection (failure knobs): not an abort by the client. */
+export function hangUp(res: ServerResponse): void {
+  hungUp.add(res);
+  res.destroy();
+}
+/** Whether the fake dropped this connection itself. */
+export const fakeHungUp = (res: ServerResponse): boolean => hungUp.has(res);
+
 /** Plain JSON reply, never subject to the failure knobs (used for errors). */
 export function sendRaw(ctx: Ctx, status: number, body: unknown, headers?: Record<string, string>, type = 'application/json'): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
@@ -81,7 +90,7 @@ export function sendJson(ctx: Ctx, status: number, body: unknown, headers?: Reco
   if (knobs.malformed) return sendRaw(ctx, status, half, headers);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
   res.write(half);
-  void ctx.sleep(10).then(() => res.destroy());
+  void ctx.sleep(10).then(() => hangUp(res));
 }
 
 // ---------- streaming ----------
@@ -157,7 +166,7 @@ export async function runStream(ctx: Ctx, plan: StreamPlan): Promise<void> {
 /** Lets already written bytes reach the client, then destroys the socket. */
 async function resetSoon(ctx: Ctx): Promise<void> {
   await ctx.sleep(10);
-  ctx.res.destroy();
+  hangUp(ctx.res);
 }
 
 /** Splits `text` into exactly `n` contiguous pieces (some empty when the text is shorter than n). */

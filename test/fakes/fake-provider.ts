@@ -2,12 +2,12 @@
  * Fake upstream AI provider: one real `node:http` server speaking four wire formats on distinct
  * base paths — OpenAI `/openai/v1`, Anthropic `/anthropic/v1`, Gemini `/gemini/v1beta`,
  * Replicate `/replicate/v1` — plus generated files at `/files/<name>.<ext>` and a small control
- * API at `/_fake/{knobs,reset,requests}` for out-of-process use (see main.ts).
+ * API at `/_fake/{knobs,reset,requests,aborted}` for out-of-process use (see main.ts).
  */
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isObj, sendRaw } from './common';
+import { fakeHungUp, hangUp, isObj, sendRaw } from './common';
 import type { Ctx, SharedState, WireFormat } from './common';
 import { anthropic } from './anthropic';
 import { gemini } from './gemini';
@@ -88,6 +88,13 @@ export interface FakeProvider {
   replicateCancels: SharedState['cancels'];
   /** Replicate predictions by id, in creation order (the last one is the newest). */
   replicatePredictions: SharedState['predictions'];
+  /**
+   * Requests whose caller closed the connection before the reply was complete (an aborted upstream call: a
+   * cancelled or timed-out generation), the last 1000. Connections the fake drops itself are not counted.
+   */
+  aborted: RecordedRequest[];
+  /** Resolves once `n` aborted requests were seen (or rejects after `timeoutMs`). */
+  waitForAborted(n: number, timeoutMs?: number): Promise<RecordedRequest[]>;
   /** Clear knobs, recorded requests and predictions. */
   reset(): void;
   /** Close the server and every socket (including hanging and endless ones). */
@@ -120,6 +127,8 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
   let baseUrl = '';
   const requests: RecordedRequest[] = [];
   const shared: SharedState = { predictions: new Map(), cancels: [] };
+  const aborted: RecordedRequest[] = [];
+  let closing = false;
   const timers = new Set<NodeJS.Timeout>();
   const sleep = (ms: number): Promise<void> =>
     new Promise((resolve) => {
@@ -158,8 +167,14 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
     }
     if (path.startsWith('/_fake/')) return control(ctx, path.slice(6));
 
-    requests.push({ method, path, query: Object.fromEntries(query), headers: req.headers, body });
+    const record: RecordedRequest = { method, path, query: Object.fromEntries(query), headers: req.headers, body };
+    requests.push(record);
     if (requests.length > MAX_RECORDED) requests.shift();
+    res.once('close', () => {
+      if (res.writableFinished || fakeHungUp(res) || closing) return;
+      aborted.push(record);
+      if (aborted.length > MAX_RECORDED) aborted.shift();
+    });
 
     let format: WireFormat | undefined;
     for (const f of FORMATS) {
@@ -176,7 +191,7 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
     if (knobs.latencyMs) await sleep(knobs.latencyMs);
     if (res.destroyed) return;
     if (ctx.failing && knobs.hang) return; // hold the socket until the client or close() drops it
-    if (ctx.failing && knobs.resetConnection) return void req.socket.destroy();
+    if (ctx.failing && knobs.resetConnection) return hangUp(res);
     if (!format.auth(ctx)) return;
     const status = ctx.failing ? failStatus(knobs) : undefined;
     if (status !== undefined) {
@@ -198,6 +213,7 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
     if (method === 'POST' && what === '/knobs' && isObj(body)) setKnobs(body as FakeKnobs);
     else if (method === 'POST' && what === '/reset') provider.reset();
     else if (method === 'GET' && what === '/requests') return sendRaw(ctx, 200, requests);
+    else if (method === 'GET' && what === '/aborted') return sendRaw(ctx, 200, aborted);
     else if (method !== 'GET' || what !== '/knobs') return sendRaw(ctx, 404, { error: { message: 'unknown control route' } });
     sendRaw(ctx, 200, knobs);
   }
@@ -227,14 +243,25 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
     requests,
     replicateCancels: shared.cancels,
     replicatePredictions: shared.predictions,
+    aborted,
+    async waitForAborted(n, timeoutMs = 5_000) {
+      const until = Date.now() + timeoutMs;
+      while (aborted.length < n) {
+        if (Date.now() > until) throw new Error(`expected ${n} aborted upstream requests, saw ${aborted.length}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      return aborted;
+    },
     setKnobs,
     reset() {
       setKnobs({});
       requests.length = 0;
+      aborted.length = 0;
       shared.predictions.clear();
       shared.cancels.length = 0;
     },
     close() {
+      closing = true;
       for (const t of timers) clearTimeout(t);
       timers.clear();
       return new Promise<void>((resolve) => {

@@ -220,8 +220,8 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
     // The API's secret, so file URLs signed by workers open through the API.
     secret: TEST_SECRET,
   });
-  const pool: WorkerPool = opts.noWorkers ? { workers: [], close: async () => undefined } : startWorkerPool(workerDeps, blocking, { queues: opts.queues, env });
-  await Promise.all(pool.workers.map((w) => w.waitUntilReady()));
+  const pool: WorkerPool = opts.noWorkers ? { workers: [], ready: async () => undefined, close: async () => undefined } : startWorkerPool(workerDeps, blocking, { queues: opts.queues, env });
+  await pool.ready();
 
   return {
     app: h.app,

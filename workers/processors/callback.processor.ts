@@ -17,7 +17,7 @@ export function callbackProcessor(deps: WorkerDeps) {
       deps.db.organization.findUnique({ where: { id: organizationId }, select: { callbackSecret: true } }),
     ]);
     if (!generation || !org) return;
-    const body = JSON.stringify(mediaRecord(generation));
+    const body = JSON.stringify(mediaRecord(deps.files.withFreshUrls(generation)));
     let code: number;
     try {
       code = await postCallback({ url, body, secret: org.callbackSecret, status }, { allowPrivate: deps.config.callbackAllowPrivate });

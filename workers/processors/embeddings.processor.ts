@@ -5,5 +5,7 @@ import type { WorkerDeps } from '../worker-deps';
 
 export function embeddingsProcessor(deps: WorkerDeps) {
   const executor = new EmbeddingsExecutor(deps);
-  return (job: Job<EmbeddingsJobData>) => executor.run(job.data, { enqueuedAt: job.timestamp, startedAt: job.processedOn ?? Date.now() });
+  // Three parameters: BullMQ then passes the job's AbortSignal (cancel and timeout; worker-pool.ts).
+  return (job: Job<EmbeddingsJobData>, _token?: string, signal?: AbortSignal) =>
+    executor.run(job.data, { enqueuedAt: job.timestamp, startedAt: job.processedOn ?? Date.now() }, signal);
 }

@@ -7,7 +7,8 @@ import { tokenCost } from '../../shared/billing/pricing';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { EmbeddingsJobData } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
-import type { Attempt } from './text-executor';
+import { allFailed, notCalled, type Attempt } from './text-executor';
+import { AttemptOrder, waitFor } from './attempt-order';
 
 export interface EmbeddingsDonePayload {
   result: EmbeddingResult;
@@ -22,12 +23,22 @@ export interface EmbeddingsDonePayload {
 export class EmbeddingsExecutor {
   constructor(private readonly deps: WorkerDeps) {}
 
-  async run(data: EmbeddingsJobData, timing: { enqueuedAt: number; startedAt: number }): Promise<void> {
+  /** `signal` aborts the upstream call when the generation is cancelled or timed out (cancel-channel.ts). */
+  async run(data: EmbeddingsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: AbortSignal): Promise<void> {
     const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId);
     const queueTimeMs = Math.max(0, timing.startedAt - timing.enqueuedAt);
     const attempts: Attempt[] = [];
     let last: UpstreamFailure | undefined;
-    for (const candidate of data.candidates) {
+    const retryUntil = (slug: string) => this.deps.stats.retryAfterUntil(slug);
+    const order = new AttemptOrder(data.candidates, retryUntil);
+    for (let next = order.next(); next; next = order.next()) {
+      const { candidate } = next;
+      if ('skipMs' in next) {
+        attempts.push(notCalled(this.deps.catalog, candidate.slug, next.skipMs));
+        continue;
+      }
+      await waitFor(next.waitMs, signal);
+      if (signal?.aborted) return this.stopped(data, attempts, pub, queueTimeMs, timing.startedAt);
       const resolved = endpointBySlug(this.deps.catalog, candidate.slug);
       const adapter = resolved && adapterFor(resolved.provider.kind);
       if (!resolved || !adapter?.embeddings) {
@@ -39,7 +50,7 @@ export class EmbeddingsExecutor {
         const req = { model: resolved.endpoint.upstreamModel, inputs: data.inputs, dimensions: data.dimensions, user: data.user };
         const spec = adapter.embeddings.buildRequest(req, resolved.provider.apiKey ?? '');
         const reply = await this.deps.limiter.run(resolved.provider, () =>
-          this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError }),
+          this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError, signal }),
         );
         const result = adapter.embeddings.parseResponse(reply.json, req);
         if (result.vectors.length !== data.inputs.length) throw new Error(`expected ${data.inputs.length} vectors, got ${result.vectors.length}`);
@@ -63,22 +74,34 @@ export class EmbeddingsExecutor {
         });
         this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: 'ok' });
         this.deps.stats.record(candidate.slug, { ok: true, at: finished, ttftMs: finished - started });
+        payload.cost = outcome.charged.toFixed(10); // what was charged is what the reply shows
         await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
         return;
       } catch (e) {
+        if (signal?.aborted) return this.stopped(data, attempts, pub, queueTimeMs, timing.startedAt);
         last = isUpstreamError(e) ? e.failure : { reason: 'malformed_reply', message: `unreadable reply: ${(e as Error).message}`, fallback: true };
         attempts.push({ provider: resolved.provider.id, endpoint: candidate.slug, reason: last.reason, status: last.status, message: last.message });
         this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: last.reason });
-        this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
+        const retryAfterMs = isUpstreamError(e) ? e.retryAfterMs : undefined;
+        const at = Date.now();
+        this.deps.stats.record(candidate.slug, { ok: false, at, ...(retryAfterMs !== undefined && { retryUntil: at + retryAfterMs }) });
+        if (retryAfterMs !== undefined) order.failedWithRetryAfter(candidate, retryAfterMs);
         if (!last.fallback) break;
       }
     }
     const err =
       last && last.reason === 'bad_request'
         ? new AppError('BAD_REQUEST', `The provider refused the request: ${last.message}`, { metadata: { reason: 'provider_error', raw: last.raw ?? last.message, provider_name: attempts[attempts.length - 1]?.provider, attempts } })
-        : AppError.fromReason('all_providers_failed', 'Every provider failed', { attempts, raw: last?.raw ?? last?.message, provider_name: attempts[attempts.length - 1]?.provider });
+        : allFailed(attempts, last, retryUntil);
     const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
     await this.deps.generations.finish(data.generationId, { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, queueTimeMs, generationTimeMs: Date.now() - timing.startedAt });
     await pub.send({ type: 'failed', error });
+  }
+
+  /** Cancelled or timed out: the upstream call was aborted; the generation ends cancelled and uncharged. */
+  private async stopped(data: EmbeddingsJobData, attempts: Attempt[], pub: GenerationPublisher, queueTimeMs: number, startedAt: number): Promise<void> {
+    this.deps.logger.info('generation stopped, upstream call aborted', { generationId: data.generationId, trace_id: data.traceId });
+    const outcome = await this.deps.generations.finish(data.generationId, { status: 'cancelled', routing: { attempts }, attemptsCount: attempts.length, queueTimeMs, generationTimeMs: Date.now() - startedAt });
+    if (outcome.applied) await pub.send({ type: 'cancelled' });
   }
 }

@@ -68,12 +68,20 @@ const noLogprobs = (message: string): UpstreamError => new UpstreamError({ reaso
 export class SystemoneExecutor {
   constructor(private readonly deps: WorkerDeps) {}
 
-  async run(data: SystemoneJobData, timing: { enqueuedAt: number; startedAt: number }): Promise<void> {
+  /** `signal` aborts every question's upstream call when the generation is cancelled or timed out. */
+  async run(data: SystemoneJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: AbortSignal): Promise<void> {
     const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId);
     const queueTimeMs = Math.max(0, timing.startedAt - timing.enqueuedAt);
     const attempts: QuestionAttempt[] = [];
-    const outcomes = await Promise.all(data.questions.map((q) => this.answer(data, q, attempts)));
+    const outcomes = await Promise.all(data.questions.map((q) => this.answer(data, q, attempts, signal)));
     const generationTimeMs = Math.max(0, this.deps.clock().getTime() - timing.startedAt);
+    if (signal?.aborted) {
+      // Cancelled or timed out: nobody receives the answers, the generation ends cancelled and uncharged.
+      this.deps.logger.info('generation stopped, upstream calls aborted', { generationId: data.generationId, trace_id: data.traceId });
+      const outcome = await this.deps.generations.finish(data.generationId, { status: 'cancelled', attemptsCount: attempts.length, queueTimeMs, generationTimeMs });
+      if (outcome.applied) await pub.send({ type: 'cancelled' });
+      return;
+    }
 
     const answered = outcomes.filter((o): o is Answered => o.ok);
     if (answered.length < outcomes.length) {
@@ -116,13 +124,15 @@ export class SystemoneExecutor {
       queueTimeMs,
       generationTimeMs,
     });
+    payload.cost = outcome.charged.toFixed(10); // what was charged is what the reply shows
     await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
   }
 
   /** One question through the endpoints in plan order. */
-  private async answer(data: SystemoneJobData, q: SystemoneJobData['questions'][number], attempts: QuestionAttempt[]): Promise<Answered | Unanswered> {
+  private async answer(data: SystemoneJobData, q: SystemoneJobData['questions'][number], attempts: QuestionAttempt[], signal?: AbortSignal): Promise<Answered | Unanswered> {
     const scheme = schemeOf(q.type, q.labels);
     for (const candidate of data.candidates) {
+      if (signal?.aborted) return { ok: false };
       const resolved = endpointBySlug(this.deps.catalog, candidate.slug);
       const adapter = resolved && adapterFor(resolved.provider.kind);
       if (!resolved || !adapter?.text) {
@@ -135,7 +145,7 @@ export class SystemoneExecutor {
         const spec = adapter.text.buildRequest(req, resolved.provider.apiKey ?? '', { defaultMaxOutputTokens: resolved.endpoint.maxOutputTokens });
         // Per-provider concurrency caps apply to each question's call (32 questions are 32 upstream calls).
         const reply = await this.deps.limiter.run(resolved.provider, () =>
-          this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError }),
+          this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError, signal }),
         );
         const result = adapter.text.parseResponse(reply.json);
         if (!result.logprobs?.length) throw noLogprobs('the reply carries no log-probabilities');
@@ -154,10 +164,13 @@ export class SystemoneExecutor {
           model: result.modelVersion ?? candidate.model,
         };
       } catch (e) {
+        if (signal?.aborted) return { ok: false };
         const failure: UpstreamFailure = isUpstreamError(e) ? e.failure : { reason: 'malformed_reply', message: `unreadable reply: ${(e as Error).message}`, fallback: true };
         attempts.push({ question: q.name, provider: resolved.provider.id, endpoint: candidate.slug, reason: failure.reason, status: failure.status, message: failure.message });
         this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: failure.reason });
-        this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
+        const retryAfterMs = isUpstreamError(e) ? e.retryAfterMs : undefined;
+        const at = Date.now();
+        this.deps.stats.record(candidate.slug, { ok: false, at, ...(retryAfterMs !== undefined && { retryUntil: at + retryAfterMs }) });
         this.deps.logger.warn('provider attempt failed', { generationId: data.generationId, question: q.name, endpoint: candidate.slug, reason: failure.reason, status: failure.status, trace_id: data.traceId });
         if (!failure.fallback) return { ok: false, fatal: failure };
       }

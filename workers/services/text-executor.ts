@@ -10,6 +10,8 @@ import type { WorkerDeps } from '../worker-deps';
 import { StreamAccumulator } from './stream-accumulator';
 import { withoutText } from '../../shared/formats/unstored-text';
 import { MaskSession } from '../../shared/plugins/masker';
+import { stopReasonOf } from '../../shared/queue/cancel-channel';
+import { AttemptOrder, retryAfterSeconds, waitFor } from './attempt-order';
 import type { InputItem } from '../../shared/providers/provider.types';
 
 export interface Attempt {
@@ -78,7 +80,8 @@ class MidStreamFailure extends Error {
 export class TextExecutor {
   constructor(private readonly deps: WorkerDeps) {}
 
-  async run(data: TextJobData, timing: { enqueuedAt: number; startedAt: number }): Promise<void> {
+  /** `signal` aborts the upstream call (cancel, timeout, client gone: shared/queue/cancel-channel.ts). */
+  async run(data: TextJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: AbortSignal): Promise<void> {
     const { generations, clock } = this.deps;
     const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId);
     const queueTimeMs = Math.max(0, timing.startedAt - timing.enqueuedAt);
@@ -87,7 +90,16 @@ export class TextExecutor {
     const masker = data.plugins?.includes('masker') ? new MaskedRun(data) : undefined;
     if (masker) data = masker.data;
 
-    for (const candidate of data.candidates) {
+    const retryUntil = (slug: string) => this.deps.stats.retryAfterUntil(slug);
+    const order = new AttemptOrder(data.candidates, retryUntil);
+    for (let next = order.next(); next; next = order.next()) {
+      const { candidate } = next;
+      if ('skipMs' in next) {
+        attempts.push(notCalled(this.deps.catalog, candidate.slug, next.skipMs));
+        continue;
+      }
+      await waitFor(next.waitMs, signal);
+      if (signal?.aborted) return this.stopped(data, undefined, attempts, pub, signal, { queueTimeMs, startedAt: timing.startedAt });
       const resolved = endpointBySlug(this.deps.catalog, candidate.slug);
       const adapter = resolved && adapterFor(resolved.provider.kind);
       if (!resolved || !adapter?.text) {
@@ -96,7 +108,7 @@ export class TextExecutor {
       }
       const started = Date.now();
       try {
-        const { result, firstTokenAt } = await this.deps.limiter.run(resolved.provider, () => this.attempt(data, candidate, resolved, pub, masker));
+        const { result, firstTokenAt } = await this.deps.limiter.run(resolved.provider, () => this.attempt(data, candidate, resolved, pub, masker, signal));
         if (masker && !data.request.stream) masker.unmaskResult(result);
         const finished = Date.now();
         const cost = tokenCost(resolved.endpoint.price, result.usage);
@@ -136,16 +148,26 @@ export class TextExecutor {
           tokensPerSecond: finished > firstTokenAt ? (result.usage.outputTokens * 1000) / (finished - firstTokenAt) : undefined,
         });
         if (data.stickyKey) this.deps.stats.setSticky(data.stickyKey, candidate.slug);
+        // The client is shown what was charged (the same number as the history and the ledger).
+        payload.cost = outcome.charged.toFixed(10);
         await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
         return;
       } catch (e) {
+        if (signal?.aborted) {
+          const partial = e instanceof MidStreamFailure ? { candidate, providerId: resolved.provider.id, failure: e } : undefined;
+          return this.stopped(data, partial, attempts, pub, signal, { queueTimeMs, startedAt: timing.startedAt });
+        }
         if (e instanceof MidStreamFailure) return this.failMidStream(data, candidate, resolved.provider.id, e, attempts, pub, { queueTimeMs, startedAt: timing.startedAt });
         const failure: UpstreamFailure = isUpstreamError(e)
           ? e.failure
           : { reason: 'malformed_reply', message: `unreadable reply: ${(e as Error).message}`, fallback: true };
         attempts.push({ provider: resolved.provider.id, endpoint: candidate.slug, reason: failure.reason, status: failure.status, message: failure.message });
         this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: failure.reason });
-        this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
+        // Input this endpoint cannot express was never sent: it says nothing about the endpoint's health.
+        const retryAfterMs = isUpstreamError(e) ? e.retryAfterMs : undefined;
+        const at = Date.now();
+        if (!(failure.reason === 'bad_request' && failure.status === undefined)) this.deps.stats.record(candidate.slug, { ok: false, at, ...(retryAfterMs !== undefined && { retryUntil: at + retryAfterMs }) });
+        if (retryAfterMs !== undefined) order.failedWithRetryAfter(candidate, retryAfterMs);
         this.deps.logger.warn('provider attempt failed', { generationId: data.generationId, endpoint: candidate.slug, reason: failure.reason, status: failure.status, trace_id: data.traceId });
         if (!failure.fallback) return this.fail(data, attempts, failure, pub, queueTimeMs, clock().getTime() - timing.startedAt);
       }
@@ -159,12 +181,13 @@ export class TextExecutor {
     resolved: NonNullable<ReturnType<typeof endpointBySlug>>,
     pub: GenerationPublisher,
     masker?: MaskedRun,
+    signal?: AbortSignal,
   ): Promise<{ result: TextResult; firstTokenAt: number }> {
     const adapter = adapterFor(resolved.provider.kind)!;
     const text = adapter.text!;
     const req = requestFor(data.request, resolved.endpoint.upstreamModel, candidate.dropParams);
     const spec = text.buildRequest(req, resolved.provider.apiKey ?? '', { defaultMaxOutputTokens: resolved.endpoint.maxOutputTokens });
-    const call = { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError };
+    const call = { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError, signal };
     if (!req.stream) {
       const reply = await this.deps.upstream.request(resolved.provider.baseUrl, spec, call);
       const result = text.parseResponse(reply.json);
@@ -218,16 +241,19 @@ export class TextExecutor {
   }
 
   private async fail(data: TextJobData, attempts: Attempt[], last: UpstreamFailure | undefined, pub: GenerationPublisher, queueTimeMs: number, generationTimeMs: number) {
-    const err =
-      last && !last.fallback && last.reason === 'bad_request'
+    // Every endpoint that was tried refused to express the input (e.g. a `file_url` part a chat-completions
+    // provider cannot take): the caller's input is the problem, so 400, not 502.
+    const refused = attempts.filter((a) => a.reason !== 'unavailable');
+    const inputUnsupported = refused.length > 0 && refused.every((a) => a.reason === 'bad_request' && a.status === undefined);
+    const err = inputUnsupported
+      ? new AppError('BAD_REQUEST', `The input cannot be sent to any provider of this model: ${[...new Set(refused.map((a) => a.message))].join('; ')}`, {
+          metadata: { reason: 'validation_failed', attempts },
+        })
+      : last && !last.fallback && last.reason === 'bad_request'
         ? new AppError('BAD_REQUEST', `The provider refused the request: ${last.message}`, {
             metadata: { reason: 'provider_error', raw: last.raw ?? last.message, provider_name: attempts[attempts.length - 1]?.provider, attempts },
           })
-        : AppError.fromReason('all_providers_failed', attempts.length ? `Every provider failed: ${attempts.map((a) => `${a.provider} (${a.reason})`).join(', ')}` : 'No provider could take the request', {
-            attempts,
-            raw: last?.raw ?? attempts[attempts.length - 1]?.message,
-            provider_name: attempts[attempts.length - 1]?.provider,
-          });
+        : allFailed(attempts, last, (slug) => this.deps.stats.retryAfterUntil(slug));
     const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
     await this.deps.generations.finish(data.generationId, { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, queueTimeMs, generationTimeMs });
     await pub.send({ type: 'failed', error });
@@ -244,15 +270,61 @@ export class TextExecutor {
     timing: { queueTimeMs: number; startedAt: number },
   ) {
     attempts.push({ provider: providerId, endpoint: candidate.slug, reason: e.failure.reason, status: e.failure.status, message: e.failure.message });
+    const err = AppError.fromReason('provider_error', `The provider failed in the middle of the stream: ${e.failure.message}`, { raw: e.failure.raw ?? e.failure.message, provider_name: providerId, attempts });
+    this.deps.metrics.providerAttempts.inc({ provider: providerId, outcome: e.failure.reason });
+    this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
+    await this.settlePartial(data, candidate, providerId, e, attempts, pub, timing, { status: 'failed', error: err });
+  }
+
+  /**
+   * The job was told to stop (shared/queue/cancel-channel.ts) and its upstream call is aborted. `cancelled`: the
+   * generation already ended uncharged. `timeout` / `client_gone`: a stream that had sent content fails and is
+   * billed for what was produced (decisions.md section 4; a cancelled generation never costs anything), one that
+   * had not is cancelled uncharged.
+   */
+  private async stopped(
+    data: TextJobData,
+    partial: { candidate: PlannedCandidate; providerId: string; failure: MidStreamFailure } | undefined,
+    attempts: Attempt[],
+    pub: GenerationPublisher,
+    signal: AbortSignal,
+    timing: { queueTimeMs: number; startedAt: number },
+  ) {
+    const reason = stopReasonOf(signal) ?? 'cancelled';
+    this.deps.logger.info('generation stopped, upstream call aborted', { generationId: data.generationId, reason, trace_id: data.traceId });
+    if (!partial || reason === 'cancelled') {
+      const outcome = await this.deps.generations.finish(data.generationId, { status: 'cancelled', routing: { attempts }, attemptsCount: attempts.length, queueTimeMs: timing.queueTimeMs, generationTimeMs: Date.now() - timing.startedAt });
+      if (outcome.applied) await pub.send({ type: 'cancelled' });
+      return;
+    }
+    const { candidate, providerId, failure } = partial;
+    attempts.push({ provider: providerId, endpoint: candidate.slug, reason: 'provider_error', message: `stopped: ${reason}` });
+    const err =
+      reason === 'timeout'
+        ? new AppError('REQUEST_TIMEOUT', 'Timed out waiting for the model', { metadata: { reason: 'upstream_timeout' } })
+        : new AppError('REQUEST_TIMEOUT', 'The client disconnected: the stream was stopped and billed for what was produced');
+    await this.settlePartial(data, candidate, providerId, failure, attempts, pub, timing, { status: 'failed', error: err });
+  }
+
+  /** Charges what a cut stream produced, records the ending, and sends the final message with that same cost. */
+  private async settlePartial(
+    data: TextJobData,
+    candidate: PlannedCandidate,
+    providerId: string,
+    e: MidStreamFailure,
+    attempts: Attempt[],
+    pub: GenerationPublisher,
+    timing: { queueTimeMs: number; startedAt: number },
+    end: { status: 'failed'; error: AppError },
+  ) {
     const resolved = endpointBySlug(this.deps.catalog, candidate.slug)!;
     const result = e.partial.result(estimateInput(data));
     if (e.maxOutputTokens !== undefined) result.usage = { ...result.usage, outputTokens: Math.min(result.usage.outputTokens, e.maxOutputTokens) };
     const cost = tokenCost(resolved.endpoint.price, result.usage);
-    const err = AppError.fromReason('provider_error', `The provider failed in the middle of the stream: ${e.failure.message}`, { raw: e.failure.raw ?? e.failure.message, provider_name: providerId, attempts });
-    const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
+    const error = { code: end.error.code, status: end.error.status, message: end.error.message, metadata: end.error.metadata };
     const payload: TextDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: providerId, cost: cost.toFixed(10), warnings: data.warnings, attempts };
-    await this.deps.generations.finish(data.generationId, {
-      status: 'failed',
+    const outcome = await this.deps.generations.finish(data.generationId, {
+      status: end.status,
       cost,
       error,
       result: recorded(data, payload),
@@ -266,8 +338,8 @@ export class TextExecutor {
       queueTimeMs: timing.queueTimeMs,
       generationTimeMs: Date.now() - timing.startedAt,
     });
-    this.deps.metrics.providerAttempts.inc({ provider: providerId, outcome: e.failure.reason });
-    this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
+    // What the event shows is what was charged: when another ending won (a cancel), that ending's charge (0).
+    payload.cost = outcome.charged.toFixed(10);
     await pub.send({ type: 'failed', error, payload });
   }
 }
@@ -275,6 +347,33 @@ export class TextExecutor {
 /** The payload as the generation's record keeps it: without the text when the caller asked for `store: false`. */
 function recorded(data: TextJobData, payload: TextDonePayload): TextDonePayload {
   return data.store === false ? { ...payload, result: withoutText(payload.result) } : payload;
+}
+
+/** An attempt not made: the endpoint's `Retry-After` is further away than a job waits. */
+export function notCalled(catalog: WorkerDeps['catalog'], slug: string, waitMs: number): Attempt {
+  const provider = endpointBySlug(catalog, slug)?.provider.id ?? slug;
+  return { provider, endpoint: slug, reason: 'rate_limited', message: `not called: the provider asked to wait ${Math.ceil(waitMs / 1000)} s (Retry-After)` };
+}
+
+/**
+ * 502 `all_providers_failed`. When every provider rate-limited the request and one said when to come back, the
+ * error says so and carries that wait (`metadata.retry_after_seconds`, sent as the `Retry-After` header).
+ */
+export function allFailed(attempts: Attempt[], last: UpstreamFailure | undefined, retryUntil: (slug: string) => number): AppError {
+  const tried = attempts.filter((a) => a.reason !== 'unavailable');
+  const wait = tried.length > 0 && tried.every((a) => a.reason === 'rate_limited') ? retryAfterSeconds(tried.map((a) => a.endpoint), retryUntil) : undefined;
+  const message =
+    wait !== undefined
+      ? `Every provider of this model is rate-limiting requests: retry after ${wait} s`
+      : attempts.length
+        ? `Every provider failed: ${attempts.map((a) => `${a.provider} (${a.reason})`).join(', ')}`
+        : 'No provider could take the request';
+  return AppError.fromReason('all_providers_failed', message, {
+    attempts,
+    raw: last?.raw ?? attempts[attempts.length - 1]?.message,
+    provider_name: attempts[attempts.length - 1]?.provider,
+    ...(wait !== undefined && { retry_after_seconds: wait }),
+  });
 }
 
 /** Input tokens for a stream that ended without the provider's usage: our estimate of the request. */

@@ -454,6 +454,27 @@ describe('knobs', () => {
     expect(text).not.toContain('message_stop');
   });
 
+  it('records the calls whose caller closed the connection, not the ones it dropped itself', async () => {
+    await new Promise((r) => setTimeout(r, 100)); // connections earlier tests left behind close first
+    fake.reset();
+    fake.setKnobs({ hang: true });
+    await expect(call('/openai/v1/embeddings', { model: 'e', input: 'x' }, OPENAI, { signal: AbortSignal.timeout(100) })).rejects.toThrow();
+    const aborted = await fake.waitForAborted(1);
+    expect(aborted.map((r) => r.path)).toEqual(['/openai/v1/embeddings']);
+    expect(await (await fetch(`${fake.url}/_fake/aborted`)).json()).toMatchObject([{ path: '/openai/v1/embeddings' }]);
+
+    fake.setKnobs({ failMidStream: true, streamChunks: 4 });
+    await expect((await call('/openai/v1/chat/completions', chatBody({ stream: true }), OPENAI)).text()).rejects.toThrow();
+    fake.setKnobs({ resetConnection: true });
+    await expect(call('/openai/v1/models', undefined, OPENAI)).rejects.toThrow();
+    fake.setKnobs({});
+    await (await call('/openai/v1/models', undefined, OPENAI)).json();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(fake.aborted).toHaveLength(1);
+    fake.reset();
+    expect(fake.aborted).toHaveLength(0);
+  });
+
   it('keeps the last 1000 requests and reset() clears them', async () => {
     const worker = async (): Promise<void> => {
       for (let i = 0; i < 201; i++) await (await request(`${fake.url}/openai/v1/models`, { headers: OPENAI })).body.dump();

@@ -442,6 +442,13 @@ describe('planRoute: health and stickiness', () => {
     expect(p.dropped).toEqual([]);
   });
 
+  it("moves an endpoint whose Retry-After has not passed last, and back once it has", () => {
+    const cooling = { [s('acme')]: { samples: 1, failureRate: 1, retryAfterUntil: Date.now() + 60_000 } };
+    expect(slugs(plan({ stats: cooling }).candidates)).toEqual([s('beta'), s('gamma'), s('delta'), s('acme')]);
+    const passed = { [s('acme')]: { samples: 1, failureRate: 1, retryAfterUntil: Date.now() - 1 } };
+    expect(slugs(plan({ stats: passed }).candidates)).toEqual([s('acme'), s('beta'), s('gamma'), s('delta')]);
+  });
+
   it('moves unhealthy endpoints after sorted ones too, but never reorders an explicit order', () => {
     const p = plan({ preferences: { sort: 'price', order: ['delta'] }, unhealthy: new Set([s('gamma'), s('delta')]) });
     expect(slugs(p.candidates)).toEqual([s('delta'), s('beta'), s('acme'), s('gamma')]);

@@ -1,0 +1,58 @@
+import type Redis from 'ioredis';
+
+/**
+ * Why a running job is told to stop (the reason its AbortSignal carries):
+ * - `cancelled`: the generation already ended as cancelled (uncharged); the job only stops calling its provider.
+ * - `timeout`: the API stopped waiting for a stream that had already sent content (SYNC_WAIT_MS of silence).
+ * - `client_gone`: the client of a stream that had already received content disconnected.
+ * For `timeout` and `client_gone` the job settles the generation itself, charging what was produced
+ * (decisions.md section 4), and tells the API (its final message carries that cost).
+ */
+export type StopReason = 'cancelled' | 'timeout' | 'client_gone';
+
+const STOP_REASONS: ReadonlySet<string> = new Set<StopReason>(['cancelled', 'timeout', 'client_gone']);
+
+export function isStopReason(v: unknown): v is StopReason {
+  return typeof v === 'string' && STOP_REASONS.has(v);
+}
+
+/** One channel per deployment (queue prefix): every worker process listens, the one running the job acts. */
+export function cancelChannel(prefix: string): string {
+  return `${prefix}:cancel`;
+}
+
+interface CancelMessage {
+  id: string;
+  reason: StopReason;
+}
+
+/** API side: asks whichever worker runs generation `id` to abort its upstream call. */
+export function publishStop(redis: Redis, prefix: string, id: string, reason: StopReason): Promise<unknown> {
+  const message: CancelMessage = { id, reason };
+  return redis.publish(cancelChannel(prefix), JSON.stringify(message)).catch(() => undefined);
+}
+
+/**
+ * Worker side: subscribes `sub` (a connection of its own, in subscriber mode from now on) and calls `onStop` for
+ * every well-formed message. Resolves once subscribed.
+ */
+export async function listenForStops(sub: Redis, prefix: string, onStop: (id: string, reason: StopReason) => void): Promise<void> {
+  const channel = cancelChannel(prefix);
+  sub.on('message', (from: string, text: string) => {
+    if (from !== channel) return;
+    let m: Partial<CancelMessage>;
+    try {
+      m = JSON.parse(text) as Partial<CancelMessage>;
+    } catch {
+      return;
+    }
+    if (typeof m.id === 'string' && isStopReason(m.reason)) onStop(m.id, m.reason);
+  });
+  await sub.subscribe(channel);
+}
+
+/** The stop reason of an aborted job signal (`cancelled` for anything else, e.g. a shutdown). */
+export function stopReasonOf(signal: AbortSignal | undefined): StopReason | undefined {
+  if (!signal?.aborted) return undefined;
+  return isStopReason(signal.reason) ? signal.reason : 'cancelled';
+}

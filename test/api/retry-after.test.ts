@@ -1,0 +1,82 @@
+/**
+ * An upstream `Retry-After` is honoured: the only endpoint that says "come back in 1 s" is asked again after
+ * that second; one that says "30 s" is not called again before then, and the caller gets 502 with that
+ * `Retry-After`; with a second endpoint, the rate-limited one is tried last while its wait lasts.
+ */
+import request from 'supertest';
+import { createTestStack, type TestStack } from '../helpers/test-stack';
+
+let s: TestStack;
+const chat = (provider: string) => ({ provider, upstreamModel: 'gpt-4.1-mini', price: { prompt: 40, completion: 160 }, supports: [] });
+
+beforeAll(async () => {
+  s = await createTestStack({
+    env: { SYNC_WAIT_MS: '8000' },
+    catalogOverrides: (url) => {
+      const openai = { kind: 'openai', baseUrl: `${url}/openai/v1`, apiKeyEnv: 'FAKE_PROVIDER_KEY', timeoutMs: 5000 };
+      const anthropic = { kind: 'anthropic', baseUrl: `${url}/anthropic/v1`, apiKeyEnv: 'FAKE_PROVIDER_KEY', timeoutMs: 5000 };
+      return {
+        providers: { short: openai, long: openai, first: openai, second: anthropic, embed: openai },
+        models: {
+          'acme/short': { displayName: 'Short', type: 'chat', endpoints: [chat('short')] },
+          'acme/long': { displayName: 'Long', type: 'chat', endpoints: [chat('long')] },
+          'acme/pair': { displayName: 'Pair', type: 'chat', endpoints: [chat('first'), { ...chat('second'), upstreamModel: 'claude-sonnet-4' }] },
+          'acme/embed': { displayName: 'Embed', type: 'embedding', endpoints: [{ provider: 'embed', upstreamModel: 'text-embedding-3-small', price: { prompt: 2 }, supports: [] }] },
+        },
+      };
+    },
+  });
+});
+afterAll(() => s.close());
+beforeEach(() => s.fake.reset());
+
+const ask = (org: { auth: Record<string, string> }, model: string) => request(s.app).post('/v1/responses').set(org.auth).send({ model, input: 'hello' });
+
+it('the only endpoint answers 429 with Retry-After: 1: asked again after that second, and the reply is 200', async () => {
+  const org = await s.seed();
+  s.fake.setKnobs({ status: 429, failTimes: 1, retryAfterSeconds: 1 });
+  const started = Date.now();
+  const res = await ask(org, 'acme/short');
+  expect(res.status).toBe(200);
+  expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+  expect(s.fake.requests).toHaveLength(2);
+});
+
+it('Retry-After: 30 on the only endpoint: 502 carrying Retry-After, and the endpoint is not called again meanwhile', async () => {
+  const org = await s.seed();
+  s.fake.setKnobs({ status: 429, retryAfterSeconds: 30 });
+  const first = await ask(org, 'acme/long');
+  expect(first.status).toBe(502);
+  expect(first.body.error.metadata.reason).toBe('all_providers_failed');
+  expect(first.body.error.message).toContain('retry after 30 s');
+  expect(first.body.error.metadata.retry_after_seconds).toBe(30);
+  expect(first.headers['retry-after']).toBe('30');
+  expect(s.fake.requests).toHaveLength(1);
+
+  const second = await ask(org, 'acme/long');
+  expect(second.status).toBe(502);
+  expect(Number(second.headers['retry-after'])).toBeGreaterThanOrEqual(28);
+  expect(Number(second.headers['retry-after'])).toBeLessThanOrEqual(30);
+  expect(second.body.error.metadata.attempts[0].message).toContain('Retry-After');
+  expect(s.fake.requests).toHaveLength(1); // not called again
+});
+
+it('with two endpoints, a rate-limited one is tried after the other while its Retry-After lasts', async () => {
+  const org = await s.seed();
+  s.fake.setKnobs({ status: 429, failTimes: 1, retryAfterSeconds: 30 });
+  const first = await ask(org, 'acme/pair');
+  expect(first.status).toBe(200);
+  expect(s.fake.requests.map((r) => r.path)).toEqual(['/openai/v1/chat/completions', '/anthropic/v1/messages']);
+  s.fake.reset();
+  const second = await ask(org, 'acme/pair');
+  expect(second.status).toBe(200);
+  expect(s.fake.requests.map((r) => r.path)).toEqual(['/anthropic/v1/messages']);
+});
+
+it('embeddings honour it too: the only endpoint is asked again after a short Retry-After', async () => {
+  const org = await s.seed();
+  s.fake.setKnobs({ status: 503, failTimes: 1, retryAfterSeconds: 1 });
+  const res = await request(s.app).post('/v1/embeddings').set(org.auth).send({ model: 'acme/embed', input: 'vector' });
+  expect(res.status).toBe(200);
+  expect(s.fake.requests).toHaveLength(2);
+});
