@@ -60,9 +60,9 @@ export class GenerationBus {
           const token = randomUUID();
           const back = new Promise<void>((resolve) => (this.probes.set(token, resolve)));
           try {
-            for (let i = 0; i < 150; i++) {
+            for (let i = 0; i < 150 && sub.status !== 'end' && this.pub.status !== 'end'; i++) {
               await publish(this.pub, this.channel, JSON.stringify({ id: PROBE, seq: 0, type: 'recheck', token })).catch(() => undefined);
-              const seen = await Promise.race([back.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 200))]);
+              const seen = await Promise.race([back.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 200).unref())]);
               if (seen) break;
             }
           } finally {

@@ -28,6 +28,7 @@ export default async function scaleSetup(): Promise<void> {
     stops.push(() => cluster.stop());
     process.env.TEST_REDIS_URL = cluster.url;
     process.env.SCALE_CLUSTER_PORTS = cluster.nodes.map((n) => n.port).join(',');
+    process.env.SCALE_CLUSTER_DIR = path.join(dir, 'cluster');
   }
   if (process.env.SCALE_PGBOUNCER !== '0') {
     const bouncer = await startPgBouncer(path.join(dir, 'pgbouncer'), TEST_PG_URL);

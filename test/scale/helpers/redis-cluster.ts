@@ -30,6 +30,56 @@ export interface RedisCluster {
   stop(): Promise<void>;
 }
 
+/** Starts (or restarts, on its saved nodes.conf) one cluster node in `<dir>/<port>`. */
+export function spawnNode(dir: string, port: number): ClusterNode {
+  const nodeDir = path.join(dir, String(port));
+  fs.mkdirSync(nodeDir, { recursive: true });
+  const log = fs.openSync(path.join(nodeDir, 'redis.log'), 'a');
+  // prettier-ignore
+  const child = spawn('redis-server', [
+    '--port', String(port), '--bind', '127.0.0.1', '--protected-mode', 'no', '--dir', nodeDir,
+    '--pidfile', path.join(nodeDir, 'redis.pid'),
+    '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '1000',
+    '--cluster-replica-validity-factor', '0', '--save', '', '--appendonly', 'no',
+  ], { stdio: ['ignore', log, log] });
+  return {
+    port,
+    child,
+    get running() {
+      return child.exitCode === null && child.signalCode === null;
+    },
+  };
+}
+
+/** The live cluster's node ports and the port of the master serving a key's slot, seen from any live node. */
+export async function masterOf(ports: number[], key: string): Promise<number> {
+  for (const port of ports) {
+    const slotText = await cli(port, 'CLUSTER', 'KEYSLOT', key).catch(() => '');
+    if (!slotText.trim()) continue;
+    const slot = Number(slotText.trim());
+    for (const line of (await cli(port, 'CLUSTER', 'NODES')).trim().split('\n')) {
+      const f = line.split(' ');
+      if (!f[2]!.includes('master') || f[2]!.includes('fail')) continue;
+      for (const range of f.slice(8)) {
+        const [a, b] = range.split('-').map(Number);
+        if (slot >= a! && slot <= (b ?? a)!) return Number(f[1]!.split(':')[1]!.split('@')[0]);
+      }
+    }
+  }
+  throw new Error(`no live master serves the slot of ${key}`);
+}
+
+/** Resolves once every node that answers says cluster_state:ok with all 16384 slots served. */
+export async function waitClusterHealthy(ports: number[], timeoutMs = 30_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const infos = (await Promise.all(ports.map((p) => cli(p, 'CLUSTER', 'INFO').catch(() => null)))).filter((i): i is string => i !== null);
+    if (infos.length && infos.every((i) => /cluster_state:ok/.test(i) && /cluster_slots_ok:16384/.test(i))) return;
+    if (Date.now() > until) throw new Error(`the Redis Cluster did not become healthy in ${timeoutMs} ms`);
+    await sleep(100);
+  }
+}
+
 async function cli(port: number, ...args: string[]): Promise<string> {
   const { stdout } = await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 10_000 });
   return stdout;
@@ -50,24 +100,7 @@ export async function startRedisCluster(dir: string, opts: { masters?: number } 
   const masters = opts.masters ?? 3;
   const ports = await pickPorts(masters * 2);
   const nodes: ClusterNode[] = [];
-  for (const port of ports) {
-    const nodeDir = path.join(dir, String(port));
-    fs.mkdirSync(nodeDir, { recursive: true });
-    const log = fs.openSync(path.join(nodeDir, 'redis.log'), 'a');
-    // prettier-ignore
-    const child = spawn('redis-server', [
-      '--port', String(port), '--bind', '127.0.0.1', '--protected-mode', 'no', '--dir', nodeDir,
-      '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '1000',
-      '--cluster-replica-validity-factor', '0', '--save', '', '--appendonly', 'no',
-    ], { stdio: ['ignore', log, log] });
-    nodes.push({
-      port,
-      child,
-      get running() {
-        return child.exitCode === null && child.signalCode === null;
-      },
-    });
-  }
+  for (const port of ports) nodes.push(spawnNode(dir, port));
   const stop = async () => {
     await Promise.all(
       nodes.map((n) => {
@@ -77,6 +110,15 @@ export async function startRedisCluster(dir: string, opts: { masters?: number } 
         return gone;
       }),
     );
+    // Nodes restarted by a test (restartNode) are not our children: stop them through their pid files.
+    for (const port of ports) {
+      try {
+        const pid = Number(fs.readFileSync(path.join(dir, String(port), 'redis.pid'), 'utf8').trim());
+        if (pid > 0) process.kill(pid, 'SIGKILL');
+      } catch {
+        // no pid file, or already gone
+      }
+    }
   };
   try {
     for (const n of nodes) {
@@ -93,22 +135,11 @@ export async function startRedisCluster(dir: string, opts: { masters?: number } 
     throw e;
   }
 
+  const live = () => nodes.filter((n) => n.running).map((n) => n.port);
   const cluster: RedisCluster = {
     url: `redis+cluster://${ports.map((p) => `127.0.0.1:${p}`).join(',')}`,
     nodes,
-    async masterOf(key) {
-      const live = nodes.find((n) => n.running)!;
-      const slot = Number((await cli(live.port, 'CLUSTER', 'KEYSLOT', key)).trim());
-      for (const line of (await cli(live.port, 'CLUSTER', 'NODES')).trim().split('\n')) {
-        const f = line.split(' ');
-        if (!f[2]!.includes('master') || f[2]!.includes('fail')) continue;
-        for (const range of f.slice(8)) {
-          const [a, b] = range.split('-').map(Number);
-          if (slot >= a! && slot <= (b ?? a)!) return Number(f[1]!.split(':')[1]!.split('@')[0]);
-        }
-      }
-      throw new Error(`no master serves slot ${slot}`);
-    },
+    masterOf: (key) => masterOf(live(), key),
     async kill(port) {
       const n = nodes.find((x) => x.port === port);
       if (!n || !n.running) return;
@@ -116,16 +147,7 @@ export async function startRedisCluster(dir: string, opts: { masters?: number } 
       n.child.kill('SIGKILL');
       await gone;
     },
-    async waitHealthy(timeoutMs = 30_000) {
-      const until = Date.now() + timeoutMs;
-      for (;;) {
-        const live = nodes.filter((n) => n.running);
-        const infos = await Promise.all(live.map((n) => cli(n.port, 'CLUSTER', 'INFO').catch(() => '')));
-        if (infos.every((i) => /cluster_state:ok/.test(i) && /cluster_slots_ok:16384/.test(i))) return;
-        if (Date.now() > until) throw new Error(`the Redis Cluster did not become healthy in ${timeoutMs} ms`);
-        await sleep(100);
-      }
-    },
+    waitHealthy: (timeoutMs) => waitClusterHealthy(live(), timeoutMs),
     stop,
   };
   await cluster.waitHealthy();
