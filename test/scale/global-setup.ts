@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { findOnPath } from '../../shared/runtime/process-utils';
 import baseSetup from '../helpers/global-setup';
 import { TEST_PG_URL } from '../helpers/test-env';
 import { startPgBouncer } from './helpers/pgbouncer';
@@ -12,6 +13,11 @@ import { startRedisCluster } from './helpers/redis-cluster';
  * TEST_APP_DATABASE_URL (PgBouncer). SCALE_REDIS=single or SCALE_PGBOUNCER=0 leave one of them out.
  */
 export default async function scaleSetup(): Promise<void> {
+  const need = [...(process.env.SCALE_REDIS !== 'single' ? ['redis-server', 'redis-cli'] : []), ...(process.env.SCALE_PGBOUNCER !== '0' ? ['pgbouncer'] : [])];
+  const missing = need.filter((b) => !findOnPath(b));
+  if (missing.length) {
+    throw new Error(`the scale suite needs ${missing.join(', ')} on PATH (Debian: apt-get install -y redis-server pgbouncer); SCALE_REDIS=single or SCALE_PGBOUNCER=0 leave one out`);
+  }
   await baseSetup();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-scale-'));
   fs.chmodSync(dir, 0o755); // PgBouncer runs as another user when we are root
