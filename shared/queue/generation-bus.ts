@@ -54,25 +54,48 @@ export class GenerationBus {
         // after a reconnect or failover: tell the waiters only once a probe of our own comes back through it, so
         // the database they re-read is not older than the subscription.
         let probing = false;
-        const probeAndRecheck = async () => {
-          if (!subscribed || probing) return;
-          probing = true;
+        const probeOnce = async (): Promise<boolean> => {
           const token = randomUUID();
-          const back = new Promise<void>((resolve) => (this.probes.set(token, resolve)));
+          const back = new Promise<void>((resolve) => this.probes.set(token, resolve));
           try {
-            for (let i = 0; i < 150 && sub.status !== 'end' && this.pub.status !== 'end'; i++) {
-              await publish(this.pub, this.channel, JSON.stringify({ id: PROBE, seq: 0, type: 'recheck', token })).catch(() => undefined);
-              const seen = await Promise.race([back.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 200).unref())]);
-              if (seen) break;
-            }
+            await publish(this.pub, this.channel, JSON.stringify({ id: PROBE, seq: 0, type: 'recheck', token })).catch(() => undefined);
+            return await Promise.race([back.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 300).unref())]);
           } finally {
             this.probes.delete(token);
+          }
+        };
+        // `moved`: a node left or the connection came back. Otherwise a periodic check that the subscription
+        // still delivers; only when it does not are the waiters told.
+        const ensure = async (moved: boolean) => {
+          if (!subscribed || probing) return;
+          probing = true;
+          let lost = false;
+          try {
+            // Two probes answered in a row, 300 ms apart: ioredis may still swap the subscriber node right after
+            // the first one came back.
+            let streak = 0;
+            for (let i = 0; i < 100 && streak < (moved ? 2 : 1) && sub.status !== 'end' && this.pub.status !== 'end'; i++) {
+              if (await probeOnce()) {
+                streak++;
+                if (streak < 2 && moved) await new Promise((r) => setTimeout(r, 300).unref());
+              } else {
+                streak = 0;
+                lost = true;
+                // ioredis sometimes picks a new subscriber node without carrying the channel over: subscribe
+                // again (harmless when it is there).
+                if (i % 3 === 2) await sub.subscribe(this.channel).catch(() => undefined);
+              }
+            }
+          } finally {
             probing = false;
           }
-          recheck();
+          if (moved || lost) recheck();
         };
-        sub.on('ready', () => void probeAndRecheck());
-        sub.on('-node', () => void probeAndRecheck());
+        sub.on('ready', () => void ensure(true));
+        sub.on('-node', () => void ensure(true));
+        const every = setInterval(() => void ensure(false), 5000);
+        every.unref();
+        sub.once('end', () => clearInterval(every));
       } else {
         sub.on('ready', recheck);
       }
