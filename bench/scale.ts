@@ -147,8 +147,12 @@ async function main(): Promise<void> {
         const children: ChildProcess[] = [];
         const urls: string[] = [];
         try {
+          // Distinct ports for every process (two quick freePort() calls can return the same one).
+          const ports = new Set<number>();
+          while (ports.size < pairs * 2) ports.add(await freePort());
+          const [apiPorts, metricPorts] = [[...ports].slice(0, pairs), [...ports].slice(pairs)];
           for (let i = 0; i < pairs; i++) {
-            const port = await freePort();
+            const port = apiPorts[i]!;
             const env = {
               ...process.env,
               DATABASE_URL: PG_URL,
@@ -162,7 +166,7 @@ async function main(): Promise<void> {
             };
             const api = spawn(process.execPath, [path.join(DIST, 'api/main.js')], { env: { ...env, PORT: String(port), SWITCHYARD_HOME: path.join(work, `api-${i}`) }, stdio: ['ignore', 'ignore', 'pipe'] });
             const worker = spawn(process.execPath, [path.join(DIST, 'workers/main.js')], {
-              env: { ...env, WORKER_METRICS_PORT: String(await freePort()), SWITCHYARD_HOME: path.join(work, `worker-${i}`) },
+              env: { ...env, WORKER_METRICS_PORT: String(metricPorts[i]), SWITCHYARD_HOME: path.join(work, `worker-${i}`) },
               stdio: ['ignore', 'ignore', 'pipe'],
             });
             for (const [name, c] of [[`api-${i}`, api], [`worker-${i}`, worker]] as const) c.stderr!.on('data', (d: Buffer) => process.stderr.write(`[${name}] ${d}`));
