@@ -10,6 +10,12 @@ import { QUEUE_NAMES, type QueueName } from '../queue/queue-names';
 export interface Config {
   port: number;
   databaseUrl?: string;
+  /**
+   * DIRECT_DATABASE_URL: PostgreSQL itself, for migrations (they hold a session advisory lock, which a
+   * transaction-pooling PgBouncer in DATABASE_URL cannot keep). Defaults to DATABASE_URL.
+   */
+  directDatabaseUrl?: string;
+  /** REDIS_URL: `redis://…` for one server, `redis+cluster://host:port,host:port` for a Redis Cluster. */
   redisUrl?: string;
   catalogPath: string;
   secret?: string;
@@ -149,6 +155,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
   return {
     port: int(env, 'PORT', 3000),
     databaseUrl: text(env, 'DATABASE_URL'),
+    directDatabaseUrl: text(env, 'DIRECT_DATABASE_URL'),
     redisUrl: text(env, 'REDIS_URL'),
     catalogPath: path.resolve(env.SWITCHYARD_CATALOG ?? (demo ? 'config/catalog.demo.json' : 'config/catalog.json')),
     secret: text(env, 'SWITCHYARD_SECRET'),

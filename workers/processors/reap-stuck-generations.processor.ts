@@ -23,7 +23,7 @@ const LIVE = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-ch
  * it could record the ending, or stalled more often than allowed). A generation whose job still runs is left
  * alone: media jobs have their own task timeout. Nothing is charged for a reaped generation.
  */
-export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations' | 'redis' | 'config' | 'clock' | 'logger'>, opts: ReaperOptions = deps.config.reaper) {
+export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations' | 'redis' | 'config' | 'clock' | 'logger'> & { metrics?: Pick<WorkerDeps['metrics'], 'generationsReaped'> }, opts: ReaperOptions = deps.config.reaper) {
   const queues = new Map<QueueName, Queue>();
   const queue = (name: QueueName) => {
     let q = queues.get(name);
@@ -46,6 +46,7 @@ export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations
       const r = await deps.generations.finish(g.id, { status: 'failed', error });
       if (r.applied) {
         reaped++;
+        deps.metrics?.generationsReaped.inc();
         deps.logger.warn('reaped a generation no job will finish', { generationId: g.id, jobState: state });
       }
     }
