@@ -6,7 +6,7 @@ import type { HttpRequestSpec, UpstreamFailure } from '../../shared/providers/pr
 import { adapterFor } from '../../shared/providers/registry';
 import { isUpstreamError } from '../../shared/providers/upstream-error';
 import type { StatsSample } from '../../shared/routing/endpoint-stats';
-import type { PlannedCandidate } from '../../shared/queue/job-catalog';
+import type { GenerationJobBase, PlannedCandidate } from '../../shared/queue/job-catalog';
 import type { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { WorkerDeps } from '../worker-deps';
 import { AttemptOrder, retryAfterSeconds, waitFor } from './attempt-order';
@@ -34,13 +34,21 @@ export interface EndpointCall {
 /** The operation a job needs from an endpoint's adapter; an endpoint without it is recorded `unavailable`. */
 export type Operation = 'text' | 'embeddings' | 'image' | 'video' | 'audio' | 'upscale';
 
+/** Whether an endpoint's adapter can do the operation (a hosted image model runs as a media task). */
+const SUPPORTS: Record<Operation, (adapter: ProviderAdapter) => boolean> = {
+  text: (a) => a.text !== undefined,
+  embeddings: (a) => a.embeddings !== undefined,
+  image: (a) => a.media !== undefined || a.images !== undefined,
+  video: (a) => a.media !== undefined,
+  audio: (a) => a.media !== undefined,
+  upscale: (a) => a.media !== undefined,
+};
+
+/** The job the loop runs for: its generation and its planned endpoints. */
+export type AttemptJob = Pick<GenerationJobBase, 'generationId' | 'traceId' | 'candidates'>;
+
 export interface AttemptLoopInput<T> {
-  generationId: string;
-  traceId?: string;
-  candidates: readonly PlannedCandidate[];
   operation: Operation;
-  /** Whether the adapter can do the job's operation. */
-  supports: (adapter: ProviderAdapter) => boolean;
   /** Calls one endpoint. Throws an UpstreamError to fall back (any other error counts as a malformed reply). */
   call: (c: EndpointCall) => Promise<T>;
   signal?: AbortSignal;
@@ -70,12 +78,12 @@ export type AttemptLoopOutcome<T> =
  * provider's concurrency cap, falling back while the failure allows it (upstream-error.ts `fallback`), every
  * failure recorded (the attempt, the endpoint's health, the metric, a log line).
  */
-export async function runAttempts<T>(deps: WorkerDeps, input: AttemptLoopInput<T>): Promise<AttemptLoopOutcome<T>> {
+export async function runAttempts<T>(deps: WorkerDeps, job: AttemptJob, input: AttemptLoopInput<T>): Promise<AttemptLoopOutcome<T>> {
   const { signal } = input;
   const attempts = input.attempts ?? [];
   const record = (a: Omit<Attempt, 'question'>) => attempts.push(input.question === undefined ? a : { question: input.question, ...a });
   const retryUntil = (slug: string) => deps.stats.retryAfterUntil(slug);
-  const order = new AttemptOrder(input.candidates, retryUntil);
+  const order = new AttemptOrder(job.candidates, retryUntil);
   let last: UpstreamFailure | undefined;
   for (let next = order.next(); next; next = order.next()) {
     const { candidate } = next;
@@ -87,7 +95,7 @@ export async function runAttempts<T>(deps: WorkerDeps, input: AttemptLoopInput<T
     if (signal?.aborted) return { kind: 'stopped', attempts };
     const resolved = endpointBySlug(deps.catalog, candidate.slug);
     const adapter = resolved && adapterFor(resolved.provider.kind);
-    if (!resolved || !adapter || !input.supports(adapter)) {
+    if (!resolved || !adapter || !SUPPORTS[input.operation](adapter)) {
       record({ provider: resolved?.provider.id ?? candidate.slug, endpoint: candidate.slug, reason: 'unavailable', message: `no ${input.operation} operation for this endpoint` });
       continue;
     }
@@ -111,12 +119,12 @@ export async function runAttempts<T>(deps: WorkerDeps, input: AttemptLoopInput<T
       failedAttempt(deps, candidate.slug, resolved.provider.id, last, retryAfterMs);
       if (retryAfterMs !== undefined) order.failedWithRetryAfter(candidate, retryAfterMs);
       deps.logger.warn('provider attempt failed', {
-        generationId: input.generationId,
+        generationId: job.generationId,
         endpoint: candidate.slug,
         ...(input.question !== undefined && { question: input.question }),
         reason: last.reason,
         status: last.status,
-        trace_id: input.traceId,
+        trace_id: job.traceId,
       });
       if (!last.fallback) break;
     }

@@ -23,12 +23,8 @@ export class EmbeddingsExecutor {
   async run(data: EmbeddingsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: AbortSignal): Promise<void> {
     const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId);
     const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };
-    const out = await runAttempts(this.deps, {
-      generationId: data.generationId,
-      traceId: data.traceId,
-      candidates: data.candidates,
+    const out = await runAttempts(this.deps, data, {
       operation: 'embeddings',
-      supports: (adapter) => adapter.embeddings !== undefined,
       call: (c) => this.embed(data, c),
       signal,
     });

@@ -141,12 +141,8 @@ export class MediaExecutor {
    */
   private async start(job: Job<MediaJobData>, token?: string): Promise<void> {
     const data = job.data;
-    const out = await runAttempts(this.deps, {
-      generationId: data.generationId,
-      traceId: data.traceId,
-      candidates: data.candidates,
+    const out = await runAttempts(this.deps, data, {
       operation: data.kind,
-      supports: (adapter) => adapter.media !== undefined || (data.kind === 'image' && adapter.images !== undefined),
       call: async (c): Promise<{ task: MediaTask } | { images: ImagesCallResult }> =>
         c.adapter.media
           ? { task: await this.createTask(data, c) }

@@ -117,12 +117,8 @@ export class SystemoneExecutor {
     signal?: AbortSignal,
   ): Promise<Answered | { fatal: Parameters<typeof failureError>[2] }> {
     const scheme = schemeOf(q.type, q.labels);
-    const out = await runAttempts(this.deps, {
-      generationId: data.generationId,
-      traceId: data.traceId,
-      candidates: data.candidates,
+    const out = await runAttempts(this.deps, data, {
       operation: 'text',
-      supports: (adapter) => adapter.text !== undefined,
       signal,
       attempts,
       question: q.name,

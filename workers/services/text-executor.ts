@@ -70,12 +70,8 @@ export class TextExecutor {
     const attempts: Attempt[] = [];
     let out;
     try {
-      out = await runAttempts<Answer>(this.deps, {
-        generationId: data.generationId,
-        traceId: data.traceId,
-        candidates: data.candidates,
+      out = await runAttempts<Answer>(this.deps, data, {
         operation: 'text',
-        supports: (adapter) => adapter.text !== undefined,
         call: (c) => this.attempt(job, c, pub, masker),
         signal,
         passThrough: (e) => e instanceof MidStreamFailure,
