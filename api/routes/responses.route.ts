@@ -110,13 +110,13 @@ export function responsesRoutes(ctx: AppContext): Router {
       provider: body.provider,
       request,
       requestedParameters,
+      warnings: formatWarnings,
       record,
       stickiness: body.prompt_cache_key ?? body.session_id ?? undefined,
       previousResponseId: body.previous_response_id ?? undefined,
       plugins: body.plugins,
     });
-    const allWarnings = [...formatWarnings, ...warnings];
-    const base = { id: submission.id, createdAt, model: body.model ?? body.models![0], request: body, warnings: allWarnings.length ? allWarnings : undefined };
+    const base = { id: submission.id, createdAt, model: body.model ?? body.models![0], request: body, warnings: warnings.length ? warnings : undefined };
 
     if (mode === 'async') {
       res.json(buildResponseObject({ ...base, status: 'queued' }));
@@ -132,7 +132,7 @@ export function responsesRoutes(ctx: AppContext): Router {
           completedAt: unix(ctx.clock()),
           result: payload.result,
           usage: usageOf(payload),
-          warnings: payload.warnings.length || formatWarnings.length ? [...formatWarnings, ...payload.warnings] : undefined,
+          warnings: payload.warnings.length ? payload.warnings : undefined,
         }),
       );
       return;
