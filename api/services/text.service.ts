@@ -1,7 +1,8 @@
 import type { TextRequest } from '../../shared/providers/provider.types';
 import type { ProviderPreferences } from '../../shared/routing';
 import { newId } from '../../shared/auth/api-keys';
-import { DEFAULT_MAX_OUTPUT_TOKENS, estimateInputTokens, maxBound, outputTokensFor, textBound } from '../../shared/billing/pricing';
+import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../shared/providers/provider.types';
+import { estimateInputTokens, maxBound, outputTokensFor, textBound } from '../../shared/billing/pricing';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';
 import type { ApiType, IdempotencyClaim, ResponseMode } from '../../shared/services/generation.service';

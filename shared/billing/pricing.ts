@@ -51,9 +51,6 @@ export function estimateTokens(text: string): number {
   return Math.ceil(text.length / 3) + 4;
 }
 
-/** Output tokens a text request is reserved for (and may stream) when neither it nor its endpoint names a maximum. */
-export const DEFAULT_MAX_OUTPUT_TOKENS = 4096;
-
 /**
  * The one estimate of a text request's input tokens: what the reservation is sized for, and what a stream that
  * ended without the provider's usage is billed for.

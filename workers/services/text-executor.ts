@@ -1,7 +1,7 @@
 import { AppError } from '../../shared/errors/app-error';
 import { isUpstreamError, UpstreamError } from '../../shared/providers/upstream-error';
-import type { InputItem, TextResult, TextStreamEvent, TokenUsage, UpstreamFailure } from '../../shared/providers/provider.types';
-import { DEFAULT_MAX_OUTPUT_TOKENS, estimateInputTokens, tokenCost } from '../../shared/billing/pricing';
+import { DEFAULT_MAX_OUTPUT_TOKENS, type InputItem, type TextResult, type TextStreamEvent, type TokenUsage, type UpstreamFailure } from '../../shared/providers/provider.types';
+import { estimateInputTokens, tokenCost } from '../../shared/billing/pricing';
 import { requestWithout } from '../../shared/formats/format-utils';
 import { ignoredParameterWarnings } from '../../shared/routing/plan-route';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
