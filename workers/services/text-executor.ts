@@ -9,6 +9,7 @@ import type { PlannedCandidate, TextJobData } from '../../shared/queue/job-catal
 import type { ResolvedEndpoint } from '../../shared/catalog/catalog-index';
 import type { WorkerDeps } from '../worker-deps';
 import { StreamAccumulator } from './stream-accumulator';
+import { withoutText } from '../../shared/formats/unstored-text';
 import { MaskSession } from '../../shared/plugins/masker';
 import { stopReasonOf } from '../../shared/queue/cancel-channel';
 import { attemptOf, endFailed, endStopped, failedAttempt, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
@@ -106,7 +107,7 @@ export class TextExecutor {
     const outcome = await this.deps.generations.finish(data.generationId, {
       status: 'completed',
       cost,
-      result: payload,
+      result: recorded(data, payload),
       usage: result.usage,
       warnings,
       model: candidate.model,
@@ -224,7 +225,7 @@ export class TextExecutor {
       status: 'failed',
       cost,
       error,
-      result: payload,
+      result: recorded(data, payload),
       usage: result.usage,
       model: candidate.model,
       provider: providerId,
@@ -242,6 +243,11 @@ export class TextExecutor {
 }
 
 export type { TokenUsage };
+
+/** The payload as the generation's record keeps it: without the text when the caller asked for `store: false`. */
+function recorded(data: TextJobData, payload: TextDonePayload): TextDonePayload {
+  return data.store === false ? { ...payload, result: withoutText(payload.result) } : payload;
+}
 
 /** The masker plugin around one job: masks the request once, unmasks what comes back, times both. */
 class MaskedRun {
