@@ -67,10 +67,10 @@ describe('embeddings through the attempt loop', () => {
 
 describe('warnings: one list from the request to the history', () => {
   it("the history record's warnings are the response's: the request's, and the parameter the endpoint ignored", async () => {
-    const res = await ask({ input: [{ type: 'item_reference', id: 'msg_1' }, { role: 'user', content: 'hi' }], temperature: 0.3 });
+    const res = await ask({ input: 'hi', tools: [{ type: 'web_search' }], temperature: 0.3 });
     expect(res.status).toBe(200);
     expect(res.body.switchyard.warnings).toEqual([
-      "input item_reference 'msg_1' is not supported and was ignored",
+      "tool type 'web_search' is not supported and was ignored",
       expect.stringMatching(/^Parameter 'temperature' is not supported by acme\/plain via plain and was ignored$/),
     ]);
     const g = (await detail(res.body.id)).body;
