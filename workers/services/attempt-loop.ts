@@ -203,12 +203,12 @@ export interface RunTiming {
 }
 
 /** Ends a generation as failed (nothing charged) and tells the waiting API process. */
-export async function endFailed(deps: WorkerDeps, pub: GenerationPublisher, generationId: string, err: AppError, attempts: Attempt[], timing: RunTiming, routing = true): Promise<void> {
+export async function endFailed(deps: WorkerDeps, pub: GenerationPublisher, generationId: string, err: AppError, attempts: Attempt[], timing: RunTiming): Promise<void> {
   const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
   await deps.generations.finish(generationId, {
     status: 'failed',
     error,
-    ...(routing && { routing: { attempts } }),
+    routing: { attempts },
     attemptsCount: attempts.length,
     queueTimeMs: timing.queueTimeMs,
     generationTimeMs: Math.max(0, Date.now() - timing.startedAt),
@@ -217,11 +217,11 @@ export async function endFailed(deps: WorkerDeps, pub: GenerationPublisher, gene
 }
 
 /** The job was told to stop before anything billable was produced: the generation ends cancelled, uncharged. */
-export async function endStopped(deps: WorkerDeps, pub: GenerationPublisher, generationId: string, attempts: Attempt[], timing: RunTiming, traceId?: string, routing = true): Promise<void> {
+export async function endStopped(deps: WorkerDeps, pub: GenerationPublisher, generationId: string, attempts: Attempt[], timing: RunTiming, traceId?: string): Promise<void> {
   deps.logger.info('generation stopped, upstream call aborted', { generationId, trace_id: traceId });
   const outcome = await deps.generations.finish(generationId, {
     status: 'cancelled',
-    ...(routing && { routing: { attempts } }),
+    routing: { attempts },
     attemptsCount: attempts.length,
     queueTimeMs: timing.queueTimeMs,
     generationTimeMs: Math.max(0, Date.now() - timing.startedAt),

@@ -61,13 +61,13 @@ export class SystemoneExecutor {
     const outcomes = await Promise.all(data.questions.map((q) => this.answer(data, q, attempts, signal)));
     const generationTimeMs = Math.max(0, this.deps.clock().getTime() - timing.startedAt);
     // Cancelled or timed out: nobody receives the answers, the generation ends cancelled and uncharged.
-    if (signal?.aborted) return endStopped(this.deps, pub, data.generationId, attempts, run, data.traceId, false);
+    if (signal?.aborted) return endStopped(this.deps, pub, data.generationId, attempts, run, data.traceId);
 
     const answered = outcomes.filter((o): o is Answered => !('fatal' in o));
     if (answered.length < outcomes.length) {
       // The failure that ended a question's loop (a 400: the same input fails everywhere), if any did.
       const fatal = outcomes.map((o) => ('fatal' in o ? o.fatal : undefined)).find((f) => f !== undefined);
-      return endFailed(this.deps, pub, data.generationId, failureError(this.deps, attempts, fatal), attempts, run, false);
+      return endFailed(this.deps, pub, data.generationId, failureError(this.deps, attempts, fatal), attempts, run);
     }
 
     const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
@@ -98,6 +98,7 @@ export class SystemoneExecutor {
       model: candidate?.model,
       provider: main.provider,
       finalEndpointSlug: main.slug,
+      routing: { attempts, answeredBy: payload.answeredBy },
       finishReason: 'stop',
       // Every upstream call: one per question plus the failed ones.
       attemptsCount: answered.length + attempts.length,
