@@ -112,7 +112,7 @@ export class MediaExecutor {
       this.deps.logger.warn('media job step failed', { generationId: job.data.generationId, err: e, last, trace_id: job.data.traceId });
       if (last) {
         const err = new AppError('INTERNAL_ERROR', 'The generation could not be completed');
-        await this.fail(job.data, err, job.data.step?.attempts.length ?? 0).catch(() => undefined);
+        await this.fail(job.data, err, job.data.step?.attempts ?? []).catch(() => undefined);
       }
       throw e;
     }
@@ -151,7 +151,7 @@ export class MediaExecutor {
       // A task is judged when it finishes (complete / failTask), not when it is created.
       onAnswer: false,
     });
-    if (out.kind !== 'answered') return this.fail(data, failureError(this.deps, out.attempts, out.kind === 'failed' ? out.last : undefined), out.attempts.length);
+    if (out.kind !== 'answered') return this.fail(data, failureError(this.deps, out.attempts, out.kind === 'failed' ? out.last : undefined), out.attempts);
     const { candidate, resolved } = out.call;
     const attempts = out.attempts as MediaAttempt[];
     if ('images' in out.value) return this.complete(data, { candidate, resolved, outputs: out.value.images.outputs, tokens: out.value.images.tokens, attempts });
@@ -179,7 +179,7 @@ export class MediaExecutor {
     const resolved = candidate && endpointBySlug(this.deps.catalog, candidate.slug);
     const adapter = resolved && adapterFor(resolved.provider.kind);
     if (!candidate || !resolved || !adapter?.media) {
-      return this.fail(data, AppError.fromReason('provider_error', 'The endpoint running this generation is no longer in the catalog'), step.attempts.length + 1);
+      return this.fail(data, AppError.fromReason('provider_error', 'The endpoint running this generation is no longer in the catalog'), step.attempts);
     }
     let task: MediaTask;
     try {
@@ -280,8 +280,10 @@ export class MediaExecutor {
       attemptsCount: c.attempts.length + 1,
       generationTimeMs: await this.elapsed(data.generationId),
       upstreamId: c.taskId ?? null,
-      ...(overrun && {
-        routing: {
+      routing: {
+        attempts: c.attempts,
+        answeredBy: c.candidate.slug,
+        ...(overrun && {
           overrun: {
             uncharged_rub: moneyString(overrun),
             priced_rub: moneyString(priced),
@@ -289,8 +291,8 @@ export class MediaExecutor {
             ...(c.seconds !== undefined && { duration_seconds: c.seconds }),
             ...(c.resolved.endpoint.maxDurationSeconds !== undefined && { max_duration_seconds: c.resolved.endpoint.maxDurationSeconds }),
           },
-        },
-      }),
+        }),
+      },
     });
     if (overrun && outcome.applied) {
       this.deps.metrics.mediaUncharged.inc({ provider: c.resolved.provider.id }, rub(overrun));
@@ -318,13 +320,13 @@ export class MediaExecutor {
     failedAttempt(this.deps, candidate.slug, provider, f);
     const reason = f.reason === 'upstream_timeout' ? 'upstream_timeout' : 'provider_error';
     const err = AppError.fromReason(reason, f.message, { raw: f.raw ?? f.message, provider_name: provider, attempts });
-    return this.fail(data, err, attempts.length);
+    return this.fail(data, err, attempts);
   }
 
   /** Ends the generation as failed (nothing charged). */
-  private async fail(data: MediaJobData, err: AppError, attemptsCount: number): Promise<void> {
+  private async fail(data: MediaJobData, err: AppError, attempts: MediaAttempt[]): Promise<void> {
     const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
-    const outcome = await this.deps.generations.finish(data.generationId, { status: 'failed', error, attemptsCount, generationTimeMs: await this.elapsed(data.generationId) });
+    const outcome = await this.deps.generations.finish(data.generationId, { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, generationTimeMs: await this.elapsed(data.generationId) });
     await this.discardUnkept(data);
     await this.publisher(data).send(outcome.applied ? { type: 'failed', error } : { type: 'cancelled' });
     if (outcome.applied) await this.callback(data, 'failed');
