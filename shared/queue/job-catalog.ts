@@ -74,6 +74,8 @@ export interface Attempt {
   reason: UpstreamFailure['reason'] | 'unavailable';
   status?: number;
   message: string;
+  /** Typed-question jobs: the question the call was for (one endpoint may fail for several). */
+  question?: string;
 }
 
 /** What the API process receives when a text generation completes. */
@@ -90,9 +92,7 @@ export interface TextDonePayload {
 }
 
 /** A failed upstream call, with the question it was for (the same endpoint may fail for several questions). */
-export interface QuestionAttempt extends Attempt {
-  question: string;
-}
+export type QuestionAttempt = Attempt & { question: string };
 
 /** What the API process receives (and the generation's `result`) when every question is answered. */
 export interface SystemoneDonePayload {
