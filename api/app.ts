@@ -14,7 +14,7 @@ import { keysRoutes } from './routes/keys.route';
 import { responsesRoutes } from './routes/responses.route';
 import { chatRoutes } from './routes/chat.route';
 import { embeddingsRoutes } from './routes/embeddings.route';
-import { systemoneRoutes } from './routes/systemone.route';
+import { typedQuestionsRoutes } from './routes/typed-questions.route';
 import { modelsRoutes } from './routes/models.route';
 import { storageRoutes } from './routes/storage.route';
 import { filesRoutes } from './routes/files.route';
@@ -38,7 +38,7 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
   app.use(rejectNulCharacters);
 
   app.use(keyRoutes(ctx), balanceRoutes(ctx), keysRoutes(ctx));
-  app.use(responsesRoutes(ctx), chatRoutes(ctx), embeddingsRoutes(ctx), systemoneRoutes(ctx), modelsRoutes(ctx));
+  app.use(responsesRoutes(ctx), chatRoutes(ctx), embeddingsRoutes(ctx), typedQuestionsRoutes(ctx), modelsRoutes(ctx));
   app.use(storageRoutes(ctx), filesRoutes(ctx));
   app.use(historyRoutes(ctx));
   app.use(imagesRoutes(ctx), mediaRoutes(ctx));

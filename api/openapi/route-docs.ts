@@ -10,7 +10,7 @@ import { createKeySchema, updateKeySchema } from '../../shared/schemas/keys.sche
 import { inputItemsQuerySchema, responsesSchema, retrieveResponseQuerySchema } from '../../shared/schemas/responses.schema';
 import { chatSchema } from '../../shared/schemas/chat.schema';
 import { embeddingsSchema } from '../../shared/schemas/embeddings.schema';
-import { systemoneSchema } from '../../shared/schemas/systemone.schema';
+import { typedQuestionsSchema } from '../../shared/schemas/typed-questions.schema';
 import { listFilesQuerySchema, storedFileSchema, updateFileSchema, uploadOptionsSchema } from '../../shared/schemas/storage.schema';
 import { historyDetailSchema, historyPageSchema, historyQuerySchema } from '../../shared/schemas/history.schema';
 import {
@@ -108,7 +108,7 @@ export const ROUTE_DOCS: RouteDoc[] = [
   { method: 'delete', path: '/v1/responses/{id}', tag: 'Text', auth: 'any', summary: "Delete a stored response's conversation and answer (the billing and history record stays)", response: 'Deleted object `{id, object: "response", deleted: true}`', errors: [404] },
   { method: 'post', path: '/v1/chat/completions', tag: 'Text', auth: 'any', summary: 'Chat completion (OpenAI shape; `stream: true` for SSE chunks)', body: chatSchema, response: { description: 'chat.completion object, or an SSE stream of chat.completion.chunk', contentType: ['application/json', 'text/event-stream'] }, errors: [402, 403, 404, 408, 502] },
   { method: 'post', path: '/v1/embeddings', tag: 'Embeddings', auth: 'any', summary: 'Embeddings of up to 2048 inputs (text or multimodal blocks)', body: embeddingsSchema, response: 'Embedding result (`object: list`)', errors: [402, 403, 404, 408, 502] },
-  { method: 'post', path: '/v1/systemone', tag: 'Typed questions', auth: 'any', summary: 'Answer up to 32 typed questions (noul, choice, score) about a state, from the model\'s token probabilities', body: systemoneSchema, response: 'Typed-question answer: `id`, `model`, `answers` by question name, `usage`', errors: [402, 403, 404, 408, 502] },
+  { method: 'post', path: '/v1/systemone', tag: 'Typed questions', auth: 'any', summary: 'Answer up to 32 typed questions (noul, choice, score) about a state, from the model\'s token probabilities', body: typedQuestionsSchema, response: 'Typed-question answer: `id`, `model`, `answers` by question name, `usage`', errors: [402, 403, 404, 408, 502] },
   { method: 'get', path: '/v1/models', tag: 'Models', auth: 'any', summary: 'Models of the catalog with their endpoints and prices', response: 'List of models (OpenAI shape plus `endpoints`)' },
   { method: 'get', path: '/v1/models/{id}', tag: 'Models', auth: 'any', summary: 'One model; the id may contain slashes (`openai/gpt-4.1-mini`)', response: 'Model', errors: [404] },
 

@@ -5,7 +5,7 @@
  *
  * | queue       | payload                               | result (bus `done` / generation.result) |
  * |-------------|---------------------------------------|-----------------------------------------|
- * | text        | TextJobData, SystemoneJobData         | TextDonePayload, SystemoneDonePayload    |
+ * | text        | TextJobData, TypedQuestionsJobData         | TextDonePayload, TypedQuestionsDonePayload    |
  * | embeddings  | EmbeddingsJobData                     | EmbeddingsDonePayload                    |
  * | image       | MediaJobData (kind `image`)           | none: the record is read back            |
  * | media       | MediaJobData                          | none: the record is read back            |
@@ -17,7 +17,7 @@
 import type { JobsOptions } from 'bullmq';
 import type { EmbeddingInput, EmbeddingResult, TextRequest, TextResult, TokenUsage, UpstreamFailure } from '../providers/provider.types';
 import type { ImageRequest, MediaInput } from '../providers/adapter.types';
-import type { TypedAnswer } from '../formats/systemone.mapper';
+import type { TypedAnswer } from '../formats/typed-questions.mapper';
 import { QUEUES, type QueueName } from './queue-names';
 
 /** One endpoint to try, in order, with the parameters it does not support (dropped with a warning). */
@@ -53,7 +53,7 @@ export interface TextJobData extends GenerationJobBase {
 }
 
 /** POST /v1/systemone: one job, one upstream call per question (concurrently), billed together. */
-export interface SystemoneJobData extends GenerationJobBase {
+export interface TypedQuestionsJobData extends GenerationJobBase {
   apiType: 'systemone';
   mode: 'sync';
   questions: Array<{ name: string; type: 'noul' | 'choice' | 'score'; labels: string[]; request: Omit<TextRequest, 'model'> }>;
@@ -95,7 +95,7 @@ export interface TextDonePayload {
 export type QuestionAttempt = Attempt & { question: string };
 
 /** What the API process receives (and the generation's `result`) when every question is answered. */
-export interface SystemoneDonePayload {
+export interface TypedQuestionsDonePayload {
   /** Resolved model version: the provider's reported version, else the catalog model id. */
   model: string;
   answers: Record<string, TypedAnswer>;
@@ -185,7 +185,7 @@ export interface CallbackJobData {
 
 /** Payload and result of each queue (see the table at the top). */
 export interface JobContracts {
-  [QUEUES.text]: { data: TextJobData | SystemoneJobData; result: TextDonePayload | SystemoneDonePayload };
+  [QUEUES.text]: { data: TextJobData | TypedQuestionsJobData; result: TextDonePayload | TypedQuestionsDonePayload };
   [QUEUES.embeddings]: { data: EmbeddingsJobData; result: EmbeddingsDonePayload };
   [QUEUES.image]: { data: MediaJobData; result: void };
   [QUEUES.media]: { data: MediaJobData; result: void };

@@ -1,15 +1,15 @@
 import type { Job } from 'bullmq';
-import type { SystemoneJobData, TextJobData } from '../../shared/queue/job-catalog';
+import type { TypedQuestionsJobData, TextJobData } from '../../shared/queue/job-catalog';
 import { TextExecutor } from '../services/text-executor';
-import { isSystemoneJob, SystemoneExecutor } from '../services/systemone-executor';
+import { isTypedQuestionsJob, TypedQuestionsExecutor } from '../services/typed-questions-executor';
 import type { WorkerDeps } from '../worker-deps';
 
 export function textProcessor(deps: WorkerDeps) {
   const executor = new TextExecutor(deps);
-  const systemone = new SystemoneExecutor(deps);
+  const typedQuestions = new TypedQuestionsExecutor(deps);
   // Three parameters: BullMQ then passes the job's AbortSignal (cancel, timeout, client gone; worker-pool.ts).
-  return (job: Job<TextJobData | SystemoneJobData>, _token?: string, signal?: AbortSignal) => {
+  return (job: Job<TextJobData | TypedQuestionsJobData>, _token?: string, signal?: AbortSignal) => {
     const timing = { enqueuedAt: job.timestamp, startedAt: job.processedOn ?? Date.now() };
-    return isSystemoneJob(job.data) ? systemone.run(job.data, timing, signal) : executor.run(job.data, timing, signal);
+    return isTypedQuestionsJob(job.data) ? typedQuestions.run(job.data, timing, signal) : executor.run(job.data, timing, signal);
   };
 }

@@ -11,7 +11,7 @@ export const MAX_QUESTIONS = 32;
 export const QUESTION_NAME = '^[A-Za-z0-9_.-]+$';
 export const MAX_QUESTION_NAME = 64;
 export const MAX_INSTRUCTIONS = 4000;
-/** Labels a `choice` or `score` question may have (each maps to one answer token: see systemone.mapper.ts). */
+/** Labels a `choice` or `score` question may have (each maps to one answer token: see typed-questions.mapper.ts). */
 export const MIN_LABELS = 2;
 export const MAX_LABELS = 20;
 const MAX_LABEL = 200;
@@ -61,7 +61,7 @@ const question = {
   ],
 } as const;
 
-export const systemoneSchema = {
+export const typedQuestionsSchema = {
   $id: 'SystemoneRequest',
   type: 'object',
   additionalProperties: false,
@@ -98,7 +98,7 @@ export interface ScoreQuestion {
 }
 export type TypedQuestion = NoulQuestion | ChoiceQuestion | ScoreQuestion;
 
-export interface SystemoneBody {
+export interface TypedQuestionsBody {
   state: Record<string, unknown>;
   model: string;
   questions: Record<string, TypedQuestion>;
@@ -120,15 +120,15 @@ function nameIssues(body: unknown): ValidationIssue[] {
 const PROPERTY_NAME_MESSAGE = /^(property name must be valid|must match pattern|must NOT have (more|fewer) than \d+ characters)/;
 
 /** Validates the body; 400 with `details.errors` naming each offending path. */
-export function parseSystemoneBody(value: unknown): SystemoneBody {
+export function parseTypedQuestionsBody(value: unknown): TypedQuestionsBody {
   const names = nameIssues(value);
   try {
-    check<SystemoneBody>(systemoneSchema, value);
+    check<TypedQuestionsBody>(typedQuestionsSchema, value);
   } catch (e) {
     if (!isAppError(e) || !e.details) throw e;
     const rest = names.length ? e.details.errors.filter((i) => !(i.path === '/questions' && PROPERTY_NAME_MESSAGE.test(i.message))) : e.details.errors;
     throw AppError.validation([...names, ...rest]);
   }
   if (names.length) throw AppError.validation(names);
-  return value as SystemoneBody;
+  return value as TypedQuestionsBody;
 }

@@ -12,7 +12,7 @@
  * over the allowed set (log-sum-exp), so they sum to 1; a label absent from the alternatives gets 0.
  */
 import type { InputItem, TextRequest, TokenLogprob } from '../providers/provider.types';
-import type { QuestionType, TypedQuestion } from '../schemas/systemone.schema';
+import type { QuestionType, TypedQuestion } from '../schemas/typed-questions.schema';
 
 /** Alternatives asked for at the answer position: the most every provider we speak to allows (OpenAI: 20). */
 export const TOP_LOGPROBS = 20;

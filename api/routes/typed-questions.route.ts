@@ -1,15 +1,15 @@
 import { Router } from 'express';
 import type { AppContext } from '../app-context';
 import { ownerOf } from '../../shared/auth/principal';
-import { parseSystemoneBody } from '../../shared/schemas/systemone.schema';
-import { answerScheme, questionRequest } from '../../shared/formats/systemone.mapper';
+import { parseTypedQuestionsBody } from '../../shared/schemas/typed-questions.schema';
+import { answerScheme, questionRequest } from '../../shared/formats/typed-questions.mapper';
 import { moneyJson } from '../../shared/formats/format-utils';
 import { newId } from '../../shared/auth/api-keys';
 import { estimateInputTokens, maxBound, textBound } from '../../shared/billing/pricing';
 import { ZERO } from '../../shared/billing/money';
 import { QUEUES } from '../../shared/queue/queue-names';
-import type { SystemoneJobData } from '../../shared/queue/job-catalog';
-import type { SystemoneDonePayload } from '../../shared/queue/job-catalog';
+import type { TypedQuestionsJobData } from '../../shared/queue/job-catalog';
+import type { TypedQuestionsDonePayload } from '../../shared/queue/job-catalog';
 import { awaitText } from '../services/text-replies';
 
 /**
@@ -22,10 +22,10 @@ const REQUIRED_CAPABILITIES = ['logprobs'];
 const REQUESTED_PARAMETERS = ['temperature'];
 
 /** POST /v1/systemone: typed questions over a state, answered from top log-probabilities (decisions.md section 6). */
-export function systemoneRoutes(ctx: AppContext): Router {
+export function typedQuestionsRoutes(ctx: AppContext): Router {
   const r = Router();
   r.post('/v1/systemone', ...ctx.guard, async (req, res) => {
-    const body = parseSystemoneBody(req.body ?? {});
+    const body = parseTypedQuestionsBody(req.body ?? {});
     const principal = res.locals.principal;
     const route = await ctx.planner.plan({
       principal,
@@ -36,7 +36,7 @@ export function systemoneRoutes(ctx: AppContext): Router {
       modelType: 'chat',
     });
 
-    const questions: SystemoneJobData['questions'] = Object.entries(body.questions).map(([name, q]) => {
+    const questions: TypedQuestionsJobData['questions'] = Object.entries(body.questions).map(([name, q]) => {
       const scheme = answerScheme(q);
       return { name, type: q.type, labels: scheme.labels, request: questionRequest(body.state, q, scheme) };
     });
@@ -47,7 +47,7 @@ export function systemoneRoutes(ctx: AppContext): Router {
 
     const id = newId('gen');
     const warnings = [...route.plan.warnings];
-    const submission = await ctx.gateway.submit<SystemoneJobData>(
+    const submission = await ctx.gateway.submit<TypedQuestionsJobData>(
       QUEUES.text,
       {
         id,
@@ -78,9 +78,9 @@ export function systemoneRoutes(ctx: AppContext): Router {
       }),
       { listen: true },
     );
-    const p = await awaitText<SystemoneDonePayload>(ctx.gateway, submission, ctx.config.syncWaitMs, async () => {
+    const p = await awaitText<TypedQuestionsDonePayload>(ctx.gateway, submission, ctx.config.syncWaitMs, async () => {
       const g = await ctx.db.generation.findUnique({ where: { id: submission.id } });
-      return g?.status === 'completed' ? (g.result as unknown as SystemoneDonePayload) : null;
+      return g?.status === 'completed' ? (g.result as unknown as TypedQuestionsDonePayload) : null;
     });
     res.json({
       id: submission.id,

@@ -6,9 +6,9 @@ import {
   questionRequest,
   readAnswer,
   scoreToken,
-} from '../../../shared/formats/systemone.mapper';
+} from '../../../shared/formats/typed-questions.mapper';
 import type { TokenLogprob } from '../../../shared/providers/provider.types';
-import { MAX_QUESTIONS, parseSystemoneBody } from '../../../shared/schemas/systemone.schema';
+import { MAX_QUESTIONS, parseTypedQuestionsBody } from '../../../shared/schemas/typed-questions.schema';
 import { isAppError } from '../../../shared/errors/app-error';
 
 /** One output position whose alternatives are `top` (best first, as providers send them). */
@@ -157,7 +157,7 @@ describe('request body', () => {
   });
   const paths = (body: unknown): string[] => {
     try {
-      parseSystemoneBody(body);
+      parseTypedQuestionsBody(body);
     } catch (e) {
       if (isAppError(e) && e.details) return e.details.errors.map((i) => i.path);
       throw e;

@@ -4,13 +4,13 @@ import { tokenCost } from '../../shared/billing/pricing';
 import { ZERO, type Decimal } from '../../shared/billing/money';
 import { requestWithout } from '../../shared/formats/format-utils';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
-import type { PlannedCandidate, QuestionAttempt, SystemoneDonePayload, SystemoneJobData, TextJobData } from '../../shared/queue/job-catalog';
-import { readAnswer, schemeOf, type TypedAnswer } from '../../shared/formats/systemone.mapper';
+import type { PlannedCandidate, QuestionAttempt, TypedQuestionsDonePayload, TypedQuestionsJobData, TextJobData } from '../../shared/queue/job-catalog';
+import { readAnswer, schemeOf, type TypedAnswer } from '../../shared/formats/typed-questions.mapper';
 import type { WorkerDeps } from '../worker-deps';
 import { endFailed, endStopped, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
 
-export function isSystemoneJob(data: TextJobData | SystemoneJobData): data is SystemoneJobData {
-  return data.apiType === 'systemone' && Array.isArray((data as SystemoneJobData).questions);
+export function isTypedQuestionsJob(data: TextJobData | TypedQuestionsJobData): data is TypedQuestionsJobData {
+  return data.apiType === 'systemone' && Array.isArray((data as TypedQuestionsJobData).questions);
 }
 
 interface Answered {
@@ -30,11 +30,11 @@ const noLogprobs = (message: string): UpstreamError => new UpstreamError({ reaso
  * provider without log-probabilities is skipped). The generation settles once, with the summed cost, and
  * fails as a whole (charging nothing) when any question stays unanswered.
  */
-export class SystemoneExecutor {
+export class TypedQuestionsExecutor {
   constructor(private readonly deps: WorkerDeps) {}
 
   /** `signal` aborts every question's upstream call when the generation is cancelled or timed out. */
-  async run(data: SystemoneJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: AbortSignal): Promise<void> {
+  async run(data: TypedQuestionsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: AbortSignal): Promise<void> {
     const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId);
     const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };
     const { queueTimeMs } = run;
@@ -60,7 +60,7 @@ export class SystemoneExecutor {
     }
     const main = mainEndpoint(answered, data.candidates);
     const answers = Object.fromEntries(data.questions.map((q, i) => [q.name, answered[i].answer]));
-    const payload: SystemoneDonePayload = {
+    const payload: TypedQuestionsDonePayload = {
       model: main.model,
       answers,
       usage,
@@ -93,8 +93,8 @@ export class SystemoneExecutor {
 
   /** One question through the attempt loop: the first endpoint whose log-probabilities give an answer. */
   private async answer(
-    data: SystemoneJobData,
-    q: SystemoneJobData['questions'][number],
+    data: TypedQuestionsJobData,
+    q: TypedQuestionsJobData['questions'][number],
     attempts: QuestionAttempt[],
     signal?: AbortSignal,
   ): Promise<Answered | { fatal: Parameters<typeof failureError>[2] }> {
