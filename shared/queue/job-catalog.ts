@@ -3,14 +3,14 @@
  * worker answers when it completes (the `done` message on the generation bus, and the generation's `result`).
  * api/ and workers/ meet only here, in the database and on the queues: neither imports the other.
  *
- * | queue       | payload                               | result (bus `done` / generation.result) |
- * |-------------|---------------------------------------|-----------------------------------------|
- * | text        | TextJobData, TypedQuestionsJobData         | TextDonePayload, TypedQuestionsDonePayload    |
- * | embeddings  | EmbeddingsJobData                     | EmbeddingsDonePayload                    |
- * | image       | MediaJobData (kind `image`)           | none: the record is read back            |
- * | media       | MediaJobData                          | none: the record is read back            |
- * | callbacks   | CallbackJobData                       | none                                     |
- * | maintenance | none (repeatable reaper job)          | none                                     |
+ * | queue       | payload                             | result (bus `done` / generation.result)      |
+ * |-------------|-------------------------------------|----------------------------------------------|
+ * | text        | TextJobData, TypedQuestionsJobData  | TextDonePayload, TypedQuestionsDonePayload   |
+ * | embeddings  | EmbeddingsJobData                   | EmbeddingsDonePayload                        |
+ * | image       | MediaJobData (kind `image`)         | none: the record is read back                |
+ * | media       | MediaJobData                        | none: the record is read back                |
+ * | callbacks   | CallbackJobData                     | none                                         |
+ * | maintenance | none (repeatable reaper job)        | none                                         |
  *
  * A failure crosses as `StoredError` (shared/errors/app-error.ts: AppError.toStored / fromStored).
  */
