@@ -3,6 +3,7 @@ import { idempotencyKey } from './middleware/idempotency';
 import type Redis from 'ioredis';
 import type { Config } from '../shared/config/env';
 import type { Db } from '../shared/db/client';
+import type { Pool } from 'pg';
 import type { Catalog } from '../shared/catalog/catalog.types';
 import type { Logger } from '../shared/logger';
 import { AccountsService } from '../shared/services/accounts.service';
@@ -29,6 +30,8 @@ import type { BlobStore } from '../shared/storage/blob-store';
 export interface AppDeps {
   config: Config;
   db: Db;
+  /** The pg pool under `db`: the ledger's hot path goes through it (shared/db/client.ts connectDb). */
+  pool?: Pool;
   redis: Redis;
   /** A connection of its own for the reply channel (a subscribed connection can do nothing else). */
   subscriber: Redis;
@@ -45,7 +48,7 @@ export interface AppDeps {
   blobStore?: BlobStore;
 }
 
-export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady' | 'blobStore'>> {
+export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady' | 'blobStore' | 'pool'>> {
   workersReady: () => Promise<boolean>;
   auth: Authenticator;
   accounts: AccountsService;
@@ -75,7 +78,8 @@ export function buildContext(deps: AppDeps): AppContext {
   const bus = new GenerationBus(deps.redis, deps.subscriber, deps.config.queuePrefix);
   const stats = new EndpointStatsStore(deps.redis, deps.config.queuePrefix);
   const metrics = deps.metrics ?? createMetrics();
-  const generations = new GenerationService(deps.db, clock, metrics);
+  const ledger = new Ledger(deps.db, clock, { pool: deps.pool, metrics });
+  const generations = new GenerationService(deps.db, clock, ledger);
   const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix });
   const planner = new RoutePlanner(deps.catalog, stats);
   metrics.trackQueues(queues);
@@ -114,6 +118,6 @@ export function buildContext(deps: AppDeps): AppContext {
     guard: [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute, clock), ...jsonBody(deps.config.maxBodyBytes), idempotencyKey],
     accounts: new AccountsService(deps.db, deps.secret, clock),
     keyInfo: new KeyInfoService(deps.db, clock),
-    ledger: new Ledger(deps.db, clock),
+    ledger,
   };
 }
