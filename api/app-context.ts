@@ -20,6 +20,13 @@ import { EndpointStatsStore } from '../shared/services/endpoint-stats.store';
 import { GenerationGateway } from './services/generation-gateway';
 import { RoutePlanner } from './services/route-planner';
 import { TextService } from './services/text.service';
+import { EmbeddingsService } from './services/embeddings.service';
+import { TypedQuestionsService } from './services/typed-questions.service';
+import { ImagesService } from './services/images.service';
+import { MediaService } from './services/media.service';
+import { MediaOperationsService } from './services/media-operations.service';
+import { MediaRecords } from './services/media-records';
+import { CallbackService } from '../shared/services/callbacks.service';
 import { rateLimitMiddleware } from './middleware/rate-limit';
 import { createMetrics, type Metrics } from '../shared/metrics/metrics';
 import { FilesService, filesBaseUrl } from '../shared/services/files.service';
@@ -62,7 +69,13 @@ export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'work
   stats: EndpointStatsStore;
   gateway: GenerationGateway;
   planner: RoutePlanner;
+  /** One service per kind of generation: each plans, bounds, reserves and enqueues through the gateway, then waits. */
   text: TextService;
+  embeddings: EmbeddingsService;
+  questions: TypedQuestionsService;
+  images: ImagesService;
+  media: MediaService;
+  mediaOperations: MediaOperationsService;
   files: FilesService;
   /** Resolves once the reply channel is subscribed. */
   ready(): Promise<void>;
@@ -83,6 +96,17 @@ export function buildContext(deps: AppDeps): AppContext {
   const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix });
   const planner = new RoutePlanner(deps.catalog, stats);
   metrics.trackQueues(queues);
+  const files = new FilesService({
+    db: deps.db,
+    store: deps.blobStore ?? createBlobStore(deps.config),
+    secret: deps.secret,
+    baseUrl: filesBaseUrl(deps.config),
+    urlTtlSeconds: deps.config.fileUrlTtlSeconds,
+    clock,
+    onError: (message, meta) => deps.logger.warn(message, meta),
+  });
+  const syncWaitMs = deps.config.syncWaitMs;
+  const records = new MediaRecords({ db: deps.db, files, gateway, syncWaitMs, callbackAllowPrivate: deps.config.callbackAllowPrivate });
   return {
     ...deps,
     queues,
@@ -91,17 +115,14 @@ export function buildContext(deps: AppDeps): AppContext {
     stats,
     gateway,
     planner,
-    text: new TextService(planner, gateway),
+    text: new TextService({ db: deps.db, planner, gateway, syncWaitMs }),
+    embeddings: new EmbeddingsService({ catalog: deps.catalog, planner, gateway, syncWaitMs }),
+    questions: new TypedQuestionsService({ db: deps.db, planner, gateway, syncWaitMs }),
+    images: new ImagesService({ planner, gateway, records, files }),
+    media: new MediaService({ planner, gateway, records, files, callbacks: new CallbackService(queues.callbacks) }),
+    mediaOperations: new MediaOperationsService({ catalog: deps.catalog, planner, gateway, records }),
     metrics,
-    files: new FilesService({
-      db: deps.db,
-      store: deps.blobStore ?? createBlobStore(deps.config),
-      secret: deps.secret,
-      baseUrl: filesBaseUrl(deps.config),
-      urlTtlSeconds: deps.config.fileUrlTtlSeconds,
-      clock,
-      onError: (message, meta) => deps.logger.warn(message, meta),
-    }),
+    files,
     ready: async () => {
       // The subscriber too: a SUBSCRIBE sent while ioredis still runs its ready check can be lost, leaving the
       // reply channel deaf (every synchronous wait would then run out).

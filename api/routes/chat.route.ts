@@ -5,7 +5,6 @@ import { chatSchema, type ChatBody } from '../../shared/schemas/chat.schema';
 import { buildChatCompletion, chatToCanonical, chatUsage, createChatStreamFormatter, encodeChatSse, CHAT_STREAM_DONE } from '../../shared/formats';
 import { newId } from '../../shared/auth/api-keys';
 import type { TextDonePayload } from '../../workers/services/text-executor';
-import { awaitText, completedText, pumpStream } from '../services/text-replies';
 
 /** POST /v1/chat/completions: OpenAI's chat completions through the same text pipeline. */
 export function chatRoutes(ctx: AppContext): Router {
@@ -37,12 +36,12 @@ export function chatRoutes(ctx: AppContext): Router {
     const warningsOf = (p: TextDonePayload) => (p.warnings.length || formatWarnings.length ? [...formatWarnings, ...p.warnings] : undefined);
 
     if (mode === 'sync') {
-      const p = await awaitText(ctx.gateway, submission, ctx.config.syncWaitMs, () => completedText(ctx.db, id));
+      const p = await ctx.text.reply(submission);
       res.json(buildChatCompletion({ id, created, model: p.model, result: p.result, usage: usage(p), logprobs: request.logprobs === true, warnings: warningsOf(p) }));
       return;
     }
     const f = createChatStreamFormatter({ id, created, model: body.model ?? body.models![0], includeUsage: body.stream_options?.include_usage === true });
-    await pumpStream(res, ctx.gateway, submission, ctx.config.syncWaitMs, f.start().map(encodeChatSse), {
+    await ctx.text.stream(res, submission, f.start().map(encodeChatSse), {
       delta: (ev) => f.push(ev).map(encodeChatSse),
       done: (p) => [...f.complete({ usage: usage(p), finishReason: p.result.finishReason, warnings: warningsOf(p) }).map(encodeChatSse), encodeChatSse(CHAT_STREAM_DONE)],
       failed: (e, p) => f.fail({ code: e.code, message: e.message, metadata: e.metadata }, p ? usage(p) : undefined).map(encodeChatSse),

@@ -17,7 +17,7 @@ import { randomBase62 } from '../../shared/auth/api-keys';
 import type { Generation } from '../../shared/db/generated/client';
 import type { TextDonePayload } from '../../workers/services/text-executor';
 import type { Principal } from '../middleware/auth';
-import { awaitText, completedText, pumpStream, type StoredError } from '../services/text-replies';
+import type { StoredError } from '../services/text-replies';
 
 /** What a responses generation keeps in its `request` column: the body (echo fields) and the whole conversation. */
 interface StoredResponsesRequest {
@@ -56,12 +56,7 @@ function asInput(output: OutputItem[]): InputItem[] {
 export function responsesRoutes(ctx: AppContext): Router {
   const r = Router();
 
-  async function findOwn(principal: Principal, id: string): Promise<Generation | null> {
-    const g = await ctx.db.generation.findUnique({ where: { id } });
-    if (!g || g.apiType !== 'responses' || g.organizationId !== principal.organizationId) return null;
-    if (principal.kind === 'key' && g.apiKeyId !== principal.keyId) return null;
-    return g;
-  }
+  const findOwn = (principal: Principal, id: string) => ctx.text.ownResponse(principal, id);
 
   async function history(principal: Principal, id: string): Promise<InputItem[]> {
     const prev = await findOwn(principal, id);
@@ -123,7 +118,7 @@ export function responsesRoutes(ctx: AppContext): Router {
       return;
     }
     if (mode === 'sync') {
-      const payload = await awaitText(ctx.gateway, submission, ctx.config.syncWaitMs, () => completedText(ctx.db, submission.id));
+      const payload = await ctx.text.reply(submission);
       res.json(
         buildResponseObject({
           ...base,
@@ -138,7 +133,7 @@ export function responsesRoutes(ctx: AppContext): Router {
       return;
     }
     const f = createResponsesStreamFormatter(base);
-    await pumpStream(res, ctx.gateway, submission, ctx.config.syncWaitMs, f.start().map(encodeSse), {
+    await ctx.text.stream(res, submission, f.start().map(encodeSse), {
       delta: (ev) => f.push(ev).map(encodeSse),
       done: (p) => f.complete({ result: p.result, usage: usageOf(p), model: p.model, completedAt: unix(ctx.clock()) }).map(encodeSse),
       failed: (e, p) => f.fail(publicError(e), p ? { usage: usageOf(p), model: p.model } : undefined).map(encodeSse),

@@ -2,7 +2,6 @@ import type { Response } from 'express';
 import { AppError, type ErrorMetadata } from '../../shared/errors/app-error';
 import type { ErrorCode } from '../../shared/errors/error-codes';
 import type { TextResult, TextStreamEvent } from '../../shared/providers/provider.types';
-import type { Db } from '../../shared/db/client';
 import type { TextDonePayload } from '../../workers/services/text-executor';
 import type { FinalMessage, GenerationGateway, Submission } from './generation-gateway';
 
@@ -18,13 +17,6 @@ export function errorFromStored(e: StoredError): AppError {
   const wait = e.metadata?.retry_after_seconds;
   const headers = typeof wait === 'number' && wait > 0 ? { 'Retry-After': String(wait) } : undefined;
   return new AppError(e.code, e.message, { metadata: e.metadata, headers });
-}
-
-/** The stored answer of a completed text generation, for a waiter that missed the worker's message. */
-export async function completedText(db: Db, id: string): Promise<TextDonePayload | null> {
-  const g = await db.generation.findUnique({ where: { id } });
-  // The cost shown is the amount charged (the record's client cost), as in the worker's own message.
-  return g?.status === 'completed' ? { ...(g.result as unknown as TextDonePayload), cost: g.clientCost.toFixed(10) } : null;
 }
 
 /**

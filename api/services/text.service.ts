@@ -5,8 +5,13 @@ import { estimateTokens, maxBound, outputTokensFor, textBound } from '../../shar
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';
 import type { ApiType, IdempotencyClaim, ResponseMode } from '../../shared/services/generation.service';
-import { type Principal, ownerOf } from '../middleware/auth';
+import type { Principal } from '../middleware/auth';
 import type { GenerationGateway, Submission } from './generation-gateway';
+import type { Response } from 'express';
+import type { Db } from '../../shared/db/client';
+import type { Generation } from '../../shared/db/generated/client';
+import type { TextDonePayload } from '../../workers/services/text-executor';
+import { awaitText, pumpStream, type StreamHandlers } from './text-replies';
 import type { PlannedRoute, RoutePlanner } from './route-planner';
 
 export const DEFAULT_MAX_OUTPUT_TOKENS = 4096;
@@ -43,18 +48,22 @@ export interface TextSubmitted {
   warnings: string[];
 }
 
+export interface TextDeps {
+  db: Db;
+  planner: RoutePlanner;
+  gateway: GenerationGateway;
+  syncWaitMs: number;
+}
+
 /**
  * Text generations up to the queue: route, bound the cost, reserve (shrinking max_output_tokens to what the
  * balance allows), record, enqueue (decisions.md sections 4-6).
  */
 export class TextService {
-  constructor(
-    private readonly planner: RoutePlanner,
-    private readonly gateway: GenerationGateway,
-  ) {}
+  constructor(private readonly d: TextDeps) {}
 
   async submit(s: TextSubmit): Promise<TextSubmitted> {
-    const route = await this.planner.plan({
+    const route = await this.d.planner.plan({
       principal: s.principal,
       model: s.model,
       models: s.models,
@@ -73,50 +82,55 @@ export class TextService {
     const bound = maxBound(route.endpoints, (e) => textBound(e.price, inputTokens, outputFor(e.maxOutputTokens)));
     const minimum = maxBound(route.endpoints, (e) => textBound(e.price, inputTokens, Math.min(MIN_OUTPUT_TOKENS, outputFor(e.maxOutputTokens))));
 
-    const id = s.id ?? newId('gen');
-    const primary = route.primary;
-    const submission = await this.gateway.submit<TextJobData>(
-      QUEUES.text,
-      {
-        id,
-        ...ownerOf(s.principal),
-        model: primary.id,
-        unifiedModelId: primary.id,
-        modelDisplayName: primary.displayName,
-        requestType: 'chat',
-        apiType: s.apiType,
-        responseMode: s.mode,
-        request: s.record,
-        routing: { candidates: route.candidates.map((c) => c.slug), dropped: route.plan.dropped },
-        previousResponseId: s.previousResponseId ?? null,
-        traceId: s.traceId,
-        bound,
-        minimum,
-        idempotency: s.idempotency,
-      },
-      (granted) => {
+    const submission = await this.d.gateway.order<TextJobData>({
+      queue: QUEUES.text,
+      id: s.id ?? newId('gen'),
+      caller: { principal: s.principal, traceId: s.traceId, idempotency: s.idempotency },
+      requestType: 'chat',
+      apiType: s.apiType,
+      mode: s.mode,
+      primary: route.primary,
+      request: s.record,
+      candidates: route.candidates,
+      dropped: route.plan.dropped,
+      warnings,
+      previousResponseId: s.previousResponseId,
+      bound,
+      minimum,
+      job: (granted) => {
         if (granted.lessThan(bound)) {
           const fits = outputTokensFor(granted, route.endpoints, inputTokens);
           request.maxOutputTokens = Math.max(1, Math.min(fits, outputFor()));
           warnings.push(`max_output_tokens was lowered to ${request.maxOutputTokens} to fit the available balance`);
         }
-        return {
-          generationId: id,
-          ...ownerOf(s.principal),
-          candidates: route.candidates,
-          warnings,
-          replyTo: s.mode === 'async' ? null : this.gateway.replyChannel,
-          stickyKey: route.stickyKey,
-          traceId: s.traceId,
-          apiType: s.apiType,
-          mode: s.mode,
-          request,
-          plugins: s.plugins?.length ? s.plugins : undefined,
-        };
+        return { stickyKey: route.stickyKey, apiType: s.apiType, mode: s.mode, request, plugins: s.plugins?.length ? s.plugins : undefined };
       },
-      { listen: s.mode !== 'async' },
-    );
+    });
     return { submission, route, request, warnings };
   }
-}
 
+  /** The reply of a synchronous text generation (408 past SYNC_WAIT_MS: text-replies.ts awaitText). */
+  reply(sub: Submission): Promise<TextDonePayload> {
+    return awaitText(this.d.gateway, sub, this.d.syncWaitMs, () => this.completed(sub.id));
+  }
+
+  /** Relays a streamed text generation as Server-Sent Events (text-replies.ts pumpStream). */
+  stream(res: Response, sub: Submission, head: string[], h: StreamHandlers): Promise<void> {
+    return pumpStream(res, this.d.gateway, sub, this.d.syncWaitMs, head, h);
+  }
+
+  /** The stored answer of a completed text generation, for a waiter that missed the worker's message. */
+  private async completed(id: string): Promise<TextDonePayload | null> {
+    const g = await this.d.db.generation.findUnique({ where: { id } });
+    // The cost shown is the amount charged (the record's client cost), as in the worker's own message.
+    return g?.status === 'completed' ? { ...(g.result as unknown as TextDonePayload), cost: g.clientCost.toFixed(10) } : null;
+  }
+
+  /** A response (POST /v1/responses) of the caller's, or null: an API key sees only its own. */
+  async ownResponse(principal: Principal, id: string): Promise<Generation | null> {
+    const g = await this.d.db.generation.findUnique({ where: { id } });
+    if (!g || g.apiType !== 'responses' || g.organizationId !== principal.organizationId) return null;
+    if (principal.kind === 'key' && g.apiKeyId !== principal.keyId) return null;
+    return g;
+  }
+}
