@@ -77,6 +77,8 @@ export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'work
   media: MediaService;
   mediaOperations: MediaOperationsService;
   files: FilesService;
+  /** Resolves when the database answers (GET /readyz). */
+  databaseReady(): Promise<unknown>;
   /** Resolves once the reply channel is subscribed. */
   ready(): Promise<void>;
   close(): Promise<void>;
@@ -123,6 +125,7 @@ export function buildContext(deps: AppDeps): AppContext {
     mediaOperations: new MediaOperationsService({ catalog: deps.catalog, planner, gateway, records }),
     metrics,
     files,
+    databaseReady: () => deps.db.$queryRaw`SELECT 1`,
     ready: async () => {
       // The subscriber too: a SUBSCRIBE sent while ioredis still runs its ready check can be lost, leaving the
       // reply channel deaf (every synchronous wait would then run out).

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { AppContext } from '../app-context';
+import type { TextRouteDeps } from '../services/text.service';
 import { check } from '../../shared/schemas/ajv';
 import { chatSchema, type ChatBody } from '../../shared/schemas/chat.schema';
 import { buildChatCompletion, chatToCanonical, chatUsage, createChatStreamFormatter, encodeChatSse, CHAT_STREAM_DONE } from '../../shared/formats';
@@ -7,7 +7,7 @@ import { newId } from '../../shared/auth/api-keys';
 import type { TextDonePayload } from '../../workers/services/text-executor';
 
 /** POST /v1/chat/completions: OpenAI's chat completions through the same text pipeline. */
-export function chatRoutes(ctx: AppContext): Router {
+export function chatRoutes(ctx: TextRouteDeps): Router {
   const r = Router();
   r.post('/v1/chat/completions', ...ctx.guard, async (req, res) => {
     const body = check<ChatBody>(chatSchema, req.body ?? {});

@@ -1,5 +1,5 @@
 import { Router, type Response } from 'express';
-import type { AppContext } from '../app-context';
+import type { TextRouteDeps } from '../services/text.service';
 import { AppError } from '../../shared/errors/app-error';
 import { check } from '../../shared/schemas/ajv';
 import { responsesSchema, type ResponsesBody } from '../../shared/schemas/responses.schema';
@@ -53,7 +53,7 @@ function asInput(output: OutputItem[]): InputItem[] {
 }
 
 /** POST /v1/responses and GET /v1/responses/{id}: OpenAI's Responses API through the queue. */
-export function responsesRoutes(ctx: AppContext): Router {
+export function responsesRoutes(ctx: TextRouteDeps): Router {
   const r = Router();
 
   const findOwn = (principal: Principal, id: string) => ctx.text.ownResponse(principal, id);

@@ -7,7 +7,7 @@ import type { TextJobData } from '../../shared/queue/job-catalog';
 import type { ApiType, IdempotencyClaim, ResponseMode } from '../../shared/services/generation.service';
 import type { Principal } from '../middleware/auth';
 import type { GenerationGateway, Submission } from './generation-gateway';
-import type { Response } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { Db } from '../../shared/db/client';
 import type { Generation } from '../../shared/db/generated/client';
 import type { TextDonePayload } from '../../workers/services/text-executor';
@@ -46,6 +46,13 @@ export interface TextSubmitted {
   route: PlannedRoute;
   request: Omit<TextRequest, 'model'>;
   warnings: string[];
+}
+
+/** What the text routes (chat completions, responses) are given: the guard, the clock and the text service. */
+export interface TextRouteDeps {
+  guard: RequestHandler[];
+  clock: () => Date;
+  text: TextService;
 }
 
 export interface TextDeps {
