@@ -27,6 +27,7 @@ import { MediaService } from './services/media.service';
 import { MediaOperationsService } from './services/media-operations.service';
 import { MediaRecords } from './services/media-records';
 import { CallbackService } from '../shared/services/callbacks.service';
+import { HistoryService } from '../shared/services/history.service';
 import { rateLimitMiddleware } from './middleware/rate-limit';
 import { createMetrics, type Metrics } from '../shared/metrics/metrics';
 import { FilesService, filesBaseUrl } from '../shared/services/files.service';
@@ -77,6 +78,7 @@ export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'work
   media: MediaService;
   mediaOperations: MediaOperationsService;
   files: FilesService;
+  history: HistoryService;
   /** Resolves when the database answers (GET /readyz). */
   databaseReady(): Promise<unknown>;
   /** Resolves once the reply channel is subscribed. */
@@ -125,6 +127,7 @@ export function buildContext(deps: AppDeps): AppContext {
     mediaOperations: new MediaOperationsService({ catalog: deps.catalog, planner, gateway, records }),
     metrics,
     files,
+    history: new HistoryService(deps.db),
     databaseReady: () => deps.db.$queryRaw`SELECT 1`,
     ready: async () => {
       // The subscriber too: a SUBSCRIBE sent while ioredis still runs its ready check can be lost, leaving the

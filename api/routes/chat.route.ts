@@ -1,5 +1,6 @@
 import { Router } from 'express';
-import type { TextRouteDeps } from '../services/text.service';
+import { textRouting, type TextRouteDeps } from '../services/text.service';
+import { callerOf } from './caller';
 import { check } from '../../shared/schemas/ajv';
 import { chatSchema, type ChatBody } from '../../shared/schemas/chat.schema';
 import { buildChatCompletion, chatToCanonical, chatUsage, createChatStreamFormatter, encodeChatSse, CHAT_STREAM_DONE } from '../../shared/formats';
@@ -16,19 +17,13 @@ export function chatRoutes(ctx: TextRouteDeps): Router {
     const mode = body.stream ? 'stream' : 'sync';
     const { submission } = await ctx.text.submit({
       id: newId('gen'),
-      idempotency: res.locals.idempotency,
-      principal: res.locals.principal,
-      traceId: res.locals.traceId,
+      ...callerOf(res),
+      ...textRouting(body),
       apiType: 'chat_completions',
       mode,
-      model: body.model,
-      models: body.models,
-      provider: body.provider,
       request,
       requestedParameters,
       record: { body },
-      stickiness: body.prompt_cache_key ?? body.session_id ?? undefined,
-      plugins: body.plugins,
     });
     const usage = (p: TextDonePayload) => chatUsage(p.result.usage, { totalRub: p.cost }, p.plugins ? { plugins: p.plugins } : undefined);
     // A repeat with the same Idempotency-Key answers with the generation of the first request.

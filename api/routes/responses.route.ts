@@ -1,5 +1,6 @@
 import { Router, type Response } from 'express';
-import type { TextRouteDeps } from '../services/text.service';
+import { textRouting, type TextRouteDeps } from '../services/text.service';
+import { callerOf } from './caller';
 import { AppError } from '../../shared/errors/app-error';
 import { check } from '../../shared/schemas/ajv';
 import { responsesSchema, type ResponsesBody } from '../../shared/schemas/responses.schema';
@@ -95,20 +96,14 @@ export function responsesRoutes(ctx: TextRouteDeps): Router {
     const record: StoredResponsesRequest = { body, input: request.input };
     const { submission, warnings } = await ctx.text.submit({
       id,
-      idempotency: res.locals.idempotency,
-      principal,
-      traceId: res.locals.traceId,
+      ...callerOf(res),
+      ...textRouting(body),
       apiType: 'responses',
       mode,
-      model: body.model,
-      models: body.models,
-      provider: body.provider,
       request,
       requestedParameters,
       record,
-      stickiness: body.prompt_cache_key ?? body.session_id ?? undefined,
       previousResponseId: body.previous_response_id ?? undefined,
-      plugins: body.plugins,
     });
     const allWarnings = [...formatWarnings, ...warnings];
     const base = { id: submission.id, createdAt, model: body.model ?? body.models![0], request: body, warnings: allWarnings.length ? allWarnings : undefined };

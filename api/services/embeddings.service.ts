@@ -8,8 +8,7 @@ import { QUEUES } from '../../shared/queue/queue-names';
 import type { EmbeddingsJobData } from '../../shared/queue/job-catalog';
 import type { EmbeddingsBody } from '../../shared/schemas/embeddings.schema';
 import type { EmbeddingsDonePayload } from '../../workers/services/embeddings-executor';
-import type { Caller, GenerationGateway } from './generation-gateway';
-import type { RoutePlanner } from './route-planner';
+import type { Caller, WaitingServiceDeps } from './generation-gateway';
 import { awaitText } from './text-replies';
 
 /** What an embeddings generation stores as its result (`replay` only when the request had an Idempotency-Key). */
@@ -17,11 +16,8 @@ interface StoredEmbeddings {
   replay: EmbeddingsDonePayload;
 }
 
-export interface EmbeddingsDeps {
+export interface EmbeddingsDeps extends WaitingServiceDeps {
   catalog: Catalog;
-  planner: RoutePlanner;
-  gateway: GenerationGateway;
-  syncWaitMs: number;
 }
 
 /**

@@ -8,6 +8,7 @@ import type { ApiType, GenerationService, GenerationState, IdempotencyClaim, New
 import type { GenerationJobBase, PlannedCandidate } from '../../shared/queue/job-catalog';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import { type Principal, ownerOf } from '../middleware/auth';
+import type { PlannedRoute, RoutePlanner } from './route-planner';
 import { ZERO, type Decimal, type MoneyLike } from '../../shared/billing/money';
 import { Mailbox } from './mailbox';
 import type Redis from 'ioredis';
@@ -40,6 +41,19 @@ export interface Caller {
   principal: Principal;
   traceId: string;
   idempotency?: IdempotencyClaim;
+}
+
+/** The order fields a planned route gives: the serving model, the candidates in order, what was dropped, the plan's warnings. */
+export function routed(route: PlannedRoute): Pick<GenerationOrder<GenerationJobBase>, 'primary' | 'candidates' | 'dropped' | 'warnings'> {
+  return { primary: route.primary, candidates: route.candidates, dropped: route.plan.dropped, warnings: route.plan.warnings };
+}
+
+/** What a generation service that waits for its worker's reply is given. */
+export interface WaitingServiceDeps {
+  planner: RoutePlanner;
+  gateway: GenerationGateway;
+  /** How long a synchronous request waits for its worker (SYNC_WAIT_MS). */
+  syncWaitMs: number;
 }
 
 /** The fields of a job that `order` fills in for every kind. */

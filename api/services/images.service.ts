@@ -10,10 +10,8 @@ import { QUEUES } from '../../shared/queue/queue-names';
 import { check } from '../../shared/schemas/ajv';
 import { imageGenerationIssues, imageGenerationSchema, type ImageGenerationBody } from '../../shared/schemas/images.schema';
 import type { MediaJobData } from '../../shared/schemas/media.schema';
-import type { FilesService } from '../../shared/services/files.service';
-import type { Caller, GenerationGateway } from './generation-gateway';
-import type { MediaRecords, MediaReply } from './media-records';
-import type { RoutePlanner } from './route-planner';
+import { routed, type Caller } from './generation-gateway';
+import type { MediaReply, MediaServiceDeps } from './media-records';
 
 /** Null-valued optional fields count as absent (OpenAI accepts `null` for them, and so do many clients). */
 function withoutNulls(body: unknown): unknown {
@@ -26,19 +24,12 @@ function errorFromMessage(error: { code: string; message: string; metadata?: Rec
   return new AppError(code, error.message, { metadata: error.metadata });
 }
 
-export interface ImagesDeps {
-  planner: RoutePlanner;
-  gateway: GenerationGateway;
-  records: MediaRecords;
-  files: FilesService;
-}
-
 /**
  * POST /v2/images/generations (interface.md; decisions.md section 6): validate, route, bound, reserve and enqueue
  * through the gateway, wait up to SYNC_WAIT_MS, and answer the OpenAI image result (or the pending body).
  */
 export class ImagesService {
-  constructor(private readonly d: ImagesDeps) {}
+  constructor(private readonly d: MediaServiceDeps) {}
 
   async generate(c: Caller, raw: unknown): Promise<MediaReply> {
     const body = check<ImageGenerationBody>(imageGenerationSchema, withoutNulls(raw ?? {}));
@@ -70,12 +61,9 @@ export class ImagesService {
       requestType: 'image',
       apiType: 'images',
       mode: 'sync',
-      primary: route.primary,
+      ...routed(route),
       request: body,
-      candidates: route.candidates,
-      dropped: route.plan.dropped,
       routingQueue: true,
-      warnings: route.plan.warnings,
       recordWarnings: route.plan.warnings,
       bound: maxBound(route.endpoints, (e) => mediaCost(e.price, boundUnits('image', { images: body.n }))),
       job: () => ({ kind: 'image', input: {}, image: { request, responseFormat: body.response_format }, inputUnits: 0, callBackUrl: null }),

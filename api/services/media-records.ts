@@ -6,6 +6,7 @@ import { CallbackUrlError, checkCallbackUrl } from '../../shared/services/callba
 import type { FilesService } from '../../shared/services/files.service';
 import type { Principal } from '../middleware/auth';
 import type { FinalMessage, GenerationGateway, Submission } from './generation-gateway';
+import type { RoutePlanner } from './route-planner';
 
 /** A reply: status, body, headers (Retry-After while a generation runs). */
 export interface MediaReply {
@@ -20,6 +21,14 @@ export interface MediaReply {
  * goes on; poll GET /v1/media/{id}).
  */
 export const RUNNING = new Set(['pending', 'processing']);
+
+/** What the images and media services are given. */
+export interface MediaServiceDeps {
+  planner: RoutePlanner;
+  gateway: GenerationGateway;
+  records: MediaRecords;
+  files: FilesService;
+}
 
 export interface MediaRecordsDeps {
   db: Db;

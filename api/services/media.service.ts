@@ -8,20 +8,14 @@ import { QUEUES, type QueueName } from '../../shared/queue/queue-names';
 import { check } from '../../shared/schemas/ajv';
 import { mediaCreateSchema, type MediaCreateBody, type MediaJobData, type MediaKind } from '../../shared/schemas/media.schema';
 import type { CallbackService } from '../../shared/services/callbacks.service';
-import type { FilesService } from '../../shared/services/files.service';
-import type { Caller, GenerationGateway } from './generation-gateway';
-import { RUNNING, type MediaRecords, type MediaReply } from './media-records';
-import type { RoutePlanner } from './route-planner';
+import { routed, type Caller } from './generation-gateway';
+import { RUNNING, type MediaReply, type MediaServiceDeps } from './media-records';
 
 const MEDIA_TYPES: ModelConfig['type'][] = ['image', 'video', 'audio', 'upscale'];
 /** Input fields every media model takes (never reported as unsupported). */
 const ALWAYS_HONOURED = new Set(['prompt', 'callBackUrl']);
 
-export interface MediaDeps {
-  planner: RoutePlanner;
-  gateway: GenerationGateway;
-  records: MediaRecords;
-  files: FilesService;
+export interface MediaDeps extends MediaServiceDeps {
   callbacks: CallbackService;
 }
 
@@ -61,12 +55,9 @@ export class MediaService {
       requestType: kind,
       apiType: 'media',
       mode: body.async ? 'async' : 'sync',
-      primary: route.primary,
+      ...routed(route),
       request: body,
-      candidates: route.candidates,
-      dropped: route.plan.dropped,
       routingQueue: true,
-      warnings: route.plan.warnings,
       recordWarnings: [...route.plan.warnings, ...(route.plan.warningsByEndpoint[first.slug] ?? [])],
       bound: maxBound(route.endpoints, (e) => mediaCost(e.price, units(e))),
       callBackUrl,

@@ -41,6 +41,18 @@ export interface TextSubmit {
   idempotency?: IdempotencyClaim;
 }
 
+/** The routing fields chat completions and responses share: model or models, provider preferences, stickiness, plugins. */
+export function textRouting(body: {
+  model?: string;
+  models?: string[];
+  provider?: ProviderPreferences;
+  prompt_cache_key?: string | null;
+  session_id?: string | null;
+  plugins?: string[];
+}): Pick<TextSubmit, 'model' | 'models' | 'provider' | 'stickiness' | 'plugins'> {
+  return { model: body.model, models: body.models, provider: body.provider, stickiness: body.prompt_cache_key ?? body.session_id ?? undefined, plugins: body.plugins };
+}
+
 export interface TextSubmitted {
   submission: Submission;
   route: PlannedRoute;

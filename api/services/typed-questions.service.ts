@@ -7,8 +7,7 @@ import { QUEUES } from '../../shared/queue/queue-names';
 import type { SystemoneJobData } from '../../shared/queue/job-catalog';
 import type { SystemoneBody } from '../../shared/schemas/systemone.schema';
 import type { SystemoneDonePayload } from '../../workers/services/systemone-executor';
-import type { Caller, GenerationGateway } from './generation-gateway';
-import type { RoutePlanner } from './route-planner';
+import { routed, type Caller, type WaitingServiceDeps } from './generation-gateway';
 import { awaitText } from './text-replies';
 
 /**
@@ -20,11 +19,8 @@ const REQUIRED_CAPABILITIES = ['logprobs'];
 /** Sent with every question; an endpoint lacking one gets the call without it (with a warning on the record). */
 const REQUESTED_PARAMETERS = ['temperature'];
 
-export interface TypedQuestionsDeps {
+export interface TypedQuestionsDeps extends WaitingServiceDeps {
   db: Db;
-  planner: RoutePlanner;
-  gateway: GenerationGateway;
-  syncWaitMs: number;
 }
 
 /**
@@ -54,7 +50,6 @@ export class TypedQuestionsService {
     const promptTokens = questions.map((q) => estimateTokens((q.request.instructions ?? '') + JSON.stringify(q.request.input)));
     const bound = maxBound(route.endpoints, (e) => promptTokens.reduce((sum, tokens) => sum.plus(textBound(e.price, tokens, 1)), ZERO));
 
-    const warnings = [...route.plan.warnings];
     const submission = await this.d.gateway.order<SystemoneJobData>({
       queue: QUEUES.text,
       id: newId('gen'),
@@ -62,12 +57,9 @@ export class TypedQuestionsService {
       requestType: 'chat',
       apiType: 'systemone',
       mode: 'sync',
-      primary: route.primary,
+      ...routed(route),
       request: body,
-      candidates: route.candidates,
-      dropped: route.plan.dropped,
-      warnings,
-      recordWarnings: warnings,
+      recordWarnings: route.plan.warnings,
       bound,
       job: () => ({ apiType: 'systemone', mode: 'sync', questions }),
     });
