@@ -1,3 +1,5 @@
+import { AppError } from '../../shared/errors/app-error';
+import { OUTPUT_TOKENS_CEILING } from '../../shared/schemas/responses.schema';
 import type { TextRequest } from '../../shared/providers/provider.types';
 import type { ProviderPreferences } from '../../shared/routing';
 import { newId } from '../../shared/auth/api-keys';
@@ -5,11 +7,10 @@ import { estimateTokens, maxBound, outputTokensFor, textBound } from '../../shar
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';
 import type { ApiType, IdempotencyClaim, ResponseMode } from '../../shared/services/generation.service';
-import type { Principal } from '../middleware/auth';
 import type { GenerationGateway, Submission } from './generation-gateway';
+import type { Principal } from '../middleware/auth';
 import type { RequestHandler, Response } from 'express';
 import type { Db } from '../../shared/db/client';
-import type { Generation } from '../../shared/db/generated/client';
 import type { TextDonePayload } from '../../workers/services/text-executor';
 import { awaitText, pumpStream, type StreamHandlers } from './text-replies';
 import type { PlannedRoute, RoutePlanner } from './route-planner';
@@ -37,6 +38,10 @@ export interface TextSubmit {
   id?: string;
   /** Request plugins (`masker`), run by the worker. */
   plugins?: string[];
+  /** `store: false`: the record keeps no text (the worker drops the output's, the job is forgotten once done). */
+  store?: boolean;
+  /** The request's name for the output limit, for the 400 when it is above the model's (default max_output_tokens). */
+  outputLimitField?: string;
   /** The request's Idempotency-Key, when it has one (docs/idempotency.md). */
   idempotency?: IdempotencyClaim;
 }
@@ -93,6 +98,16 @@ export class TextService {
       stickiness: s.stickiness,
     });
     const request = { ...s.request };
+    // A limit above what the model can produce is refused (not silently lowered): the catalog's maxOutputTokens of
+    // the most generous candidate endpoint, or the ceiling for an endpoint that does not say.
+    const modelLimit = Math.max(...route.endpoints.map((e) => e.maxOutputTokens ?? OUTPUT_TOKENS_CEILING));
+    if (request.maxOutputTokens !== undefined && request.maxOutputTokens > modelLimit) {
+      const field = s.outputLimitField ?? 'max_output_tokens';
+      throw AppError.validation(
+        [{ path: `/${field}`, message: `must be <= ${modelLimit} (the model's output limit)` }],
+        `${field} ${request.maxOutputTokens} is above the output limit of ${route.primary.id}: at most ${modelLimit}`,
+      );
+    }
     if (route.spec.reasoningEffort) request.reasoning = { ...request.reasoning, effort: route.spec.reasoningEffort as NonNullable<TextRequest['reasoning']>['effort'] };
     const warnings = [...route.plan.warnings];
 
@@ -122,15 +137,20 @@ export class TextService {
           request.maxOutputTokens = Math.max(1, Math.min(fits, outputFor()));
           warnings.push(`max_output_tokens was lowered to ${request.maxOutputTokens} to fit the available balance`);
         }
-        return { stickyKey: route.stickyKey, apiType: s.apiType, mode: s.mode, request, plugins: s.plugins?.length ? s.plugins : undefined };
+        return { stickyKey: route.stickyKey, apiType: s.apiType, mode: s.mode, request, plugins: s.plugins?.length ? s.plugins : undefined, ...(s.store === false && { store: false as const }) };
       },
+      forget: s.store === false,
     });
     return { submission, route, request, warnings };
   }
 
-  /** The reply of a synchronous text generation (408 past SYNC_WAIT_MS: text-replies.ts awaitText). */
-  reply(sub: Submission): Promise<TextDonePayload> {
-    return awaitText(this.d.gateway, sub, this.d.syncWaitMs, () => this.completed(sub.id));
+  /**
+   * The reply of a synchronous text generation (408 past SYNC_WAIT_MS: text-replies.ts awaitText). A reply lost in a
+   * Redis reconnect is read back from the record, unless `reread` is false (a `store: false` record keeps no text:
+   * then a lost reply is a 408 rather than an empty answer).
+   */
+  reply(sub: Submission, opts: { reread?: boolean } = {}): Promise<TextDonePayload> {
+    return awaitText(this.d.gateway, sub, this.d.syncWaitMs, opts.reread === false ? async () => null : () => this.completed(sub.id));
   }
 
   /** Relays a streamed text generation as Server-Sent Events (text-replies.ts pumpStream). */
@@ -143,13 +163,5 @@ export class TextService {
     const g = await this.d.db.generation.findUnique({ where: { id } });
     // The cost shown is the amount charged (the record's client cost), as in the worker's own message.
     return g?.status === 'completed' ? { ...(g.result as unknown as TextDonePayload), cost: g.clientCost.toFixed(10) } : null;
-  }
-
-  /** A response (POST /v1/responses) of the caller's, or null: an API key sees only its own. */
-  async ownResponse(principal: Principal, id: string): Promise<Generation | null> {
-    const g = await this.d.db.generation.findUnique({ where: { id } });
-    if (!g || g.apiType !== 'responses' || g.organizationId !== principal.organizationId) return null;
-    if (principal.kind === 'key' && g.apiKeyId !== principal.keyId) return null;
-    return g;
   }
 }
