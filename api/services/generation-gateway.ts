@@ -246,9 +246,10 @@ export class GenerationGateway {
     if (job && !holdsTask) await job.remove().catch(() => undefined); // fails harmlessly when the job is already running
     const r = await this.generations.finish(id, { status: 'cancelled' });
     if (!r.applied) return false;
+    // A job holding a task runs again now to cancel it upstream (it must not be stopped); a running job stops calling
+    // its provider (the upstream request is aborted): nobody will receive the work.
     if (holdsTask) await job.promote().catch(() => undefined);
-    // A running job stops calling its provider (the upstream request is aborted): nobody will receive the work.
-    await this.stop(id, 'cancelled');
+    else await this.stop(id, 'cancelled');
     if (data?.replyTo) await new GenerationPublisher(this.stops.redis, data.replyTo, id).send({ type: 'cancelled' }).catch(() => undefined);
     return true;
   }
