@@ -53,6 +53,8 @@ export interface CloseRow {
   id: string;
   status: 'completed' | 'failed' | 'cancelled';
   cost?: string;
+  /** The model that served it: the label of the charge counter. */
+  model?: string | null;
   [column: string]: unknown;
 }
 
@@ -137,7 +139,7 @@ export class Ledger {
   async close(row: CloseRow): Promise<{ applied: boolean; charged: Decimal }> {
     const r = await this.closes.submit(row);
     const charged = money(r.charged);
-    if (r.applied && charged.greaterThan(0)) this.metrics?.moneyCharged.inc(rub(charged));
+    if (r.applied && charged.greaterThan(0)) this.metrics?.moneyCharged.inc({ model: row.model ?? 'unknown' }, rub(charged));
     return { applied: r.applied, charged };
   }
 

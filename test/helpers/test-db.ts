@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { connectDb, type Db } from '../../shared/db/client';
 import type { Pool } from 'pg';
-import { TEMPLATE_DB, TEST_PG_URL, databaseUrl } from './test-env';
+import { TEMPLATE_DB, TEST_APP_PG_URL, TEST_PG_URL, databaseUrl } from './test-env';
 
 export interface TestDb {
   name: string;
@@ -38,7 +38,7 @@ export async function createTestDb(): Promise<TestDb> {
       }
     }
   });
-  const url = databaseUrl(name);
+  const url = databaseUrl(name, TEST_APP_PG_URL);
   const { db, pool } = connectDb(url, { max: 30 });
   return {
     name,
