@@ -23,13 +23,15 @@ export function chatRoutes(ctx: TextRouteDeps): Router {
       mode,
       request,
       requestedParameters,
+      warnings: formatWarnings,
       record: { body },
       outputLimitField: body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens',
     });
     const usage = (p: TextDonePayload) => chatUsage(p.result.usage, { totalRub: p.cost }, p.plugins ? { plugins: p.plugins } : undefined);
     // A repeat with the same Idempotency-Key answers with the generation of the first request.
     const id = submission.id;
-    const warningsOf = (p: TextDonePayload) => (p.warnings.length || formatWarnings.length ? [...formatWarnings, ...p.warnings] : undefined);
+    // The warnings the generation keeps (history shows the same): the request's, the plan's, the answering endpoint's.
+    const warningsOf = (p: TextDonePayload) => (p.warnings.length ? p.warnings : undefined);
 
     if (mode === 'sync') {
       const p = await ctx.text.reply(submission);

@@ -1,7 +1,7 @@
 import type { Db } from '../../shared/db/client';
 import { answerScheme, questionRequest } from '../../shared/formats/systemone.mapper';
 import { newId } from '../../shared/auth/api-keys';
-import { estimateTokens, maxBound, textBound } from '../../shared/billing/pricing';
+import { estimateInputTokens, maxBound, textBound } from '../../shared/billing/pricing';
 import { ZERO } from '../../shared/billing/money';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { SystemoneJobData } from '../../shared/queue/job-catalog';
@@ -47,7 +47,7 @@ export class TypedQuestionsService {
     });
     // One reservation for the whole request: every prompt, one output token each and a request fee each,
     // on the dearest candidate (a question may fall back to it).
-    const promptTokens = questions.map((q) => estimateTokens((q.request.instructions ?? '') + JSON.stringify(q.request.input)));
+    const promptTokens = questions.map((q) => estimateInputTokens(q.request));
     const bound = maxBound(route.endpoints, (e) => promptTokens.reduce((sum, tokens) => sum.plus(textBound(e.price, tokens, 1)), ZERO));
 
     const submission = await this.d.gateway.order<SystemoneJobData>({
