@@ -73,7 +73,7 @@ export class MediaOperationsService {
         bound: mediaCost(resolved!.endpoint.price, { videoSeconds: boundSeconds(resolved!.endpoint, params.duration) ?? DEFAULT_VIDEO_SECONDS }),
         job: () => ({ kind: 'video', input, inputUnits: 1, expectedSeconds: params.duration, callBackUrl: callBackUrl ?? null }),
       });
-      return this.d.records.answer(sub, body.async);
+      return this.d.records.answer(sub, body.async, { model: 'pending' });
     }
 
     // Upscales run on the catalog's upscale model when there is one, else on the source's own endpoint.

@@ -55,10 +55,15 @@ export class MediaRecords {
     }
   }
 
-  /** The media record: at once for async calls, else once the job ends or the wait runs out. */
-  async answer(sub: Submission, async: boolean): Promise<MediaReply> {
+  /**
+   * The media record: at once for async calls, else once the job ends or the wait runs out. `accepted` is for an
+   * asynchronous call whose reply the interface fixes (an async `extend`: always `pending`, model the literal
+   * `pending`): the record is shown as it was accepted, however far a fast worker has already taken it.
+   */
+  async answer(sub: Submission, async: boolean, accepted?: { model: string }): Promise<MediaReply> {
     if (!async) await this.wait(sub);
-    const g = await this.load(sub.id);
+    let g = await this.load(sub.id);
+    if (async && accepted) g = { ...g, status: 'pending', model: accepted.model, result: null, error: null };
     return { status: RUNNING.has(g.status) ? 202 : 200, body: mediaRecord(g), headers: this.hint(g) };
   }
 
