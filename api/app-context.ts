@@ -3,6 +3,7 @@ import { idempotencyKey } from './middleware/idempotency';
 import type Redis from 'ioredis';
 import type { Config } from '../shared/config/env';
 import type { Db } from '../shared/db/client';
+import type { Pool } from 'pg';
 import type { Catalog } from '../shared/catalog/catalog.types';
 import type { Logger } from '../shared/logger';
 import { AccountsService } from '../shared/services/accounts.service';
@@ -19,6 +20,14 @@ import { EndpointStatsStore } from '../shared/services/endpoint-stats.store';
 import { GenerationGateway } from './services/generation-gateway';
 import { RoutePlanner } from './services/route-planner';
 import { TextService } from './services/text.service';
+import { EmbeddingsService } from './services/embeddings.service';
+import { TypedQuestionsService } from './services/typed-questions.service';
+import { ImagesService } from './services/images.service';
+import { MediaService } from './services/media.service';
+import { MediaOperationsService } from './services/media-operations.service';
+import { MediaRecords } from './services/media-records';
+import { CallbackService } from '../shared/services/callbacks.service';
+import { HistoryService } from '../shared/services/history.service';
 import { rateLimitMiddleware } from './middleware/rate-limit';
 import { createMetrics, type Metrics } from '../shared/metrics/metrics';
 import { FilesService, filesBaseUrl } from '../shared/services/files.service';
@@ -29,6 +38,8 @@ import type { BlobStore } from '../shared/storage/blob-store';
 export interface AppDeps {
   config: Config;
   db: Db;
+  /** The pg pool under `db`: the ledger's hot path goes through it (shared/db/client.ts connectDb). */
+  pool?: Pool;
   redis: Redis;
   /** A connection of its own for the reply channel (a subscribed connection can do nothing else). */
   subscriber: Redis;
@@ -45,7 +56,7 @@ export interface AppDeps {
   blobStore?: BlobStore;
 }
 
-export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady' | 'blobStore'>> {
+export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady' | 'blobStore' | 'pool'>> {
   workersReady: () => Promise<boolean>;
   auth: Authenticator;
   accounts: AccountsService;
@@ -59,8 +70,17 @@ export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'work
   stats: EndpointStatsStore;
   gateway: GenerationGateway;
   planner: RoutePlanner;
+  /** One service per kind of generation: each plans, bounds, reserves and enqueues through the gateway, then waits. */
   text: TextService;
+  embeddings: EmbeddingsService;
+  questions: TypedQuestionsService;
+  images: ImagesService;
+  media: MediaService;
+  mediaOperations: MediaOperationsService;
   files: FilesService;
+  history: HistoryService;
+  /** Resolves when the database answers (GET /readyz). */
+  databaseReady(): Promise<unknown>;
   /** Resolves once the reply channel is subscribed. */
   ready(): Promise<void>;
   close(): Promise<void>;
@@ -75,10 +95,22 @@ export function buildContext(deps: AppDeps): AppContext {
   const bus = new GenerationBus(deps.redis, deps.subscriber, deps.config.queuePrefix);
   const stats = new EndpointStatsStore(deps.redis, deps.config.queuePrefix);
   const metrics = deps.metrics ?? createMetrics();
-  const generations = new GenerationService(deps.db, clock, metrics);
+  const ledger = new Ledger(deps.db, clock, { pool: deps.pool, metrics });
+  const generations = new GenerationService(deps.db, clock, ledger);
   const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix });
   const planner = new RoutePlanner(deps.catalog, stats);
   metrics.trackQueues(queues);
+  const files = new FilesService({
+    db: deps.db,
+    store: deps.blobStore ?? createBlobStore(deps.config),
+    secret: deps.secret,
+    baseUrl: filesBaseUrl(deps.config),
+    urlTtlSeconds: deps.config.fileUrlTtlSeconds,
+    clock,
+    onError: (message, meta) => deps.logger.warn(message, meta),
+  });
+  const syncWaitMs = deps.config.syncWaitMs;
+  const records = new MediaRecords({ db: deps.db, files, gateway, syncWaitMs, callbackAllowPrivate: deps.config.callbackAllowPrivate });
   return {
     ...deps,
     queues,
@@ -87,17 +119,16 @@ export function buildContext(deps: AppDeps): AppContext {
     stats,
     gateway,
     planner,
-    text: new TextService(planner, gateway),
+    text: new TextService({ db: deps.db, planner, gateway, syncWaitMs }),
+    embeddings: new EmbeddingsService({ catalog: deps.catalog, planner, gateway, syncWaitMs }),
+    questions: new TypedQuestionsService({ db: deps.db, planner, gateway, syncWaitMs }),
+    images: new ImagesService({ planner, gateway, records, files }),
+    media: new MediaService({ planner, gateway, records, files, callbacks: new CallbackService(queues.callbacks) }),
+    mediaOperations: new MediaOperationsService({ catalog: deps.catalog, planner, gateway, records }),
     metrics,
-    files: new FilesService({
-      db: deps.db,
-      store: deps.blobStore ?? createBlobStore(deps.config),
-      secret: deps.secret,
-      baseUrl: filesBaseUrl(deps.config),
-      urlTtlSeconds: deps.config.fileUrlTtlSeconds,
-      clock,
-      onError: (message, meta) => deps.logger.warn(message, meta),
-    }),
+    files,
+    history: new HistoryService(deps.db),
+    databaseReady: () => deps.db.$queryRaw`SELECT 1`,
     ready: async () => {
       // The subscriber too: a SUBSCRIBE sent while ioredis still runs its ready check can be lost, leaving the
       // reply channel deaf (every synchronous wait would then run out).
@@ -114,6 +145,6 @@ export function buildContext(deps: AppDeps): AppContext {
     guard: [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute, clock), ...jsonBody(deps.config.maxBodyBytes), idempotencyKey],
     accounts: new AccountsService(deps.db, deps.secret, clock),
     keyInfo: new KeyInfoService(deps.db, clock),
-    ledger: new Ledger(deps.db, clock),
+    ledger,
   };
 }

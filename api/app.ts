@@ -38,10 +38,10 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
   app.use(rejectNulCharacters);
 
   app.use(keyRoutes(ctx), balanceRoutes(ctx), keysRoutes(ctx));
-  app.use(responsesRoutes(ctx), chatRoutes(ctx), embeddingsRoutes(ctx), typedQuestionsRoutes(ctx), modelsRoutes(ctx));
+  app.use(responsesRoutes(ctx), chatRoutes(ctx), embeddingsRoutes({ guard: ctx.guard, embeddings: ctx.embeddings }), typedQuestionsRoutes({ guard: ctx.guard, questions: ctx.questions }), modelsRoutes(ctx));
   app.use(storageRoutes(ctx), filesRoutes(ctx));
   app.use(historyRoutes(ctx));
-  app.use(imagesRoutes(ctx), mediaRoutes(ctx));
+  app.use(imagesRoutes({ guard: ctx.guard, images: ctx.images }), mediaRoutes({ guard: ctx.guard, media: ctx.media, operations: ctx.mediaOperations }));
 
   app.use(notFoundHandler);
   app.use(errorHandler(ctx.logger));

@@ -8,6 +8,7 @@ export async function startWeb(rt: Runtime): Promise<{ port: number; close(): Pr
   const app = createApp({
     config: rt.config,
     db: rt.db,
+    pool: rt.pool,
     redis: rt.redis,
     subscriber,
     catalog: rt.catalog,

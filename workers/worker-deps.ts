@@ -4,7 +4,9 @@ import type { Db } from '../shared/db/client';
 import type { Catalog } from '../shared/catalog/catalog.types';
 import type { Logger } from '../shared/logger';
 import type { UpstreamClient } from '../shared/providers/api';
+import type { Pool } from 'pg';
 import { GenerationService } from '../shared/services/generation.service';
+import { Ledger } from '../shared/billing/ledger';
 import { EndpointStatsStore } from '../shared/services/endpoint-stats.store';
 import { ProviderLimiter } from '../shared/services/provider-limiter';
 import { createMetrics, type Metrics } from '../shared/metrics/metrics';
@@ -34,10 +36,10 @@ export interface WorkerDeps {
 }
 
 export function buildWorkerDeps(
-  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics'> & { clock?: () => Date; metrics?: Metrics; files?: FilesService; secret?: string; blobStore?: BlobStore },
+  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics'> & { clock?: () => Date; metrics?: Metrics; files?: FilesService; secret?: string; blobStore?: BlobStore; pool?: Pool },
 ): WorkerDeps {
   const clock = d.clock ?? (() => new Date());
-  const { secret, blobStore, metrics: _m, ...rest } = d;
+  const { secret, blobStore, metrics: _m, pool, ...rest } = d;
   const files =
     d.files ??
     new FilesService({
@@ -51,5 +53,5 @@ export function buildWorkerDeps(
       onError: (message, meta) => d.logger.warn(message, meta),
     });
   const metrics = d.metrics ?? createMetrics();
-  return { ...rest, clock, files, metrics, limiter: new ProviderLimiter(), generations: new GenerationService(d.db, clock, metrics), stats: new EndpointStatsStore(d.redis, d.config.queuePrefix) };
+  return { ...rest, clock, files, metrics, limiter: new ProviderLimiter(), generations: new GenerationService(d.db, clock, new Ledger(d.db, clock, { pool, metrics })), stats: new EndpointStatsStore(d.redis, d.config.queuePrefix) };
 }

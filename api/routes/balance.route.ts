@@ -8,9 +8,7 @@ export function balanceRoutes(ctx: AppContext): Router {
 
   async function load(res: Response) {
     const p = res.locals.principal;
-    const key = p.kind === 'key' ? await ctx.db.apiKey.findUniqueOrThrow({ where: { id: p.keyId } }) : null;
-    const member = p.userId ? await ctx.db.user.findUnique({ where: { id: p.userId } }) : null;
-    return ctx.keyInfo.balance(p.organizationId, key, member && member.limit !== null ? member : null);
+    return ctx.keyInfo.balanceFor({ organizationId: p.organizationId, keyId: p.kind === 'key' ? p.keyId : null, userId: p.userId });
   }
 
   r.get('/v2/balance', ...ctx.guard, async (_req, res) => {

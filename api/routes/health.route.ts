@@ -11,7 +11,7 @@ export function healthRoutes(ctx: AppContext): Router {
     const within = <T>(p: Promise<T>) => Promise.race([p, new Promise<never>((_, rej) => setTimeout(() => rej(new Error('timeout')), 2000).unref())]);
     const probe = async (fn: () => Promise<unknown>) => within(fn()).then((v) => v !== false, () => false);
     const [database, redis, workers] = await Promise.all([
-      probe(() => ctx.db.$queryRaw`SELECT 1`),
+      probe(() => ctx.databaseReady()),
       probe(() => ctx.redis.ping()),
       probe(() => ctx.workersReady()),
     ]);

@@ -3,7 +3,7 @@ import type { AppContext } from '../app-context';
 import { AppError } from '../../shared/errors/app-error';
 import { check } from '../../shared/schemas/ajv';
 import { historyPeriod, historyQuerySchema, type HistoryQuery } from '../../shared/schemas/history.schema';
-import { HistoryService, type HistoryViewer } from '../../shared/services/history.service';
+import type { HistoryViewer } from '../../shared/services/history.service';
 
 /**
  * Generation history (interface.md, "GET /v1/history/generations"): an API key sees its own generations; a
@@ -11,7 +11,7 @@ import { HistoryService, type HistoryViewer } from '../../shared/services/histor
  */
 export function historyRoutes(ctx: AppContext): Router {
   const r = Router();
-  const history = new HistoryService(ctx.db);
+  const history = ctx.history;
 
   const viewer = (res: Response): HistoryViewer => {
     const p = res.locals.principal;

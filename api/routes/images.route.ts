@@ -1,6 +1,7 @@
-import { Router, type Response } from 'express';
-import type { AppContext } from '../app-context';
-import { MediaService, type MediaReply } from '../services/media.service';
+import { Router, type RequestHandler, type Response } from 'express';
+import type { ImagesService } from '../services/images.service';
+import type { MediaReply } from '../services/media-records';
+import { callerOf } from './caller';
 
 export function sendMediaReply(res: Response, reply: MediaReply): void {
   for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);
@@ -12,12 +13,11 @@ export function sendMediaReply(res: Response, reply: MediaReply): void {
  * works (decisions.md section 6). 200 with the image result; 202 with the pending body when the generation
  * outlasts SYNC_WAIT_MS (poll GET /v1/media/{id}).
  */
-export function imagesRoutes(ctx: AppContext): Router {
+export function imagesRoutes(d: { guard: RequestHandler[]; images: ImagesService }): Router {
   const r = Router();
-  const media = new MediaService(ctx);
   for (const path of ['/v2/images/generations', '/v1/images/generations']) {
-    r.post(path, ...ctx.guard, async (req, res) => {
-      sendMediaReply(res, await media.generateImages({ principal: res.locals.principal, traceId: res.locals.traceId, idempotency: res.locals.idempotency }, req.body));
+    r.post(path, ...d.guard, async (req, res) => {
+      sendMediaReply(res, await d.images.generate(callerOf(res), req.body));
     });
   }
   return r;

@@ -8,8 +8,7 @@ export function keyRoutes(ctx: AppContext): Router {
   r.get('/v1/key', ...ctx.guard, async (_req, res) => {
     const p = res.locals.principal;
     if (p.kind !== 'key') throw new AppError('BAD_REQUEST', 'GET /v1/key works only with an API key, not a personal-account token');
-    const key = await ctx.db.apiKey.findUniqueOrThrow({ where: { id: p.keyId } });
-    res.json(await ctx.keyInfo.keyInfo(key));
+    res.json(await ctx.keyInfo.keyInfoOf(p.keyId));
   });
   return r;
 }

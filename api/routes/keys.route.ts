@@ -41,7 +41,7 @@ export function keysRoutes(ctx: AppContext): Router {
   /** The key, if the caller may manage it; 404 otherwise (other organizations' keys do not exist for you). */
   async function manageable(res: Response, id: string): Promise<ApiKey> {
     const user = requireUser(res);
-    const key = await ctx.db.apiKey.findUnique({ where: { id } });
+    const key = await ctx.accounts.findKey(id);
     if (!key || key.organizationId !== user.organizationId) throw new AppError('NOT_FOUND', `Key ${id} not found`);
     if (user.role === 'member' && key.userId !== user.userId) throw new AppError('FORBIDDEN', 'A member may manage only its own keys');
     return key;
@@ -67,10 +67,7 @@ export function keysRoutes(ctx: AppContext): Router {
 
   r.get('/v1/keys', ...ctx.guard, async (_req, res) => {
     const user = requireUser(res);
-    const keys = await ctx.db.apiKey.findMany({
-      where: { organizationId: user.organizationId, ...(user.role === 'member' ? { userId: user.userId } : {}) },
-      orderBy: { createdAt: 'desc' },
-    });
+    const keys = await ctx.accounts.listKeys(user.organizationId, user.role === 'member' ? user.userId : undefined);
     res.json({ data: keys.map(view) });
   });
 

@@ -32,7 +32,8 @@ import {
   withPublicIds,
   type StoredResponsesRequest,
 } from '../services/stored-responses';
-import { awaitText, completedText, pumpStream } from '../services/text-replies';
+import { textRouting } from '../services/text.service';
+import { callerOf } from './caller';
 
 /**
  * OpenAI's Responses API through the queue: create, retrieve (or stream a background response again), its input
@@ -63,21 +64,15 @@ export function responsesRoutes(ctx: AppContext): Router {
       body.store === false ? { body: unstoredBody(body), input: [] } : { body, input: request.input, inputStart: prior.length };
     const { submission, warnings } = await ctx.text.submit({
       id: newResponseId,
-      idempotency: res.locals.idempotency,
-      principal,
-      traceId: res.locals.traceId,
+      ...callerOf(res),
+      ...textRouting(body),
       apiType: 'responses',
       mode,
-      model: body.model,
-      models: body.models,
-      provider: body.provider,
       request,
       requestedParameters,
       warnings: formatWarnings,
       record,
-      stickiness: body.prompt_cache_key ?? body.session_id ?? undefined,
       previousResponseId: body.previous_response_id ?? undefined,
-      plugins: body.plugins,
       store: body.store !== false,
     });
     // A repeat with the same Idempotency-Key answers with the response of the first request.
@@ -94,8 +89,7 @@ export function responsesRoutes(ctx: AppContext): Router {
     }
     if (mode === 'sync') {
       // A `store: false` record has no text to re-read: a lost reply is a 408 rather than an empty answer.
-      const reread = body.store === false ? async () => null : () => completedText(ctx.db, id);
-      const payload = await awaitText(ctx.gateway, submission, ctx.config.syncWaitMs, reread);
+      const payload = await ctx.text.reply(submission, { reread: body.store !== false });
       res.json(
         buildResponseObject({
           ...base,
@@ -118,7 +112,7 @@ export function responsesRoutes(ctx: AppContext): Router {
       await background.serve(res, await stored.get(principal, id), -1);
       return;
     }
-    await pumpStream(res, ctx.gateway, submission, ctx.config.syncWaitMs, f.start().map(encodeSse), {
+    await ctx.text.stream(res, submission, f.start().map(encodeSse), {
       delta: (ev) => f.push(ev).map(encodeSse),
       done: (p) => f.complete({ result: p.result, usage: usageOf(p), model: p.model, completedAt: unix(ctx.clock()), status: finishedStatus(p.result) }).map(encodeSse),
       failed: (e, p) => f.fail(publicError(e), p ? { usage: usageOf(p), model: p.model } : undefined).map(encodeSse),

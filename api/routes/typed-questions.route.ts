@@ -1,89 +1,17 @@
-import { Router } from 'express';
-import type { AppContext } from '../app-context';
-import { ownerOf } from '../../shared/auth/principal';
+import { Router, type RequestHandler } from 'express';
 import { parseTypedQuestionsBody } from '../../shared/schemas/typed-questions.schema';
-import { answerScheme, questionRequest } from '../../shared/formats/typed-questions.mapper';
 import { moneyJson } from '../../shared/formats/format-utils';
-import { newId } from '../../shared/auth/api-keys';
-import { estimateInputTokens, maxBound, textBound } from '../../shared/billing/pricing';
-import { ZERO } from '../../shared/billing/money';
-import { QUEUES } from '../../shared/queue/queue-names';
-import type { TypedQuestionsJobData } from '../../shared/queue/job-catalog';
-import type { TypedQuestionsDonePayload } from '../../shared/queue/job-catalog';
-import { awaitText } from '../services/text-replies';
-
-/**
- * Answers come from token probabilities, so an endpoint must return log-probabilities and the alternatives at
- * the answer position. The catalog's `logprobs` covers `top_logprobs` (decisions.md section 1): an endpoint
- * listing `logprobs` serves typed questions.
- */
-const REQUIRED_CAPABILITIES = ['logprobs'];
-/** Sent with every question; an endpoint lacking one gets the call without it (with a warning on the record). */
-const REQUESTED_PARAMETERS = ['temperature'];
+import type { TypedQuestionsService } from '../services/typed-questions.service';
+import { callerOf } from './caller';
 
 /** POST /v1/systemone: typed questions over a state, answered from top log-probabilities (decisions.md section 6). */
-export function typedQuestionsRoutes(ctx: AppContext): Router {
+export function typedQuestionsRoutes(d: { guard: RequestHandler[]; questions: TypedQuestionsService }): Router {
   const r = Router();
-  r.post('/v1/systemone', ...ctx.guard, async (req, res) => {
+  r.post('/v1/systemone', ...d.guard, async (req, res) => {
     const body = parseTypedQuestionsBody(req.body ?? {});
-    const principal = res.locals.principal;
-    const route = await ctx.planner.plan({
-      principal,
-      model: body.model,
-      provider: body.provider,
-      requestedParameters: REQUESTED_PARAMETERS,
-      requireCapabilities: REQUIRED_CAPABILITIES,
-      modelType: 'chat',
-    });
-
-    const questions: TypedQuestionsJobData['questions'] = Object.entries(body.questions).map(([name, q]) => {
-      const scheme = answerScheme(q);
-      return { name, type: q.type, labels: scheme.labels, request: questionRequest(body.state, q, scheme) };
-    });
-    // One reservation for the whole request: every prompt, one output token each and a request fee each,
-    // on the dearest candidate (a question may fall back to it).
-    const promptTokens = questions.map((q) => estimateInputTokens(q.request));
-    const bound = maxBound(route.endpoints, (e) => promptTokens.reduce((sum, tokens) => sum.plus(textBound(e.price, tokens, 1)), ZERO));
-
-    const id = newId('gen');
-    const warnings = [...route.plan.warnings];
-    const submission = await ctx.gateway.submit<TypedQuestionsJobData>(
-      QUEUES.text,
-      {
-        id,
-        ...ownerOf(principal),
-        model: route.primary.id,
-        unifiedModelId: route.primary.id,
-        modelDisplayName: route.primary.displayName,
-        requestType: 'chat',
-        apiType: 'systemone',
-        responseMode: 'sync',
-        request: body,
-        warnings: warnings.length ? warnings : undefined,
-        routing: { candidates: route.candidates.map((c) => c.slug), dropped: route.plan.dropped },
-        traceId: res.locals.traceId,
-        bound,
-        idempotency: res.locals.idempotency,
-      },
-      () => ({
-        generationId: id,
-        ...ownerOf(principal),
-        candidates: route.candidates,
-        warnings,
-        replyTo: ctx.gateway.replyChannel,
-        traceId: res.locals.traceId,
-        apiType: 'systemone',
-        mode: 'sync',
-        questions,
-      }),
-      { listen: true },
-    );
-    const p = await awaitText<TypedQuestionsDonePayload>(ctx.gateway, submission, ctx.config.syncWaitMs, async () => {
-      const g = await ctx.db.generation.findUnique({ where: { id: submission.id } });
-      return g?.status === 'completed' ? (g.result as unknown as TypedQuestionsDonePayload) : null;
-    });
+    const { id, payload: p } = await d.questions.ask(callerOf(res), body);
     res.json({
-      id: submission.id,
+      id,
       model: p.model,
       answers: p.answers,
       usage: { input_tokens: p.usage.inputTokens, output_tokens: p.usage.outputTokens, cost_rub: moneyJson(p.cost) },

@@ -4,8 +4,12 @@ import type { Logger } from '../../shared/logger';
 import { JOB_OPTIONS } from '../../shared/queue/job-catalog';
 import type { BusMessage, GenerationBus } from '../../shared/queue/generation-bus';
 import type { QueueName } from '../../shared/queue/queue-names';
-import type { GenerationService, GenerationState, NewGeneration } from '../../shared/services/generation.service';
-import { ZERO, type Decimal } from '../../shared/billing/money';
+import type { ApiType, GenerationService, GenerationState, IdempotencyClaim, NewGeneration, RequestType, ResponseMode } from '../../shared/services/generation.service';
+import type { GenerationJobBase, PlannedCandidate } from '../../shared/queue/job-catalog';
+import { GenerationPublisher } from '../../shared/queue/generation-bus';
+import { type Principal, ownerOf } from '../../shared/auth/principal';
+import type { PlannedRoute, RoutePlanner } from './route-planner';
+import { ZERO, type Decimal, type MoneyLike } from '../../shared/billing/money';
 import { Mailbox } from './mailbox';
 import type Redis from 'ioredis';
 import { publishStop, type StopReason } from '../../shared/queue/cancel-channel';
@@ -28,6 +32,65 @@ export interface Submission {
   keyed?: boolean;
   /** The generation of an earlier request with the same Idempotency-Key (nothing new was reserved). */
   replayed?: boolean;
+}
+
+/** Who asks: the caller, the request's trace id and its Idempotency-Key (docs/idempotency.md), as the guard left them. */
+export interface Caller {
+  principal: Principal;
+  traceId: string;
+  idempotency?: IdempotencyClaim;
+}
+
+/** The order fields a planned route gives: the serving model, the candidates in order, what was dropped, the plan's warnings. */
+export function routed(route: PlannedRoute): Pick<GenerationOrder<GenerationJobBase>, 'primary' | 'candidates' | 'dropped' | 'warnings'> {
+  return { primary: route.primary, candidates: route.candidates, dropped: route.plan.dropped, warnings: route.plan.warnings };
+}
+
+/** What a generation service that waits for its worker's reply is given. */
+export interface WaitingServiceDeps {
+  planner: RoutePlanner;
+  gateway: GenerationGateway;
+  /** How long a synchronous request waits for its worker (SYNC_WAIT_MS). */
+  syncWaitMs: number;
+}
+
+/** The fields of a job that `order` fills in for every kind. */
+type CommonJobField = keyof Omit<GenerationJobBase, 'stickyKey'>;
+
+/**
+ * A generation to reserve, record and enqueue: the one description every kind (text, embeddings, typed questions,
+ * images, media) gives the gateway. `order` builds both the generation record and its job from it.
+ */
+export interface GenerationOrder<T extends GenerationJobBase> {
+  queue: QueueName;
+  id: string;
+  caller: Caller;
+  requestType: RequestType;
+  apiType: ApiType;
+  mode: ResponseMode;
+  /** The catalog model that serves it; `model` is what the record shows (default its id). */
+  primary: { id: string; displayName: string };
+  model?: string;
+  /** What the caller sent, kept on the record (echo fields, conversations, history). */
+  request: unknown;
+  /** Endpoints to try, in order. */
+  candidates: PlannedCandidate[];
+  /** Candidates the plan dropped, kept on the record's routing. */
+  dropped?: unknown;
+  /** The record's routing names the queue (media: cancel and the reaper find the job there). */
+  routingQueue?: boolean;
+  /** Warnings for the worker (it adds those of the endpoint that answers), and those stored on the record at once. */
+  warnings: string[];
+  recordWarnings?: string[];
+  bound: MoneyLike;
+  minimum?: MoneyLike;
+  callBackUrl?: string;
+  sourceGenerationId?: string;
+  previousResponseId?: string;
+  /** Remove the job from Redis once it ends (its payload carries text the caller asked us not to keep: `store: false`). */
+  forget?: boolean;
+  /** The job fields of this kind, once the reservation is known (text lowers max_output_tokens to what was granted). */
+  job: (granted: Decimal) => Omit<T, CommonJobField>;
 }
 
 /** How often a repeated request reads the state of the generation it attached to. */
@@ -53,11 +116,45 @@ export class GenerationGateway {
   }
 
   /**
+   * Reserves, records and enqueues one generation of any kind: the record and the job are built here, once, from
+   * the order (who asks, the route, the bound and the kind's own job fields).
+   */
+  order<T extends GenerationJobBase>(o: GenerationOrder<T>): Promise<Submission> {
+    const owner = ownerOf(o.caller.principal);
+    const replyTo = o.mode === 'async' ? null : this.replyChannel;
+    return this.submit<T>(
+      o.queue,
+      {
+        id: o.id,
+        ...owner,
+        model: o.model ?? o.primary.id,
+        unifiedModelId: o.primary.id,
+        modelDisplayName: o.primary.displayName,
+        requestType: o.requestType,
+        apiType: o.apiType,
+        responseMode: o.mode,
+        request: o.request,
+        warnings: o.recordWarnings?.length ? o.recordWarnings : undefined,
+        routing: { ...(o.routingQueue && { queue: o.queue }), candidates: o.candidates.map((c) => c.slug), ...(o.dropped !== undefined && { dropped: o.dropped }) },
+        callBackUrl: o.callBackUrl ?? null,
+        sourceGenerationId: o.sourceGenerationId ?? null,
+        previousResponseId: o.previousResponseId ?? null,
+        traceId: o.caller.traceId,
+        bound: o.bound,
+        minimum: o.minimum,
+        idempotency: o.caller.idempotency,
+      },
+      (granted) => ({ ...o.job(granted), generationId: o.id, ...owner, candidates: o.candidates, warnings: o.warnings, replyTo, traceId: o.caller.traceId }) as T,
+      { listen: replyTo !== null, forget: o.forget },
+    );
+  }
+
+  /**
    * `job(granted)` builds the job payload once the reservation is known (text requests may have their
    * `max_output_tokens` lowered to what was granted). `forget` removes the job from Redis once it ends (its
    * payload carries the caller's text, which `store: false` asks us not to keep).
    */
-  async submit<T extends object>(queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { listen: boolean; delayMs?: number; forget?: boolean }): Promise<Submission> {
+  private async submit<T extends object>(queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { listen: boolean; delayMs?: number; forget?: boolean }): Promise<Submission> {
     const created = await this.generations.createOrReplay(gen);
     if ('replayOf' in created) return this.attach(created.replayOf, queue, gen, opts.listen);
     const granted = created.granted;
@@ -135,16 +232,24 @@ export class GenerationGateway {
   }
 
   /**
-   * Gives up on a generation the caller no longer waits for: it ends as cancelled and costs nothing, unless
-   * the worker finished first (then `applied` is false and its ending stands).
+   * Ends a running generation as cancelled, uncharged, unless it ended first (then `applied` is false and its ending
+   * stands). A job still waiting is removed; a job holding an upstream task (a media step waiting for its next
+   * poll) runs once more at once, to cancel that task; a running job is told to abort its upstream call. Whoever
+   * waits for the generation's reply (any API process) is told it was cancelled.
    */
   async cancel(id: string, queue: QueueName): Promise<boolean> {
     const job = await this.queues[queue].getJob(id).catch(() => undefined);
-    if (job) await job.remove().catch(() => undefined); // fails harmlessly when the job is already running
+    const data = job?.data as Partial<GenerationJobBase & { step: unknown }> | undefined;
+    const holdsTask = job !== undefined && data?.step !== undefined && (await job.getState().catch(() => 'unknown')) === 'delayed';
+    if (job && !holdsTask) await job.remove().catch(() => undefined); // fails harmlessly when the job is already running
     const r = await this.generations.finish(id, { status: 'cancelled' });
-    // A running job stops calling its provider (the upstream request is aborted): nobody will receive the work.
-    if (r.applied) await this.stop(id, 'cancelled');
-    return r.applied;
+    if (!r.applied) return false;
+    // A job holding a task runs again now to cancel it upstream (it must not be stopped); a running job stops calling
+    // its provider (the upstream request is aborted): nobody will receive the work.
+    if (holdsTask) await job.promote().catch(() => undefined);
+    else await this.stop(id, 'cancelled');
+    if (data?.replyTo) await new GenerationPublisher(this.stops.redis, data.replyTo, id).send({ type: 'cancelled' }).catch(() => undefined);
+    return true;
   }
 
   /**

@@ -1,16 +1,9 @@
 import type { Response } from 'express';
 import { AppError, type StoredError } from '../../shared/errors/app-error';
 import type { TextResult, TextStreamEvent } from '../../shared/providers/provider.types';
-import type { Db } from '../../shared/db/client';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
 import type { FinalMessage, GenerationGateway, Submission } from './generation-gateway';
 
-/** The stored answer of a completed text generation, for a waiter that missed the worker's message. */
-export async function completedText(db: Db, id: string): Promise<TextDonePayload | null> {
-  const g = await db.generation.findUnique({ where: { id } });
-  // The cost shown is the amount charged (the record's client cost), as in the worker's own message.
-  return g?.status === 'completed' ? { ...(g.result as unknown as TextDonePayload), cost: g.clientCost.toFixed(10) } : null;
-}
 
 /**
  * 408 for a synchronous wait that ran out. It says what became of the generation and how to get its result. Without

@@ -8,8 +8,12 @@ import { estimateInputTokens, maxBound, outputTokensFor, textBound } from '../..
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';
 import type { ApiType, IdempotencyClaim, ResponseMode } from '../../shared/services/generation.service';
-import { type Principal, ownerOf } from '../../shared/auth/principal';
 import type { GenerationGateway, Submission } from './generation-gateway';
+import type { Principal } from '../../shared/auth/principal';
+import type { RequestHandler, Response } from 'express';
+import type { Db } from '../../shared/db/client';
+import type { TextDonePayload } from '../../shared/queue/job-catalog';
+import { awaitText, pumpStream, type StreamHandlers } from './text-replies';
 import type { PlannedRoute, RoutePlanner } from './route-planner';
 
 /** The least output a text request may be shrunk to when the balance does not cover its full bound. */
@@ -44,6 +48,18 @@ export interface TextSubmit {
   idempotency?: IdempotencyClaim;
 }
 
+/** The routing fields chat completions and responses share: model or models, provider preferences, stickiness, plugins. */
+export function textRouting(body: {
+  model?: string;
+  models?: string[];
+  provider?: ProviderPreferences;
+  prompt_cache_key?: string | null;
+  session_id?: string | null;
+  plugins?: string[];
+}): Pick<TextSubmit, 'model' | 'models' | 'provider' | 'stickiness' | 'plugins'> {
+  return { model: body.model, models: body.models, provider: body.provider, stickiness: body.prompt_cache_key ?? body.session_id ?? undefined, plugins: body.plugins };
+}
+
 export interface TextSubmitted {
   submission: Submission;
   route: PlannedRoute;
@@ -51,18 +67,29 @@ export interface TextSubmitted {
   warnings: string[];
 }
 
+/** What the text routes (chat completions, responses) are given: the guard, the clock and the text service. */
+export interface TextRouteDeps {
+  guard: RequestHandler[];
+  clock: () => Date;
+  text: TextService;
+}
+
+export interface TextDeps {
+  db: Db;
+  planner: RoutePlanner;
+  gateway: GenerationGateway;
+  syncWaitMs: number;
+}
+
 /**
  * Text generations up to the queue: route, bound the cost, reserve (shrinking max_output_tokens to what the
  * balance allows), record, enqueue (decisions.md sections 4-6).
  */
 export class TextService {
-  constructor(
-    private readonly planner: RoutePlanner,
-    private readonly gateway: GenerationGateway,
-  ) {}
+  constructor(private readonly d: TextDeps) {}
 
   async submit(s: TextSubmit): Promise<TextSubmitted> {
-    const route = await this.planner.plan({
+    const route = await this.d.planner.plan({
       principal: s.principal,
       model: s.model,
       models: s.models,
@@ -91,51 +118,52 @@ export class TextService {
     const bound = maxBound(route.endpoints, (e) => textBound(e.price, inputTokens, outputFor(e.maxOutputTokens)));
     const minimum = maxBound(route.endpoints, (e) => textBound(e.price, inputTokens, Math.min(MIN_OUTPUT_TOKENS, outputFor(e.maxOutputTokens))));
 
-    const id = s.id ?? newId('gen');
-    const primary = route.primary;
-    const submission = await this.gateway.submit<TextJobData>(
-      QUEUES.text,
-      {
-        id,
-        ...ownerOf(s.principal),
-        model: primary.id,
-        unifiedModelId: primary.id,
-        modelDisplayName: primary.displayName,
-        requestType: 'chat',
-        apiType: s.apiType,
-        responseMode: s.mode,
-        request: s.record,
-        routing: { candidates: route.candidates.map((c) => c.slug), dropped: route.plan.dropped },
-        previousResponseId: s.previousResponseId ?? null,
-        traceId: s.traceId,
-        bound,
-        minimum,
-        idempotency: s.idempotency,
-      },
-      (granted) => {
+    const submission = await this.d.gateway.order<TextJobData>({
+      queue: QUEUES.text,
+      id: s.id ?? newId('gen'),
+      caller: { principal: s.principal, traceId: s.traceId, idempotency: s.idempotency },
+      requestType: 'chat',
+      apiType: s.apiType,
+      mode: s.mode,
+      primary: route.primary,
+      request: s.record,
+      candidates: route.candidates,
+      dropped: route.plan.dropped,
+      warnings,
+      previousResponseId: s.previousResponseId,
+      bound,
+      minimum,
+      job: (granted) => {
         if (granted.lessThan(bound)) {
           const fits = outputTokensFor(granted, route.endpoints, inputTokens);
           request.maxOutputTokens = Math.max(1, Math.min(fits, outputFor()));
           warnings.push(`max_output_tokens was lowered to ${request.maxOutputTokens} to fit the available balance`);
         }
-        return {
-          generationId: id,
-          ...ownerOf(s.principal),
-          candidates: route.candidates,
-          warnings,
-          replyTo: s.mode === 'async' ? null : this.gateway.replyChannel,
-          stickyKey: route.stickyKey,
-          traceId: s.traceId,
-          apiType: s.apiType,
-          mode: s.mode,
-          request,
-          plugins: s.plugins?.length ? s.plugins : undefined,
-          ...(s.store === false && { store: false as const }),
-        };
+        return { stickyKey: route.stickyKey, apiType: s.apiType, mode: s.mode, request, plugins: s.plugins?.length ? s.plugins : undefined, ...(s.store === false && { store: false as const }) };
       },
-      { listen: s.mode !== 'async', forget: s.store === false },
-    );
+      forget: s.store === false,
+    });
     return { submission, route, request, warnings };
   }
-}
 
+  /**
+   * The reply of a synchronous text generation (408 past SYNC_WAIT_MS: text-replies.ts awaitText). A reply lost in a
+   * Redis reconnect is read back from the record, unless `reread` is false (a `store: false` record keeps no text:
+   * then a lost reply is a 408 rather than an empty answer).
+   */
+  reply(sub: Submission, opts: { reread?: boolean } = {}): Promise<TextDonePayload> {
+    return awaitText(this.d.gateway, sub, this.d.syncWaitMs, opts.reread === false ? async () => null : () => this.completed(sub.id));
+  }
+
+  /** Relays a streamed text generation as Server-Sent Events (text-replies.ts pumpStream). */
+  stream(res: Response, sub: Submission, head: string[], h: StreamHandlers): Promise<void> {
+    return pumpStream(res, this.d.gateway, sub, this.d.syncWaitMs, head, h);
+  }
+
+  /** The stored answer of a completed text generation, for a waiter that missed the worker's message. */
+  private async completed(id: string): Promise<TextDonePayload | null> {
+    const g = await this.d.db.generation.findUnique({ where: { id } });
+    // The cost shown is the amount charged (the record's client cost), as in the worker's own message.
+    return g?.status === 'completed' ? { ...(g.result as unknown as TextDonePayload), cost: g.clientCost.toFixed(10) } : null;
+  }
+}

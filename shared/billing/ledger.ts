@@ -1,5 +1,8 @@
+import type { Pool } from 'pg';
 import type { Db } from '../db/client';
+import { Batcher } from '../db/batcher';
 import { AppError } from '../errors/app-error';
+import { rub, type Metrics } from '../metrics/metrics';
 import { money, toStorage, type Decimal, type MoneyLike } from './money';
 
 export type ReserveRefusal = 'balance_insufficient' | 'key_limit_exceeded' | 'member_limit_exceeded';
@@ -17,32 +20,137 @@ export interface ReserveInput {
 
 export type SettleOutcome = 'charged' | 'released' | 'already_settled' | 'not_found';
 
+/** The one wording of each refusal (402 and 403 replies), whichever money call refused. */
 const REFUSAL_MESSAGES: Record<ReserveRefusal, string> = {
   balance_insufficient: 'Insufficient funds: the organization balance does not cover this request',
   key_limit_exceeded: 'The spending limit of this API key is reached for the current period',
   member_limit_exceeded: 'Your personal spending limit is reached for the current period',
 };
 
+/** Throws the error a reservation's refusal reason stands for (an unknown organization is 404). */
+function refuse(reason: string): never {
+  if (reason === 'not_found') throw new AppError('NOT_FOUND', 'Organization not found');
+  throw AppError.fromReason(reason as ReserveRefusal, REFUSAL_MESSAGES[reason as ReserveRefusal]);
+}
+
 /**
- * The money core: reserve → charge / release. Each call is one atomic SQL function (see the
- * money_functions migration), idempotent per generation id, safe under any concurrency.
+ * A generation record to reserve for and insert, in the columns of `sy_create_generations_keyed` (the
+ * batched_generations migration): `bound` and `minimum` are the money, the rest is the record.
+ */
+export interface OpenRow {
+  id: string;
+  organization_id: string;
+  bound: string;
+  minimum: string;
+  [column: string]: unknown;
+}
+
+/** A generation's reservation was granted, or its Idempotency-Key already names a generation (`replayOf`), or another request holds the key. */
+export type Opened = { granted: Decimal } | { replayOf: string } | { conflictWith: string };
+
+/** A generation's ending in the columns of `sy_finish_generations`; `cost` absent releases the reservation. */
+export interface CloseRow {
+  id: string;
+  status: 'completed' | 'failed' | 'cancelled';
+  cost?: string;
+  /** The model that served it: the label of the charge counter. */
+  model?: string | null;
+  [column: string]: unknown;
+}
+
+export interface LedgerOptions {
+  /**
+   * The pg pool under the Prisma client (shared/db/client.ts connectDb). The hot path's money calls go through it
+   * directly: one round trip without the query engine's work. Without it they go through Prisma's raw queries.
+   */
+  pool?: Pool;
+  /** Money counters (`switchyard_money_*`): reservations made, charges actually applied. */
+  metrics?: Pick<Metrics, 'moneyReserved' | 'moneyCharged'>;
+}
+
+/**
+ * The money core: reserve → charge / release, and top-ups. Each call is one atomic SQL function (the
+ * money_functions and batched_generations migrations), idempotent per generation id, safe under any concurrency.
  * Money moves only through this module.
+ *
+ * The hot path (`open`, `close`) reserves with the generation's insert and settles with its ending, group-committed:
+ * many generations, one transaction, one lock on each organization row, one WAL flush (shared/db/batcher.ts).
  */
 export class Ledger {
+  private readonly pool?: Pool;
+  private readonly metrics?: LedgerOptions['metrics'];
+
   constructor(
     private readonly db: Db,
     private readonly clock: () => Date = () => new Date(),
-  ) {}
+    opts: LedgerOptions = {},
+  ) {
+    this.pool = opts.pool;
+    this.metrics = opts.metrics;
+  }
 
-  /** Reserves up to `amount` (at least `minimum`); returns the granted amount or throws 402. */
+  private readonly opens = new Batcher<OpenRow, { granted: string; reason: string | null; existing_id: string | null }>(
+    async (rows) => {
+      const out = await this.sql<{ id: string; granted: string; reason: string | null; existing_id: string | null }>(
+        'SELECT id, granted::text AS granted, reason, existing_id FROM sy_create_generations_keyed($1::jsonb, $2::timestamptz)',
+        [JSON.stringify(rows), this.clock()],
+      );
+      const byId = new Map(out.map((r) => [r.id, r]));
+      return rows.map((r) => byId.get(r.id)!);
+    },
+    (r) => r.id,
+  );
+
+  private readonly closes = new Batcher<CloseRow, { outcome: string; charged: string; applied: boolean }>(
+    async (rows) => {
+      const out = await this.sql<{ id: string; outcome: string; charged: string; applied: boolean }>(
+        'SELECT id, outcome, charged::text AS charged, applied FROM sy_finish_generations($1::jsonb, $2::timestamptz)',
+        [JSON.stringify(rows), this.clock()],
+      );
+      const byId = new Map(out.map((r) => [r.id, r]));
+      return rows.map((r) => byId.get(r.id)!);
+    },
+    (r) => r.id,
+  );
+
+  /** SQL straight through the injected pool, else through Prisma. */
+  private async sql<T>(text: string, params: unknown[]): Promise<T[]> {
+    if (this.pool) return (await this.pool.query(text, params)).rows as T[];
+    return this.db.$queryRawUnsafe<T[]>(text, ...params);
+  }
+
+  /**
+   * Reserves `bound` (at least `minimum`) and inserts the generation record in one transaction, or finds the
+   * generation its Idempotency-Key already names. Throws 402/403 when nothing fits, 404 for an unknown organization.
+   */
+  async open(row: OpenRow): Promise<Opened> {
+    const { granted, reason, existing_id } = await this.opens.submit(row);
+    if (reason === 'idempotent_replay') return { replayOf: existing_id! };
+    if (reason === 'idempotency_conflict') return { conflictWith: existing_id! };
+    if (reason) refuse(reason);
+    this.metrics?.moneyReserved.inc(rub(granted));
+    return { granted: money(granted) };
+  }
+
+  /**
+   * Settles a generation's reservation (charges `cost`, or releases it all) and writes its ending in one
+   * transaction. `applied: false` when the generation had already ended: its first ending stands.
+   */
+  async close(row: CloseRow): Promise<{ applied: boolean; charged: Decimal }> {
+    const r = await this.closes.submit(row);
+    const charged = money(r.charged);
+    if (r.applied && charged.greaterThan(0)) this.metrics?.moneyCharged.inc({ model: row.model ?? 'unknown' }, rub(charged));
+    return { applied: r.applied, charged };
+  }
+
+  /** Reserves up to `amount` (at least `minimum`) for a generation; returns the granted amount or throws 402. */
   async reserve(input: ReserveInput): Promise<Decimal> {
     const rows = await this.db.$queryRaw<Array<{ granted: string; reason: string | null }>>`
       SELECT granted::text AS granted, reason FROM sy_reserve(${input.generationId}, ${input.organizationId},
         ${input.apiKeyId ?? null}, ${input.userId ?? null}, ${toStorage(input.amount)}::numeric,
         ${toStorage(input.minimum ?? input.amount)}::numeric, ${this.clock()}::timestamptz)`;
     const { granted, reason } = rows[0];
-    if (reason === 'not_found') throw new AppError('NOT_FOUND', 'Organization not found');
-    if (reason) throw AppError.fromReason(reason as ReserveRefusal, REFUSAL_MESSAGES[reason as ReserveRefusal]);
+    if (reason) refuse(reason);
     return money(granted);
   }
 

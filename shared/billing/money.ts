@@ -1,8 +1,11 @@
-import { Prisma } from '../db/generated/client';
+import { Decimal } from '@prisma/client-runtime-utils';
 
-/** Exact decimal money (decimal.js through Prisma). Floats never hold money. */
-export const Decimal = Prisma.Decimal;
-export type Decimal = Prisma.Decimal;
+/**
+ * Exact decimal money. The type is Prisma's own Decimal (decimal.js: precision 20, ROUND_HALF_UP), taken from its
+ * runtime utilities rather than the generated client, so money code (and routing) loads no database client and
+ * still reads Prisma's Decimal columns as the same class. Floats never hold money.
+ */
+export { Decimal };
 export type MoneyLike = Decimal | string | number;
 
 export const ZERO = new Decimal(0);
@@ -24,4 +27,23 @@ export function moneyNumber(value: MoneyLike): number {
 /** Amounts are kept to 10 decimal places in the database. */
 export function toStorage(value: MoneyLike): string {
   return money(value).toDecimalPlaces(10, Decimal.ROUND_HALF_UP).toFixed(10);
+}
+
+/** Plain decimal text: digits, an optional fraction and exponent (what `String(number)` and price strings look like). */
+const DECIMAL_TEXT = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE]([+-]?\d+))?$/;
+const MAX_EXPONENT = 1000;
+
+/** A decimal from caller or catalog input, or undefined when it is not a finite decimal number. */
+export function parseMoney(value: unknown): Decimal | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? new Decimal(value) : undefined;
+  if (typeof value !== 'string') return undefined;
+  const m = DECIMAL_TEXT.exec(value.trim());
+  if (!m || (m[1] !== undefined && Math.abs(Number(m[1])) > MAX_EXPONENT)) return undefined;
+  return new Decimal(value.trim());
+}
+
+/** -1, 0 or 1 as a is below, equal to or above b, exactly (no float arithmetic). */
+export function compareMoney(a: MoneyLike, b: MoneyLike): -1 | 0 | 1 {
+  const d = (v: MoneyLike) => (typeof v === 'string' ? new Decimal(v.trim()) : money(v));
+  return d(a).cmp(d(b)) as -1 | 0 | 1;
 }

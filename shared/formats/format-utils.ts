@@ -1,20 +1,14 @@
 /** Small pure helpers shared by the public-format mappers: money in JSON, log-probabilities, reasoning. */
 import type { TextRequest, TokenLogprob } from '../providers/provider.types';
-import { formatDecimal, parseDecimal, type ScaledDecimal } from '../routing/decimal-compare';
+import { Decimal, parseMoney } from '../billing/money';
 import type { PublicReasoningEffort, ResponsesReasoning } from '../schemas/responses.schema';
 
-/** Rounds a decimal string (or number) to `places` decimals, half away from zero, on the digits (no float math). */
+/** Rounds a decimal string (or number) to `places` decimals, half away from zero, exactly (no float math). */
 export function roundDecimal(value: string | number, places = 6): string {
-  const d = parseDecimal(value);
+  const d = parseMoney(value);
   if (!d) throw new TypeError(`Not a decimal number: ${String(value)}`);
-  if (d.scale <= places) return formatDecimal(d);
-  const divisor = 10n ** BigInt(d.scale - places);
-  const negative = d.units < 0n;
-  const abs = negative ? -d.units : d.units;
-  let q = abs / divisor;
-  if ((abs % divisor) * 2n >= divisor) q += 1n;
-  const rounded: ScaledDecimal = { units: negative ? -q : q, scale: places };
-  return formatDecimal(rounded);
+  const rounded = d.toDecimalPlaces(places, Decimal.ROUND_HALF_UP);
+  return rounded.isZero() ? '0' : rounded.toFixed();
 }
 
 /** A money amount as replies show it: a JSON number rounded to 6 places (decisions.md section 4). */

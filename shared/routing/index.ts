@@ -3,4 +3,3 @@ export * from './routing-errors';
 export * from './inline-model';
 export * from './plan-route';
 export * from './endpoint-stats';
-export { addDecimal, compareDecimal, formatDecimal, parseDecimal, type ScaledDecimal } from './decimal-compare';

@@ -1,5 +1,5 @@
 import type { EndpointConfig, ModelConfig, ModelType, PriceField, ProviderConfig } from '../catalog/catalog.types';
-import { addDecimal, compareDecimal, parseDecimal } from './decimal-compare';
+import { compareMoney, money, parseMoney } from '../billing/money';
 import { isUnhealthy } from './endpoint-stats';
 import { RoutingError, RoutingInputError, type RoutingErrorReason } from './routing-errors';
 import {
@@ -63,7 +63,7 @@ export function resolvePreferences(preferences: ProviderPreferences | undefined)
     for (const field of MAX_PRICE_FIELDS) {
       const ceiling = record[field];
       if (ceiling === undefined || ceiling === null) continue;
-      if ((typeof ceiling !== 'number' && typeof ceiling !== 'string') || !parseDecimal(ceiling)) {
+      if ((typeof ceiling !== 'number' && typeof ceiling !== 'string') || !parseMoney(ceiling)) {
         throw new RoutingInputError(`provider.max_price.${field}`, `provider.max_price.${field} must be a number`);
       }
       maxPrice.push({ field, ceiling });
@@ -215,7 +215,7 @@ export function parametersToDrop(plan: RoutePlan, slug: string): string[] {
 export function defaultPriceKey(endpoint: EndpointConfig): string[] {
   const p = (f: PriceField): string => endpoint.price[f] ?? '0';
   return [
-    addDecimal(p('prompt'), p('completion')),
+    money(p('prompt')).plus(p('completion')).toFixed(),
     p('image'),
     p('video_per_second'),
     p('audio'),
@@ -269,7 +269,7 @@ function checkEndpoint(
   const over: string[] = [];
   for (const { field, ceiling } of prefs.maxPrice) {
     const price = endpoint.price[field] ?? '0';
-    if (compareDecimal(price, ceiling) > 0) over.push(`${field} price ${price} > max_price.${field} ${String(ceiling)}`);
+    if (compareMoney(price, ceiling) > 0) over.push(`${field} price ${price} > max_price.${field} ${String(ceiling)}`);
   }
   if (over.length > 0) return { reason: 'max_price', detail: over.join('; ') };
   if (prefs.requireParameters) {
@@ -306,7 +306,7 @@ function orderEndpoints(
     const keys = new Map<Candidate, Array<string | number> | undefined>();
     for (const c of rest) {
       const key = input.priceOf ? [input.priceOf(c.endpoint, model)] : defaultPriceKey(c.endpoint);
-      keys.set(c, key.every((k) => parseDecimal(k) !== undefined) ? key : undefined);
+      keys.set(c, key.every((k) => parseMoney(k) !== undefined) ? key : undefined);
     }
     rest = stableSort(rest, (a, b) => comparePriceKeys(keys.get(a), keys.get(b)));
   } else if (prefs.sort === 'latency') {
@@ -360,7 +360,7 @@ function compareOptional(a: number | undefined, b: number | undefined, dir: 1 | 
 function comparePriceKeys(a: Array<string | number> | undefined, b: Array<string | number> | undefined): number {
   if (!a || !b) return a ? -1 : b ? 1 : 0;
   for (let i = 0; i < Math.min(a.length, b.length); i++) {
-    const c = compareDecimal(a[i], b[i]);
+    const c = compareMoney(a[i], b[i]);
     if (c !== 0) return c;
   }
   return 0;

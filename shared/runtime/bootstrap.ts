@@ -2,7 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type Redis from 'ioredis';
 import { loadConfig, type Config } from '../config/env';
-import { createDb, type Db } from '../db/client';
+import { connectDb, type Db } from '../db/client';
+import type { Pool } from 'pg';
 import { CatalogError, loadCatalog, providersWithoutKey } from '../catalog/load-catalog';
 import type { Catalog } from '../catalog/catalog.types';
 import { createLogger, type Logger } from '../logger';
@@ -25,6 +26,8 @@ export interface Runtime {
   catalog: Catalog;
   secret: string;
   db: Db;
+  /** The pg pool under `db` (the ledger's hot path). */
+  pool: Pool;
   /** Fail-fast connection (API requests, publishing). */
   redis: Redis;
   /** Patient connections: subscriber and BullMQ workers. */
@@ -71,7 +74,7 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
 
   const services = await resolveServices(config, logger, { writeRuntimeFile: role !== 'worker' || !config.databaseUrl });
   const secret = resolveSecret(config);
-  const db = createDb(services.databaseUrl, { max: config.databasePoolSize });
+  const { db, pool } = connectDb(services.databaseUrl, { max: config.databasePoolSize });
   const redis = createRedis(services.redisUrl, { name: `switchyard-${role}` });
   const patients: Redis[] = [];
   await whenReady(redis);
@@ -85,6 +88,7 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
     catalog,
     secret,
     db,
+    pool,
     redis,
     patient(name) {
       const r = createRedis(services.redisUrl, { name: `switchyard-${role}-${name}`, patient: true });

@@ -106,6 +106,16 @@ export class AccountsService {
     return { id, key, label: record.label, record };
   }
 
+  /** A key by id, or null. */
+  findKey(id: string): Promise<ApiKey | null> {
+    return this.db.apiKey.findUnique({ where: { id } });
+  }
+
+  /** An organization's keys, newest first; with `userId` only that user's. */
+  listKeys(organizationId: string, userId?: string): Promise<ApiKey[]> {
+    return this.db.apiKey.findMany({ where: { organizationId, ...(userId !== undefined ? { userId } : {}) }, orderBy: { createdAt: 'desc' } });
+  }
+
   async revokeKey(id: string) {
     const found = await this.db.apiKey.findUnique({ where: { id } });
     if (!found) throw new AppError('NOT_FOUND', `Key ${id} not found`);

@@ -1,9 +1,7 @@
-import { poolOf, type Db } from '../db/client';
+import type { Db } from '../db/client';
 import { AppError, type StoredError } from '../errors/app-error';
-import { money, toStorage, type Decimal, type MoneyLike } from '../billing/money';
-import type { ReserveRefusal } from '../billing/ledger';
-import { rub, type Metrics } from '../metrics/metrics';
-import { Batcher } from '../db/batcher';
+import { toStorage, type Decimal, type MoneyLike } from '../billing/money';
+import { Ledger, type CloseRow } from '../billing/ledger';
 
 export type RequestType = 'chat' | 'embedding' | 'image' | 'video' | 'audio' | 'upscale';
 export type ApiType = 'responses' | 'chat_completions' | 'embeddings' | 'images' | 'media' | 'systemone';
@@ -48,7 +46,7 @@ export interface GenerationState {
   id: string;
   status: 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled';
   result: unknown;
-  error: StoredError | null;
+  error: unknown;
 }
 
 export interface Finish {
@@ -75,19 +73,8 @@ export interface Finish {
   upstreamId?: string | null;
 }
 
-const REFUSALS: Record<ReserveRefusal, string> = {
-  balance_insufficient: 'Insufficient funds: the organization balance does not cover this request',
-  key_limit_exceeded: 'The spending limit of this API key is reached for the current period',
-  member_limit_exceeded: 'Your personal spending limit is reached for the current period',
-};
-
 /** How long an Idempotency-Key names its generation (docs/idempotency.md; the same 24 hours in the SQL). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600_000;
-
-interface CreateItem {
-  id: string;
-  [column: string]: unknown;
-}
 
 /**
  * The life of a generation record. Creation reserves money and inserts the record in one transaction;
@@ -98,42 +85,9 @@ export class GenerationService {
   constructor(
     private readonly db: Db,
     private readonly clock: () => Date = () => new Date(),
-    /** Money counters (`switchyard_money_*`): reservations made, charges actually applied. */
-    private readonly metrics?: Pick<Metrics, 'moneyReserved' | 'moneyCharged'>,
+    /** Where the money moves (reservations with the insert, settlements with the ending). */
+    private readonly ledger: Ledger = new Ledger(db, clock),
   ) {}
-
-  // Group commit (see shared/db/batcher.ts and the batched_generations migration): many generations, one
-  // transaction, one lock on each organization row, one WAL flush.
-  private readonly creates = new Batcher<CreateItem, { granted: string; reason: string | null; existing_id: string | null }>(
-    async (items) => {
-      const rows = await this.sql<{ id: string; granted: string; reason: string | null; existing_id: string | null }>(
-        'SELECT id, granted::text AS granted, reason, existing_id FROM sy_create_generations_keyed($1::jsonb, $2::timestamptz)',
-        [JSON.stringify(items), this.clock()],
-      );
-      const byId = new Map(rows.map((r) => [r.id, r]));
-      return items.map((i) => byId.get(i.id)!);
-    },
-    (i) => i.id,
-  );
-
-  private readonly finishes = new Batcher<Record<string, unknown>, { outcome: string; charged: string; applied: boolean }>(
-    async (items) => {
-      const rows = await this.sql<{ id: string; outcome: string; charged: string; applied: boolean }>(
-        'SELECT id, outcome, charged::text AS charged, applied FROM sy_finish_generations($1::jsonb, $2::timestamptz)',
-        [JSON.stringify(items), this.clock()],
-      );
-      const byId = new Map(rows.map((r) => [r.id, r]));
-      return items.map((i) => byId.get(String(i.id))!);
-    },
-    (i) => String(i.id),
-  );
-
-  /** The hot path's SQL: straight through the pool under Prisma when there is one. */
-  private async sql<T>(text: string, params: unknown[]): Promise<T[]> {
-    const pool = poolOf(this.db);
-    if (pool) return (await pool.query(text, params)).rows as T[];
-    return this.db.$queryRawUnsafe<T[]>(text, ...params);
-  }
 
   /** Reserves and records a pending generation; returns the amount granted (402 when nothing fits). */
   async create(g: NewGeneration): Promise<Decimal> {
@@ -147,7 +101,7 @@ export class GenerationService {
    * the id of the generation that request made (nothing reserved). Another request under the key is 409.
    */
   async createOrReplay(g: NewGeneration): Promise<Created> {
-    const { granted, reason, existing_id } = await this.creates.submit({
+    const opened = await this.ledger.open({
       id: g.id,
       organization_id: g.organizationId,
       api_key_id: g.apiKeyId,
@@ -170,16 +124,12 @@ export class GenerationService {
       idempotency_key: g.idempotency?.key ?? null,
       request_hash: g.idempotency?.hash ?? null,
     });
-    if (reason === 'idempotent_replay') return { replayOf: existing_id! };
-    if (reason === 'idempotency_conflict') {
-      throw new AppError('CONFLICT', `Idempotency-Key "${g.idempotency!.key}" was already used with a different request (generation ${existing_id}); use a new key for a new request`, {
-        metadata: { generation_id: existing_id },
+    if ('conflictWith' in opened) {
+      throw new AppError('CONFLICT', `Idempotency-Key "${g.idempotency!.key}" was already used with a different request (generation ${opened.conflictWith}); use a new key for a new request`, {
+        metadata: { generation_id: opened.conflictWith },
       });
     }
-    if (reason === 'not_found') throw new AppError('NOT_FOUND', 'Organization not found');
-    if (reason) throw AppError.fromReason(reason as ReserveRefusal, REFUSALS[reason as ReserveRefusal]);
-    this.metrics?.moneyReserved.inc(rub(granted));
-    return { granted: money(granted) };
+    return opened;
   }
 
   /** Deletes Idempotency-Keys past their 24 hours (they are already ignored; this keeps the table small). */
@@ -189,8 +139,7 @@ export class GenerationService {
 
   /** Status and stored outcome of a generation (replays of an Idempotency-Key), or null. */
   async state(id: string): Promise<GenerationState | null> {
-    const rows = await this.sql<GenerationState>('SELECT id, status::text AS status, result, error FROM generations WHERE id = $1', [id]);
-    return rows[0] ?? null;
+    return this.db.generation.findUnique({ where: { id }, select: { id: true, status: true, result: true, error: true } });
   }
 
   /** pending → processing (media and background jobs, so pollers see progress). */
@@ -207,7 +156,7 @@ export class GenerationService {
    * already ended (its first ending stands).
    */
   async finish(id: string, f: Finish): Promise<{ applied: boolean; charged: Decimal }> {
-    const item: Record<string, unknown> = {
+    const row: CloseRow = {
       id,
       status: f.status,
       result: f.result ?? null,
@@ -225,10 +174,7 @@ export class GenerationService {
       generation_time_ms: f.generationTimeMs === undefined || f.generationTimeMs === null ? null : Math.round(f.generationTimeMs),
       upstream_id: f.upstreamId ?? null,
     };
-    if (f.cost !== undefined) item.cost = toStorage(f.cost);
-    const r = await this.finishes.submit(item);
-    const charged = money(r.charged);
-    if (r.applied && charged.greaterThan(0)) this.metrics?.moneyCharged.inc({ model: f.model ?? 'unknown' }, rub(charged));
-    return { applied: r.applied, charged };
+    if (f.cost !== undefined) row.cost = toStorage(f.cost);
+    return this.ledger.close(row);
   }
 }

@@ -74,6 +74,21 @@ export class KeyInfoService {
     };
   }
 
+  /** The key info record of the key with id `keyId` (GET /v1/key). */
+  async keyInfoOf(keyId: string) {
+    return this.keyInfo(await this.db.apiKey.findUniqueOrThrow({ where: { id: keyId } }));
+  }
+
+  /**
+   * Balance figures as a caller sees them: through its API key (`keyId`) and/or as a member (`userId`), whose
+   * personal limit counts only when it has one.
+   */
+  async balanceFor(who: { organizationId: string; keyId?: string | null; userId?: string | null }) {
+    const key = who.keyId ? await this.db.apiKey.findUniqueOrThrow({ where: { id: who.keyId } }) : null;
+    const member = who.userId ? await this.db.user.findUnique({ where: { id: who.userId } }) : null;
+    return this.balance(who.organizationId, key, member && member.limit !== null ? member : null);
+  }
+
   /** Balance figures for an organization seen through a key and/or a member. */
   async balance(organizationId: string, key: ApiKey | null, member: User | null) {
     const org = await this.db.organization.findUniqueOrThrow({ where: { id: organizationId } });

@@ -1,3 +1,5 @@
+import { AppError } from '../../shared/errors/app-error';
+import { Ledger } from '../../shared/billing/ledger';
 import { money } from '../../shared/billing/money';
 import { GenerationService, type NewGeneration } from '../../shared/services/generation.service';
 import { createTestDb, type TestDb } from '../helpers/test-db';
@@ -93,5 +95,24 @@ describe('GenerationService (batched reserve-and-record, settle-and-record)', ()
     expect(row).toMatchObject({ status: 'completed', latencyMs: 13, attemptsCount: 2, provider: 'p', finalEndpointSlug: 'm:p', usage: { inputTokens: 3, outputTokens: 4 } });
     expect(money(row.clientCost).toFixed(10)).toBe('1.2345678901');
     expect((await s.finish(g.id, { status: 'failed' })).applied).toBe(false);
+  });
+});
+
+describe('the ledger hot path over the injected pool', () => {
+  it('reserves, refuses and settles exactly as through Prisma, with the same refusal wording', async () => {
+    const run = async (ledger: Ledger) => {
+      const { organizationId } = await seedOrg(t.db, { balance: '2.5' });
+      const s = new GenerationService(t.db, undefined, ledger);
+      const gens = Array.from({ length: 6 }, () => gen(organizationId, { bound: '0.9', minimum: '0.4' }));
+      const results = await Promise.all(gens.map((g) => s.create(g).then((granted) => granted.toFixed(10), (e: AppError) => `${e.metadata?.reason}: ${e.message}`)));
+      const created = gens.filter((_, i) => !results[i].includes(':'));
+      await Promise.all(created.map((g, i) => s.finish(g.id, i % 2 ? { status: 'cancelled' } : { status: 'completed', cost: '0.3333333333' })));
+      const org = await t.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
+      return { results: results.sort(), balance: money(org.balance).toFixed(10), reserved: money(org.reserved).toFixed(10), spent: money(org.spent).toFixed(10) };
+    };
+    const viaPrisma = await run(new Ledger(t.db));
+    const viaPool = await run(new Ledger(t.db, undefined, { pool: t.pool }));
+    expect(viaPool).toEqual(viaPrisma);
+    expect(viaPool.results.filter((r) => r.startsWith('balance_insufficient: Insufficient funds'))).toHaveLength(3);
   });
 });

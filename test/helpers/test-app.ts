@@ -29,6 +29,7 @@ export async function createTestApp(opts: { catalog?: Catalog; env?: Record<stri
   const app = createApp({
     config,
     db: t.db,
+    pool: t.pool,
     redis,
     subscriber,
     catalog: opts.catalog ?? { providers: {}, models: {} },

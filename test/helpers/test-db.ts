@@ -1,12 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { createDb, type Db } from '../../shared/db/client';
+import { connectDb, type Db } from '../../shared/db/client';
+import type { Pool } from 'pg';
 import { TEMPLATE_DB, TEST_APP_PG_URL, TEST_PG_URL, databaseUrl } from './test-env';
 
 export interface TestDb {
   name: string;
   url: string;
   db: Db;
+  /** The pool under `db` (handed to the ledger as in production). */
+  pool: Pool;
   drop(): Promise<void>;
 }
 
@@ -36,11 +39,12 @@ export async function createTestDb(): Promise<TestDb> {
     }
   });
   const url = databaseUrl(name, TEST_APP_PG_URL);
-  const db = createDb(url, { max: 30 });
+  const { db, pool } = connectDb(url, { max: 30 });
   return {
     name,
     url,
     db,
+    pool,
     async drop() {
       await db.$disconnect();
       await admin((c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));

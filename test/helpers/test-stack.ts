@@ -213,6 +213,7 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
   const workerDeps = buildWorkerDeps({
     config: h.config,
     db: h.t.db,
+    pool: h.t.pool,
     redis,
     catalog,
     logger: createLogger({ silent: !process.env.TEST_LOGS }),

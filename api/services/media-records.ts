@@ -1,0 +1,105 @@
+import type { Generation } from '../../shared/db/generated/client';
+import type { Db } from '../../shared/db/client';
+import { AppError } from '../../shared/errors/app-error';
+import { mediaRecord, retryAfterSeconds } from '../../shared/formats/media.mapper';
+import { CallbackUrlError, checkCallbackUrl } from '../../shared/services/callbacks.service';
+import type { FilesService } from '../../shared/services/files.service';
+import type { Principal } from '../../shared/auth/principal';
+import type { FinalMessage, GenerationGateway, Submission } from './generation-gateway';
+import type { RoutePlanner } from './route-planner';
+
+/** A reply: status, body, headers (Retry-After while a generation runs). */
+export interface MediaReply {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+/**
+ * HTTP status of a media record reply: 200 once the generation has ended (completed, failed or cancelled; a
+ * failure is reported inside the record, interface.md rule 3), 202 while it is pending or processing (the job
+ * goes on; poll GET /v1/media/{id}).
+ */
+export const RUNNING = new Set(['pending', 'processing']);
+
+/** What the images and media services are given. */
+export interface MediaServiceDeps {
+  planner: RoutePlanner;
+  gateway: GenerationGateway;
+  records: MediaRecords;
+  files: FilesService;
+}
+
+export interface MediaRecordsDeps {
+  db: Db;
+  files: FilesService;
+  gateway: GenerationGateway;
+  syncWaitMs: number;
+  callbackAllowPrivate: boolean;
+}
+
+/**
+ * What images, media and media operations share once a generation is queued: reading the record (with fresh file
+ * URLs), who may see it, waiting up to SYNC_WAIT_MS, the 200/202 reply, and the callBackUrl check.
+ */
+export class MediaRecords {
+  constructor(private readonly d: MediaRecordsDeps) {}
+
+  /** Waits up to SYNC_WAIT_MS for the job's final message; null when it did not come (the job goes on). */
+  async wait(sub: Submission): Promise<FinalMessage | null> {
+    if (!sub.mailbox) return null;
+    try {
+      return await this.d.gateway.waitFinal(sub, this.d.syncWaitMs);
+    } finally {
+      sub.detach();
+    }
+  }
+
+  /**
+   * The media record: at once for async calls, else once the job ends or the wait runs out. `accepted` is for an
+   * asynchronous call whose reply the interface fixes (an async `extend`: always `pending`, model the literal
+   * `pending`): the record is shown as it was accepted, however far a fast worker has already taken it.
+   */
+  async answer(sub: Submission, async: boolean, accepted?: { model: string }): Promise<MediaReply> {
+    if (!async) await this.wait(sub);
+    let g = await this.load(sub.id);
+    if (async && accepted) g = { ...g, status: 'pending', model: accepted.model, result: null, error: null };
+    return { status: RUNNING.has(g.status) ? 202 : 200, body: mediaRecord(g), headers: this.hint(g) };
+  }
+
+  hint(g: Generation): Record<string, string> | undefined {
+    return RUNNING.has(g.status) ? { 'Retry-After': String(retryAfterSeconds(g.requestType)) } : undefined;
+  }
+
+  async checkCallback(url: string | undefined, path: string): Promise<string | undefined> {
+    if (url === undefined) return undefined;
+    try {
+      await checkCallbackUrl(url, { allowPrivate: this.d.callbackAllowPrivate });
+    } catch (e) {
+      if (e instanceof CallbackUrlError) throw AppError.validation([{ path, message: e.message }], `Invalid callBackUrl: ${e.message}`);
+      throw e;
+    }
+    return url;
+  }
+
+  async load(id: string): Promise<Generation> {
+    return this.d.files.withFreshUrls(await this.d.db.generation.findUniqueOrThrow({ where: { id } }));
+  }
+
+  /**
+   * A media generation the caller may see: an API key sees its own; a personal-account token the whole
+   * organization (owner, admin) or its own (member). Anything else is 404, as if it did not exist.
+   */
+  async visible(principal: Principal, id: string): Promise<Generation> {
+    const g = await this.d.db.generation.findFirst({
+      where: {
+        id,
+        organizationId: principal.organizationId,
+        apiType: { in: ['images', 'media'] },
+        ...(principal.kind === 'key' ? { apiKeyId: principal.keyId } : principal.role === 'member' ? { userId: principal.userId } : {}),
+      },
+    });
+    if (!g) throw new AppError('NOT_FOUND', `Generation ${id} not found`);
+    return this.d.files.withFreshUrls(g);
+  }
+}
