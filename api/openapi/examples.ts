@@ -80,7 +80,7 @@ const responseObject = {
   output: [
     {
       type: 'message',
-      id: 'msg_01JDQ3V2K8M4T6P9R2W5Y7Z1A4',
+      id: 'msg_01JDQ3V2K8M4T6P9R2W5Y7Z1A3_0',
       status: 'completed',
       role: 'assistant',
       content: [
@@ -341,7 +341,21 @@ export const EXAMPLES: Record<string, OperationExamples> = {
     request: { model: 'openai/gpt-4.1-mini', input: 'Hello!', max_output_tokens: 256 },
     response: responseObject,
   },
-  'GET /v1/responses/{id}': { response: responseObject },
+  'GET /v1/responses/{id}': { query: { stream: false }, response: responseObject },
+  'GET /v1/responses/{id}/input_items': {
+    query: { order: 'asc', limit: 20 },
+    response: {
+      object: 'list',
+      data: [{ id: 'msg_01JDQ3V2K8M4T6P9R2W5Y7Z1A3_in0', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_text', text: 'Hello!' }] }],
+      first_id: 'msg_01JDQ3V2K8M4T6P9R2W5Y7Z1A3_in0',
+      last_id: 'msg_01JDQ3V2K8M4T6P9R2W5Y7Z1A3_in0',
+      has_more: false,
+    },
+  },
+  'POST /v1/responses/{id}/cancel': {
+    response: { ...responseObject, status: 'cancelled', background: true, output: [], output_text: '', usage: null, completed_at: null },
+  },
+  'DELETE /v1/responses/{id}': { response: { id: 'resp_01JDQ3V2K8M4T6P9R2W5Y7Z1A3', object: 'response', deleted: true } },
   'POST /v1/chat/completions': {
     request: {
       model: 'openai/gpt-4.1-mini',

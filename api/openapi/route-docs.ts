@@ -7,7 +7,7 @@
 import { imageGenerationSchema } from '../../shared/schemas/images.schema';
 import { mediaCreateSchema, mediaOperationSchema } from '../../shared/schemas/media.schema';
 import { createKeySchema, updateKeySchema } from '../../shared/schemas/keys.schema';
-import { responsesSchema } from '../../shared/schemas/responses.schema';
+import { inputItemsQuerySchema, responsesSchema, retrieveResponseQuerySchema } from '../../shared/schemas/responses.schema';
 import { chatSchema } from '../../shared/schemas/chat.schema';
 import { embeddingsSchema } from '../../shared/schemas/embeddings.schema';
 import { systemoneSchema } from '../../shared/schemas/systemone.schema';
@@ -102,7 +102,10 @@ export const ROUTE_DOCS: RouteDoc[] = [
 
   // Text
   { method: 'post', path: '/v1/responses', tag: 'Text', auth: 'any', summary: 'Generate a response (OpenAI Responses API; `stream: true` for Server-Sent Events, `background: true` to queue)', body: responsesSchema, response: { description: 'Response object, or an SSE stream of response.* events', contentType: ['application/json', 'text/event-stream'] }, errors: [402, 403, 404, 408, 502] },
-  { method: 'get', path: '/v1/responses/{id}', tag: 'Text', auth: 'any', summary: 'Read a stored or background response', response: 'Response object', errors: [404] },
+  { method: 'get', path: '/v1/responses/{id}', tag: 'Text', auth: 'any', summary: 'Read a stored or background response; `stream=true` streams a background response again (live while it runs) from `starting_after`', query: retrieveResponseQuerySchema, response: { description: 'Response object, or an SSE stream of response.* events with sequence_number', contentType: ['application/json', 'text/event-stream'] }, errors: [404] },
+  { method: 'get', path: '/v1/responses/{id}/input_items', tag: 'Text', auth: 'any', summary: "A response's own input items (OpenAI list: `order` desc by default, `after` an item id, `limit` 1-100)", query: inputItemsQuerySchema, response: 'List object: `data` (input items with ids), `first_id`, `last_id`, `has_more`', errors: [404] },
+  { method: 'post', path: '/v1/responses/{id}/cancel', tag: 'Text', auth: 'any', summary: 'Cancel a queued or running background response (its reservation is released); one that ended otherwise is a 400', response: 'Response object with status `cancelled`', errors: [404] },
+  { method: 'delete', path: '/v1/responses/{id}', tag: 'Text', auth: 'any', summary: "Delete a stored response's conversation and answer (the billing and history record stays)", response: 'Deleted object `{id, object: "response", deleted: true}`', errors: [404] },
   { method: 'post', path: '/v1/chat/completions', tag: 'Text', auth: 'any', summary: 'Chat completion (OpenAI shape; `stream: true` for SSE chunks)', body: chatSchema, response: { description: 'chat.completion object, or an SSE stream of chat.completion.chunk', contentType: ['application/json', 'text/event-stream'] }, errors: [402, 403, 404, 408, 502] },
   { method: 'post', path: '/v1/embeddings', tag: 'Embeddings', auth: 'any', summary: 'Embeddings of up to 2048 inputs (text or multimodal blocks)', body: embeddingsSchema, response: 'Embedding result (`object: list`)', errors: [402, 403, 404, 408, 502] },
   { method: 'post', path: '/v1/systemone', tag: 'Typed questions', auth: 'any', summary: 'Answer up to 32 typed questions (noul, choice, score) about a state, from the model\'s token probabilities', body: systemoneSchema, response: 'Typed-question answer: `id`, `model`, `answers` by question name, `usage`', errors: [402, 403, 404, 408, 502] },

@@ -30,6 +30,7 @@ export function chatRoutes(ctx: AppContext): Router {
       record: { body },
       stickiness: body.prompt_cache_key ?? body.session_id ?? undefined,
       plugins: body.plugins,
+      outputLimitField: body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens',
     });
     const usage = (p: TextDonePayload) => chatUsage(p.result.usage, { totalRub: p.cost }, p.plugins ? { plugins: p.plugins } : undefined);
     // A repeat with the same Idempotency-Key answers with the generation of the first request.

@@ -2,104 +2,67 @@ import { Router, type Response } from 'express';
 import type { AppContext } from '../app-context';
 import { AppError } from '../../shared/errors/app-error';
 import { check } from '../../shared/schemas/ajv';
-import { responsesSchema, type ResponsesBody } from '../../shared/schemas/responses.schema';
 import {
-  buildResponseObject,
-  createResponsesStreamFormatter,
-  encodeSse,
-  publicUsage,
-  responsesToCanonical,
-  type PublicError,
-  type ResponseStatus,
-} from '../../shared/formats';
-import type { InputItem, OutputItem } from '../../shared/providers/provider.types';
+  inputItemsQuerySchema,
+  responsesSchema,
+  retrieveResponseQuerySchema,
+  type InputItemsQuery,
+  type ResponsesBody,
+  type RetrieveResponseQuery,
+} from '../../shared/schemas/responses.schema';
+import { buildResponseObject, createResponsesStreamFormatter, encodeSse, inputItemPage, itemReferenceIds, responsesToCanonical, withoutText } from '../../shared/formats';
 import { randomBase62 } from '../../shared/auth/api-keys';
-import type { Generation } from '../../shared/db/generated/client';
+import type { Prisma } from '../../shared/db/generated/client';
+import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextDonePayload } from '../../workers/services/text-executor';
-import type { Principal } from '../middleware/auth';
-import { awaitText, completedText, pumpStream, type StoredError } from '../services/text-replies';
+import { BackgroundStreams } from '../services/background-streams';
+import { ResponseStreamLog } from '../services/response-stream-log';
+import {
+  askedModel,
+  finishedStatus,
+  hasEnded,
+  publicError,
+  responseObjectOf,
+  StoredResponses,
+  storedRequest,
+  turnInput,
+  unix,
+  unstoredBody,
+  usageOf,
+  withPublicIds,
+  type StoredResponsesRequest,
+} from '../services/stored-responses';
+import { awaitText, completedText, pumpStream } from '../services/text-replies';
 
-/** What a responses generation keeps in its `request` column: the body (echo fields) and the whole conversation. */
-interface StoredResponsesRequest {
-  body: ResponsesBody;
-  input: InputItem[];
-}
-
-const STATUS: Record<Generation['status'], ResponseStatus> = {
-  pending: 'queued',
-  processing: 'in_progress',
-  completed: 'completed',
-  failed: 'failed',
-  cancelled: 'cancelled',
-};
-
-const unix = (d: Date) => Math.floor(d.getTime() / 1000);
-
-function usageOf(p: TextDonePayload) {
-  return publicUsage(p.result.usage, { totalRub: p.cost, inferenceRub: p.cost }, p.plugins ? { plugins: p.plugins } : undefined);
-}
-
-function publicError(e: StoredError): PublicError {
-  return { code: e.code, message: e.message, metadata: e.metadata };
-}
-
-/** The output items of a stored response, as input items of the next turn (previous_response_id). */
-function asInput(output: OutputItem[]): InputItem[] {
-  return output.flatMap((o): InputItem[] => {
-    if (o.type === 'message') return [{ type: 'message', role: 'assistant', content: o.content.map((c) => ({ type: 'output_text', text: c.text })) }];
-    if (o.type === 'function_call') return [{ type: 'function_call', call_id: o.call_id, name: o.name, arguments: o.arguments }];
-    return [];
-  });
-}
-
-/** POST /v1/responses and GET /v1/responses/{id}: OpenAI's Responses API through the queue. */
+/**
+ * OpenAI's Responses API through the queue: create, retrieve (or stream a background response again), its input
+ * items, delete and cancel. Stored responses are scoped to the caller (StoredResponses).
+ */
 export function responsesRoutes(ctx: AppContext): Router {
   const r = Router();
-
-  async function findOwn(principal: Principal, id: string): Promise<Generation | null> {
-    const g = await ctx.db.generation.findUnique({ where: { id } });
-    if (!g || g.apiType !== 'responses' || g.organizationId !== principal.organizationId) return null;
-    if (principal.kind === 'key' && g.apiKeyId !== principal.keyId) return null;
-    return g;
-  }
-
-  async function history(principal: Principal, id: string): Promise<InputItem[]> {
-    const prev = await findOwn(principal, id);
-    const stored = prev?.request as unknown as StoredResponsesRequest | undefined;
-    if (!prev || !stored || stored.body.store === false) throw new AppError('NOT_FOUND', `Previous response ${id} not found`);
-    if (prev.status !== 'completed') throw new AppError('CONFLICT', `Previous response ${id} has not completed (status ${prev.status})`);
-    return [...stored.input, ...asInput((prev.result as unknown as TextDonePayload).result.output)];
-  }
-
-  function fromGeneration(g: Generation) {
-    const stored = g.request as unknown as StoredResponsesRequest;
-    const payload = g.result as unknown as TextDonePayload | null;
-    return buildResponseObject({
-      id: g.id,
-      createdAt: unix(g.createdAt),
-      completedAt: g.completedAt ? unix(g.completedAt) : null,
-      model: payload?.model ?? g.model,
-      status: STATUS[g.status],
-      result: payload?.result,
-      usage: payload ? usageOf(payload) : null,
-      request: stored.body,
-      error: g.error ? publicError(g.error as unknown as StoredError) : null,
-      warnings: (g.warnings as string[] | null) ?? undefined,
-    });
-  }
+  const stored = new StoredResponses(ctx.db);
+  const log = new ResponseStreamLog(ctx.redis, ctx.config.queuePrefix);
+  const background = new BackgroundStreams(ctx.db, log, ctx.logger, ctx.clock);
+  const idOf = (req: { params: Record<string, string | string[] | undefined> }) => String(req.params.id);
 
   r.post('/v1/responses', ...ctx.guard, async (req, res: Response) => {
     const body = check<ResponsesBody>(responsesSchema, req.body ?? {});
+    if (body.background && body.store === false) {
+      throw AppError.validation([{ path: '/store', message: 'must not be false with background: true' }], 'A background response must be stored (store: false cannot be read back)');
+    }
     const principal = res.locals.principal;
-    const prior = body.previous_response_id ? await history(principal, body.previous_response_id) : [];
-    const canonical = responsesToCanonical(body, prior);
+    const prior = body.previous_response_id ? await stored.history(principal, body.previous_response_id) : [];
+    const references = await stored.resolve(principal, itemReferenceIds(body.input));
+    const canonical = responsesToCanonical(body, prior, references);
     const { requestedParameters, warnings: formatWarnings, ...request } = canonical;
     const mode = body.stream ? 'stream' : body.background ? 'async' : 'sync';
-    const id = `resp_${randomBase62(24)}`;
+    const newResponseId = `resp_${randomBase62(24)}`;
     const createdAt = unix(ctx.clock());
-    const record: StoredResponsesRequest = { body, input: request.input };
+    // `store: false`: the record keeps what billing and history need, not the conversation (nor the instructions).
+    const record: StoredResponsesRequest =
+      body.store === false ? { body: unstoredBody(body), input: [] } : { body, input: request.input, inputStart: prior.length };
     const { submission, warnings } = await ctx.text.submit({
-      id,
+      id: newResponseId,
       idempotency: res.locals.idempotency,
       principal,
       traceId: res.locals.traceId,
@@ -114,23 +77,32 @@ export function responsesRoutes(ctx: AppContext): Router {
       stickiness: body.prompt_cache_key ?? body.session_id ?? undefined,
       previousResponseId: body.previous_response_id ?? undefined,
       plugins: body.plugins,
+      store: body.store !== false,
     });
+    // A repeat with the same Idempotency-Key answers with the response of the first request.
+    const id = submission.id;
+    if (submission.replayed && body.store === false) {
+      submission.detach();
+      throw new AppError('CONFLICT', `Response ${id} of this Idempotency-Key was made with store: false: its text was not kept and cannot be replayed`, { metadata: { generation_id: id } });
+    }
     const allWarnings = [...formatWarnings, ...warnings];
-    const base = { id: submission.id, createdAt, model: body.model ?? body.models![0], request: body, warnings: allWarnings.length ? allWarnings : undefined };
+    const base = { id, createdAt, model: askedModel(body), request: body, warnings: allWarnings.length ? allWarnings : undefined };
 
     if (mode === 'async') {
       res.json(buildResponseObject({ ...base, status: 'queued' }));
       return;
     }
     if (mode === 'sync') {
-      const payload = await awaitText(ctx.gateway, submission, ctx.config.syncWaitMs, () => completedText(ctx.db, submission.id));
+      // A `store: false` record has no text to re-read: a lost reply is a 408 rather than an empty answer.
+      const reread = body.store === false ? async () => null : () => completedText(ctx.db, id);
+      const payload = await awaitText(ctx.gateway, submission, ctx.config.syncWaitMs, reread);
       res.json(
         buildResponseObject({
           ...base,
           model: payload.model,
-          status: 'completed',
+          status: finishedStatus(payload.result),
           completedAt: unix(ctx.clock()),
-          result: payload.result,
+          result: withPublicIds(id, payload.result),
           usage: usageOf(payload),
           warnings: payload.warnings.length || formatWarnings.length ? [...formatWarnings, ...payload.warnings] : undefined,
         }),
@@ -138,17 +110,69 @@ export function responsesRoutes(ctx: AppContext): Router {
       return;
     }
     const f = createResponsesStreamFormatter(base);
+    if (body.background) {
+      // A background stream goes on when the client leaves; it (or anyone resuming) reads the relayed events.
+      // A repeat (same Idempotency-Key) reads the first request's events instead of relaying them again.
+      if (!submission.replayed) background.relay(submission, f);
+      else submission.detach();
+      await background.serve(res, await stored.get(principal, id), -1);
+      return;
+    }
     await pumpStream(res, ctx.gateway, submission, ctx.config.syncWaitMs, f.start().map(encodeSse), {
       delta: (ev) => f.push(ev).map(encodeSse),
-      done: (p) => f.complete({ result: p.result, usage: usageOf(p), model: p.model, completedAt: unix(ctx.clock()) }).map(encodeSse),
+      done: (p) => f.complete({ result: p.result, usage: usageOf(p), model: p.model, completedAt: unix(ctx.clock()), status: finishedStatus(p.result) }).map(encodeSse),
       failed: (e, p) => f.fail(publicError(e), p ? { usage: usageOf(p), model: p.model } : undefined).map(encodeSse),
     });
   });
 
   r.get('/v1/responses/:id', ...ctx.guard, async (req, res) => {
-    const g = await findOwn(res.locals.principal, String(req.params.id));
-    if (!g || (g.request as unknown as StoredResponsesRequest).body.store === false) throw new AppError('NOT_FOUND', `Response ${req.params.id} not found`);
-    res.json(fromGeneration(g));
+    const q = check<RetrieveResponseQuery>(retrieveResponseQuerySchema, { ...(req.query as Record<string, unknown>) }, { query: true });
+    const g = await stored.get(res.locals.principal, idOf(req));
+    if (!q.stream) {
+      res.json(responseObjectOf(g));
+      return;
+    }
+    if (!storedRequest(g).body.background) {
+      throw AppError.validation([{ path: '/stream', message: 'only a background response can be streamed again' }], `Response ${g.id} was not created with background: true and cannot be streamed`);
+    }
+    await background.serve(res, g, q.starting_after);
+  });
+
+  r.get('/v1/responses/:id/input_items', ...ctx.guard, async (req, res) => {
+    const q = check<InputItemsQuery>(inputItemsQuerySchema, { ...(req.query as Record<string, unknown>) }, { query: true });
+    const g = await stored.get(res.locals.principal, idOf(req));
+    res.json(inputItemPage(turnInput(g), q));
+  });
+
+  r.post('/v1/responses/:id/cancel', ...ctx.guard, async (req, res) => {
+    const g = await stored.get(res.locals.principal, idOf(req));
+    if (!storedRequest(g).body.background) {
+      throw new AppError('BAD_REQUEST', `Only a background response can be cancelled: ${g.id} was not created with background: true`);
+    }
+    // Cancelling twice answers the cancelled response again; a response that ended otherwise cannot be cancelled.
+    if (!hasEnded(g)) await ctx.gateway.cancel(g.id, QUEUES.text);
+    const now = await ctx.db.generation.findUniqueOrThrow({ where: { id: g.id } });
+    if (now.status !== 'cancelled') throw new AppError('BAD_REQUEST', `Cannot cancel a response that has ended (status ${responseObjectOf(now).status})`);
+    res.json(responseObjectOf(now));
+  });
+
+  r.delete('/v1/responses/:id', ...ctx.guard, async (req, res) => {
+    const g = await stored.get(res.locals.principal, idOf(req));
+    // A running response is cancelled first, so no later ending writes its text back.
+    if (!hasEnded(g)) await ctx.gateway.cancel(g.id, QUEUES.text);
+    const now = await ctx.db.generation.findUniqueOrThrow({ where: { id: g.id } });
+    // The record stays for billing and history; the conversation and the answer's text go.
+    const record: StoredResponsesRequest = { body: unstoredBody(storedRequest(now).body), input: [], deleted: true };
+    const payload = now.result as unknown as TextDonePayload | null;
+    await ctx.db.generation.update({
+      where: { id: g.id },
+      data: {
+        request: record as unknown as Prisma.InputJsonValue,
+        ...(payload && { result: { ...payload, result: withoutText(payload.result) } as unknown as Prisma.InputJsonValue }),
+      },
+    });
+    await log.forget(g.id);
+    res.json({ id: g.id, object: 'response', deleted: true });
   });
 
   return r;

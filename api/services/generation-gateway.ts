@@ -56,16 +56,17 @@ export class GenerationGateway {
 
   /**
    * `job(granted)` builds the job payload once the reservation is known (text requests may have their
-   * `max_output_tokens` lowered to what was granted).
+   * `max_output_tokens` lowered to what was granted). `forget` removes the job from Redis once it ends (its
+   * payload carries the caller's text, which `store: false` asks us not to keep).
    */
-  async submit<T extends object>(queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { listen: boolean; delayMs?: number }): Promise<Submission> {
+  async submit<T extends object>(queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { listen: boolean; delayMs?: number; forget?: boolean }): Promise<Submission> {
     const created = await this.generations.createOrReplay(gen);
     if ('replayOf' in created) return this.attach(created.replayOf, queue, gen, opts.listen);
     const granted = created.granted;
     const mailbox = opts.listen ? new Mailbox() : undefined;
     const detach = mailbox ? this.bus.listen(gen.id, (m) => mailbox.put(m)) : () => {};
     try {
-      await this.queues[queue].add(queue, job(granted), { ...JOB_OPTIONS[queue], jobId: gen.id, delay: opts.delayMs });
+      await this.queues[queue].add(queue, job(granted), { ...JOB_OPTIONS[queue], jobId: gen.id, delay: opts.delayMs, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) });
     } catch (e) {
       detach();
       this.logger.error('enqueue failed', { err: e, generationId: gen.id });

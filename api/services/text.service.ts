@@ -1,3 +1,5 @@
+import { AppError } from '../../shared/errors/app-error';
+import { OUTPUT_TOKENS_CEILING } from '../../shared/schemas/responses.schema';
 import type { TextRequest } from '../../shared/providers/provider.types';
 import type { ProviderPreferences } from '../../shared/routing';
 import { newId } from '../../shared/auth/api-keys';
@@ -32,6 +34,10 @@ export interface TextSubmit {
   id?: string;
   /** Request plugins (`masker`), run by the worker. */
   plugins?: string[];
+  /** `store: false`: the record keeps no text (the worker drops the output's, the job is forgotten once done). */
+  store?: boolean;
+  /** The request's name for the output limit, for the 400 when it is above the model's (default max_output_tokens). */
+  outputLimitField?: string;
   /** The request's Idempotency-Key, when it has one (docs/idempotency.md). */
   idempotency?: IdempotencyClaim;
 }
@@ -65,6 +71,16 @@ export class TextService {
       stickiness: s.stickiness,
     });
     const request = { ...s.request };
+    // A limit above what the model can produce is refused (not silently lowered): the catalog's maxOutputTokens of
+    // the most generous candidate endpoint, or the ceiling for an endpoint that does not say.
+    const modelLimit = Math.max(...route.endpoints.map((e) => e.maxOutputTokens ?? OUTPUT_TOKENS_CEILING));
+    if (request.maxOutputTokens !== undefined && request.maxOutputTokens > modelLimit) {
+      const field = s.outputLimitField ?? 'max_output_tokens';
+      throw AppError.validation(
+        [{ path: `/${field}`, message: `must be <= ${modelLimit} (the model's output limit)` }],
+        `${field} ${request.maxOutputTokens} is above the output limit of ${route.primary.id}: at most ${modelLimit}`,
+      );
+    }
     if (route.spec.reasoningEffort) request.reasoning = { ...request.reasoning, effort: route.spec.reasoningEffort as NonNullable<TextRequest['reasoning']>['effort'] };
     const warnings = [...route.plan.warnings];
 
@@ -112,9 +128,10 @@ export class TextService {
           mode: s.mode,
           request,
           plugins: s.plugins?.length ? s.plugins : undefined,
+          ...(s.store === false && { store: false as const }),
         };
       },
-      { listen: s.mode !== 'async' },
+      { listen: s.mode !== 'async', forget: s.store === false },
     );
     return { submission, route, request, warnings };
   }

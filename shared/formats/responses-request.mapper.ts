@@ -17,14 +17,18 @@ import { canonicalReasoning, requestedParameters, type CanonicalTextRequest } fr
 /** The include value that asks for output log-probabilities in the Responses API. */
 export const LOGPROBS_INCLUDE = 'message.output_text.logprobs';
 
+/** Stored items that `item_reference` input items name, by id (the route looks them up). */
+export type ItemReferences = ReadonlyMap<string, readonly InputItem[]>;
+
 /**
  * @param history the stored conversation of `previous_response_id` (its input and output items), put before
  *   this request's input. Instructions are not carried over, as in OpenAI's API.
- * @throws AppError 400 when there is no input at all (no `input` and no history).
+ * @param references what each `item_reference` stands for, in place of the reference.
+ * @throws AppError 400 when there is no input at all (no `input` and no history), or a reference is unknown.
  */
-export function responsesToCanonical(body: ResponsesBody, history: readonly InputItem[] = []): CanonicalTextRequest {
+export function responsesToCanonical(body: ResponsesBody, history: readonly InputItem[] = [], references: ItemReferences = new Map()): CanonicalTextRequest {
   const warnings: string[] = [];
-  const input = [...history, ...toInputItems(body.input, warnings)];
+  const input = [...history, ...toInputItems(body.input, warnings, references)];
   if (input.length === 0) throw AppError.validation([{ path: '/input', message: 'must not be empty' }]);
 
   const req: CanonicalTextRequest = { input, stream: body.stream === true, requestedParameters: [], warnings };
@@ -64,18 +68,30 @@ export function responsesToCanonical(body: ResponsesBody, history: readonly Inpu
   return req;
 }
 
-function toInputItems(input: ResponsesBody['input'], warnings: string[]): InputItem[] {
+/** Every `item_reference` id of an input, in order, once each. */
+export function itemReferenceIds(input: ResponsesBody['input']): string[] {
+  if (input === undefined || typeof input === 'string') return [];
+  return [...new Set(input.flatMap((i) => (i.type === 'item_reference' ? [i.id] : [])))];
+}
+
+function toInputItems(input: ResponsesBody['input'], warnings: string[], references: ItemReferences): InputItem[] {
   if (input === undefined) return [];
   if (typeof input === 'string') return [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: input }] }];
   const out: InputItem[] = [];
-  for (const item of input) {
+  input.forEach((item, i) => {
+    if (item.type === 'item_reference') {
+      const found = references.get(item.id);
+      if (!found) throw AppError.validation([{ path: `/input/${i}/id`, message: `no stored item '${item.id}'` }], `Item reference '${item.id}' not found`);
+      out.push(...found);
+      return;
+    }
     const mapped = toInputItem(item, warnings);
     if (mapped) out.push(mapped);
-  }
+  });
   return out;
 }
 
-function toInputItem(item: ResponsesInputItem, warnings: string[]): InputItem | undefined {
+function toInputItem(item: Exclude<ResponsesInputItem, { type: 'item_reference' }>, warnings: string[]): InputItem | undefined {
   switch (item.type) {
     case undefined:
     case 'message': {
@@ -91,9 +107,6 @@ function toInputItem(item: ResponsesInputItem, warnings: string[]): InputItem | 
       return { type: 'function_call_output', call_id: item.call_id, output: outputText(item.output, warnings) };
     case 'reasoning':
       // Reasoning items come back when clients replay `response.output`; providers get no earlier reasoning.
-      return undefined;
-    case 'item_reference':
-      warnings.push(`input item_reference '${item.id}' is not supported and was ignored`);
       return undefined;
   }
 }

@@ -30,7 +30,10 @@ export interface SseEvent {
 export type ItemIdPrefix = 'msg' | 'fc' | 'rs';
 
 export type ResponsesStreamBase = Omit<ResponseObjectInput, 'result' | 'usage' | 'status'> & {
-  /** Ids of streamed output items; default `<prefix>_<response id without resp_>_<output index>`. */
+  /**
+   * Ids of streamed output items; default `<prefix>_<response id without resp_>_<n>`, n counting the items of that
+   * kind (so the ids do not depend on how kinds interleave, and a stored result gives each item the same id).
+   */
   newId?: (prefix: ItemIdPrefix, outputIndex: number) => string;
 };
 
@@ -68,7 +71,8 @@ interface StreamItem {
 
 export function createResponsesStreamFormatter(base: ResponsesStreamBase): ResponsesStreamFormatter {
   const idSuffix = base.id.replace(/^resp_/, '');
-  const newId = base.newId ?? ((prefix: ItemIdPrefix, index: number) => `${prefix}_${idSuffix}_${index}`);
+  const perKind: Record<ItemIdPrefix, number> = { msg: 0, fc: 0, rs: 0 };
+  const newId = base.newId ?? ((prefix: ItemIdPrefix) => `${prefix}_${idSuffix}_${perKind[prefix]++}`);
   const items: StreamItem[] = [];
   const byToolIndex = new Map<number, StreamItem>();
   const reported: ResponsesStreamFormatter['reported'] = {};

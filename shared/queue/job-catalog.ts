@@ -30,6 +30,8 @@ export interface TextJobData extends GenerationJobBase {
   request: Omit<TextRequest, 'model'>;
   /** Request plugins run by the worker around the provider call (`masker`). */
   plugins?: string[];
+  /** `store: false` (Responses API): the generation's record keeps no output text. */
+  store?: false;
 }
 
 /** POST /v1/systemone: one job, one upstream call per question (concurrently), billed together. */

@@ -23,6 +23,12 @@ export type PublicReasoningEffort = (typeof REASONING_EFFORT_VALUES)[number];
 export const PLUGIN_NAMES = ['masker'] as const;
 export type PluginName = (typeof PLUGIN_NAMES)[number];
 
+/**
+ * The most output tokens a request may ask for, and the output limit of an endpoint whose catalog entry gives no
+ * `maxOutputTokens` (docs/responses.md). No model offers more; a larger number is a mistake or an attack (1e300).
+ */
+export const OUTPUT_TOKENS_CEILING = 1_000_000;
+
 export const FUNCTION_NAME = '^[a-zA-Z0-9_-]{1,64}$';
 
 /** `if` the object's `type` is `value` (and present). */
@@ -217,7 +223,7 @@ export const responsesSchema = {
     include: nullable({ type: 'array', items: { type: 'string' } }),
     text,
     reasoning: nullable(reasoningSchema),
-    max_output_tokens: nullable({ type: 'integer', minimum: 1 }),
+    max_output_tokens: nullable({ type: 'integer', minimum: 1, maximum: OUTPUT_TOKENS_CEILING }),
     temperature: nullable({ type: 'number', minimum: 0, maximum: 2 }),
     top_p: nullable({ type: 'number', minimum: 0, maximum: 1 }),
     presence_penalty: nullable({ type: 'number', minimum: -2, maximum: 2 }),
@@ -261,6 +267,50 @@ export const responsesSchema = {
     prompt_cache_retention: nullable({ type: 'string' }),
   },
 } as const;
+
+// ---------- queries of the stored-response routes ----------
+
+/** `include` as the SDKs send it (`include=a`, `include[]=a`, repeated); accepted and not used. */
+const includeQuery = { type: ['string', 'array'], items: { type: 'string' } } as const;
+
+/** GET /v1/responses/{id}: `stream=true` streams a background response again, after `starting_after`. */
+export const retrieveResponseQuerySchema = {
+  $id: 'RetrieveResponseQuery',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    stream: { type: 'boolean', default: false, description: 'Replay a background response as Server-Sent Events (live while it runs)' },
+    starting_after: { type: 'integer', minimum: -1, maximum: 1_000_000_000, default: -1, description: 'Only events with a larger sequence_number' },
+    include: includeQuery,
+    'include[]': includeQuery,
+    include_obfuscation: { type: 'boolean' },
+  },
+} as const;
+
+export interface RetrieveResponseQuery {
+  stream: boolean;
+  starting_after: number;
+}
+
+/** GET /v1/responses/{id}/input_items (OpenAI's list: newest first by default, `after` an item id). */
+export const inputItemsQuerySchema = {
+  $id: 'ResponseInputItemsQuery',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    order: { type: 'string', enum: ['asc', 'desc'], default: 'desc' },
+    after: { type: 'string', minLength: 1, maxLength: 200, description: 'Item id: list the items after it, in the chosen order' },
+    limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+    include: includeQuery,
+    'include[]': includeQuery,
+  },
+} as const;
+
+export interface InputItemsQuery {
+  order: 'asc' | 'desc';
+  after?: string;
+  limit: number;
+}
 
 // ---------- TypeScript view of a validated body ----------
 

@@ -64,6 +64,18 @@ describe('response examples have the real replies\' shape', () => {
     const read = await call('get', `/v1/responses/${created.body.id}`);
     expect(read.status).toBe(200);
     expectShape('GET /v1/responses/{id}', read.body);
+    const items = await call('get', `/v1/responses/${created.body.id}/input_items?order=asc`);
+    expect(items.status).toBe(200);
+    expectShape('GET /v1/responses/{id}/input_items', items.body);
+    const gone = await call('delete', `/v1/responses/${created.body.id}`);
+    expect(gone.status).toBe(200);
+    expectShape('DELETE /v1/responses/{id}', gone.body);
+    s.fake.setKnobs({ latencyMs: 1000 });
+    const queued = await call('post', '/v1/responses', { ...(EXAMPLES['POST /v1/responses'].request as object), background: true });
+    const cancelled = await call('post', `/v1/responses/${queued.body.id}/cancel`);
+    s.fake.setKnobs({});
+    expect(cancelled.status).toBe(200);
+    expectShape('POST /v1/responses/{id}/cancel', cancelled.body);
     const chat = await call('post', '/v1/chat/completions', EXAMPLES['POST /v1/chat/completions'].request);
     expect(chat.status).toBe(200);
     expectShape('POST /v1/chat/completions', chat.body);

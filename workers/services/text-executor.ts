@@ -8,6 +8,7 @@ import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate, TextJobData } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
 import { StreamAccumulator } from './stream-accumulator';
+import { withoutText } from '../../shared/formats/unstored-text';
 import { MaskSession } from '../../shared/plugins/masker';
 import { stopReasonOf } from '../../shared/queue/cancel-channel';
 import { AttemptOrder, retryAfterSeconds, waitFor } from './attempt-order';
@@ -125,7 +126,7 @@ export class TextExecutor {
         const outcome = await generations.finish(data.generationId, {
           status: 'completed',
           cost,
-          result: payload,
+          result: recorded(data, payload),
           usage: result.usage,
           warnings,
           model: candidate.model,
@@ -326,7 +327,7 @@ export class TextExecutor {
       status: end.status,
       cost,
       error,
-      result: payload,
+      result: recorded(data, payload),
       usage: result.usage,
       model: candidate.model,
       provider: providerId,
@@ -341,6 +342,11 @@ export class TextExecutor {
     payload.cost = outcome.charged.toFixed(10);
     await pub.send({ type: 'failed', error, payload });
   }
+}
+
+/** The payload as the generation's record keeps it: without the text when the caller asked for `store: false`. */
+function recorded(data: TextJobData, payload: TextDonePayload): TextDonePayload {
+  return data.store === false ? { ...payload, result: withoutText(payload.result) } : payload;
 }
 
 /** An attempt not made: the endpoint's `Retry-After` is further away than a job waits. */

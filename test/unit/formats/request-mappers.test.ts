@@ -19,7 +19,8 @@ describe('responsesToCanonical', () => {
   });
 
   it('maps every field of a maximal body', () => {
-    const req = responsesToCanonical(maximalResponsesBody);
+    const earlier: InputItem = { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Earlier.' }] };
+    const req = responsesToCanonical(maximalResponsesBody, [], new Map([['msg_0', [earlier]]]));
     expect(req.instructions).toBe('Be brief.');
     expect(req.input).toEqual([
       { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'Answer in French.' }] },
@@ -35,6 +36,7 @@ describe('responsesToCanonical', () => {
       { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'A cat.' }] },
       { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
       { type: 'function_call_output', call_id: 'call_1', output: '{"temp":21}' },
+      earlier,
     ]);
     expect(req.tools).toEqual([
       {
@@ -77,9 +79,15 @@ describe('responsesToCanonical', () => {
       'stream',
     ]);
     expect(req.warnings).toEqual([
-      "input item_reference 'msg_0' is not supported and was ignored",
       "tool type 'web_search_preview' is not supported and was ignored",
     ]);
+  });
+
+  it('puts what an item_reference stands for in its place, and refuses an unknown one with 400 naming it', () => {
+    const said: InputItem = { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Hi.' }] };
+    const body: ResponsesBody = { model: 'm', input: [{ role: 'user', content: 'a' }, { type: 'item_reference', id: 'msg_x_0' }, { role: 'user', content: 'b' }] };
+    expect(responsesToCanonical(body, [], new Map([['msg_x_0', [said]]])).input.map((i) => (i.type === 'message' ? i.role : i.type))).toEqual(['user', 'assistant', 'user']);
+    expect(() => responsesToCanonical(body)).toThrow(expect.objectContaining({ status: 400, message: "Item reference 'msg_x_0' not found" }));
   });
 
   it('puts the stored conversation before the new input', () => {

@@ -79,8 +79,8 @@ describe('Responses stream formatter', () => {
     const added = events.filter((e) => e.event === 'response.output_item.added').map((e) => e.data as unknown as { output_index: number; item: { id: string; type: string; status: string } });
     expect(added.map((a) => [a.output_index, a.item.type, a.item.id, a.item.status])).toEqual([
       [0, 'reasoning', 'rs_abc_0', 'in_progress'],
-      [1, 'message', 'msg_abc_1', 'in_progress'],
-      [2, 'function_call', 'fc_abc_2', 'in_progress'],
+      [1, 'message', 'msg_abc_0', 'in_progress'],
+      [2, 'function_call', 'fc_abc_0', 'in_progress'],
     ]);
     for (const e of events.filter((x) => 'item_id' in x.data)) {
       const d = e.data as unknown as { item_id: string; output_index: number };
@@ -89,7 +89,7 @@ describe('Responses stream formatter', () => {
     const deltas = events.filter((e) => e.event === 'response.output_text.delta').map((e) => e.data);
     expect(deltas[0]).toEqual({
       type: 'response.output_text.delta',
-      item_id: 'msg_abc_1',
+      item_id: 'msg_abc_0',
       output_index: 1,
       content_index: 0,
       delta: 'Let me ',
@@ -111,8 +111,8 @@ describe('Responses stream formatter', () => {
     });
     expect(done.output).toEqual([
       { type: 'reasoning', id: 'rs_abc_0', summary: [{ type: 'summary_text', text: 'Need the weather.' }], status: 'completed' },
-      { type: 'message', id: 'msg_abc_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Let me check.', annotations: [], logprobs: [] }] },
-      { type: 'function_call', id: 'fc_abc_2', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}', status: 'completed' },
+      { type: 'message', id: 'msg_abc_0', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'Let me check.', annotations: [], logprobs: [] }] },
+      { type: 'function_call', id: 'fc_abc_0', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}', status: 'completed' },
     ]);
   });
 

@@ -1,0 +1,185 @@
+import type { Db } from '../../shared/db/client';
+import type { Generation } from '../../shared/db/generated/client';
+import { AppError } from '../../shared/errors/app-error';
+import { buildResponseObject, incompleteReason, publicUsage, type PublicError, type ResponseObject, type ResponseStatus } from '../../shared/formats';
+import type { InputItem, OutputItem, TextResult } from '../../shared/providers/provider.types';
+import type { ResponsesBody } from '../../shared/schemas/responses.schema';
+import type { TextDonePayload } from '../../workers/services/text-executor';
+import type { Principal } from '../middleware/auth';
+import type { StoredError } from './text-replies';
+
+/** What a responses generation keeps in its `request` column: the body (echo fields) and the whole conversation. */
+export interface StoredResponsesRequest {
+  body: ResponsesBody;
+  /** The conversation sent to the provider: the stored history of `previous_response_id`, then this turn's input. */
+  input: InputItem[];
+  /** Where this turn's own input starts in `input` (what GET .../input_items lists); absent means 0. */
+  inputStart?: number;
+  /** Set when the caller deleted the response (DELETE /v1/responses/{id}): its text is gone, the record stays. */
+  deleted?: boolean;
+}
+
+export const storedRequest = (g: Generation) => g.request as unknown as StoredResponsesRequest;
+
+/** The response's own texts are kept (not `store: false`, not deleted). */
+export function isStored(g: Generation): boolean {
+  const r = storedRequest(g);
+  return r.body.store !== false && r.deleted !== true;
+}
+
+const STATUS: Record<Generation['status'], ResponseStatus> = {
+  pending: 'queued',
+  processing: 'in_progress',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+};
+
+/** OpenAI answers `incomplete` (not `completed`) for an answer cut by max_output_tokens or a content filter. */
+export const finishedStatus = (result: TextResult | undefined): 'completed' | 'incomplete' => (incompleteReason(result) ? 'incomplete' : 'completed');
+
+export const unix = (d: Date) => Math.floor(d.getTime() / 1000);
+
+export function usageOf(p: TextDonePayload) {
+  return publicUsage(p.result.usage, { totalRub: p.cost, inferenceRub: p.cost }, p.plugins ? { plugins: p.plugins } : undefined);
+}
+
+export function publicError(e: StoredError): PublicError {
+  return { code: e.code, message: e.message, metadata: e.metadata };
+}
+
+/** The model a response names before any endpoint answered: what the caller asked for. */
+export const askedModel = (body: ResponsesBody) => body.model ?? body.models?.[0] ?? '';
+
+/** A stored response as the Response object (GET /v1/responses/{id}, cancel). */
+export function responseObjectOf(g: Generation): ResponseObject {
+  const record = storedRequest(g);
+  const payload = g.result as unknown as TextDonePayload | null;
+  const result = payload ? withPublicIds(g.id, payload.result) : undefined;
+  return buildResponseObject({
+    id: g.id,
+    createdAt: unix(g.createdAt),
+    completedAt: g.completedAt ? unix(g.completedAt) : null,
+    model: payload?.model ?? g.model,
+    status: g.status === 'completed' ? finishedStatus(result) : STATUS[g.status],
+    result,
+    usage: payload ? usageOf(payload) : null,
+    request: record.body,
+    error: g.error ? publicError(g.error as unknown as StoredError) : null,
+    warnings: (g.warnings as string[] | null) ?? undefined,
+  });
+}
+
+/** Whether a generation has ended (any way). */
+export const hasEnded = (g: Pick<Generation, 'status'>) => g.status !== 'pending' && g.status !== 'processing';
+
+/** What a `store: false` (or deleted) response's record keeps of its body: the routing and limits, no text. */
+export function unstoredBody(body: ResponsesBody): ResponsesBody {
+  const { model, models, provider, stream, background, max_output_tokens, store } = body;
+  return { model, models, provider, stream, background, max_output_tokens, store };
+}
+
+type ItemPrefix = 'msg' | 'fc' | 'rs' | 'fco';
+const OUTPUT_PREFIX: Record<OutputItem['type'], ItemPrefix> = { message: 'msg', function_call: 'fc', reasoning: 'rs' };
+const INPUT_PREFIX: Record<InputItem['type'], ItemPrefix> = { message: 'msg', function_call: 'fc', function_call_output: 'fco' };
+
+/**
+ * Public item ids name their response and position, so an `item_reference` leads straight to its stored response:
+ * the n-th output item of a kind in `resp_X` is `<prefix>_X_<n>` (the ids the stream formatter gives too: counting
+ * per kind keeps them equal however text and calls interleaved in the stream), input item n is `<prefix>_X_in<n>`.
+ * Response ids are `resp_` + base62, so the parts never run into each other.
+ */
+const ITEM_ID = /^(msg|fc|rs|fco)_([A-Za-z0-9]+)_(in)?(\d{1,6})$/;
+const suffixOf = (responseId: string) => responseId.replace(/^resp_/, '');
+
+
+export const inputItemId = (responseId: string, item: InputItem, index: number) => `${INPUT_PREFIX[item.type]}_${suffixOf(responseId)}_in${index}`;
+
+/** The result with the public ids of its output items (providers' own ids are neither unique nor stable). */
+export function withPublicIds(responseId: string, result: TextResult): TextResult {
+  const perKind: Record<string, number> = {};
+  const id = (o: OutputItem) => `${OUTPUT_PREFIX[o.type]}_${suffixOf(responseId)}_${(perKind[o.type] = (perKind[o.type] ?? -1) + 1)}`;
+  return { ...result, output: result.output.map((o) => ({ ...o, id: id(o) })) };
+}
+
+/** The output items of a stored response as input items of the next turn. */
+export function asInput(output: readonly OutputItem[]): InputItem[] {
+  return output.flatMap((o): InputItem[] => {
+    if (o.type === 'message') return [{ type: 'message', role: 'assistant', content: o.content.map((c) => ({ type: 'output_text', text: c.text })) }];
+    if (o.type === 'function_call') return [{ type: 'function_call', call_id: o.call_id, name: o.name, arguments: o.arguments }];
+    // Providers get no earlier reasoning (as when a client replays a reasoning item).
+    return [];
+  });
+}
+
+/** This turn's own input items (without the history of previous_response_id), with their public ids. */
+export function turnInput(g: Generation): Array<{ id: string; item: InputItem }> {
+  const r = storedRequest(g);
+  const start = r.inputStart ?? 0;
+  return r.input.slice(start).map((item, i) => ({ id: inputItemId(g.id, item, i), item }));
+}
+
+/**
+ * Stored responses as a principal may see them, scoped exactly as media and history are: an API key sees its own;
+ * a personal-account token the whole organization (owner, admin) or its own (member: its keys' and key-less).
+ * Everything else does not exist for the caller.
+ */
+export class StoredResponses {
+  constructor(private readonly db: Db) {}
+
+  async find(principal: Principal, id: string): Promise<Generation | null> {
+    return this.db.generation.findFirst({
+      where: {
+        id,
+        apiType: 'responses',
+        organizationId: principal.organizationId,
+        ...(principal.kind === 'key' ? { apiKeyId: principal.keyId } : principal.role === 'member' ? { userId: principal.userId } : {}),
+      },
+    });
+  }
+
+  /** A response whose texts are kept, or 404. */
+  async get(principal: Principal, id: string): Promise<Generation> {
+    const g = await this.find(principal, id);
+    if (!g || !isStored(g)) throw new AppError('NOT_FOUND', `Response ${id} not found`);
+    return g;
+  }
+
+  /** The conversation so far of `previous_response_id`: its input and output items. */
+  async history(principal: Principal, id: string): Promise<InputItem[]> {
+    const prev = await this.find(principal, id);
+    if (!prev || !isStored(prev)) throw new AppError('NOT_FOUND', `Previous response ${id} not found`);
+    if (prev.status !== 'completed') throw new AppError('CONFLICT', `Previous response ${id} has not completed (status ${prev.status})`);
+    return [...storedRequest(prev).input, ...asInput((prev.result as unknown as TextDonePayload).result.output)];
+  }
+
+  /**
+   * What each `item_reference` id stands for: an output item (or an input item) of a stored response the caller
+   * may see. An id that names nothing the caller may see is a 400 naming it (OpenAI answers 400 too).
+   */
+  async resolve(principal: Principal, ids: readonly string[]): Promise<Map<string, InputItem[]>> {
+    const out = new Map<string, InputItem[]>();
+    const responses = new Map<string, Generation | null>();
+    for (const id of ids) {
+      const m = ITEM_ID.exec(id);
+      const notFound = () => AppError.validation([{ path: '/input', message: `no stored item '${id}'` }], `Item reference '${id}' not found`);
+      if (!m) throw notFound();
+      const responseId = `resp_${m[2]}`;
+      if (!responses.has(responseId)) responses.set(responseId, await this.find(principal, responseId));
+      const g = responses.get(responseId);
+      if (!g || !isStored(g)) throw notFound();
+      if (m[3]) {
+        const found = turnInput(g).find((t) => t.id === id);
+        if (!found) throw notFound();
+        out.set(id, [found.item]);
+        continue;
+      }
+      const payload = g.result as unknown as TextDonePayload | null;
+      if (g.status !== 'completed' || !payload) throw notFound();
+      const item = withPublicIds(g.id, payload.result).output.find((o) => o.id === id);
+      if (!item) throw notFound();
+      out.set(id, asInput([item]));
+    }
+    return out;
+  }
+}
