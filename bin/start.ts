@@ -72,8 +72,8 @@ async function startCluster(n: number): Promise<void> {
       if (stopping) return;
       // One that never came up (a refused catalog, a taken port) would fail again: stop with its error.
       if (!up) return void stopAll(1);
-      logger.error(`process ${w.process.pid} exited (${signal ?? code}); starting another`);
-      fork();
+      logger.error(`process ${w.process.pid} exited (${signal ?? code}); starting another in 1 s`);
+      setTimeout(() => stopping || fork(), 1000); // a process that keeps dying does not spin the machine
     });
   };
   for (let i = 0; i < n; i++) fork();
