@@ -15,7 +15,7 @@ export function toAppError(err: unknown): AppError {
   return new AppError('INTERNAL_ERROR', 'Internal server error');
 }
 
-/** Redis or PostgreSQL out of reach: the caller should retry, it is not our bug. */
+/** Redis (one server or a cluster in failover) or PostgreSQL out of reach: the caller should retry, it is not our bug. */
 function isUnavailable(e: { message?: string; code?: string; name?: string } | undefined): boolean {
   if (!e) return false;
   const text = `${e.name ?? ''} ${e.code ?? ''} ${e.message ?? ''}`;
@@ -24,7 +24,7 @@ function isUnavailable(e: { message?: string; code?: string; name?: string } | u
   if (/Code: `(57P0[1-3]|08\d{3}|53300)`|Server has closed the connection/.test(text)) return true;
   // The same from the pg driver itself (the hot path's SQL goes straight through the pool): SQLSTATE in `code`.
   if (/^(57P0[1-3]|08\d{3}|53300)$/.test(e.code ?? '') || /the database system is (shutting down|starting up|in recovery)/.test(text)) return true;
-  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection is closed|Stream isn't writeable|enableOfflineQueue|MaxRetriesPerRequest|Can't reach database|P1001|P1017|connection terminated|Connection terminated|timeout exceeded when trying to connect|PrismaClientInitializationError|DriverAdapterError/i.test(
+  return /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|Connection is closed|Stream isn't writeable|enableOfflineQueue|MaxRetriesPerRequest|CLUSTERDOWN|TRYAGAIN|ClusterAllFailedError|Failed to refresh slots cache|Too many Cluster redirections|Cluster isn't ready|Can't reach database|P1001|P1017|connection terminated|Connection terminated|timeout exceeded when trying to connect|PrismaClientInitializationError|DriverAdapterError/i.test(
     text,
   );
 }

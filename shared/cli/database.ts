@@ -51,7 +51,7 @@ export async function openDatabase(config: Config, logger: RuntimeLogger): Promi
     }
   }
   try {
-    await migrate(url, (m) => logger.info(m));
+    await migrate((source === 'env' && config.directDatabaseUrl) || url, (m) => logger.info(m));
   } catch (e) {
     await embedded?.stop().catch(() => {});
     throw new Error(`cannot use the database ${safeUrl(url)}: ${describeError(e)}`);

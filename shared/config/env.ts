@@ -4,6 +4,12 @@ import path from 'node:path';
 export interface Config {
   port: number;
   databaseUrl?: string;
+  /**
+   * DIRECT_DATABASE_URL: PostgreSQL itself, for migrations (they hold a session advisory lock, which a
+   * transaction-pooling PgBouncer in DATABASE_URL cannot keep). Defaults to DATABASE_URL.
+   */
+  directDatabaseUrl?: string;
+  /** REDIS_URL: `redis://…` for one server, `redis+cluster://host:port,host:port` for a Redis Cluster. */
   redisUrl?: string;
   catalogPath: string;
   secret?: string;
@@ -36,6 +42,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, argv: string[] 
   return {
     port: int(env.PORT, 3000, 'PORT'),
     databaseUrl: env.DATABASE_URL || undefined,
+    directDatabaseUrl: env.DIRECT_DATABASE_URL || undefined,
     redisUrl: env.REDIS_URL || undefined,
     catalogPath: path.resolve(env.SWITCHYARD_CATALOG ?? (demo ? 'config/catalog.demo.json' : 'config/catalog.json')),
     secret: env.SWITCHYARD_SECRET || undefined,

@@ -19,12 +19,17 @@ export interface Metrics {
   httpRequests: Counter<'method' | 'route' | 'status'>;
   httpDuration: Histogram<'method' | 'route' | 'status'>;
   queueJobs: Gauge<'queue' | 'state'>;
+  /** Seconds the oldest waiting job of each queue has waited: the latency signal for autoscaling and alerts. */
+  oldestWaiting: Gauge<'queue'>;
   jobDuration: Histogram<'queue' | 'outcome'>;
   /** `inc({ provider, outcome })` with outcome a ProviderOutcome. */
   providerAttempts: Counter<'provider' | 'outcome'>;
   /** RUB. Money is exact in storage; a float is fine for a rate on a dashboard. */
   moneyReserved: Counter<string>;
-  moneyCharged: Counter<string>;
+  /** `inc({ model }, rub)`: the catalog model id, a bounded set. */
+  moneyCharged: Counter<'model'>;
+  /** Generations the reaper had to fail because no job would ever end them (stuck). */
+  generationsReaped: Counter<string>;
   /**
    * RUB a media generation cost beyond its reservation (the provider produced more than the endpoint's catalog
    * `maxDurationSeconds`): not charged, by provider. The generation's `routing.overrun` holds the details.
@@ -78,6 +83,29 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     },
   });
 
+  const oldestWaiting = new Gauge<'queue'>({
+    name: 'switchyard_queue_oldest_waiting_seconds',
+    help: 'Age of the oldest job waiting in each queue (0 when none waits), read from Redis at scrape time',
+    labelNames: ['queue'],
+    registers,
+    async collect() {
+      this.reset();
+      const now = Date.now();
+      await Promise.all(
+        [...tracked.values()].map(async (q) => {
+          try {
+            // The wait list's oldest job is its last element; prioritized jobs are a set: its first by order.
+            const [wait, prioritized] = await within(Promise.all([q.getJobs(['wait'], 0, 0, true), q.getJobs(['prioritized'], 0, 0, true)]), timeoutMs);
+            const stamps = [...wait, ...prioritized].map((j) => j?.timestamp).filter((t): t is number => typeof t === 'number');
+            this.set({ queue: q.name }, stamps.length ? Math.max(0, (now - Math.min(...stamps)) / 1000) : 0);
+          } catch {
+            // Redis away or slow: leave this queue out of this scrape.
+          }
+        }),
+      );
+    },
+  });
+
   const metrics: Metrics = {
     registry,
     httpRequests: new Counter({
@@ -94,6 +122,7 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       registers,
     }),
     queueJobs,
+    oldestWaiting,
     jobDuration: new Histogram({
       name: 'switchyard_job_duration_seconds',
       help: 'Time a worker spent on a job, by queue and outcome',
@@ -108,7 +137,12 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       registers,
     }),
     moneyReserved: new Counter({ name: 'switchyard_money_reserved_rub_total', help: 'RUB reserved before jobs were queued', registers }),
-    moneyCharged: new Counter({ name: 'switchyard_money_charged_rub_total', help: 'RUB charged on settlement', registers }),
+    moneyCharged: new Counter({ name: 'switchyard_money_charged_rub_total', help: 'RUB charged on settlement, by model', labelNames: ['model'], registers }),
+    generationsReaped: new Counter({
+      name: 'switchyard_generations_reaped_total',
+      help: 'Generations failed by the stuck-generation reaper (pending/processing with no live job)',
+      registers,
+    }),
     mediaUncharged: new Counter({
       name: 'switchyard_media_uncharged_rub_total',
       help: 'RUB of media output beyond the reserved upper bound (provider exceeded the catalog maxDurationSeconds), not charged',

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type Redis from 'ioredis';
+import { Cluster } from 'ioredis';
 import type { TextStreamEvent } from '../providers/provider.types';
 
 /** What a worker tells the API process that waits for a generation. */
@@ -14,6 +15,9 @@ export type GenerationEvent =
 
 export type BusMessage = GenerationEvent & { id: string; seq: number };
 
+/** Id of the bus's own probe messages on a Redis Cluster (never a generation id). */
+const PROBE = '__probe__';
+
 /**
  * Worker → API delivery over Redis pub/sub. Each API process subscribes ONCE to its own reply channel and
  * names it in every job it enqueues (`replyTo`), so a request costs no SUBSCRIBE round trips, and a stream
@@ -24,6 +28,7 @@ export class GenerationBus {
   readonly channel: string;
   private readonly waiters = new Map<string, (m: BusMessage) => void>();
   private started?: Promise<void>;
+  private readonly probes = new Map<string, () => void>();
 
   constructor(
     private readonly pub: Redis,
@@ -40,10 +45,60 @@ export class GenerationBus {
     this.started ??= (async () => {
       // ioredis resubscribes after a reconnect, but what was published meanwhile is gone: tell every waiter.
       let subscribed = false;
-      sub.on('ready', () => {
+      const recheck = () => {
         if (!subscribed) return;
         for (const [id, handler] of this.waiters) handler({ type: 'recheck', id, seq: 0 });
-      });
+      };
+      if ((sub as unknown) instanceof Cluster) {
+        // On a Redis Cluster the subscription lives on one node, and ioredis moves it to another in the background
+        // after a reconnect or failover: tell the waiters only once a probe of our own comes back through it, so
+        // the database they re-read is not older than the subscription.
+        let probing = false;
+        const probeOnce = async (): Promise<boolean> => {
+          const token = randomUUID();
+          const back = new Promise<void>((resolve) => this.probes.set(token, resolve));
+          try {
+            await publish(this.pub, this.channel, JSON.stringify({ id: PROBE, seq: 0, type: 'recheck', token })).catch(() => undefined);
+            return await Promise.race([back.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 300).unref())]);
+          } finally {
+            this.probes.delete(token);
+          }
+        };
+        // `moved`: a node left or the connection came back. Otherwise a periodic check that the subscription
+        // still delivers; only when it does not are the waiters told.
+        const ensure = async (moved: boolean) => {
+          if (!subscribed || probing) return;
+          probing = true;
+          let lost = false;
+          try {
+            // Two probes answered in a row, 300 ms apart: ioredis may still swap the subscriber node right after
+            // the first one came back.
+            let streak = 0;
+            for (let i = 0; i < 100 && streak < (moved ? 2 : 1) && sub.status !== 'end' && this.pub.status !== 'end'; i++) {
+              if (await probeOnce()) {
+                streak++;
+                if (streak < 2 && moved) await new Promise((r) => setTimeout(r, 300).unref());
+              } else {
+                streak = 0;
+                lost = true;
+                // ioredis sometimes picks a new subscriber node without carrying the channel over: subscribe
+                // again (harmless when it is there).
+                if (i % 3 === 2) await sub.subscribe(this.channel).catch(() => undefined);
+              }
+            }
+          } finally {
+            probing = false;
+          }
+          if (moved || lost) recheck();
+        };
+        sub.on('ready', () => void ensure(true));
+        sub.on('-node', () => void ensure(true));
+        const every = setInterval(() => void ensure(false), 5000);
+        every.unref();
+        sub.once('end', () => clearInterval(every));
+      } else {
+        sub.on('ready', recheck);
+      }
       sub.on('message', (_channel: string, text: string) => {
         let m: BusMessage;
         try {
@@ -51,7 +106,8 @@ export class GenerationBus {
         } catch {
           return;
         }
-        this.waiters.get(m.id)?.(m);
+        if (m.id === PROBE) this.probes.get((m as { token?: string }).token ?? '')?.();
+        else this.waiters.get(m.id)?.(m);
       });
       await sub.subscribe(this.channel);
       subscribed = true;
@@ -84,6 +140,17 @@ export class GenerationPublisher {
   send(event: GenerationEvent): Promise<unknown> {
     if (!this.channel) return Promise.resolve();
     const message: BusMessage = { ...event, id: this.id, seq: ++this.seq };
-    return this.pub.publish(this.channel, JSON.stringify(message)).catch(() => undefined);
+    return publish(this.pub, this.channel, JSON.stringify(message)).catch(() => undefined);
   }
+}
+
+// A Redis Cluster connection sends a keyless PUBLISH to a random node each time, and messages reach the
+// subscriber in the order each node relays them: deltas would arrive out of order. A script naming the channel
+// as its key always runs on the master of the channel's slot, so one generation's messages keep their order.
+const PUBLISH_SCRIPT = `return redis.call('PUBLISH', KEYS[1], ARGV[1])`;
+
+function publish(pub: Redis, channel: string, text: string): Promise<unknown> {
+  if (!((pub as unknown) instanceof Cluster)) return pub.publish(channel, text);
+  if (!('syPublish' in pub)) pub.defineCommand('syPublish', { numberOfKeys: 1, lua: PUBLISH_SCRIPT });
+  return (pub as unknown as { syPublish(channel: string, text: string): Promise<number> }).syPublish(channel, text);
 }

@@ -1,9 +1,15 @@
-import Redis, { type RedisOptions } from 'ioredis';
+import Redis, { Cluster, type ClusterOptions, type RedisOptions } from 'ioredis';
 
 /**
  * Redis connections. BullMQ workers and subscribers need `maxRetriesPerRequest: null` and an offline queue
  * (`patient`); the API's own connection fails fast instead, so a Redis outage turns into 503 rather than
  * hanging requests.
+ *
+ * REDIS_URL names one server (`redis://…`, `rediss://…`) or a Redis Cluster: `redis+cluster://` (or
+ * `rediss+cluster://` for TLS) followed by one or more comma-separated seed nodes, e.g.
+ * `redis+cluster://:password@10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000`. Credentials written once apply to every
+ * node. On a cluster the connection is an ioredis Cluster typed as Redis: every key the service uses starts with
+ * the hash-tagged QUEUE_PREFIX (`{switchyard}`), so multi-key scripts, MULTI and pipelines stay on one slot.
  */
 export function createRedis(url: string, opts: { patient?: boolean; name?: string } = {}): Redis {
   const options: RedisOptions = {
@@ -13,7 +19,61 @@ export function createRedis(url: string, opts: { patient?: boolean; name?: strin
     retryStrategy: (times) => Math.min(times * 200, 2000),
     lazyConnect: false,
   };
-  return new Redis(url, options);
+  const cluster = parseClusterUrl(url);
+  if (!cluster) return new Redis(url, options);
+  const { nodes, redisOptions } = cluster;
+  const clusterOptions: ClusterOptions = {
+    redisOptions: { ...redisOptions, connectionName: opts.name, maxRetriesPerRequest: options.maxRetriesPerRequest },
+    // A fail-fast connection still waits out a failover (MOVED / CLUSTERDOWN retries) but queues nothing
+    // while the whole cluster is unreachable.
+    enableOfflineQueue: opts.patient ? true : false,
+    clusterRetryStrategy: (times) => Math.min(times * 200, 2000),
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 300,
+    retryDelayOnTryAgain: 100,
+    // Refresh the slot map soon after a node goes away, so requests reach the promoted replica.
+    slotsRefreshTimeout: 2000,
+    slotsRefreshInterval: 5000,
+    lazyConnect: false,
+  };
+  return new Cluster(nodes, clusterOptions) as unknown as Redis;
+}
+
+/** True when this URL names a Redis Cluster (`redis+cluster://` / `rediss+cluster://`). */
+export function isClusterUrl(url: string): boolean {
+  return /^rediss?\+cluster:\/\//i.test(url);
+}
+
+/** The seed nodes and shared node options of a `redis+cluster://` URL; null for a single-server URL. */
+export function parseClusterUrl(url: string): { nodes: Array<{ host: string; port: number }>; redisOptions: RedisOptions } | null {
+  const m = /^(rediss?)\+cluster:\/\/(.*)$/i.exec(url);
+  if (!m) return null;
+  const tls = m[1]!.toLowerCase() === 'rediss';
+  let rest = m[2]!.replace(/\/.*$/, '').replace(/\?.*$/, '');
+  let username: string | undefined;
+  let password: string | undefined;
+  const at = rest.lastIndexOf('@');
+  if (at >= 0) {
+    const cred = rest.slice(0, at);
+    rest = rest.slice(at + 1);
+    const colon = cred.indexOf(':');
+    username = decodeURIComponent(colon >= 0 ? cred.slice(0, colon) : '') || undefined;
+    password = colon >= 0 ? decodeURIComponent(cred.slice(colon + 1)) : decodeURIComponent(cred);
+  }
+  const nodes = rest
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((hp) => {
+      const i = hp.lastIndexOf(':');
+      const host = (i >= 0 ? hp.slice(0, i) : hp).replace(/^\[|\]$/g, '');
+      const port = i >= 0 ? Number(hp.slice(i + 1)) : 6379;
+      if (!host || !Number.isInteger(port) || port <= 0 || port > 65535) throw new Error(`REDIS_URL: bad cluster node "${hp}"`);
+      return { host, port };
+    });
+  if (nodes.length === 0) throw new Error('REDIS_URL: a redis+cluster:// URL names at least one node');
+  const redisOptions: RedisOptions = { ...(username && { username }), ...(password && { password }), ...(tls && { tls: {} }) };
+  return { nodes, redisOptions };
 }
 
 /** Resolves once the connection is ready (a fail-fast connection refuses commands before that). */
@@ -26,4 +86,22 @@ export function whenReady(redis: Redis, timeoutMs = 10_000): Promise<void> {
       resolve();
     });
   });
+}
+
+/**
+ * Deletes the keys matching a pattern on every master (KEYS on a cluster connection reaches one node only).
+ * For clean-up and tests; never on a hot path.
+ */
+export async function deleteKeys(redis: Redis, pattern: string): Promise<number> {
+  const nodes = (redis as unknown) instanceof Cluster ? (redis as unknown as Cluster).nodes('master') : [redis];
+  let n = 0;
+  for (const node of nodes) {
+    const keys = await node.keys(pattern);
+    if (!keys.length) continue;
+    // One DEL per key: keys of different slots may share a node, and a multi-key DEL across slots is refused.
+    const pipe = node.pipeline();
+    for (const k of keys) pipe.del(k);
+    for (const [err, count] of (await pipe.exec()) ?? []) if (!err) n += Number(count);
+  }
+  return n;
 }

@@ -54,7 +54,8 @@ export async function resolveServices(config: Config, logger: RuntimeLogger, opt
 
   try {
     if (opts.migrate !== false) {
-      const applied = await migrate(databaseUrl, (m) => logger.info(m));
+      // Migrations hold a session advisory lock: straight to PostgreSQL when DATABASE_URL is a PgBouncer.
+      const applied = await migrate((config.databaseUrl && config.directDatabaseUrl) || databaseUrl, (m) => logger.info(m));
       logger.debug(`database schema up to date (${applied.length} migration(s) applied now)`);
     }
     if (opts.writeRuntimeFile !== false) {

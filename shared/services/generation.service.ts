@@ -227,7 +227,7 @@ export class GenerationService {
     if (f.cost !== undefined) item.cost = toStorage(f.cost);
     const r = await this.finishes.submit(item);
     const charged = money(r.charged);
-    if (r.applied && charged.greaterThan(0)) this.metrics?.moneyCharged.inc(rub(charged));
+    if (r.applied && charged.greaterThan(0)) this.metrics?.moneyCharged.inc({ model: f.model ?? 'unknown' }, rub(charged));
     return { applied: r.applied, charged };
   }
 }

@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import { createApp } from '../../api/app';
 import type { AppDeps } from '../../api/app-context';
 import { loadConfig, type Config } from '../../shared/config/env';
-import { createRedis } from '../../shared/queue/redis';
+import { createRedis, deleteKeys } from '../../shared/queue/redis';
 import { createLogger } from '../../shared/logger';
 import type { Catalog } from '../../shared/catalog/catalog.types';
 import { createTestDb, type TestDb } from './test-db';
@@ -45,8 +45,7 @@ export async function createTestApp(opts: { catalog?: Catalog; env?: Record<stri
     prefix,
     async close() {
       await app.locals.ctx.close();
-      const keys = await redis.keys(`${prefix}*`);
-      if (keys.length) await redis.del(...keys);
+      await deleteKeys(redis, `${prefix}*`).catch(() => undefined);
       redis.disconnect();
       subscriber.disconnect();
       await t.drop();

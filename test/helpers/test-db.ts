@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { createDb, type Db } from '../../shared/db/client';
-import { TEMPLATE_DB, TEST_PG_URL, databaseUrl } from './test-env';
+import { TEMPLATE_DB, TEST_APP_PG_URL, TEST_PG_URL, databaseUrl } from './test-env';
 
 export interface TestDb {
   name: string;
@@ -35,7 +35,7 @@ export async function createTestDb(): Promise<TestDb> {
       }
     }
   });
-  const url = databaseUrl(name);
+  const url = databaseUrl(name, TEST_APP_PG_URL);
   const db = createDb(url, { max: 30 });
   return {
     name,

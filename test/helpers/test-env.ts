@@ -2,8 +2,14 @@
 export const TEST_PG_URL = process.env.TEST_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-export function databaseUrl(name: string): string {
-  const u = new URL(TEST_PG_URL);
+/**
+ * Where the service under test reaches PostgreSQL; the scale suite points it at PgBouncer
+ * (TEST_APP_DATABASE_URL) while creating databases and migrating stay on the direct TEST_PG_URL.
+ */
+export const TEST_APP_PG_URL = process.env.TEST_APP_DATABASE_URL ?? TEST_PG_URL;
+
+export function databaseUrl(name: string, base = TEST_PG_URL): string {
+  const u = new URL(base);
   u.pathname = `/${name}`;
   return u.toString();
 }

@@ -35,7 +35,7 @@ function queueOf(g: { apiType: string; requestType: string; routing: unknown }):
  * it could record the ending, or stalled more often than allowed). A generation whose job still runs is left
  * alone: media jobs have their own task timeout. Nothing is charged for a reaped generation.
  */
-export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations' | 'redis' | 'config' | 'clock' | 'logger'>, opts: ReaperOptions = reaperOptions()) {
+export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations' | 'redis' | 'config' | 'clock' | 'logger'> & { metrics?: Pick<WorkerDeps['metrics'], 'generationsReaped'> }, opts: ReaperOptions = reaperOptions()) {
   const queues = new Map<QueueName, Queue>();
   const queue = (name: QueueName) => {
     let q = queues.get(name);
@@ -58,6 +58,7 @@ export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations
       const r = await deps.generations.finish(g.id, { status: 'failed', error });
       if (r.applied) {
         reaped++;
+        deps.metrics?.generationsReaped.inc();
         deps.logger.warn('reaped a generation no job will finish', { generationId: g.id, jobState: state });
       }
     }

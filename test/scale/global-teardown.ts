@@ -1,0 +1,3 @@
+export default async function scaleTeardown(): Promise<void> {
+  await (globalThis as { __syScale?: { stop(): Promise<void> } }).__syScale?.stop();
+}
