@@ -1,4 +1,4 @@
-import { Worker, type Processor } from 'bullmq';
+import { Queue, Worker, type Processor } from 'bullmq';
 import type Redis from 'ioredis';
 import { DEFAULT_CONCURRENCY } from '../shared/queue/job-catalog';
 import { QUEUES, type QueueName } from '../shared/queue/queue-names';
@@ -11,15 +11,17 @@ import { maintenanceProcessor } from './processors/maintenance.processor';
 import { imageProcessor } from './processors/image.processor';
 import { mediaProcessor } from './processors/media.processor';
 import { callbackProcessor } from './processors/callback.processor';
+import { CallbackService } from '../shared/services/callbacks.service';
+import { mediaExecutorOptions } from './services/media-executor';
 
 /** Queue → processor: the worker catalog. */
-function processors(deps: WorkerDeps, env: NodeJS.ProcessEnv = process.env): Partial<Record<QueueName, Processor>> {
+function processors(deps: WorkerDeps, callbacks: CallbackService, env: NodeJS.ProcessEnv = process.env): Partial<Record<QueueName, Processor>> {
   return {
     [QUEUES.text]: textProcessor(deps) as Processor,
     [QUEUES.embeddings]: embeddingsProcessor(deps) as Processor,
     [QUEUES.maintenance]: maintenanceProcessor(deps) as Processor,
-    [QUEUES.image]: imageProcessor(deps, env) as Processor,
-    [QUEUES.media]: mediaProcessor(deps, env) as Processor,
+    [QUEUES.image]: imageProcessor(deps, callbacks, env) as Processor,
+    [QUEUES.media]: mediaProcessor(deps, callbacks, env) as Processor,
     [QUEUES.callbacks]: callbackProcessor(deps) as Processor,
   };
 }
@@ -45,7 +47,10 @@ export interface WorkerPool {
 
 /** One BullMQ Worker per queue this process serves. */
 export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { queues?: QueueName[]; env?: NodeJS.ProcessEnv } = {}): WorkerPool {
-  const table = processors(deps, opts.env);
+  // Finished media generations with a `callBackUrl` are queued here (one queue for the pool, closed with it).
+  const callbacksQueue = new Queue(QUEUES.callbacks, { connection: deps.redis, prefix: deps.config.queuePrefix });
+  const callbacks = new CallbackService(callbacksQueue, { backoffMs: mediaExecutorOptions(opts.env).callbackBackoffMs });
+  const table = processors(deps, callbacks, opts.env);
   const queues = (opts.queues ?? (Object.keys(table) as QueueName[])).filter((q) => table[q]);
   const workers = queues.map((q) => {
     const w = new Worker(q, table[q]!, {
@@ -76,6 +81,7 @@ export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { que
     },
     async close() {
       await Promise.all(workers.map((w) => w.close()));
+      await callbacksQueue.close();
       stops.disconnect();
     },
   };

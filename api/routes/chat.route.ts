@@ -27,6 +27,7 @@ export function chatRoutes(ctx: AppContext): Router {
       provider: body.provider,
       request,
       requestedParameters,
+      warnings: formatWarnings,
       record: { body },
       stickiness: body.prompt_cache_key ?? body.session_id ?? undefined,
       plugins: body.plugins,
@@ -35,7 +36,8 @@ export function chatRoutes(ctx: AppContext): Router {
     const usage = (p: TextDonePayload) => chatUsage(p.result.usage, { totalRub: p.cost }, p.plugins ? { plugins: p.plugins } : undefined);
     // A repeat with the same Idempotency-Key answers with the generation of the first request.
     const id = submission.id;
-    const warningsOf = (p: TextDonePayload) => (p.warnings.length || formatWarnings.length ? [...formatWarnings, ...p.warnings] : undefined);
+    // The warnings the generation keeps (history shows the same): the request's, the plan's, the answering endpoint's.
+    const warningsOf = (p: TextDonePayload) => (p.warnings.length ? p.warnings : undefined);
 
     if (mode === 'sync') {
       const p = await awaitText(ctx.gateway, submission, ctx.config.syncWaitMs, () => completedText(ctx.db, id));

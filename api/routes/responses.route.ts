@@ -73,6 +73,7 @@ export function responsesRoutes(ctx: AppContext): Router {
       provider: body.provider,
       request,
       requestedParameters,
+      warnings: formatWarnings,
       record,
       stickiness: body.prompt_cache_key ?? body.session_id ?? undefined,
       previousResponseId: body.previous_response_id ?? undefined,
@@ -85,8 +86,7 @@ export function responsesRoutes(ctx: AppContext): Router {
       submission.detach();
       throw new AppError('CONFLICT', `Response ${id} of this Idempotency-Key was made with store: false: its text was not kept and cannot be replayed`, { metadata: { generation_id: id } });
     }
-    const allWarnings = [...formatWarnings, ...warnings];
-    const base = { id, createdAt, model: askedModel(body), request: body, warnings: allWarnings.length ? allWarnings : undefined };
+    const base = { id, createdAt, model: askedModel(body), request: body, warnings: warnings.length ? warnings : undefined };
 
     if (mode === 'async') {
       res.json(buildResponseObject({ ...base, status: 'queued' }));
@@ -104,7 +104,7 @@ export function responsesRoutes(ctx: AppContext): Router {
           completedAt: unix(ctx.clock()),
           result: withPublicIds(id, payload.result),
           usage: usageOf(payload),
-          warnings: payload.warnings.length || formatWarnings.length ? [...formatWarnings, ...payload.warnings] : undefined,
+          warnings: payload.warnings.length ? payload.warnings : undefined,
         }),
       );
       return;

@@ -5,7 +5,7 @@ import { parseSystemoneBody } from '../../shared/schemas/systemone.schema';
 import { answerScheme, questionRequest } from '../../shared/formats/systemone.mapper';
 import { moneyJson } from '../../shared/formats/format-utils';
 import { newId } from '../../shared/auth/api-keys';
-import { estimateTokens, maxBound, textBound } from '../../shared/billing/pricing';
+import { estimateInputTokens, maxBound, textBound } from '../../shared/billing/pricing';
 import { ZERO } from '../../shared/billing/money';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { SystemoneJobData } from '../../shared/queue/job-catalog';
@@ -42,7 +42,7 @@ export function systemoneRoutes(ctx: AppContext): Router {
     });
     // One reservation for the whole request: every prompt, one output token each and a request fee each,
     // on the dearest candidate (a question may fall back to it).
-    const promptTokens = questions.map((q) => estimateTokens((q.request.instructions ?? '') + JSON.stringify(q.request.input)));
+    const promptTokens = questions.map((q) => estimateInputTokens(q.request));
     const bound = maxBound(route.endpoints, (e) => promptTokens.reduce((sum, tokens) => sum.plus(textBound(e.price, tokens, 1)), ZERO));
 
     const id = newId('gen');

@@ -3,7 +3,8 @@ import { OUTPUT_TOKENS_CEILING } from '../../shared/schemas/responses.schema';
 import type { TextRequest } from '../../shared/providers/provider.types';
 import type { ProviderPreferences } from '../../shared/routing';
 import { newId } from '../../shared/auth/api-keys';
-import { estimateTokens, maxBound, outputTokensFor, textBound } from '../../shared/billing/pricing';
+import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../shared/providers/provider.types';
+import { estimateInputTokens, maxBound, outputTokensFor, textBound } from '../../shared/billing/pricing';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';
 import type { ApiType, IdempotencyClaim, ResponseMode } from '../../shared/services/generation.service';
@@ -11,7 +12,6 @@ import { type Principal, ownerOf } from '../middleware/auth';
 import type { GenerationGateway, Submission } from './generation-gateway';
 import type { PlannedRoute, RoutePlanner } from './route-planner';
 
-export const DEFAULT_MAX_OUTPUT_TOKENS = 4096;
 /** The least output a text request may be shrunk to when the balance does not cover its full bound. */
 const MIN_OUTPUT_TOKENS = 16;
 
@@ -25,6 +25,8 @@ export interface TextSubmit {
   provider?: ProviderPreferences;
   request: Omit<TextRequest, 'model'>;
   requestedParameters: string[];
+  /** What the request mapper noted (parts accepted without effect): the generation keeps them with the rest. */
+  warnings?: string[];
   requireCapabilities?: string[];
   /** What the caller sent, kept on the generation (echo fields, conversations, history). */
   record: unknown;
@@ -82,9 +84,9 @@ export class TextService {
       );
     }
     if (route.spec.reasoningEffort) request.reasoning = { ...request.reasoning, effort: route.spec.reasoningEffort as NonNullable<TextRequest['reasoning']>['effort'] };
-    const warnings = [...route.plan.warnings];
+    const warnings = [...(s.warnings ?? []), ...route.plan.warnings];
 
-    const inputTokens = estimateTokens(JSON.stringify(request.input) + (request.instructions ?? '') + JSON.stringify(request.tools ?? ''));
+    const inputTokens = estimateInputTokens(request);
     const outputFor = (max?: number) => Math.min(request.maxOutputTokens ?? Number.MAX_SAFE_INTEGER, max ?? DEFAULT_MAX_OUTPUT_TOKENS);
     const bound = maxBound(route.endpoints, (e) => textBound(e.price, inputTokens, outputFor(e.maxOutputTokens)));
     const minimum = maxBound(route.endpoints, (e) => textBound(e.price, inputTokens, Math.min(MIN_OUTPUT_TOKENS, outputFor(e.maxOutputTokens))));

@@ -50,3 +50,11 @@ export function outputTokensFor(budget: Decimal, endpoints: EndpointConfig[], in
 export function estimateTokens(text: string): number {
   return Math.ceil(text.length / 3) + 4;
 }
+
+/**
+ * The one estimate of a text request's input tokens: what the reservation is sized for, and what a stream that
+ * ended without the provider's usage is billed for.
+ */
+export function estimateInputTokens(req: { input: unknown; instructions?: string; tools?: unknown }): number {
+  return estimateTokens(JSON.stringify(req.input) + (req.instructions ?? '') + JSON.stringify(req.tools ?? ''));
+}

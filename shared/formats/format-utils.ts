@@ -101,6 +101,37 @@ export const REQUEST_PARAMETERS = [
 ] as const;
 export type RequestParameter = (typeof REQUEST_PARAMETERS)[number];
 
+/**
+ * Each parameter's canonical request fields: what is left out of the call to an endpoint that does not support
+ * the parameter (the plan names them in this vocabulary, `PlannedCandidate.dropParams`). `max_tokens` and
+ * `stream` are never left out: the reservation and the reply mode depend on them.
+ */
+export const PARAMETER_FIELDS: Readonly<Record<RequestParameter, ReadonlyArray<keyof TextRequest>>> = {
+  temperature: ['temperature'],
+  top_p: ['topP'],
+  top_k: ['topK'],
+  presence_penalty: ['presencePenalty'],
+  frequency_penalty: ['frequencyPenalty'],
+  stop: ['stop'],
+  seed: ['seed'],
+  tools: ['tools', 'toolChoice', 'parallelToolCalls'],
+  tool_choice: ['toolChoice'],
+  parallel_tool_calls: ['parallelToolCalls'],
+  reasoning: ['reasoning'],
+  response_format: ['textFormat'],
+  logprobs: ['logprobs', 'topLogprobs'],
+  top_logprobs: ['topLogprobs'],
+  max_tokens: [],
+  stream: [],
+};
+
+/** The request for one endpoint: the upstream model name, without the parameters the endpoint does not support. */
+export function requestWithout(base: Omit<TextRequest, 'model'>, upstreamModel: string, drop: readonly string[]): TextRequest {
+  const req: TextRequest = { ...base, model: upstreamModel };
+  for (const p of drop) for (const f of PARAMETER_FIELDS[p as RequestParameter] ?? []) delete req[f];
+  return req;
+}
+
 /** What both request mappers return: the canonical request minus the upstream model name. */
 export type CanonicalTextRequest = Omit<TextRequest, 'model'> & {
   requestedParameters: RequestParameter[];

@@ -40,7 +40,7 @@ export interface ErrorBodyInfo {
 export type ErrorBodyExtractor = (body: unknown) => ErrorBodyInfo;
 
 export interface TextMappingOptions {
-  /** Used when the request has no `maxOutputTokens` and the provider requires one (Anthropic). Default 4096. */
+  /** Used when the request has no `maxOutputTokens` and the provider requires one (Anthropic). Default DEFAULT_MAX_OUTPUT_TOKENS (provider.types.ts). */
   defaultMaxOutputTokens?: number;
 }
 

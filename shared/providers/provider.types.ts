@@ -6,6 +6,12 @@
  * Field names follow OpenAI's Responses API where one exists, because that is our public contract.
  */
 
+/**
+ * Output tokens of a text request that names no maximum, on an endpoint that names none either: what its
+ * reservation is sized for, how far its stream may run, and what a provider that requires a maximum is sent.
+ */
+export const DEFAULT_MAX_OUTPUT_TOKENS = 4096;
+
 // ---------- text: request ----------
 
 export type InputContentPart =

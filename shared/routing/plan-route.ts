@@ -179,9 +179,7 @@ export function planRoute(input: PlanRouteInput): RoutePlan {
   for (const c of candidates) {
     const missing = requested.filter((p) => !c.endpoint.supports.includes(p));
     unsupportedByEndpoint[c.endpoint.slug] = missing;
-    warningsByEndpoint[c.endpoint.slug] = missing.map(
-      (p) => `Parameter '${p}' is not supported by ${c.model} via ${c.endpoint.provider} and was ignored`,
-    );
+    warningsByEndpoint[c.endpoint.slug] = ignoredParameterWarnings(missing, c.model, c.endpoint.provider);
     for (const p of missing) union.add(p);
   }
 
@@ -193,6 +191,11 @@ export function planRoute(input: PlanRouteInput): RoutePlan {
     warnings,
     warningsByEndpoint,
   };
+}
+
+/** The one wording of "this endpoint does not take that parameter; it was left out of the call". */
+export function ignoredParameterWarnings(parameters: readonly string[], model: string, provider: string): string[] {
+  return parameters.map((p) => `Parameter '${p}' is not supported by ${model} via ${provider} and was ignored`);
 }
 
 /** Plan-wide warnings plus those of the endpoint that answered. */

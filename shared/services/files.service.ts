@@ -13,6 +13,9 @@ import type {
   StoragePolicyName,
 } from '../schemas/storage.schema';
 
+/** Signed file URLs expire on a multiple of a tenth of their lifetime, at most this many seconds (docs/security.md). */
+export const URL_EXPIRY_STEP_S = 300;
+
 /** File ids a completed generation's `result` names (`outputs[].fileId`, see shared/formats/media.mapper.ts). */
 function keptFileIds(result: unknown): string[] {
   const outputs = typeof result === 'object' && result !== null ? (result as { outputs?: unknown }).outputs : undefined;
@@ -206,9 +209,14 @@ export class FilesService {
     return Number(exp) * 1000 <= this.clock().getTime() ? 'expired' : 'ok';
   }
 
-  /** Absolute, signed URL of the file's bytes, served by Switchyard, valid for `urlTtlSeconds` from `from` (now). */
+  /**
+   * Absolute, signed URL of the file's bytes, served by Switchyard, valid for at least `urlTtlSeconds` from `from`
+   * (now). The expiry is rounded up to a step (a tenth of the lifetime, at most URL_EXPIRY_STEP_S), so the same
+   * file read twice within a step gets the same URL (stable for caches, and for a client comparing two reads).
+   */
   fileUrl(id: string, from: Date = this.clock()): string {
-    const exp = Math.floor(from.getTime() / 1000) + this.urlTtlSeconds;
+    const step = Math.max(1, Math.min(URL_EXPIRY_STEP_S, Math.floor(this.urlTtlSeconds / 10)));
+    const exp = Math.ceil((Math.floor(from.getTime() / 1000) + this.urlTtlSeconds) / step) * step;
     return `${this.baseUrl}/v1/files/${encodeURIComponent(id)}/content?exp=${exp}&sig=${this.signature(id, exp)}`;
   }
 

@@ -205,6 +205,8 @@ describe('failures and money', () => {
     expect(typeof rec.body.error.metadata.raw).toBe('string');
     expect(rec.body.error.trace_id).toBeUndefined();
     expect(rec.body.usage).toBeUndefined();
+    // Recorded as every generation kind records its attempts.
+    expect((g.routing as { attempts: unknown[] }).attempts).toEqual([expect.objectContaining({ provider: 'openai', reason: 'provider_error', status: 500 })]);
   });
 
   it('answers 402 when the balance does not cover price × n, without calling the provider', async () => {

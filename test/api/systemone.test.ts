@@ -136,6 +136,9 @@ describe('answers from log-probabilities', () => {
     close(res.body.answers.polite.noul, expected(['Y', 'N'])[0]);
     const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: res.body.id } });
     expect(g).toMatchObject({ status: 'completed', provider: 'primary', finalEndpointSlug: 'acme/judge:primary', attemptsCount: 6 });
+    // The failed calls are recorded as every generation kind records them, each with its question.
+    const routing = g.routing as { attempts: Array<{ question: string; provider: string; reason: string }> };
+    expect(routing.attempts.map((a) => `${a.question}:${a.provider}:${a.reason}`).sort()).toEqual(['polite', 'topic', 'warmth'].map((q) => `${q}:mute:malformed_reply`));
   });
 
   it('counts a reply without any allowed token as a failed attempt', async () => {

@@ -1,10 +1,11 @@
 import type { Job } from 'bullmq';
 import type { MediaJobData } from '../../shared/schemas/media.schema';
 import { MediaExecutor, mediaExecutorOptions } from '../services/media-executor';
+import type { CallbackService } from '../../shared/services/callbacks.service';
 import type { WorkerDeps } from '../worker-deps';
 
 /** Queue `image`: image generations (OpenAI images at once, hosted image models as step jobs). */
-export function imageProcessor(deps: WorkerDeps, env: NodeJS.ProcessEnv = process.env) {
-  const executor = new MediaExecutor(deps, mediaExecutorOptions(env));
+export function imageProcessor(deps: WorkerDeps, callbacks: CallbackService, env: NodeJS.ProcessEnv = process.env) {
+  const executor = new MediaExecutor(deps, mediaExecutorOptions(env), callbacks);
   return (job: Job<MediaJobData>, token?: string) => executor.run(job, token);
 }

@@ -1,14 +1,10 @@
-import { AppError } from '../../shared/errors/app-error';
-import { endpointBySlug } from '../../shared/catalog/catalog-index';
-import { adapterFor } from '../../shared/providers/registry';
-import { isUpstreamError } from '../../shared/providers/upstream-error';
-import type { EmbeddingResult, UpstreamFailure } from '../../shared/providers/provider.types';
+import type { EmbeddingResult } from '../../shared/providers/provider.types';
+import { upstreamError } from '../../shared/providers/upstream-error';
 import { tokenCost } from '../../shared/billing/pricing';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { EmbeddingsJobData } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
-import { allFailed, notCalled, type Attempt } from './text-executor';
-import { AttemptOrder, waitFor } from './attempt-order';
+import { endFailed, endStopped, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
 
 export interface EmbeddingsDonePayload {
   result: EmbeddingResult;
@@ -19,89 +15,56 @@ export interface EmbeddingsDonePayload {
   attempts: Attempt[];
 }
 
-/** Runs an embeddings job with the same fallback rule as text. */
+/** Runs an embeddings job through the attempt loop (attempt-loop.ts), as text does. */
 export class EmbeddingsExecutor {
   constructor(private readonly deps: WorkerDeps) {}
 
   /** `signal` aborts the upstream call when the generation is cancelled or timed out (cancel-channel.ts). */
   async run(data: EmbeddingsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: AbortSignal): Promise<void> {
     const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId);
-    const queueTimeMs = Math.max(0, timing.startedAt - timing.enqueuedAt);
-    const attempts: Attempt[] = [];
-    let last: UpstreamFailure | undefined;
-    const retryUntil = (slug: string) => this.deps.stats.retryAfterUntil(slug);
-    const order = new AttemptOrder(data.candidates, retryUntil);
-    for (let next = order.next(); next; next = order.next()) {
-      const { candidate } = next;
-      if ('skipMs' in next) {
-        attempts.push(notCalled(this.deps.catalog, candidate.slug, next.skipMs));
-        continue;
-      }
-      await waitFor(next.waitMs, signal);
-      if (signal?.aborted) return this.stopped(data, attempts, pub, queueTimeMs, timing.startedAt);
-      const resolved = endpointBySlug(this.deps.catalog, candidate.slug);
-      const adapter = resolved && adapterFor(resolved.provider.kind);
-      if (!resolved || !adapter?.embeddings) {
-        attempts.push({ provider: resolved?.provider.id ?? candidate.slug, endpoint: candidate.slug, reason: 'unavailable', message: 'no embeddings adapter for this endpoint' });
-        continue;
-      }
-      const started = Date.now();
-      try {
-        const req = { model: resolved.endpoint.upstreamModel, inputs: data.inputs, dimensions: data.dimensions, user: data.user };
-        const spec = adapter.embeddings.buildRequest(req, resolved.provider.apiKey ?? '');
-        const reply = await this.deps.limiter.run(resolved.provider, () =>
-          this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError, signal }),
-        );
-        const result = adapter.embeddings.parseResponse(reply.json, req);
-        if (result.vectors.length !== data.inputs.length) throw new Error(`expected ${data.inputs.length} vectors, got ${result.vectors.length}`);
-        const finished = Date.now();
-        const cost = tokenCost(resolved.endpoint.price, { inputTokens: result.usage.inputTokens, outputTokens: 0 });
-        const payload: EmbeddingsDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: resolved.provider.id, cost: cost.toFixed(10), attempts };
-        const outcome = await this.deps.generations.finish(data.generationId, {
-          status: 'completed',
-          cost,
-          usage: { inputTokens: result.usage.inputTokens, outputTokens: 0 },
-          result: { model: candidate.model, endpoint: candidate.slug, count: result.vectors.length, dimensions: result.vectors[0]?.length ?? 0, ...(data.keepResult && { replay: payload }) },
-          model: candidate.model,
-          provider: resolved.provider.id,
-          finalEndpointSlug: candidate.slug,
-          routing: { attempts, answeredBy: candidate.slug },
-          finishReason: 'stop',
-          attemptsCount: attempts.length + 1,
-          latencyMs: queueTimeMs + (finished - started),
-          queueTimeMs,
-          generationTimeMs: finished - timing.startedAt,
-        });
-        this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: 'ok' });
-        this.deps.stats.record(candidate.slug, { ok: true, at: finished, ttftMs: finished - started });
-        payload.cost = outcome.charged.toFixed(10); // what was charged is what the reply shows
-        await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
-        return;
-      } catch (e) {
-        if (signal?.aborted) return this.stopped(data, attempts, pub, queueTimeMs, timing.startedAt);
-        last = isUpstreamError(e) ? e.failure : { reason: 'malformed_reply', message: `unreadable reply: ${(e as Error).message}`, fallback: true };
-        attempts.push({ provider: resolved.provider.id, endpoint: candidate.slug, reason: last.reason, status: last.status, message: last.message });
-        this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: last.reason });
-        const retryAfterMs = isUpstreamError(e) ? e.retryAfterMs : undefined;
-        const at = Date.now();
-        this.deps.stats.record(candidate.slug, { ok: false, at, ...(retryAfterMs !== undefined && { retryUntil: at + retryAfterMs }) });
-        if (retryAfterMs !== undefined) order.failedWithRetryAfter(candidate, retryAfterMs);
-        if (!last.fallback) break;
-      }
-    }
-    const err =
-      last && last.reason === 'bad_request'
-        ? new AppError('BAD_REQUEST', `The provider refused the request: ${last.message}`, { metadata: { reason: 'provider_error', raw: last.raw ?? last.message, provider_name: attempts[attempts.length - 1]?.provider, attempts } })
-        : allFailed(attempts, last, retryUntil);
-    const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
-    await this.deps.generations.finish(data.generationId, { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, queueTimeMs, generationTimeMs: Date.now() - timing.startedAt });
-    await pub.send({ type: 'failed', error });
+    const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };
+    const out = await runAttempts(this.deps, data, {
+      operation: 'embeddings',
+      call: (c) => this.embed(data, c),
+      signal,
+    });
+    if (out.kind === 'stopped') return endStopped(this.deps, pub, data.generationId, out.attempts, run, data.traceId);
+    if (out.kind === 'failed') return endFailed(this.deps, pub, data.generationId, failureError(this.deps, out.attempts, out.last), out.attempts, run);
+
+    const result = out.value;
+    const { candidate, resolved } = out.call;
+    const { attempts } = out;
+    const usage = { inputTokens: result.usage.inputTokens, outputTokens: 0 };
+    const cost = tokenCost(resolved.endpoint.price, usage);
+    const payload: EmbeddingsDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: resolved.provider.id, cost: cost.toFixed(10), attempts };
+    const outcome = await this.deps.generations.finish(data.generationId, {
+      status: 'completed',
+      cost,
+      usage,
+      result: { model: candidate.model, endpoint: candidate.slug, count: result.vectors.length, dimensions: result.vectors[0]?.length ?? 0, ...(data.keepResult && { replay: payload }) },
+      model: candidate.model,
+      provider: resolved.provider.id,
+      finalEndpointSlug: candidate.slug,
+      routing: { attempts, answeredBy: candidate.slug },
+      finishReason: 'stop',
+      attemptsCount: attempts.length + 1,
+      latencyMs: run.queueTimeMs + (out.finished - out.started),
+      queueTimeMs: run.queueTimeMs,
+      generationTimeMs: out.finished - run.startedAt,
+    });
+    payload.cost = outcome.charged.toFixed(10); // what was charged is what the reply shows
+    await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
   }
 
-  /** Cancelled or timed out: the upstream call was aborted; the generation ends cancelled and uncharged. */
-  private async stopped(data: EmbeddingsJobData, attempts: Attempt[], pub: GenerationPublisher, queueTimeMs: number, startedAt: number): Promise<void> {
-    this.deps.logger.info('generation stopped, upstream call aborted', { generationId: data.generationId, trace_id: data.traceId });
-    const outcome = await this.deps.generations.finish(data.generationId, { status: 'cancelled', routing: { attempts }, attemptsCount: attempts.length, queueTimeMs, generationTimeMs: Date.now() - startedAt });
-    if (outcome.applied) await pub.send({ type: 'cancelled' });
+  /** Calls one endpoint; a reply with another number of vectors than inputs is a malformed reply (fall back). */
+  private async embed(data: EmbeddingsJobData, c: EndpointCall): Promise<EmbeddingResult> {
+    const embeddings = c.adapter.embeddings!;
+    const req = { model: c.resolved.endpoint.upstreamModel, inputs: data.inputs, dimensions: data.dimensions, user: data.user };
+    const reply = await upstreamRequest(this.deps, c, embeddings.buildRequest(req, c.resolved.provider.apiKey ?? ''), c.signal);
+    const result = embeddings.parseResponse(reply.json, req);
+    if (result.vectors.length !== data.inputs.length) {
+      throw upstreamError({ kind: 'malformed', message: `expected ${data.inputs.length} vectors, got ${result.vectors.length}`, raw: reply.text.slice(0, 2000) });
+    }
+    return result;
   }
 }

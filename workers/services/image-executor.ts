@@ -1,11 +1,11 @@
-import type { ResolvedEndpoint } from '../../shared/catalog/catalog-index';
-import type { ImageRequest, ProviderAdapter } from '../../shared/providers/adapter.types';
+import type { ImageRequest } from '../../shared/providers/adapter.types';
 import { imageMimeType, type MediaOutput } from '../../shared/formats/media.mapper';
 import type { PlannedCandidate } from '../../shared/queue/job-catalog';
 import type { MediaJobData } from '../../shared/schemas/media.schema';
 import { upstreamError } from '../../shared/providers/upstream-error';
 import type { WorkerDeps } from '../worker-deps';
-import type { OutputStore } from './media-executor';
+import type { OutputStore } from './output-store';
+import { upstreamRequest, type EndpointCall } from './attempt-loop';
 
 const IMAGE_FORMATS = new Set(['png', 'jpeg', 'webp']);
 const QUALITIES = new Set(['auto', 'low', 'medium', 'high', 'standard', 'hd']);
@@ -41,13 +41,10 @@ export class ImageExecutor {
   ) {}
 
   /** `signal` aborts the upstream call and the downloads (the generation was cancelled). */
-  async generate(data: MediaJobData, candidate: PlannedCandidate, resolved: ResolvedEndpoint, adapter: ProviderAdapter, signal?: AbortSignal): Promise<ImagesCallResult> {
-    const images = adapter.images!;
-    const req = imageRequestFor(data, candidate, resolved.endpoint.upstreamModel);
-    const spec = images.buildRequest(req, resolved.provider.apiKey ?? '');
-    const reply = await this.deps.limiter.run(resolved.provider, () =>
-      this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError, signal }),
-    );
+  async generate(data: MediaJobData, c: EndpointCall, signal?: AbortSignal): Promise<ImagesCallResult> {
+    const images = c.adapter.images!;
+    const req = imageRequestFor(data, c.candidate, c.resolved.endpoint.upstreamModel);
+    const reply = await upstreamRequest(this.deps, c, images.buildRequest(req, c.resolved.provider.apiKey ?? ''), signal);
     const result = images.parseResponse(reply.json);
     if (result.images.length === 0) throw upstreamError({ kind: 'malformed', message: 'the images reply holds no image', raw: reply.text.slice(0, 2000) });
     const mime = imageMimeType(result.outputFormat ?? req.outputFormat);

@@ -2,21 +2,22 @@ import { DelayedError, Queue, UnrecoverableError, type Job } from 'bullmq';
 import { endpointBySlug, type ResolvedEndpoint } from '../../shared/catalog/catalog-index';
 import { money, moneyString } from '../../shared/billing/money';
 import { AppError } from '../../shared/errors/app-error';
-import { mediaCost, mediaData, outputMimeType, producedUnits, imageRequestToMediaInput, type MediaOutput, type MediaResult, type MediaUsage } from '../../shared/formats/media.mapper';
+import { mediaCost, mediaData, producedUnits, imageRequestToMediaInput, type MediaOutput, type MediaResult, type MediaUsage } from '../../shared/formats/media.mapper';
 import type { MediaInput, MediaTask, ProviderAdapter } from '../../shared/providers/adapter.types';
-import { mediaFileDuration } from '../../shared/formats/media-duration';
-import { parseDataUrl } from '../../shared/providers/mapper-utils';
 import type { HttpRequestSpec, UpstreamFailure } from '../../shared/providers/provider.types';
 import { adapterFor } from '../../shared/providers/registry';
 import { isUpstreamError } from '../../shared/providers/upstream-error';
+import { ignoredParameterWarnings } from '../../shared/routing/plan-route';
 import { rub } from '../../shared/metrics/metrics';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate } from '../../shared/queue/job-catalog';
 import { QUEUES } from '../../shared/queue/queue-names';
-import type { MediaAttempt, MediaJobData, MediaKind, MediaStep, SavedOutput } from '../../shared/schemas/media.schema';
+import type { MediaAttempt, MediaJobData, MediaStep } from '../../shared/schemas/media.schema';
 import { CallbackService } from '../../shared/services/callbacks.service';
 import type { WorkerDeps } from '../worker-deps';
-import { ImageExecutor } from './image-executor';
+import { attemptOf, failedAttempt, failureError, runAttempts, upstreamRequest, type EndpointCall } from './attempt-loop';
+import { ImageExecutor, type ImagesCallResult } from './image-executor';
+import { OutputStore } from './output-store';
 
 export interface MediaExecutorOptions {
   /** First wait between two polls of an upstream task; each next wait is 1.5 times longer, up to `maxPollMs`. */
@@ -52,38 +53,6 @@ export function mediaExecutorOptions(env: NodeJS.ProcessEnv = process.env): Medi
   };
 }
 
-/** Result files into our storage (generated files: AI_GENERATION, TEMP_GENERATION). */
-export class OutputStore {
-  constructor(
-    private readonly deps: WorkerDeps,
-    private readonly opts: { fetch: typeof fetch; downloadTimeoutMs: number },
-  ) {}
-
-  async saveBytes(data: MediaJobData, bytes: Buffer, mimeType: string): Promise<Omit<SavedOutput, 'source'>> {
-    const view = await this.deps.files.saveGenerated({
-      organizationId: data.organizationId,
-      userId: data.userId,
-      apiKeyId: data.apiKeyId,
-      generationId: data.generationId,
-      bytes,
-      mimeType,
-    });
-    const durationSeconds = /^(video|audio)\//.test(view.mimeType) ? mediaFileDuration(bytes, view.mimeType) : undefined;
-    return { fileId: view.id, url: view.url, mimeType: view.mimeType, size: view.size, ...(durationSeconds !== undefined && { durationSeconds }) };
-  }
-
-  /** Downloads a provider's output (or decodes a data: URL) and stores it. Failures are plain errors: the job retries. */
-  async download(data: MediaJobData, url: string, kind: MediaKind, cancel?: AbortSignal): Promise<Omit<SavedOutput, 'source'>> {
-    const inline = url.startsWith('data:') ? parseDataUrl(url) : undefined;
-    if (inline) return this.saveBytes(data, Buffer.from(inline.base64, 'base64'), outputMimeType(kind, url, inline.mimeType));
-    const deadline = AbortSignal.timeout(this.opts.downloadTimeoutMs);
-    const res = await this.opts.fetch(url, { signal: cancel ? AbortSignal.any([deadline, cancel]) : deadline });
-    if (!res.ok) throw new Error(`downloading the provider's output failed: HTTP ${res.status}`);
-    const bytes = Buffer.from(await res.arrayBuffer());
-    return this.saveBytes(data, bytes, outputMimeType(kind, url, res.headers.get('content-type')));
-  }
-}
-
 interface Completion {
   candidate: PlannedCandidate;
   resolved: ResolvedEndpoint;
@@ -94,14 +63,6 @@ interface Completion {
   taskId?: string;
   content?: string;
 }
-
-const attemptOf = (resolved: ResolvedEndpoint | undefined, slug: string, f: Pick<UpstreamFailure, 'reason' | 'status' | 'message'>): MediaAttempt => ({
-  provider: resolved?.provider.id ?? slug,
-  endpoint: slug,
-  reason: f.reason,
-  ...(f.status !== undefined && { status: f.status }),
-  message: f.message,
-});
 
 /**
  * Runs image and media generations (queues `image` and `media`) as STEP jobs (BullMQ's documented pattern):
@@ -119,19 +80,24 @@ const attemptOf = (resolved: ResolvedEndpoint | undefined, slug: string, f: Pick
 export class MediaExecutor {
   private readonly images: ImageExecutor;
   private readonly store: OutputStore;
-  private callbackQueue?: Queue;
-  private callbacks?: CallbackService;
+  private readonly callbacks: CallbackService;
+  /** The callbacks queue this executor opened itself (none given): closed by close(). */
+  private readonly ownQueue?: Queue;
 
+  /** `callbacks`: where finished generations with a `callBackUrl` are queued (the worker pool's, closed with it). */
   constructor(
     private readonly deps: WorkerDeps,
     private readonly opts: MediaExecutorOptions,
+    callbacks?: CallbackService,
   ) {
     this.store = new OutputStore(deps, { fetch: opts.fetch ?? globalThis.fetch, downloadTimeoutMs: opts.downloadTimeoutMs });
     this.images = new ImageExecutor(deps, this.store);
+    if (!callbacks) this.ownQueue = new Queue(QUEUES.callbacks, { connection: deps.redis, prefix: deps.config.queuePrefix });
+    this.callbacks = callbacks ?? new CallbackService(this.ownQueue!, { backoffMs: opts.callbackBackoffMs });
   }
 
   async close(): Promise<void> {
-    await this.callbackQueue?.close();
+    await this.ownQueue?.close();
   }
 
   async run(job: Job<MediaJobData>, token?: string): Promise<void> {
@@ -146,7 +112,7 @@ export class MediaExecutor {
       this.deps.logger.warn('media job step failed', { generationId: job.data.generationId, err: e, last, trace_id: job.data.traceId });
       if (last) {
         const err = new AppError('INTERNAL_ERROR', 'The generation could not be completed');
-        await this.fail(job.data, err, job.data.step?.attempts.length ?? 0).catch(() => undefined);
+        await this.fail(job.data, err, job.data.step?.attempts ?? []).catch(() => undefined);
       }
       throw e;
     }
@@ -168,54 +134,43 @@ export class MediaExecutor {
     return this.start(job, token);
   }
 
-  /** Tries the planned endpoints in order until one takes the request. */
+  /**
+   * Runs the attempt loop (attempt-loop.ts): an endpoint with a `media` operation creates an upstream task (then
+   * polled), one with an `images` operation answers at once. Failures other than the provider's (a download, the
+   * database) are the job's own: they are thrown, and BullMQ retries the job.
+   */
   private async start(job: Job<MediaJobData>, token?: string): Promise<void> {
     const data = job.data;
-    const attempts: MediaAttempt[] = [];
-    let last: UpstreamFailure | undefined;
-    for (let i = 0; i < data.candidates.length; i++) {
-      const candidate = data.candidates[i];
-      const resolved = endpointBySlug(this.deps.catalog, candidate.slug);
-      const adapter = resolved && adapterFor(resolved.provider.kind);
-      const syncImages = data.kind === 'image' && !!adapter?.images;
-      if (!resolved || !adapter || (!adapter.media && !syncImages)) {
-        attempts.push({ provider: resolved?.provider.id ?? candidate.slug, endpoint: candidate.slug, reason: 'unavailable', message: `no ${data.kind} operation for this endpoint` });
-        continue;
-      }
-      try {
-        if (adapter.media) {
-          const task = await this.createTask(data, candidate, resolved, adapter);
-          const step: MediaStep = { phase: 'polling', candidate: i, taskId: task.id, polls: 0, pollErrors: 0, createdAt: Date.now(), attempts, saved: [] };
-          await job.updateData({ ...data, step });
-          return await this.onTask(job, token, step, task);
-        }
-        const r = await this.whileNotCancelled(data, (signal) => this.images.generate(data, candidate, resolved, adapter, signal));
-        return await this.complete(data, { candidate, resolved, outputs: r.outputs, tokens: r.tokens, attempts });
-      } catch (e) {
-        if (!isUpstreamError(e) || e.aborted) throw e;
-        last = e.failure;
-        attempts.push(attemptOf(resolved, candidate.slug, last));
-        this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
-        this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: last.reason });
-        this.deps.logger.warn('provider attempt failed', { generationId: data.generationId, endpoint: candidate.slug, reason: last.reason, status: last.status, trace_id: data.traceId });
-        if (!last.fallback) break;
-      }
-    }
-    return this.failUpstream(data, attempts, last);
+    const out = await runAttempts(this.deps, data, {
+      operation: data.kind,
+      call: async (c): Promise<{ task: MediaTask } | { images: ImagesCallResult }> =>
+        c.adapter.media
+          ? { task: await this.createTask(data, c) }
+          : { images: await this.whileNotCancelled(data, (signal) => this.images.generate(data, c, signal)) },
+      passThrough: (e) => !isUpstreamError(e) || e.aborted,
+      // A task is judged when it finishes (complete / failTask), not when it is created.
+      onAnswer: false,
+    });
+    if (out.kind !== 'answered') return this.fail(data, failureError(this.deps, out.attempts, out.kind === 'failed' ? out.last : undefined), out.attempts);
+    const { candidate, resolved } = out.call;
+    const attempts = out.attempts as MediaAttempt[];
+    if ('images' in out.value) return this.complete(data, { candidate, resolved, outputs: out.value.images.outputs, tokens: out.value.images.tokens, attempts });
+    const { task } = out.value;
+    const step: MediaStep = { phase: 'polling', candidate: data.candidates.indexOf(candidate), taskId: task.id, polls: 0, pollErrors: 0, createdAt: Date.now(), attempts, saved: [] };
+    await job.updateData({ ...data, step });
+    return this.onTask(job, token, step, task);
   }
 
-  private async createTask(data: MediaJobData, candidate: PlannedCandidate, resolved: ResolvedEndpoint, adapter: ProviderAdapter): Promise<MediaTask> {
-    const media = adapter.media!;
-    const spec = media.buildCreate({ model: resolved.endpoint.upstreamModel, input: inputFor(data, candidate) }, resolved.provider.apiKey ?? '');
-    const reply = await this.call(resolved, adapter, spec);
+  private async createTask(data: MediaJobData, c: EndpointCall): Promise<MediaTask> {
+    const media = c.adapter.media!;
+    const spec = media.buildCreate({ model: c.resolved.endpoint.upstreamModel, input: inputFor(data, c.candidate) }, c.resolved.provider.apiKey ?? '');
+    const reply = await upstreamRequest(this.deps, c, spec);
     return media.parseTask(reply.json);
   }
 
-  /** One upstream exchange, within the provider's concurrency cap (catalog `maxConcurrency`). */
+  /** One upstream exchange about a running task, within the provider's concurrency cap. */
   private call(resolved: ResolvedEndpoint, adapter: ProviderAdapter, spec: HttpRequestSpec) {
-    return this.deps.limiter.run(resolved.provider, () =>
-      this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError }),
-    );
+    return upstreamRequest(this.deps, { resolved, adapter }, spec);
   }
 
   private async poll(job: Job<MediaJobData>, token: string | undefined, step: MediaStep): Promise<void> {
@@ -224,7 +179,7 @@ export class MediaExecutor {
     const resolved = candidate && endpointBySlug(this.deps.catalog, candidate.slug);
     const adapter = resolved && adapterFor(resolved.provider.kind);
     if (!candidate || !resolved || !adapter?.media) {
-      return this.fail(data, AppError.fromReason('provider_error', 'The endpoint running this generation is no longer in the catalog'), step.attempts.length + 1);
+      return this.fail(data, AppError.fromReason('provider_error', 'The endpoint running this generation is no longer in the catalog'), step.attempts);
     }
     let task: MediaTask;
     try {
@@ -311,7 +266,7 @@ export class MediaExecutor {
       ...(c.taskId !== undefined && { taskId: c.taskId }),
       ...(c.content !== undefined && { content: c.content }),
     };
-    const warnings = [...data.warnings, ...c.candidate.dropParams.map((p) => `Parameter '${p}' is not supported by ${c.candidate.model} via ${c.resolved.provider.id} and was ignored`)];
+    const warnings = [...data.warnings, ...ignoredParameterWarnings(c.candidate.dropParams, c.candidate.model, c.resolved.provider.id)];
     const outcome = await this.deps.generations.finish(data.generationId, {
       status: 'completed',
       cost,
@@ -325,8 +280,10 @@ export class MediaExecutor {
       attemptsCount: c.attempts.length + 1,
       generationTimeMs: await this.elapsed(data.generationId),
       upstreamId: c.taskId ?? null,
-      ...(overrun && {
-        routing: {
+      routing: {
+        attempts: c.attempts,
+        answeredBy: c.candidate.slug,
+        ...(overrun && {
           overrun: {
             uncharged_rub: moneyString(overrun),
             priced_rub: moneyString(priced),
@@ -334,8 +291,8 @@ export class MediaExecutor {
             ...(c.seconds !== undefined && { duration_seconds: c.seconds }),
             ...(c.resolved.endpoint.maxDurationSeconds !== undefined && { max_duration_seconds: c.resolved.endpoint.maxDurationSeconds }),
           },
-        },
-      }),
+        }),
+      },
     });
     if (overrun && outcome.applied) {
       this.deps.metrics.mediaUncharged.inc({ provider: c.resolved.provider.id }, rub(overrun));
@@ -358,32 +315,18 @@ export class MediaExecutor {
 
   private failTask(data: MediaJobData, step: MediaStep, f: Pick<UpstreamFailure, 'reason' | 'message' | 'status' | 'raw'>): Promise<void> {
     const candidate = data.candidates[step.candidate];
-    const resolved = endpointBySlug(this.deps.catalog, candidate.slug);
-    const attempts = [...step.attempts, attemptOf(resolved, candidate.slug, f)];
-    this.deps.stats.record(candidate.slug, { ok: false, at: Date.now() });
-    this.deps.metrics.providerAttempts.inc({ provider: resolved?.provider.id ?? candidate.slug, outcome: f.reason });
+    const provider = endpointBySlug(this.deps.catalog, candidate.slug)?.provider.id ?? candidate.slug;
+    const attempts = [...step.attempts, attemptOf(provider, candidate.slug, f) as MediaAttempt];
+    failedAttempt(this.deps, candidate.slug, provider, f);
     const reason = f.reason === 'upstream_timeout' ? 'upstream_timeout' : 'provider_error';
-    const err = AppError.fromReason(reason, f.message, { raw: f.raw ?? f.message, provider_name: resolved?.provider.id ?? candidate.slug, attempts });
-    return this.fail(data, err, attempts.length);
-  }
-
-  private failUpstream(data: MediaJobData, attempts: MediaAttempt[], last: UpstreamFailure | undefined): Promise<void> {
-    const provider = attempts[attempts.length - 1]?.provider;
-    const err =
-      last && !last.fallback && last.reason === 'bad_request'
-        ? new AppError('BAD_REQUEST', `The provider refused the request: ${last.message}`, { metadata: { reason: 'provider_error', raw: last.raw ?? last.message, provider_name: provider, attempts } })
-        : AppError.fromReason('all_providers_failed', attempts.length ? `Every provider failed: ${attempts.map((a) => `${a.provider} (${a.reason})`).join(', ')}` : 'No provider could take the request', {
-            attempts,
-            raw: last?.raw ?? attempts[attempts.length - 1]?.message,
-            provider_name: provider,
-          });
-    return this.fail(data, err, attempts.length);
+    const err = AppError.fromReason(reason, f.message, { raw: f.raw ?? f.message, provider_name: provider, attempts });
+    return this.fail(data, err, attempts);
   }
 
   /** Ends the generation as failed (nothing charged). */
-  private async fail(data: MediaJobData, err: AppError, attemptsCount: number): Promise<void> {
+  private async fail(data: MediaJobData, err: AppError, attempts: MediaAttempt[]): Promise<void> {
     const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
-    const outcome = await this.deps.generations.finish(data.generationId, { status: 'failed', error, attemptsCount, generationTimeMs: await this.elapsed(data.generationId) });
+    const outcome = await this.deps.generations.finish(data.generationId, { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, generationTimeMs: await this.elapsed(data.generationId) });
     await this.discardUnkept(data);
     await this.publisher(data).send(outcome.applied ? { type: 'failed', error } : { type: 'cancelled' });
     if (outcome.applied) await this.callback(data, 'failed');
@@ -455,8 +398,6 @@ export class MediaExecutor {
 
   private async callback(data: MediaJobData, status: 'completed' | 'failed' | 'cancelled'): Promise<void> {
     if (!data.callBackUrl) return;
-    this.callbackQueue ??= new Queue(QUEUES.callbacks, { connection: this.deps.redis, prefix: this.deps.config.queuePrefix });
-    this.callbacks ??= new CallbackService(this.callbackQueue, { backoffMs: this.opts.callbackBackoffMs });
     await this.callbacks.enqueue({ generationId: data.generationId, organizationId: data.organizationId, url: data.callBackUrl, status });
   }
 

@@ -1,20 +1,16 @@
-import { AppError } from '../../shared/errors/app-error';
-import { endpointBySlug } from '../../shared/catalog/catalog-index';
-import { adapterFor } from '../../shared/providers/registry';
-import { isUpstreamError, UpstreamError } from '../../shared/providers/upstream-error';
-import type { TextRequest, TokenUsage, UpstreamFailure } from '../../shared/providers/provider.types';
+import type { TokenUsage } from '../../shared/providers/provider.types';
+import { UpstreamError } from '../../shared/providers/upstream-error';
 import { tokenCost } from '../../shared/billing/pricing';
 import { ZERO, type Decimal } from '../../shared/billing/money';
+import { requestWithout } from '../../shared/formats/format-utils';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate, SystemoneJobData, TextJobData } from '../../shared/queue/job-catalog';
 import { readAnswer, schemeOf, type TypedAnswer } from '../../shared/formats/systemone.mapper';
 import type { WorkerDeps } from '../worker-deps';
-import type { Attempt } from './text-executor';
+import { endFailed, endStopped, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
 
 /** A failed upstream call, with the question it was for (the same endpoint may fail for several questions). */
-export interface QuestionAttempt extends Attempt {
-  question: string;
-}
+export type QuestionAttempt = Attempt & { question: string };
 
 /** What the API process receives (and the generation's `result`) when every question is answered. */
 export interface SystemoneDonePayload {
@@ -36,25 +32,13 @@ export function isSystemoneJob(data: TextJobData | SystemoneJobData): data is Sy
   return data.apiType === 'systemone' && Array.isArray((data as SystemoneJobData).questions);
 }
 
-/** Request fields dropped for an endpoint that lacks the parameter (as the text executor does). */
-const PARAM_FIELDS: Record<string, Array<keyof TextRequest>> = {
-  temperature: ['temperature'],
-  top_logprobs: ['topLogprobs'],
-};
-
 interface Answered {
-  ok: true;
   answer: TypedAnswer;
   usage: TokenUsage;
   cost: Decimal;
   slug: string;
   provider: string;
   model: string;
-}
-interface Unanswered {
-  ok: false;
-  /** The last failure when it forbids trying further endpoints (a 400: the same input fails everywhere). */
-  fatal?: UpstreamFailure;
 }
 
 const noLogprobs = (message: string): UpstreamError => new UpstreamError({ reason: 'malformed_reply', message, fallback: true });
@@ -71,22 +55,19 @@ export class SystemoneExecutor {
   /** `signal` aborts every question's upstream call when the generation is cancelled or timed out. */
   async run(data: SystemoneJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: AbortSignal): Promise<void> {
     const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId);
-    const queueTimeMs = Math.max(0, timing.startedAt - timing.enqueuedAt);
+    const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };
+    const { queueTimeMs } = run;
     const attempts: QuestionAttempt[] = [];
     const outcomes = await Promise.all(data.questions.map((q) => this.answer(data, q, attempts, signal)));
     const generationTimeMs = Math.max(0, this.deps.clock().getTime() - timing.startedAt);
-    if (signal?.aborted) {
-      // Cancelled or timed out: nobody receives the answers, the generation ends cancelled and uncharged.
-      this.deps.logger.info('generation stopped, upstream calls aborted', { generationId: data.generationId, trace_id: data.traceId });
-      const outcome = await this.deps.generations.finish(data.generationId, { status: 'cancelled', attemptsCount: attempts.length, queueTimeMs, generationTimeMs });
-      if (outcome.applied) await pub.send({ type: 'cancelled' });
-      return;
-    }
+    // Cancelled or timed out: nobody receives the answers, the generation ends cancelled and uncharged.
+    if (signal?.aborted) return endStopped(this.deps, pub, data.generationId, attempts, run, data.traceId);
 
-    const answered = outcomes.filter((o): o is Answered => o.ok);
+    const answered = outcomes.filter((o): o is Answered => !('fatal' in o));
     if (answered.length < outcomes.length) {
-      const fatal = outcomes.find((o): o is Unanswered => !o.ok && o.fatal !== undefined)?.fatal;
-      return this.fail(data, attempts, fatal, pub, queueTimeMs, generationTimeMs);
+      // The failure that ended a question's loop (a 400: the same input fails everywhere), if any did.
+      const fatal = outcomes.map((o) => ('fatal' in o ? o.fatal : undefined)).find((f) => f !== undefined);
+      return endFailed(this.deps, pub, data.generationId, failureError(this.deps, attempts, fatal), attempts, run);
     }
 
     const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };
@@ -117,6 +98,7 @@ export class SystemoneExecutor {
       model: candidate?.model,
       provider: main.provider,
       finalEndpointSlug: main.slug,
+      routing: { attempts, answeredBy: payload.answeredBy },
       finishReason: 'stop',
       // Every upstream call: one per question plus the failed ones.
       attemptsCount: answered.length + attempts.length,
@@ -128,78 +110,41 @@ export class SystemoneExecutor {
     await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
   }
 
-  /** One question through the endpoints in plan order. */
-  private async answer(data: SystemoneJobData, q: SystemoneJobData['questions'][number], attempts: QuestionAttempt[], signal?: AbortSignal): Promise<Answered | Unanswered> {
+  /** One question through the attempt loop: the first endpoint whose log-probabilities give an answer. */
+  private async answer(
+    data: SystemoneJobData,
+    q: SystemoneJobData['questions'][number],
+    attempts: QuestionAttempt[],
+    signal?: AbortSignal,
+  ): Promise<Answered | { fatal: Parameters<typeof failureError>[2] }> {
     const scheme = schemeOf(q.type, q.labels);
-    for (const candidate of data.candidates) {
-      if (signal?.aborted) return { ok: false };
-      const resolved = endpointBySlug(this.deps.catalog, candidate.slug);
-      const adapter = resolved && adapterFor(resolved.provider.kind);
-      if (!resolved || !adapter?.text) {
-        attempts.push({ question: q.name, provider: resolved?.provider.id ?? candidate.slug, endpoint: candidate.slug, reason: 'unavailable', message: 'no text adapter for this endpoint' });
-        continue;
-      }
-      const started = Date.now();
-      try {
-        const req = requestFor(q.request, resolved.endpoint.upstreamModel, candidate);
-        const spec = adapter.text.buildRequest(req, resolved.provider.apiKey ?? '', { defaultMaxOutputTokens: resolved.endpoint.maxOutputTokens });
+    const out = await runAttempts(this.deps, data, {
+      operation: 'text',
+      signal,
+      attempts,
+      question: q.name,
+      call: async (c: EndpointCall): Promise<Answered> => {
+        const text = c.adapter.text!;
+        const req = requestWithout(q.request, c.resolved.endpoint.upstreamModel, c.candidate.dropParams);
+        const spec = text.buildRequest(req, c.resolved.provider.apiKey ?? '', { defaultMaxOutputTokens: c.resolved.endpoint.maxOutputTokens });
         // Per-provider concurrency caps apply to each question's call (32 questions are 32 upstream calls).
-        const reply = await this.deps.limiter.run(resolved.provider, () =>
-          this.deps.upstream.request(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError, signal }),
-        );
-        const result = adapter.text.parseResponse(reply.json);
+        const result = text.parseResponse((await upstreamRequest(this.deps, c, spec, c.signal)).json);
         if (!result.logprobs?.length) throw noLogprobs('the reply carries no log-probabilities');
         const answer = readAnswer(scheme, result.logprobs);
         if (!answer) throw noLogprobs(`none of the answer tokens (${scheme.tokens.join(', ')}) is among the top log-probabilities`);
-        const finished = Date.now();
-        this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: 'ok' });
-        this.deps.stats.record(candidate.slug, { ok: true, at: finished, ttftMs: finished - started });
         return {
-          ok: true,
           answer,
           usage: result.usage,
-          cost: tokenCost(resolved.endpoint.price, result.usage),
-          slug: candidate.slug,
-          provider: resolved.provider.id,
-          model: result.modelVersion ?? candidate.model,
+          cost: tokenCost(c.resolved.endpoint.price, result.usage),
+          slug: c.candidate.slug,
+          provider: c.resolved.provider.id,
+          model: result.modelVersion ?? c.candidate.model,
         };
-      } catch (e) {
-        if (signal?.aborted) return { ok: false };
-        const failure: UpstreamFailure = isUpstreamError(e) ? e.failure : { reason: 'malformed_reply', message: `unreadable reply: ${(e as Error).message}`, fallback: true };
-        attempts.push({ question: q.name, provider: resolved.provider.id, endpoint: candidate.slug, reason: failure.reason, status: failure.status, message: failure.message });
-        this.deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: failure.reason });
-        const retryAfterMs = isUpstreamError(e) ? e.retryAfterMs : undefined;
-        const at = Date.now();
-        this.deps.stats.record(candidate.slug, { ok: false, at, ...(retryAfterMs !== undefined && { retryUntil: at + retryAfterMs }) });
-        this.deps.logger.warn('provider attempt failed', { generationId: data.generationId, question: q.name, endpoint: candidate.slug, reason: failure.reason, status: failure.status, trace_id: data.traceId });
-        if (!failure.fallback) return { ok: false, fatal: failure };
-      }
-    }
-    return { ok: false };
+      },
+    });
+    if (out.kind === 'answered') return out.value;
+    return { fatal: out.kind === 'failed' && out.last && !out.last.fallback ? out.last : undefined };
   }
-
-  private async fail(data: SystemoneJobData, attempts: QuestionAttempt[], fatal: UpstreamFailure | undefined, pub: GenerationPublisher, queueTimeMs: number, generationTimeMs: number) {
-    const last = attempts[attempts.length - 1];
-    const err =
-      fatal?.reason === 'bad_request'
-        ? new AppError('BAD_REQUEST', `The provider refused the request: ${fatal.message}`, {
-            metadata: { reason: 'provider_error', raw: fatal.raw ?? fatal.message, provider_name: last?.provider, attempts },
-          })
-        : AppError.fromReason(
-            'all_providers_failed',
-            attempts.length ? `Every provider failed: ${[...new Set(attempts.map((a) => `${a.provider} (${a.reason})`))].join(', ')}` : 'No provider could take the request',
-            { attempts, raw: fatal?.raw ?? last?.message, provider_name: last?.provider },
-          );
-    const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
-    await this.deps.generations.finish(data.generationId, { status: 'failed', error, attemptsCount: attempts.length, queueTimeMs, generationTimeMs });
-    await pub.send({ type: 'failed', error });
-  }
-}
-
-function requestFor(base: Omit<TextRequest, 'model'>, upstreamModel: string, candidate: PlannedCandidate): TextRequest {
-  const req: TextRequest = { ...base, model: upstreamModel };
-  for (const p of candidate.dropParams) for (const f of PARAM_FIELDS[p] ?? []) delete req[f];
-  return req;
 }
 
 /** The endpoint that answered the most questions; on a tie the earlier one in plan order. */

@@ -1,11 +1,10 @@
 /** Canonical text requests → Anthropic Messages API. https://docs.anthropic.com/en/api/messages */
 import type { TextMappingOptions } from '../adapter.types';
-import type { HttpRequestSpec, InputContentPart, TextRequest, ToolChoice } from '../provider.types';
+import { DEFAULT_MAX_OUTPUT_TOKENS, type HttpRequestSpec, type InputContentPart, type TextRequest, type ToolChoice } from '../provider.types';
 import { parseDataUrl, parseJsonArguments, unsupported } from '../mapper-utils';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 /** `max_tokens` is required by Anthropic; used when neither the request nor the caller's options give one. */
-export const DEFAULT_MAX_TOKENS = 4096;
 /** Anthropic's smallest thinking budget. https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking */
 const MIN_THINKING_BUDGET = 1024;
 
@@ -42,7 +41,7 @@ export function anthropicHeaders(apiKey: string, stream = false): Record<string,
 export function buildMessagesRequest(req: TextRequest, apiKey: string, options: TextMappingOptions = {}): HttpRequestSpec {
   const { system, messages } = toMessages(req);
   const thinkingBudget = thinkingBudgetOf(req);
-  let maxTokens = req.maxOutputTokens ?? options.defaultMaxOutputTokens ?? DEFAULT_MAX_TOKENS;
+  let maxTokens = req.maxOutputTokens ?? options.defaultMaxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
   // budget_tokens must be below max_tokens: with no explicit limit, make room for the answer on top of the thinking.
   if (thinkingBudget !== undefined && req.maxOutputTokens === undefined && maxTokens <= thinkingBudget) maxTokens = thinkingBudget + maxTokens;
 

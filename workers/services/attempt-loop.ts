@@ -1,0 +1,230 @@
+import { AppError } from '../../shared/errors/app-error';
+import { endpointBySlug, type ResolvedEndpoint } from '../../shared/catalog/catalog-index';
+import type { ProviderAdapter } from '../../shared/providers/adapter.types';
+import type { UpstreamReply } from '../../shared/providers/api';
+import type { HttpRequestSpec, UpstreamFailure } from '../../shared/providers/provider.types';
+import { adapterFor } from '../../shared/providers/registry';
+import { isUpstreamError } from '../../shared/providers/upstream-error';
+import type { StatsSample } from '../../shared/routing/endpoint-stats';
+import type { GenerationJobBase, PlannedCandidate } from '../../shared/queue/job-catalog';
+import type { GenerationPublisher } from '../../shared/queue/generation-bus';
+import type { WorkerDeps } from '../worker-deps';
+import { AttemptOrder, retryAfterSeconds, waitFor } from './attempt-order';
+
+/** One upstream call that did not answer (or an endpoint that could not be called), as the record keeps it. */
+export interface Attempt {
+  provider: string;
+  endpoint: string;
+  reason: UpstreamFailure['reason'] | 'unavailable';
+  status?: number;
+  message: string;
+  /** Typed-question jobs: the question the call was for (one endpoint may fail for several). */
+  question?: string;
+}
+
+/** The endpoint one attempt calls, handed to the executor's own "call this endpoint" function. */
+export interface EndpointCall {
+  candidate: PlannedCandidate;
+  resolved: ResolvedEndpoint;
+  adapter: ProviderAdapter;
+  /** Aborts the upstream call (cancel, timeout, client gone: shared/queue/cancel-channel.ts). */
+  signal?: AbortSignal;
+}
+
+/** The operation a job needs from an endpoint's adapter; an endpoint without it is recorded `unavailable`. */
+export type Operation = 'text' | 'embeddings' | 'image' | 'video' | 'audio' | 'upscale';
+
+/** Whether an endpoint's adapter can do the operation (a hosted image model runs as a media task). */
+const SUPPORTS: Record<Operation, (adapter: ProviderAdapter) => boolean> = {
+  text: (a) => a.text !== undefined,
+  embeddings: (a) => a.embeddings !== undefined,
+  image: (a) => a.media !== undefined || a.images !== undefined,
+  video: (a) => a.media !== undefined,
+  audio: (a) => a.media !== undefined,
+  upscale: (a) => a.media !== undefined,
+};
+
+/** The job the loop runs for: its generation and its planned endpoints. */
+export type AttemptJob = Pick<GenerationJobBase, 'generationId' | 'traceId' | 'candidates'>;
+
+export interface AttemptLoopInput<T> {
+  operation: Operation;
+  /** Calls one endpoint. Throws an UpstreamError to fall back (any other error counts as a malformed reply). */
+  call: (c: EndpointCall) => Promise<T>;
+  signal?: AbortSignal;
+  /** Errors the loop does not judge: rethrown as they are (a stream cut after content; a media job's own retry). */
+  passThrough?: (e: unknown) => boolean;
+  /** Failed attempts are appended here (a typed-question job shares one list across its questions). */
+  attempts?: Attempt[];
+  /** Added to each recorded attempt. */
+  question?: string;
+  /**
+   * The endpoint's health sample for an answer; default: time to the answer. `false`: the executor records it
+   * itself later (a media task is judged when it finishes, not when it is created).
+   */
+  onAnswer?: ((value: T, started: number, finished: number) => Omit<StatsSample, 'ok' | 'at'>) | false;
+}
+
+export type AttemptLoopOutcome<T> =
+  | { kind: 'answered'; value: T; call: EndpointCall; attempts: Attempt[]; started: number; finished: number }
+  /** The signal aborted; `cause` is what the aborted call threw (a stream cut mid-way carries its partial output). */
+  | { kind: 'stopped'; attempts: Attempt[]; cause?: unknown }
+  /** No endpoint answered: `last` is the failure that ended the loop, if any. */
+  | { kind: 'failed'; attempts: Attempt[]; last?: UpstreamFailure };
+
+/**
+ * The one attempt loop every generation kind runs: the planned endpoints in order (an endpoint that asked to be
+ * left alone via `Retry-After` is tried last, waited for, or skipped: attempt-order.ts), each within its
+ * provider's concurrency cap, falling back while the failure allows it (upstream-error.ts `fallback`), every
+ * failure recorded (the attempt, the endpoint's health, the metric, a log line).
+ */
+export async function runAttempts<T>(deps: WorkerDeps, job: AttemptJob, input: AttemptLoopInput<T>): Promise<AttemptLoopOutcome<T>> {
+  const { signal } = input;
+  const attempts = input.attempts ?? [];
+  const record = (a: Omit<Attempt, 'question'>) => attempts.push(input.question === undefined ? a : { question: input.question, ...a });
+  const retryUntil = (slug: string) => deps.stats.retryAfterUntil(slug);
+  const order = new AttemptOrder(job.candidates, retryUntil);
+  let last: UpstreamFailure | undefined;
+  for (let next = order.next(); next; next = order.next()) {
+    const { candidate } = next;
+    if ('skipMs' in next) {
+      record(notCalled(deps, candidate.slug, next.skipMs));
+      continue;
+    }
+    await waitFor(next.waitMs, signal);
+    if (signal?.aborted) return { kind: 'stopped', attempts };
+    const resolved = endpointBySlug(deps.catalog, candidate.slug);
+    const adapter = resolved && adapterFor(resolved.provider.kind);
+    if (!resolved || !adapter || !SUPPORTS[input.operation](adapter)) {
+      record({ provider: resolved?.provider.id ?? candidate.slug, endpoint: candidate.slug, reason: 'unavailable', message: `no ${input.operation} operation for this endpoint` });
+      continue;
+    }
+    const call: EndpointCall = { candidate, resolved, adapter, signal };
+    const started = Date.now();
+    try {
+      const value = await input.call(call);
+      const finished = Date.now();
+      if (input.onAnswer !== false) {
+        const sample = input.onAnswer ? input.onAnswer(value, started, finished) : { ttftMs: finished - started };
+        deps.stats.record(candidate.slug, { ok: true, at: finished, ...sample });
+        deps.metrics.providerAttempts.inc({ provider: resolved.provider.id, outcome: 'ok' });
+      }
+      return { kind: 'answered', value, call, attempts, started, finished };
+    } catch (e) {
+      if (signal?.aborted) return { kind: 'stopped', attempts, cause: e };
+      if (input.passThrough?.(e)) throw e;
+      last = isUpstreamError(e) ? e.failure : { reason: 'malformed_reply', message: `unreadable reply: ${(e as Error).message}`, fallback: true };
+      record(attemptOf(resolved.provider.id, candidate.slug, last));
+      const retryAfterMs = isUpstreamError(e) ? e.retryAfterMs : undefined;
+      failedAttempt(deps, candidate.slug, resolved.provider.id, last, retryAfterMs);
+      if (retryAfterMs !== undefined) order.failedWithRetryAfter(candidate, retryAfterMs);
+      deps.logger.warn('provider attempt failed', {
+        generationId: job.generationId,
+        endpoint: candidate.slug,
+        ...(input.question !== undefined && { question: input.question }),
+        reason: last.reason,
+        status: last.status,
+        trace_id: job.traceId,
+      });
+      if (!last.fallback) break;
+    }
+  }
+  return { kind: 'failed', attempts, last };
+}
+
+/** One upstream exchange with an endpoint, within its provider's concurrency cap (catalog `maxConcurrency`). */
+export function upstreamRequest(deps: WorkerDeps, c: Pick<EndpointCall, 'resolved' | 'adapter'>, spec: HttpRequestSpec, signal?: AbortSignal): Promise<UpstreamReply> {
+  const { provider } = c.resolved;
+  return deps.limiter.run(provider, () => deps.upstream.request(provider.baseUrl, spec, { timeoutMs: provider.timeoutMs, extractError: c.adapter.extractError, signal }));
+}
+
+export function attemptOf(provider: string, endpoint: string, f: Pick<UpstreamFailure, 'reason' | 'status' | 'message'>): Attempt {
+  return { provider, endpoint, reason: f.reason, ...(f.status !== undefined && { status: f.status }), message: f.message };
+}
+
+/**
+ * A failed upstream call, for the endpoint's health and the metrics. Input this endpoint cannot express was
+ * never sent (`bad_request` without a status): it says nothing about the endpoint's health.
+ */
+export function failedAttempt(deps: WorkerDeps, slug: string, provider: string, f: Pick<UpstreamFailure, 'reason' | 'status'>, retryAfterMs?: number): void {
+  deps.metrics.providerAttempts.inc({ provider, outcome: f.reason });
+  if (f.reason === 'bad_request' && f.status === undefined) return;
+  const at = Date.now();
+  deps.stats.record(slug, { ok: false, at, ...(retryAfterMs !== undefined && { retryUntil: at + retryAfterMs }) });
+}
+
+/** An attempt not made: the endpoint's `Retry-After` is further away than a job waits. */
+function notCalled(deps: WorkerDeps, slug: string, waitMs: number): Omit<Attempt, 'question'> {
+  const provider = endpointBySlug(deps.catalog, slug)?.provider.id ?? slug;
+  return { provider, endpoint: slug, reason: 'rate_limited', message: `not called: the provider asked to wait ${Math.ceil(waitMs / 1000)} s (Retry-After)` };
+}
+
+/**
+ * The one failure → error mapping, when no endpoint answered:
+ * - every endpoint tried refused to express the input (e.g. a `file_url` part a chat-completions provider
+ *   cannot take): the caller's input is the problem, 400 `validation_failed`;
+ * - the provider refused the request itself (a 4xx that forbids falling back): 400 `provider_error`;
+ * - otherwise 502 `all_providers_failed`; when every provider rate-limited the request and one said when to
+ *   come back, the error says so and carries that wait (`metadata.retry_after_seconds`, the `Retry-After` header).
+ */
+export function failureError(deps: Pick<WorkerDeps, 'stats'>, attempts: Attempt[], last: UpstreamFailure | undefined): AppError {
+  const tried = attempts.filter((a) => a.reason !== 'unavailable');
+  const provider = attempts[attempts.length - 1]?.provider;
+  if (tried.length > 0 && tried.every((a) => a.reason === 'bad_request' && a.status === undefined)) {
+    return new AppError('BAD_REQUEST', `The input cannot be sent to any provider of this model: ${[...new Set(tried.map((a) => a.message))].join('; ')}`, {
+      metadata: { reason: 'validation_failed', attempts },
+    });
+  }
+  if (last && !last.fallback && last.reason === 'bad_request') {
+    return new AppError('BAD_REQUEST', `The provider refused the request: ${last.message}`, {
+      metadata: { reason: 'provider_error', raw: last.raw ?? last.message, provider_name: provider, attempts },
+    });
+  }
+  const retryUntil = (slug: string) => deps.stats.retryAfterUntil(slug);
+  const wait = tried.length > 0 && tried.every((a) => a.reason === 'rate_limited') ? retryAfterSeconds(tried.map((a) => a.endpoint), retryUntil) : undefined;
+  const message =
+    wait !== undefined
+      ? `Every provider of this model is rate-limiting requests: retry after ${wait} s`
+      : attempts.length
+        ? `Every provider failed: ${[...new Set(attempts.map((a) => `${a.provider} (${a.reason})`))].join(', ')}`
+        : 'No provider could take the request';
+  return AppError.fromReason('all_providers_failed', message, {
+    attempts,
+    raw: last?.raw ?? attempts[attempts.length - 1]?.message,
+    provider_name: provider,
+    ...(wait !== undefined && { retry_after_seconds: wait }),
+  });
+}
+
+/** Timings every ending records. */
+export interface RunTiming {
+  queueTimeMs: number;
+  startedAt: number;
+}
+
+/** Ends a generation as failed (nothing charged) and tells the waiting API process. */
+export async function endFailed(deps: WorkerDeps, pub: GenerationPublisher, generationId: string, err: AppError, attempts: Attempt[], timing: RunTiming): Promise<void> {
+  const error = { code: err.code, status: err.status, message: err.message, metadata: err.metadata };
+  await deps.generations.finish(generationId, {
+    status: 'failed',
+    error,
+    routing: { attempts },
+    attemptsCount: attempts.length,
+    queueTimeMs: timing.queueTimeMs,
+    generationTimeMs: Math.max(0, Date.now() - timing.startedAt),
+  });
+  await pub.send({ type: 'failed', error });
+}
+
+/** The job was told to stop before anything billable was produced: the generation ends cancelled, uncharged. */
+export async function endStopped(deps: WorkerDeps, pub: GenerationPublisher, generationId: string, attempts: Attempt[], timing: RunTiming, traceId?: string): Promise<void> {
+  deps.logger.info('generation stopped, upstream call aborted', { generationId, trace_id: traceId });
+  const outcome = await deps.generations.finish(generationId, {
+    status: 'cancelled',
+    routing: { attempts },
+    attemptsCount: attempts.length,
+    queueTimeMs: timing.queueTimeMs,
+    generationTimeMs: Math.max(0, Date.now() - timing.startedAt),
+  });
+  if (outcome.applied) await pub.send({ type: 'cancelled' });
+}
