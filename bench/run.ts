@@ -125,21 +125,34 @@ async function main(): Promise<void> {
 
   const port = 3900 + Math.floor(Math.random() * 50);
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean); // e.g. --cpu-prof
-  const gateway = pinned(0, process.execPath, [...nodeArgs, path.join(DIST, 'bin/start.js')], {
-    ...process.env,
-    PORT: String(port),
-    DATABASE_URL: PG_URL,
-    REDIS_URL,
-    QUEUE_PREFIX: PREFIX,
-    SWITCHYARD_CATALOG: catalogFile,
-    SWITCHYARD_SECRET: SECRET,
-    SWITCHYARD_HOME: path.join(os.tmpdir(), 'switchyard-bench-home'),
-    BENCH_PROVIDER_KEY: 'bench',
-    LOG_LEVEL: 'warn',
-  });
-  gateway.stderr!.on('data', (c: Buffer) => process.stderr.write(`[gateway] ${c}`));
+  /** `npm start` with `processes` processes (WEB_CONCURRENCY), pinned to core 0 or free on every core. */
+  const startGateway = async (processes: number, pin: boolean): Promise<ChildProcess> => {
+    const args = [...nodeArgs, path.join(DIST, 'bin/start.js')];
+    const env = {
+      ...process.env,
+      PORT: String(port),
+      DATABASE_URL: PG_URL,
+      REDIS_URL,
+      QUEUE_PREFIX: PREFIX,
+      SWITCHYARD_CATALOG: catalogFile,
+      SWITCHYARD_SECRET: SECRET,
+      SWITCHYARD_HOME: path.join(os.tmpdir(), 'switchyard-bench-home'),
+      BENCH_PROVIDER_KEY: 'bench',
+      LOG_LEVEL: 'warn',
+      WEB_CONCURRENCY: String(processes),
+    };
+    const child = pin ? pinned(0, process.execPath, args, env) : spawn(process.execPath, args, { env });
+    child.stderr!.on('data', (c: Buffer) => process.stderr.write(`[gateway] ${c}`));
+    await waitReady(`http://127.0.0.1:${port}`);
+    return child;
+  };
+  const stopGateway = async (child: ChildProcess) => {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  const gateway = await startGateway(1, true);
   const url = `http://127.0.0.1:${port}`;
-  await waitReady(url);
 
   const auth = { Authorization: `Bearer ${key.key}` };
   const chatBody = { model: 'bench/echo', messages: [{ role: 'user', content: 'Hello there' }], max_tokens: 64 };
@@ -180,9 +193,20 @@ async function main(): Promise<void> {
     );
   }
 
-  gateway.kill('SIGTERM');
+  await stopGateway(gateway);
+
+  // Whole machine: `npm start` unpinned with 1, 2 and all cores' worth of processes (WEB_CONCURRENCY), chat at
+  // concurrency 32 per process. The load generator and the fake share the machine (the per-core rows above
+  // give them a core of their own), so this is what one machine serves, not a clean per-process figure.
+  const machine: Array<{ processes: number; result: LoadResult }> = [];
+  for (const n of [...new Set([1, 2, os.availableParallelism()])]) {
+    const g = await startGateway(n, false);
+    const result = await load({ ...base, url: `${url}/v1/chat/completions`, body: chatBody, headers: auth, concurrency: 32 * n });
+    machine.push({ processes: n, result });
+    console.error(`bench: whole machine, ${n} process(es): ${result.rps} rps, errors ${result.errors}`);
+    await stopGateway(g);
+  }
   fake.kill('SIGTERM');
-  await new Promise((r) => gateway.once('exit', r));
 
   const lines = [
     '| scenario | conc. | direct rps | gateway rps | direct p50 / p99 ms | gateway p50 / p99 ms | added p50 / p99 ms | gateway CPU ms/req | errors |',
@@ -197,10 +221,19 @@ async function main(): Promise<void> {
       `| ${r.scenario} | ${r.concurrency} | ${r.direct?.rps ?? '-'} | ${r.gateway.rps} | ${d ? `${d.p50} / ${d.p99}` : '-'} | ${g.p50} / ${g.p99} | ${added} | ${r.cpuMsPerRequest} | ${r.gateway.errors} |`,
     );
   }
+  const perCore = rows.find((r) => r.scenario === 'chat' && r.concurrency === 32)?.gateway.rps;
+  lines.push(
+    '',
+    `Whole machine (${os.availableParallelism()} cores; \`npm start\` unpinned, WEB_CONCURRENCY processes, chat at 32 per process; per core pinned: ${perCore ?? '-'} rps):`,
+    '',
+    '| processes | conc. | rps | p50 / p99 ms | errors |',
+    '|---|---|---|---|---|',
+    ...machine.map((m) => `| ${m.processes} | ${32 * m.processes} | ${m.result.rps} | ${m.result.latencyMs.p50} / ${m.result.latencyMs.p99} | ${m.result.errors} |`),
+  );
   const table = lines.join('\n');
   console.log(table);
   fs.mkdirSync(path.join(ROOT, 'bench/results'), { recursive: true });
-  fs.writeFileSync(path.join(ROOT, 'bench/results/latest.json'), JSON.stringify({ at: new Date().toISOString(), seconds: SECONDS, pinned: canPin, rows }, null, 2));
+  fs.writeFileSync(path.join(ROOT, 'bench/results/latest.json'), JSON.stringify({ at: new Date().toISOString(), seconds: SECONDS, pinned: canPin, rows, machine }, null, 2));
   fs.writeFileSync(path.join(ROOT, 'bench/results/latest.md'), `${table}\n`);
 }
 

@@ -1,21 +1,91 @@
+import cluster from 'node:cluster';
+import os from 'node:os';
 import { bootstrap, onShutdown } from '../shared/runtime/bootstrap';
 import { startWeb } from '../api/main';
 import { startWorkers } from '../workers/main';
+import { loadConfig } from '../shared/config/env';
+import { createLogger } from '../shared/logger';
+import { resolveServices } from '../shared/runtime/services';
+import { resolveSecret } from '../shared/runtime/secret';
 
 /**
- * `npm start`: API and workers in one process, with embedded PostgreSQL and Redis unless DATABASE_URL and
- * REDIS_URL are set (decisions.md section 1). `--demo` adds the fake providers and the demo catalog.
+ * `npm start`: API and workers, with embedded PostgreSQL and Redis unless DATABASE_URL and REDIS_URL are set
+ * (decisions.md section 1). `--demo` adds the fake providers and the demo catalog.
+ *
+ * It uses the machine's cores: `WEB_CONCURRENCY` processes (default: the core count), each serving the API and
+ * the workers, share the port (node:cluster). The parent starts the embedded PostgreSQL and Redis once, applies
+ * the migrations and settles the secret, then starts the processes on those URLs; it restarts one that dies and
+ * stops them all on SIGTERM. `WEB_CONCURRENCY=1` (and demo mode) runs everything in this one process.
  * On SIGTERM the API stops taking requests and finishes those in flight, then the workers finish their jobs.
  */
-bootstrap('all')
-  .then(async (rt) => {
-    const pool = await startWorkers(rt);
-    const web = await startWeb(rt);
-    rt.onClose(() => pool.close());
-    rt.onClose(() => web.close()); // runs first: stop taking requests before the workers stop
-    onShutdown(rt.logger, () => rt.close(), rt.config.shutdownTimeoutMs);
-  })
-  .catch((e: Error) => {
-    console.error(e.message);
-    process.exit(1);
-  });
+const CHILD = 'SWITCHYARD_CLUSTER_CHILD';
+
+/** How many processes `npm start` runs: WEB_CONCURRENCY, else the cores this process may use. */
+export function processCount(env: NodeJS.ProcessEnv = process.env, demo = false): number {
+  const v = Number(env.WEB_CONCURRENCY);
+  if (Number.isInteger(v) && v > 0) return v;
+  return demo ? 1 : os.availableParallelism();
+}
+
+function startOne(): void {
+  bootstrap('all')
+    .then(async (rt) => {
+      const pool = await startWorkers(rt);
+      const web = await startWeb(rt);
+      rt.onClose(() => pool.close());
+      rt.onClose(() => web.close()); // runs first: stop taking requests before the workers stop
+      onShutdown(rt.logger, () => rt.close(), rt.config.shutdownTimeoutMs);
+      process.send?.('ready');
+    })
+    .catch((e: Error) => {
+      console.error(e.message);
+      process.exit(1);
+    });
+}
+
+async function startCluster(n: number): Promise<void> {
+  const config = loadConfig(process.env, process.argv);
+  const logger = createLogger({ level: config.logLevel, service: 'switchyard-start' });
+  const services = await resolveServices(config, logger);
+  const env: Record<string, string> = { [CHILD]: '1', DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl, SWITCHYARD_SECRET: resolveSecret(config) };
+  // PostgreSQL takes 100 connections by default: the processes share 80 unless DATABASE_POOL_SIZE says otherwise.
+  if (!process.env.DATABASE_POOL_SIZE) env.DATABASE_POOL_SIZE = String(Math.max(4, Math.min(20, Math.floor(80 / n))));
+  let stopping = false;
+  let ready = 0;
+  const stopAll = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    const alive = Object.values(cluster.workers ?? {}).filter((w) => w && !w.isDead());
+    await Promise.all(alive.map((w) => new Promise((done) => (w!.once('exit', done), w!.process.kill('SIGTERM')))));
+    await services.stop();
+    process.exit(code);
+  };
+  const fork = () => {
+    const w = cluster.fork(env);
+    let up = false;
+    w.on('message', (m) => {
+      if (m !== 'ready' || up) return;
+      up = true;
+      if (++ready === n) logger.info(`${n} processes serve the API and the workers`);
+    });
+    w.once('exit', (code, signal) => {
+      if (stopping) return;
+      // One that never came up (a refused catalog, a taken port) would fail again: stop with its error.
+      if (!up) return void stopAll(1);
+      logger.error(`process ${w.process.pid} exited (${signal ?? code}); starting another in 1 s`);
+      setTimeout(() => stopping || fork(), 1000); // a process that keeps dying does not spin the machine
+    });
+  };
+  for (let i = 0; i < n; i++) fork();
+  for (const s of ['SIGTERM', 'SIGINT'] as const) process.once(s, () => void stopAll(0));
+}
+
+if (cluster.isPrimary && process.env[CHILD] !== '1') {
+  const n = processCount(process.env, loadConfig(process.env, process.argv).demo);
+  if (n <= 1) startOne();
+  else
+    startCluster(n).catch((e: Error) => {
+      console.error(e.message);
+      process.exit(1);
+    });
+} else startOne();

@@ -25,7 +25,9 @@ interface CacheEntry {
 /**
  * Resolves `Authorization: Bearer ...` to a principal (decisions.md section 2). Lookups are cached for
  * `cacheMs` (1 s by default) to keep the database off the hot path; a revocation through this process
- * takes effect at once, one made elsewhere within `cacheMs`.
+ * takes effect at once, one made elsewhere (another API process, the CLI) within `cacheMs` of its commit
+ * (test/faults/key-revocation.fault.ts). At 1 s the cache costs one key lookup per key and second per
+ * process, which the profile does not show (bench/README.md), so no cross-process invalidation channel.
  */
 export class Authenticator {
   private readonly cache = new Map<string, CacheEntry>();
@@ -54,6 +56,9 @@ export class Authenticator {
     let principal: CacheEntry['principal'];
     if (cached && Date.now() - cached.at < this.cacheMs) principal = cached.principal;
     else {
+      // The entry's age counts from before the read: a lookup that read the row just before a revocation
+      // committed, and answered after it, must not stay cached for a whole cacheMs after the revoking reply.
+      const readAt = Date.now();
       const row = await this.db.apiKey.findUnique({ where: { keyHash: hash }, include: { organization: { select: { rateLimitPerMinute: true } } } });
       principal = !row
         ? null
@@ -71,7 +76,7 @@ export class Authenticator {
             };
       if (this.cacheMs > 0) {
         if (this.cache.size > 10_000) this.cache.clear();
-        this.cache.set(hash, { at: Date.now(), keyId: row?.id, principal });
+        this.cache.set(hash, { at: readAt, keyId: row?.id, principal });
       }
     }
     if (principal === 'revoked') throw new AppError('api_key_revoked', 'This API key has been revoked');

@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import { openEventStream } from './event-stream';
 import type { Db } from '../../shared/db/client';
 import type { Generation } from '../../shared/db/generated/client';
 import { createResponsesStreamFormatter, encodeSse, type ResponsesStreamBase, type ResponsesStreamFormatter, type SseEvent } from '../../shared/formats';
@@ -93,25 +94,16 @@ export class BackgroundStreams {
 
   /** Serves the events after `after` of a background response until its final event (or the client leaves). */
   async serve(res: Response, g: Generation, after: number): Promise<void> {
-    res.status(200);
-    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
-    res.setHeader('Cache-Control', 'no-cache, no-transform');
-    res.setHeader('Connection', 'keep-alive');
-    res.setHeader('X-Accel-Buffering', 'no');
-    res.flushHeaders();
-    let gone = false;
-    res.on('close', () => {
-      if (!res.writableEnded) gone = true;
-    });
+    const gone = openEventStream(res);
     const write = (events: SseEvent[]) => {
       const out = events.filter((e) => e.data.sequence_number > after);
-      if (!gone && out.length) res.write(out.map(encodeSse).join(''));
+      if (!gone() && out.length) res.write(out.map(encodeSse).join(''));
     };
     try {
-      if (storedRequest(g).body.stream === true) await this.tail(g.id, after, write, () => gone);
-      else await this.rebuild(g, write, () => gone);
+      if (storedRequest(g).body.stream === true) await this.tail(g.id, after, write, gone);
+      else await this.rebuild(g, write, gone);
     } finally {
-      if (!gone) res.end();
+      if (!gone()) res.end();
     }
   }
 

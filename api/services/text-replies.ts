@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import { openEventStream } from './event-stream';
 import { AppError, type StoredError } from '../../shared/errors/app-error';
 import type { TextResult, TextStreamEvent } from '../../shared/providers/provider.types';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
@@ -87,29 +88,17 @@ export async function pumpStream(
   head: string[],
   h: StreamHandlers,
 ): Promise<void> {
-  res.status(200);
-  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
-  res.setHeader('Cache-Control', 'no-cache, no-transform');
-  res.setHeader('Connection', 'keep-alive');
-  res.setHeader('X-Accel-Buffering', 'no');
-  res.flushHeaders();
-  let gone = false;
+  const gone = openEventStream(res, () => sub.mailbox?.close());
   let produced = false;
   let lastSeq = 0;
-  // `res` closes when the reply ends or the connection drops (a request's own 'close' fires once its body is read).
-  res.on('close', () => {
-    if (res.writableEnded) return;
-    gone = true;
-    sub.mailbox?.close();
-  });
   const write = (chunks: string[]) => {
-    if (!gone && chunks.length) res.write(chunks.join(''));
+    if (!gone() && chunks.length) res.write(chunks.join(''));
   };
   write(head);
   try {
-    while (!gone) {
+    while (!gone()) {
       const m = await sub.mailbox!.next(waitMs);
-      if (gone) break;
+      if (gone()) break;
       if (m && m.seq <= lastSeq && produced) {
         // The numbering started over: the job is being re-run (its worker died) and would send the text again from
         // the start. What the client already has cannot be taken back, so the stream ends here, uncharged.
@@ -149,9 +138,9 @@ export async function pumpStream(
     }
   } finally {
     sub.detach();
-    if (!gone) res.end();
+    if (!gone()) res.end();
   }
-  if (gone && !sub.keyed) {
+  if (gone() && !sub.keyed) {
     // The client left before the end: stop the provider (with an Idempotency-Key it goes on, for a repeat to replay). With content sent, the worker charges what was produced.
     if (produced) await gateway.stop(sub.id, 'client_gone');
     else await gateway.cancel(sub.id, sub.queue);

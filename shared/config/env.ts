@@ -35,6 +35,8 @@ export interface Config {
   publicBaseUrl?: string;
   /** Lifetime of signed file URLs (`?exp=&sig=`), seconds: FILE_URL_TTL_SECONDS, default 3600. */
   fileUrlTtlSeconds: number;
+  /** A process `npm start` forked (SWITCHYARD_CLUSTER_CHILD=1, set by bin/start.ts): its parent owns the services. */
+  clusterChild: boolean;
   /** PostgreSQL connections per process: DATABASE_POOL_SIZE, default 20. */
   databasePoolSize: number;
   /** How long a graceful shutdown may take before the process exits anyway: SHUTDOWN_TIMEOUT_MS, default 30000. */
@@ -171,6 +173,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     queuePrefix: env.QUEUE_PREFIX ?? '{switchyard}',
     publicBaseUrl: text(env, 'PUBLIC_BASE_URL'),
     fileUrlTtlSeconds: Math.max(1, int(env, 'FILE_URL_TTL_SECONDS', 3600)),
+    clusterChild: env.SWITCHYARD_CLUSTER_CHILD === '1',
     databasePoolSize: positive(env, 'DATABASE_POOL_SIZE', 20),
     shutdownTimeoutMs: positive(env, 'SHUTDOWN_TIMEOUT_MS', 30_000),
     worker: {

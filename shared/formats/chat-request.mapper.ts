@@ -5,7 +5,7 @@
 import type { FunctionTool, InputContentPart, InputItem, TextFormat, ToolChoice } from '../providers/provider.types';
 import type { ChatBody, ChatContentPart, ChatMessageParam, ChatResponseFormat, ChatToolChoice } from '../schemas/chat.schema';
 import { AppError } from '../errors/app-error';
-import { canonicalReasoning, requestedParameters, type CanonicalTextRequest } from './format-utils';
+import { canonicalReasoning, finishTextRequest, type CanonicalTextRequest } from './format-utils';
 
 /**
  * System and developer messages before the first other message become `instructions` (joined by a blank
@@ -64,16 +64,7 @@ export function chatToCanonical(body: ChatBody): CanonicalTextRequest {
   if (reasoning) req.reasoning = reasoning;
   if (body.response_format) req.textFormat = toTextFormat(body.response_format);
 
-  if (body.logprobs === true) {
-    req.logprobs = true;
-    if (body.top_logprobs != null) req.topLogprobs = body.top_logprobs;
-  }
-  const user = body.user ?? body.safety_identifier ?? undefined;
-  if (user) req.user = user;
-  if (body.prompt_cache_key) req.promptCacheKey = body.prompt_cache_key;
-
-  req.requestedParameters = requestedParameters(req);
-  return req;
+  return finishTextRequest(req, body, body.logprobs === true);
 }
 
 type TextParts = string | Array<{ type: 'text'; text: string } | { type: 'refusal'; refusal: string }> | null | undefined;

@@ -154,3 +154,24 @@ export function requestedParameters(req: Omit<TextRequest, 'model'>): RequestPar
   if (req.stream) used.add('stream');
   return REQUEST_PARAMETERS.filter((p) => used.has(p));
 }
+
+/** The request fields chat completions and responses share, set alike: log-probabilities, the user, the cache key. */
+export interface CommonTextFields {
+  top_logprobs?: number | null;
+  user?: string | null;
+  safety_identifier?: string | null;
+  prompt_cache_key?: string | null;
+}
+
+/** Sets the fields both text formats share, then the parameters the request asks for: a mapper's last step. */
+export function finishTextRequest(req: CanonicalTextRequest, body: CommonTextFields, wantsLogprobs: boolean): CanonicalTextRequest {
+  if (wantsLogprobs) {
+    req.logprobs = true;
+    if (body.top_logprobs != null) req.topLogprobs = body.top_logprobs;
+  }
+  const user = body.user ?? body.safety_identifier ?? undefined;
+  if (user) req.user = user;
+  if (body.prompt_cache_key) req.promptCacheKey = body.prompt_cache_key;
+  req.requestedParameters = requestedParameters(req);
+  return req;
+}

@@ -12,7 +12,7 @@ import type {
   ResponsesTool,
   ResponsesToolChoice,
 } from '../schemas/responses.schema';
-import { canonicalReasoning, requestedParameters, type CanonicalTextRequest } from './format-utils';
+import { canonicalReasoning, finishTextRequest, type CanonicalTextRequest } from './format-utils';
 
 /** The include value that asks for output log-probabilities in the Responses API. */
 export const LOGPROBS_INCLUDE = 'message.output_text.logprobs';
@@ -54,18 +54,8 @@ export function responsesToCanonical(body: ResponsesBody, history: readonly Inpu
   if (body.text?.format) req.textFormat = toTextFormat(body.text.format);
 
   // Responses asks for log-probabilities with `include`; `top_logprobs` alone implies them too.
-  const wantsLogprobs = (body.include ?? []).includes(LOGPROBS_INCLUDE) || body.top_logprobs != null;
-  if (wantsLogprobs) {
-    req.logprobs = true;
-    if (body.top_logprobs != null) req.topLogprobs = body.top_logprobs;
-  }
-
-  const user = body.user ?? body.safety_identifier ?? undefined;
-  if (user) req.user = user;
-  if (body.prompt_cache_key) req.promptCacheKey = body.prompt_cache_key;
-
-  req.requestedParameters = requestedParameters(req);
-  return req;
+  // Responses asks for log-probabilities with `include`; `top_logprobs` alone implies them too.
+  return finishTextRequest(req, body, (body.include ?? []).includes(LOGPROBS_INCLUDE) || body.top_logprobs != null);
 }
 
 /** Every `item_reference` id of an input, in order, once each. */

@@ -212,8 +212,12 @@ export function queueOfGeneration(g: { apiType: string; requestType: string; rou
 export const JOB_OPTIONS: Record<QueueName, JobsOptions> = {
   // Provider failures are handled inside the job (fallback to the next endpoint); a job re-runs only when its
   // worker died (stalled), and settlement is idempotent, so a re-run never charges twice.
-  [QUEUES.text]: { attempts: 1, removeOnComplete: { count: 1000 }, removeOnFail: { age: 24 * 3600 } },
-  [QUEUES.embeddings]: { attempts: 1, removeOnComplete: { count: 1000 }, removeOnFail: { age: 24 * 3600 } },
+  // A finished text or embeddings job is removed at once: its outcome is the generation's record in PostgreSQL,
+  // nothing reads the job afterwards (the reaper treats a missing job like a finished one; its id is the
+  // generation's, never added again), and keeping the last 1,000 cost BullMQ a ZADD, an HSET and the removal of
+  // the oldest job (with all its keys) in every completion script — hot-path Redis work nobody read.
+  [QUEUES.text]: { attempts: 1, removeOnComplete: true, removeOnFail: { age: 24 * 3600 } },
+  [QUEUES.embeddings]: { attempts: 1, removeOnComplete: true, removeOnFail: { age: 24 * 3600 } },
   [QUEUES.image]: { attempts: 3, backoff: { type: 'exponential', delay: 2000 }, removeOnComplete: { count: 1000 }, removeOnFail: { age: 7 * 24 * 3600 } },
   [QUEUES.media]: { attempts: 3, backoff: { type: 'exponential', delay: 2000 }, removeOnComplete: { count: 1000 }, removeOnFail: { age: 7 * 24 * 3600 } },
   [QUEUES.callbacks]: { attempts: 8, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: { count: 1000 }, removeOnFail: { age: 7 * 24 * 3600 } },

@@ -72,7 +72,9 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
   const missing = providersWithoutKey(catalog);
   if (missing.length) logger.warn(`providers without an API key (their endpoints are skipped): ${missing.join(', ')}`);
 
-  const services = await resolveServices(config, logger, { writeRuntimeFile: role !== 'worker' || !config.databaseUrl });
+  // A process `npm start` forked (bin/start.ts) leaves runtime.json to its parent, which owns the services.
+  const writeRuntimeFile = !config.clusterChild && (role !== 'worker' || !config.databaseUrl);
+  const services = await resolveServices(config, logger, { writeRuntimeFile });
   const secret = resolveSecret(config);
   const { db, pool } = connectDb(services.databaseUrl, { max: config.databasePoolSize });
   const redis = createRedis(services.redisUrl, { name: `switchyard-${role}` });

@@ -9,6 +9,7 @@
  */
 import {
   FUNCTION_NAME,
+  JSON_SCHEMA_FORMAT_FIELDS,
   metadataSchema,
   nullable,
   PLUGIN_NAMES,
@@ -176,16 +177,7 @@ const responseFormat = {
   then: {
     required: ['json_schema'],
     properties: {
-      json_schema: {
-        type: 'object',
-        required: ['name'],
-        properties: {
-          name: { type: 'string', pattern: FUNCTION_NAME },
-          schema: { type: 'object' },
-          strict: { type: ['boolean', 'null'] },
-          description: { type: 'string' },
-        },
-      },
+      json_schema: { type: 'object', required: ['name'], properties: JSON_SCHEMA_FORMAT_FIELDS },
     },
   },
 } as const;

@@ -5,16 +5,21 @@ const limitReset = { enum: ['daily', 'weekly', 'monthly', 'never', null] } as co
 const models = { type: 'array', items: { type: 'string', minLength: 1, maxLength: 200 }, maxItems: 500 } as const;
 const rate = { type: ['integer', 'null'], minimum: 0, maximum: 1_000_000 } as const;
 
+/** The fields a key is created with and may later change (docs/key-permissions.md says who may change which). */
+const keyFields = {
+  name: { type: 'string', minLength: 1, maxLength: 200 },
+  limit: money,
+  limit_reset: limitReset,
+  allowed_models: models,
+  rate_limit_per_minute: rate,
+} as const;
+
 export const createKeySchema = {
   $id: 'CreateKeyRequest',
   type: 'object',
   additionalProperties: false,
   properties: {
-    name: { type: 'string', minLength: 1, maxLength: 200 },
-    limit: money,
-    limit_reset: limitReset,
-    allowed_models: models,
-    rate_limit_per_minute: rate,
+    ...keyFields,
     user_id: { type: 'string', minLength: 1, description: 'Owner and admin only: issue the key to this user of the organization' },
   },
 } as const;
@@ -25,11 +30,7 @@ export const updateKeySchema = {
   additionalProperties: false,
   minProperties: 1,
   properties: {
-    name: { type: 'string', minLength: 1, maxLength: 200 },
-    limit: money,
-    limit_reset: limitReset,
-    allowed_models: models,
-    rate_limit_per_minute: rate,
+    ...keyFields,
     disabled: { type: 'boolean' },
   },
 } as const;

@@ -155,20 +155,20 @@ const toolChoice = {
 
 // ---------- text, reasoning ----------
 
+/** A `json_schema` output format's fields, the same in chat completions' `response_format.json_schema`. */
+export const JSON_SCHEMA_FORMAT_FIELDS = {
+  name: { type: 'string', pattern: FUNCTION_NAME },
+  schema: { type: 'object' },
+  strict: { type: ['boolean', 'null'] },
+  description: { type: 'string' },
+} as const;
+
 const textFormat = {
   type: 'object',
   required: ['type'],
   properties: { type: { enum: ['text', 'json_object', 'json_schema'] } },
   if: typeIs('json_schema'),
-  then: {
-    required: ['name', 'schema'],
-    properties: {
-      name: { type: 'string', pattern: FUNCTION_NAME },
-      schema: { type: 'object' },
-      strict: { type: ['boolean', 'null'] },
-      description: { type: 'string' },
-    },
-  },
+  then: { required: ['name', 'schema'], properties: JSON_SCHEMA_FORMAT_FIELDS },
 } as const;
 
 const text = {

@@ -2,27 +2,19 @@ import type { Db } from '../db/client';
 import { Prisma, type Generation, type GenerationStatus, type Role } from '../db/generated/client';
 import { AppError } from '../errors/app-error';
 import { moneyString } from '../billing/money';
-import type { HistoryRequestType, HistorySortField, HistoryStatusFilter } from '../schemas/history.schema';
+import type { HistoryQuery, HistoryRequestType, HistorySortField, HistoryStatusFilter } from '../schemas/history.schema';
 
 /** Who is looking: an API key sees its own generations; a personal-account token sees per its role. */
 export type HistoryViewer =
   | { kind: 'key'; organizationId: string; keyId: string }
   | { kind: 'user'; organizationId: string; userId: string; role: Role };
 
-export interface HistoryListOptions {
-  page: number;
-  limit: number;
+/** The route's query with its dates parsed (`apiKeyId`: personal-account tokens only, refused under a key). */
+export interface HistoryListOptions extends Omit<HistoryQuery, 'dateFrom' | 'dateTo'> {
   /** Inclusive. */
   createdFrom?: Date;
   /** Exclusive. */
   createdBefore?: Date;
-  requestType?: HistoryRequestType;
-  status?: HistoryStatusFilter;
-  /** Personal-account tokens only (the route refuses them under a key). */
-  apiKeyId?: string;
-  withoutApiKey?: boolean;
-  sortBy: HistorySortField;
-  sortOrder: 'asc' | 'desc';
 }
 
 export type PublicStatus = 'completed' | 'failed' | 'pending';

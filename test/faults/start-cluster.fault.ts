@@ -1,0 +1,109 @@
+/**
+ * Case 13. `npm start` with WEB_CONCURRENCY=2 (bin/start.ts): two processes, each API + workers, share one port.
+ * One of them is killed with SIGKILL while requests run; then the parent gets SIGTERM.
+ * What must hold: both processes serve; the parent starts a replacement for the killed one and the port keeps
+ * answering; every generation ends settled exactly once (a request the killed process held may fail or be
+ * re-run by the survivor, never charged twice); SIGTERM stops the parent and both children.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { settledAudit } from './helpers/audit';
+import { freePort } from '../../shared/runtime/process-utils';
+import { MODELS, ROOT, startCluster, type Cluster } from './helpers/cluster';
+import { post, Tally } from './helpers/http';
+import { Checks } from './helpers/report';
+
+let c: Cluster;
+
+beforeAll(async () => {
+  c = await startCluster({ name: 'start-cluster' });
+});
+afterAll(async () => {
+  await c?.close();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(d));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+it('13. npm start with WEB_CONCURRENCY=2 serves on both processes, replaces a killed one and stops on SIGTERM', async () => {
+  const checks = new Checks('13. npm start on 2 cores', 'WEB_CONCURRENCY=2; one of the two processes SIGKILLed under load; then SIGTERM to the parent');
+  const tally = new Tally();
+  const port = await freePort();
+  const log = path.join(c.dir, 'start.log');
+  const fd = fs.openSync(log, 'a');
+  const parent = spawn(process.execPath, [path.join(ROOT, 'dist/bin/start.js')], {
+    cwd: c.dir,
+    env: { ...process.env, ...c.env, PORT: String(port), WEB_CONCURRENCY: '2', WORKER_METRICS_PORT: '0', NODE_ENV: 'production' },
+    stdio: ['ignore', fd, fd],
+  });
+  fs.closeSync(fd);
+  const exited = new Promise<number | null>((r) => parent.once('exit', (code) => r(code)));
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    const until = Date.now() + 60_000;
+    while (!(await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) || childrenOf(parent.pid!).length < 2) {
+      if (Date.now() > until) throw new Error(`npm start did not come up:\n${fs.readFileSync(log, 'utf8').slice(-3000)}`);
+      await sleep(200);
+    }
+    const first = childrenOf(parent.pid!);
+    checks.that(first.length === 2, `expected 2 processes under the parent, saw ${first.length}`);
+
+    const org = await c.seed({ balance: '100' });
+    const ask = (i: number) => post(`${url}/v1/responses`, { model: MODELS.chat, input: `cluster ${i}`, max_output_tokens: 32 }, org.auth);
+    const before = await Promise.all(Array.from({ length: 12 }, (_, i) => ask(i)));
+    tally.addAll(before);
+    checks.that(before.every((r) => r.status === 200), `before the kill: ${before.map((r) => r.status).join(',')}`);
+
+    // Kill one process with requests in flight; the parent replaces it.
+    c.fake.setKnobs({ latencyMs: 300 });
+    const during = Array.from({ length: 12 }, (_, i) => ask(100 + i));
+    await sleep(150);
+    process.kill(first[0], 'SIGKILL');
+    tally.addAll(await Promise.all(during));
+    c.fake.setKnobs({ latencyMs: 0 });
+    const replaced = Date.now() + 30_000;
+    while (childrenOf(parent.pid!).filter((p) => !first.includes(p)).length < 1 || childrenOf(parent.pid!).length < 2) {
+      if (Date.now() > replaced) break;
+      await sleep(200);
+    }
+    const second = childrenOf(parent.pid!);
+    checks.that(second.length === 2 && !second.includes(first[0]), `after the kill: processes ${second.join(',')} (killed ${first[0]})`);
+    await sleep(1000); // the replacement is listening
+    const after = await Promise.all(Array.from({ length: 12 }, (_, i) => ask(200 + i)));
+    tally.addAll(after);
+    checks.that(after.every((r) => r.status === 200), `after the replacement: ${after.map((r) => r.status).join(',')}`);
+
+    parent.kill('SIGTERM');
+    const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('timeout'), 30_000).unref())]);
+    checks.that(code === 0, `parent exit on SIGTERM: ${code}`);
+    checks.that(childrenOf(parent.pid!).length === 0 && second.every((p) => !fs.existsSync(`/proc/${p}`)), 'a child outlived the parent');
+
+    const a = await settledAudit(c.db, 30_000);
+    for (const p of a.problems) checks.that(false, p);
+    const failures = checks.finish({
+      requests: tally.total,
+      errors: tally.errors(),
+      moneyLost: a.lost.toString(),
+      holds: `2 processes served one port; the SIGKILLed one was replaced (${first.join(',')} → ${second.join(',')}); requests after it all 200; every generation settled exactly once; SIGTERM stopped all (exit ${code})`,
+    });
+    if (failures.length) console.error(fs.readFileSync(log, 'utf8').slice(-3000));
+    expect(failures).toEqual([]);
+  } finally {
+    if (parent.exitCode === null) parent.kill('SIGKILL');
+    for (const p of childrenOf(parent.pid!)) process.kill(p, 'SIGKILL');
+  }
+});
