@@ -10,6 +10,8 @@
 import {
   FUNCTION_NAME,
   JSON_SCHEMA_FORMAT_FIELDS,
+  toolChoiceOf,
+  typeIs,
   metadataSchema,
   nullable,
   PLUGIN_NAMES,
@@ -22,7 +24,6 @@ import {
 import { routingSchema, type ProviderRouting } from './routing.schema';
 
 const roleIs = (value: string) => ({ required: ['role'], properties: { role: { const: value } } });
-const typeIs = (value: string) => ({ required: ['type'], properties: { type: { const: value } } });
 
 const textPart = {
   type: 'object',
@@ -143,31 +144,22 @@ const namedFunction = {
   properties: { type: { const: 'function' }, function: { type: 'object', required: ['name'], properties: { name: { type: 'string', minLength: 1 } } } },
 } as const;
 
-const toolChoice = {
-  type: ['string', 'object'],
-  if: { type: 'string' },
-  then: { enum: ['auto', 'none', 'required'] },
-  else: {
-    required: ['type'],
-    properties: { type: { enum: ['function', 'allowed_tools'] } },
-    allOf: [
-      { if: typeIs('function'), then: namedFunction },
-      {
-        if: typeIs('allowed_tools'),
-        then: {
-          required: ['allowed_tools'],
-          properties: {
-            allowed_tools: {
-              type: 'object',
-              required: ['mode', 'tools'],
-              properties: { mode: { enum: ['auto', 'required'] }, tools: { type: 'array', items: namedFunction } },
-            },
-          },
+const toolChoice = toolChoiceOf({ enum: ['function', 'allowed_tools'] }, [
+  { if: typeIs('function'), then: namedFunction },
+  {
+    if: typeIs('allowed_tools'),
+    then: {
+      required: ['allowed_tools'],
+      properties: {
+        allowed_tools: {
+          type: 'object',
+          required: ['mode', 'tools'],
+          properties: { mode: { enum: ['auto', 'required'] }, tools: { type: 'array', items: namedFunction } },
         },
       },
-    ],
+    },
   },
-} as const;
+]);
 
 const responseFormat = {
   type: 'object',

@@ -32,7 +32,7 @@ export const OUTPUT_TOKENS_CEILING = 1_000_000;
 export const FUNCTION_NAME = '^[a-zA-Z0-9_-]{1,64}$';
 
 /** `if` the object's `type` is `value` (and present). */
-const typeIs = (value: string) => ({ required: ['type'], properties: { type: { const: value } } });
+export const typeIs = (value: string) => ({ required: ['type'], properties: { type: { const: value } } });
 
 // ---------- input ----------
 
@@ -130,28 +130,30 @@ const tool = {
   },
 } as const;
 
-const toolChoice = {
+/**
+ * A `tool_choice`: a mode string, or an object whose `type` is checked by `type` and whose variants by `cases`
+ * (chat completions and responses spell the object differently).
+ */
+export const toolChoiceOf = (type: object, cases: object[]) => ({
   type: ['string', 'object'],
   if: { type: 'string' },
   then: { enum: ['auto', 'none', 'required'] },
-  else: {
-    required: ['type'],
-    properties: { type: { type: 'string', minLength: 1 } },
-    allOf: [
-      { if: typeIs('function'), then: { required: ['name'], properties: { name: { type: 'string', minLength: 1 } } } },
-      {
-        if: typeIs('allowed_tools'),
-        then: {
-          required: ['mode', 'tools'],
-          properties: {
-            mode: { enum: ['auto', 'required'] },
-            tools: { type: 'array', items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } } },
-          },
-        },
+  else: { required: ['type'], properties: { type }, allOf: cases },
+});
+
+const toolChoice = toolChoiceOf({ type: 'string', minLength: 1 }, [
+  { if: typeIs('function'), then: { required: ['name'], properties: { name: { type: 'string', minLength: 1 } } } },
+  {
+    if: typeIs('allowed_tools'),
+    then: {
+      required: ['mode', 'tools'],
+      properties: {
+        mode: { enum: ['auto', 'required'] },
+        tools: { type: 'array', items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } } },
       },
-    ],
+    },
   },
-} as const;
+]);
 
 // ---------- text, reasoning ----------
 
