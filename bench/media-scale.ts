@@ -17,6 +17,7 @@ import Redis from 'ioredis';
 import { migrate } from '../shared/db/migrate';
 import { createDb } from '../shared/db/client';
 import { AccountsService } from '../shared/services/accounts.service';
+import { firstLine } from './children';
 
 const DIST = path.resolve(__dirname, '..');
 const PG = process.env.BENCH_DATABASE_URL?.replace(/\/[^/]*$/, '/sy_bench_media') ?? 'postgresql://postgres@127.0.0.1:5432/sy_bench_media';
@@ -25,17 +26,6 @@ const PREFIX = '{sybench-media}';
 const JOBS = Number(process.env.MEDIA_BENCH_JOBS ?? 24);
 const LATENCY = Number(process.env.MEDIA_BENCH_LATENCY_MS ?? 400);
 const FLEETS = (process.env.MEDIA_BENCH_WORKERS ?? '1,2,4').split(',').map(Number);
-
-function firstLine(child: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      if (out.includes('\n')) resolve(out.slice(0, out.indexOf('\n')).trim());
-    });
-    child.once('exit', (code) => reject(new Error(`exited ${code}`)));
-  });
-}
 
 async function main(): Promise<void> {
   const admin = new Client({ connectionString: PG.replace(/\/[^/]*$/, '/postgres') });

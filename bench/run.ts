@@ -21,6 +21,7 @@ import { migrate } from '../shared/db/migrate';
 import { createDb } from '../shared/db/client';
 import { AccountsService } from '../shared/services/accounts.service';
 import type { LoadResult } from './http-load';
+import { firstLine, waitReady } from './children';
 
 const ROOT = path.resolve(__dirname, '../..');
 const DIST = path.join(ROOT, 'dist');
@@ -36,18 +37,6 @@ function pinned(core: number, cmd: string, args: string[], env: NodeJS.ProcessEn
   return canPin ? spawn('taskset', ['-c', String(core), cmd, ...args], { env }) : spawn(cmd, args, { env });
 }
 
-function firstLine(child: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const nl = out.indexOf('\n');
-      if (nl >= 0) resolve(out.slice(0, nl).trim());
-    });
-    child.once('exit', (code) => reject(new Error(`child exited with ${code}`)));
-  });
-}
-
 async function resetDatabase(): Promise<void> {
   const u = new URL(PG_URL);
   const name = u.pathname.slice(1);
@@ -58,16 +47,6 @@ async function resetDatabase(): Promise<void> {
   await admin.query(`CREATE DATABASE "${name}"`);
   await admin.end();
   await migrate(PG_URL);
-}
-
-async function waitReady(url: string, ms = 30_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error('gateway not ready');
 }
 
 /** utime + stime of a process, in ms (Linux /proc). */

@@ -24,6 +24,7 @@ import { AccountsService } from '../shared/services/accounts.service';
 import { freePort } from '../shared/runtime/process-utils';
 import { startRedisCluster, type RedisCluster } from '../test/scale/helpers/redis-cluster';
 import type { LoadResult } from './http-load';
+import { firstLine, waitReady } from './children';
 
 const ROOT = path.resolve(__dirname, '../..');
 const DIST = path.join(ROOT, 'dist');
@@ -35,27 +36,6 @@ const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const PREFIX = '{sybenchscale}';
 const SECRET = 'bench-secret';
-
-function firstLine(child: ChildProcess): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const nl = out.indexOf('\n');
-      if (nl >= 0) resolve(out.slice(0, nl).trim());
-    });
-    child.once('exit', (code) => reject(new Error(`child exited with ${code}`)));
-  });
-}
-
-async function waitReady(url: string, ms = 60_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`gateway ${url} not ready`);
-}
 
 async function load(cfg: object): Promise<LoadResult> {
   const child = spawn(process.execPath, [path.join(DIST, 'bench/http-load.js'), JSON.stringify(cfg)]);

@@ -8,6 +8,7 @@ import { settledAudit } from './helpers/audit';
 import { MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { post, Tally } from './helpers/http';
 import { Checks } from './helpers/report';
+import { waitFor } from './helpers/wait';
 
 let c: Cluster;
 
@@ -19,13 +20,6 @@ afterAll(async () => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const waitFor = async (what: string, fn: () => Promise<boolean>, timeoutMs = 20_000) => {
-  const until = Date.now() + timeoutMs;
-  while (!(await fn())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-};
 
 test('SIGTERM: the API finishes in-flight requests and refuses new ones; workers finish or hand back their jobs', async () => {
   const checks = new Checks('9. graceful shutdown', 'SIGTERM to the API with 8 requests in flight; SIGTERM to a worker with 8 active jobs (2 s each); SIGTERM to a worker whose 6 jobs (5 s) outlast its 1 s shutdown deadline');

@@ -9,6 +9,7 @@ import { settledAudit } from './helpers/audit';
 import { CHAT_PRICE, MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { post, Tally, type Reply } from './helpers/http';
 import { Checks } from './helpers/report';
+import { waitFor } from './helpers/wait';
 
 let c: Cluster;
 
@@ -19,14 +20,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await c?.close();
 });
-
-const waitFor = async (what: string, fn: () => Promise<boolean>, timeoutMs = 20_000) => {
-  const until = Date.now() + timeoutMs;
-  while (!(await fn())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-};
 
 test('a retry with the same Idempotency-Key after the worker died mid-job gets the same generation, charged once', async () => {
   const checks = new Checks('10. Idempotency-Key retry across a worker SIGKILL', 'SIGKILL of the only worker while a keyed synchronous text job runs (provider latency 2.5 s, SYNC_WAIT_MS 3 s); the client repeats with the same key until it gets an answer; a new worker starts 0.5 s after the kill');

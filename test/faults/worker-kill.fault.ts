@@ -7,6 +7,7 @@ import { settledAudit } from './helpers/audit';
 import { MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { get, post, stream, Tally, type Reply } from './helpers/http';
 import { Checks } from './helpers/report';
+import { waitFor } from './helpers/wait';
 
 let c: Cluster;
 
@@ -17,14 +18,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await c?.close();
 });
-
-const waitFor = async (what: string, fn: () => Promise<boolean>, timeoutMs = 20_000) => {
-  const until = Date.now() + timeoutMs;
-  while (!(await fn())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-};
 
 test('a worker killed mid-job: every job ends once, charged at most once, nothing leaks', async () => {
   const checks = new Checks('1. worker SIGKILL mid-job', 'SIGKILL of the only worker while text (sync, stream, background), image and media jobs run (provider latency 2.5 s); a new worker starts 0.5 s later');
