@@ -44,7 +44,7 @@ const storedFile = {
   mimeType: 'image/png',
   source: 'USER_UPLOAD',
   storagePolicy: 'TEMP_UPLOAD',
-  url: `http://localhost:3000/v1/files/${FILE_ID}/content?sig=3q2-7wF0`,
+  url: `http://localhost:3000/v1/files/${FILE_ID}/content?exp=1795525200&sig=3q2-7wF0`,
   size: 48213,
   createdAt: T,
   updatedAt: T,
@@ -208,35 +208,6 @@ const typedAnswers = {
   },
   usage: { input_tokens: 301, output_tokens: 3, cost_rub: 0.0125 }
 };
-const modelList = {
-  object: 'list',
-  data: [
-    {
-      id: 'openai/gpt-4.1-mini',
-      object: 'model',
-      created: 1767225600,
-      owned_by: 'openai',
-      name: 'GPT-4.1 mini',
-      type: 'chat',
-      endpoints: [
-        {
-          provider: 'openai',
-          pricing: { prompt: '40', cached_prompt: '10', completion: '160', request: '0' },
-          supports: ['temperature', 'top_p', 'stop', 'seed', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'max_tokens', 'stream', 'presence_penalty', 'frequency_penalty', 'logprobs', 'top_logprobs'],
-          context_length: 1047576,
-          region: 'us'
-        },
-        {
-          provider: 'azure-eu',
-          pricing: { prompt: '44', cached_prompt: '11', completion: '176', request: '0' },
-          supports: ['temperature', 'top_p', 'stop', 'seed', 'tools', 'tool_choice', 'parallel_tool_calls', 'response_format', 'max_tokens', 'stream', 'presence_penalty', 'frequency_penalty', 'logprobs', 'top_logprobs'],
-          context_length: 1047576,
-          region: 'eu'
-        }
-      ]
-    }
-  ]
-};
 const model = {
   id: 'openai/gpt-4.1-mini',
   object: 'model',
@@ -261,11 +232,12 @@ const model = {
     }
   ]
 };
+const modelList = { object: 'list', data: [model] };
 const imageResult = {
   created: 1795521600,
   data: [
     {
-      url: 'http://localhost:3000/v1/files/file_01JDQ3W9X1Y3Z5A7B9C1D3E5F7/content?sig=3q2-7wF0kQx',
+      url: 'http://localhost:3000/v1/files/file_01JDQ3W9X1Y3Z5A7B9C1D3E5F7/content?exp=1795525200&sig=3q2-7wF0kQx',
       revised_prompt: 'A lighthouse at dawn, watercolor'
     }
   ],
@@ -295,7 +267,7 @@ const mediaCompleted = {
   model: 'kwaivgi/kling-v2.1',
   completed_at: 1795521724,
   data: {
-    url: 'http://localhost:3000/v1/files/file_01JDQ3W9X1Y3Z5A7B9C1D3E5F7/content?sig=3q2-7wF0kQx',
+    url: 'http://localhost:3000/v1/files/file_01JDQ3W9X1Y3Z5A7B9C1D3E5F7/content?exp=1795525200&sig=3q2-7wF0kQx',
     mime_type: 'video/mp4',
     file_id: 'file_01JDQ3W9X1Y3Z5A7B9C1D3E5F7',
     duration_seconds: 5
