@@ -3,7 +3,7 @@ import os from 'node:os';
 import { bootstrap, onShutdown } from '../shared/runtime/bootstrap';
 import { startWeb } from '../api/main';
 import { startWorkers } from '../workers/main';
-import { loadConfig } from '../shared/config/env';
+import { loadConfig, type Config } from '../shared/config/env';
 import { createLogger } from '../shared/logger';
 import { resolveServices } from '../shared/runtime/services';
 import { resolveSecret } from '../shared/runtime/secret';
@@ -20,11 +20,9 @@ import { resolveSecret } from '../shared/runtime/secret';
  */
 const CHILD = 'SWITCHYARD_CLUSTER_CHILD';
 
-/** How many processes `npm start` runs: WEB_CONCURRENCY, else the cores this process may use. */
-export function processCount(env: NodeJS.ProcessEnv = process.env, demo = false): number {
-  const v = Number(env.WEB_CONCURRENCY);
-  if (Number.isInteger(v) && v > 0) return v;
-  return demo ? 1 : os.availableParallelism();
+/** How many processes `npm start` runs: WEB_CONCURRENCY, else the cores this process may use (1 in demo mode). */
+export function processCount(config: Config): number {
+  return config.webConcurrency ?? (config.demo ? 1 : os.availableParallelism());
 }
 
 function startOne(): void {
@@ -43,13 +41,12 @@ function startOne(): void {
     });
 }
 
-async function startCluster(n: number): Promise<void> {
-  const config = loadConfig(process.env, process.argv);
+async function startCluster(config: Config, n: number): Promise<void> {
   const logger = createLogger({ level: config.logLevel, service: 'switchyard-start' });
   const services = await resolveServices(config, logger);
   const env: Record<string, string> = { [CHILD]: '1', DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl, SWITCHYARD_SECRET: resolveSecret(config) };
   // PostgreSQL takes 100 connections by default: the processes share 80 unless DATABASE_POOL_SIZE says otherwise.
-  if (!process.env.DATABASE_POOL_SIZE) env.DATABASE_POOL_SIZE = String(Math.max(4, Math.min(20, Math.floor(80 / n))));
+  if (!config.databasePoolSizeSet) env.DATABASE_POOL_SIZE = String(Math.max(4, Math.min(20, Math.floor(80 / n))));
   let stopping = false;
   let ready = 0;
   const stopAll = async (code: number) => {
@@ -80,12 +77,19 @@ async function startCluster(n: number): Promise<void> {
   for (const s of ['SIGTERM', 'SIGINT'] as const) process.once(s, () => void stopAll(0));
 }
 
-if (cluster.isPrimary && process.env[CHILD] !== '1') {
-  const n = processCount(process.env, loadConfig(process.env, process.argv).demo);
-  if (n <= 1) startOne();
-  else
-    startCluster(n).catch((e: Error) => {
-      console.error(e.message);
-      process.exit(1);
-    });
-} else startOne();
+function main(): void {
+  const config = loadConfig(process.env, process.argv);
+  const n = cluster.isPrimary && !config.clusterChild ? processCount(config) : 1;
+  if (n <= 1) return startOne();
+  startCluster(config, n).catch((e: Error) => {
+    console.error(e.message);
+    process.exit(1);
+  });
+}
+
+try {
+  main();
+} catch (e) {
+  console.error((e as Error).message); // a bad setting: its message names the variable
+  process.exit(1);
+}

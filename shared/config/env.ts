@@ -39,6 +39,10 @@ export interface Config {
   clusterChild: boolean;
   /** PostgreSQL connections per process: DATABASE_POOL_SIZE, default 20. */
   databasePoolSize: number;
+  /** Whether DATABASE_POOL_SIZE was set (else `npm start` shares 80 connections among its processes). */
+  databasePoolSizeSet: boolean;
+  /** Processes `npm start` runs: WEB_CONCURRENCY; null means the core count (1 in demo mode). */
+  webConcurrency: number | null;
   /** How long a graceful shutdown may take before the process exits anyway: SHUTDOWN_TIMEOUT_MS, default 30000. */
   shutdownTimeoutMs: number;
   worker: WorkerSettings;
@@ -175,6 +179,8 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     fileUrlTtlSeconds: Math.max(1, int(env, 'FILE_URL_TTL_SECONDS', 3600)),
     clusterChild: env.SWITCHYARD_CLUSTER_CHILD === '1',
     databasePoolSize: positive(env, 'DATABASE_POOL_SIZE', 20),
+    databasePoolSizeSet: text(env, 'DATABASE_POOL_SIZE') !== undefined,
+    webConcurrency: text(env, 'WEB_CONCURRENCY') === undefined ? null : positive(env, 'WEB_CONCURRENCY', 1),
     shutdownTimeoutMs: positive(env, 'SHUTDOWN_TIMEOUT_MS', 30_000),
     worker: {
       concurrency,
