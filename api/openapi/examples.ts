@@ -65,6 +65,14 @@ const historyItem = {
   apiKeyShort: 'a1B2c3',
 };
 /** Replies as the service gives them (recorded from the demo catalog; test/api/openapi-examples-live.test.ts keeps them true). */
+/** A short text answer's completion token details: nothing but plain text. */
+const noCompletionDetails = {
+  reasoning_tokens: 0,
+  audio_tokens: 0,
+  image_tokens: 0,
+  accepted_prediction_tokens: 0,
+  rejected_prediction_tokens: 0
+};
 const responseObject = {
   id: 'resp_01JDQ3V2K8M4T6P9R2W5Y7Z1A3',
   object: 'response',
@@ -122,13 +130,7 @@ const responseObject = {
       accepted_prediction_tokens: 0,
       rejected_prediction_tokens: 0
     },
-    completion_tokens_details: {
-      reasoning_tokens: 0,
-      audio_tokens: 0,
-      image_tokens: 0,
-      accepted_prediction_tokens: 0,
-      rejected_prediction_tokens: 0
-    },
+    completion_tokens_details: noCompletionDetails,
     server_tool_use: { web_search_requests: 0 },
     server_tool_use_details: { web_search_requests: 0, tool_calls_requested: 0, tool_calls_executed: 0, steps: 0 },
     cost_rub: 0.00056,
@@ -158,13 +160,7 @@ const chatCompletion = {
     completion_tokens: 3,
     total_tokens: 12,
     prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 0, audio_tokens: 0, video_tokens: 0 },
-    completion_tokens_details: {
-      reasoning_tokens: 0,
-      audio_tokens: 0,
-      image_tokens: 0,
-      accepted_prediction_tokens: 0,
-      rejected_prediction_tokens: 0
-    },
+    completion_tokens_details: noCompletionDetails,
     cost_rub: 0.00084,
     cost: 0.00084
   },
