@@ -1,4 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
+import { Client } from 'pg';
+import { migrate } from '../shared/db/migrate';
 
 /** The first line a child process prints (the fake provider's URL, a load run's JSON result). */
 export function firstLine(child: ChildProcess): Promise<string> {
@@ -21,4 +23,17 @@ export async function waitReady(url: string, ms = 60_000): Promise<void> {
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`gateway ${url} not ready`);
+}
+
+/** Drops and recreates the database of `url`, then migrates it: every bench run starts from an empty schema. */
+export async function resetDatabase(url: string): Promise<void> {
+  const u = new URL(url);
+  const name = u.pathname.slice(1);
+  u.pathname = '/postgres';
+  const admin = new Client({ connectionString: u.toString() });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  await migrate(url);
 }

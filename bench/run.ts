@@ -15,13 +15,11 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client } from 'pg';
 import Redis from 'ioredis';
-import { migrate } from '../shared/db/migrate';
 import { createDb } from '../shared/db/client';
 import { AccountsService } from '../shared/services/accounts.service';
 import type { LoadResult } from './http-load';
-import { firstLine, waitReady } from './children';
+import { firstLine, resetDatabase, waitReady } from './children';
 
 const ROOT = path.resolve(__dirname, '../..');
 const DIST = path.join(ROOT, 'dist');
@@ -35,18 +33,6 @@ const canPin = spawnSync('taskset', ['-c', '0', 'true']).status === 0 && os.cpus
 
 function pinned(core: number, cmd: string, args: string[], env: NodeJS.ProcessEnv = process.env): ChildProcess {
   return canPin ? spawn('taskset', ['-c', String(core), cmd, ...args], { env }) : spawn(cmd, args, { env });
-}
-
-async function resetDatabase(): Promise<void> {
-  const u = new URL(PG_URL);
-  const name = u.pathname.slice(1);
-  u.pathname = '/postgres';
-  const admin = new Client({ connectionString: u.toString() });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE "${name}"`);
-  await admin.end();
-  await migrate(PG_URL);
 }
 
 /** utime + stime of a process, in ms (Linux /proc). */
@@ -72,7 +58,7 @@ interface Row {
 
 async function main(): Promise<void> {
   console.error(`bench: ${SECONDS}s per scenario; pinning ${canPin ? 'on (gateway core 0, load + fake core 1)' : 'off'}`);
-  await resetDatabase();
+  await resetDatabase(PG_URL);
   const redis = new Redis(REDIS_URL);
   const keys = await redis.keys(`${PREFIX}*`);
   if (keys.length) await redis.del(...keys);

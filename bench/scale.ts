@@ -16,15 +16,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client } from 'pg';
-import { migrate } from '../shared/db/migrate';
 import { createDb } from '../shared/db/client';
 import { createRedis, deleteKeys } from '../shared/queue/redis';
 import { AccountsService } from '../shared/services/accounts.service';
 import { freePort } from '../shared/runtime/process-utils';
 import { startRedisCluster, type RedisCluster } from '../test/scale/helpers/redis-cluster';
 import type { LoadResult } from './http-load';
-import { firstLine, waitReady } from './children';
+import { firstLine, resetDatabase, waitReady } from './children';
 
 const ROOT = path.resolve(__dirname, '../..');
 const DIST = path.join(ROOT, 'dist');
@@ -73,15 +71,7 @@ interface Row {
 
 async function main(): Promise<void> {
   console.error(`bench:scale: ${SECONDS}s per setup, ${CONCURRENCY} connections, pairs ${PAIRS.join('/')}, ${os.cpus().length} CPU cores`);
-  const u = new URL(PG_URL);
-  const dbName = u.pathname.slice(1);
-  u.pathname = '/postgres';
-  const admin = new Client({ connectionString: u.toString() });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE "${dbName}"`);
-  await admin.end();
-  await migrate(PG_URL);
+  await resetDatabase(PG_URL);
 
   const db = createDb(PG_URL);
   const accounts = new AccountsService(db, SECRET);

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,6 +8,7 @@ import { verifyOperatorToken } from '../../shared/auth/operator-tokens';
 import { Authenticator } from '../../api/middleware/auth';
 import { createTestDb, type TestDb } from '../helpers/test-db';
 import { TEST_SECRET } from '../helpers/fixtures';
+import { runProcess, type ProcessResult } from '../helpers/run-process';
 import { Client } from 'pg';
 import { startEmbeddedPostgres } from '../../shared/runtime/embedded-postgres';
 import { writeRuntimeInfo } from '../../shared/runtime/runtime-file';
@@ -422,16 +422,8 @@ describe('the switchyard bin right after npm install (no build)', () => {
   const root = path.join(__dirname, '..', '..');
   const bin = path.join(root, 'bin', 'switchyard.js');
 
-  function runBin(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [bin, ...args], { cwd: root, env: { ...process.env, ...env, ...extraEnv } });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-    });
+  function runBin(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<ProcessResult> {
+    return runProcess(process.execPath, [bin, ...args], { cwd: root, env: { ...process.env, ...env, ...extraEnv } });
   }
 
   it('runs `org create` from the TypeScript sources, whether or not dist/ exists', async () => {

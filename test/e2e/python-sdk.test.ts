@@ -4,9 +4,9 @@
  * error, with the request id the SDK surfaces. The SDK runs in a cached virtualenv (test/helpers/python-venv.ts);
  * where it cannot be installed, these tests are skipped with the reason printed.
  */
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { pythonVenv } from '../helpers/python-venv';
+import { runProcess, type ProcessResult } from '../helpers/run-process';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 
 const venv = pythonVenv();
@@ -20,16 +20,8 @@ const UUID = /^[0-9a-f-]{36}$/;
 let s: TestStack;
 let org: StackOrg;
 
-function runScript(python: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(python, [path.join(__dirname, 'python', 'openai_sdk_check.py')], { env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function runScript(python: string, env: Record<string, string>): Promise<ProcessResult> {
+  return runProcess(python, [path.join(__dirname, 'python', 'openai_sdk_check.py')], { env: { ...process.env, ...env } });
 }
 
 describeIfPython('the official Python openai SDK against Switchyard', () => {
