@@ -4,7 +4,7 @@ import type { Logger } from '../../shared/logger';
 import { JOB_OPTIONS } from '../../shared/queue/job-catalog';
 import type { BusMessage, GenerationBus } from '../../shared/queue/generation-bus';
 import type { QueueName } from '../../shared/queue/queue-names';
-import type { ApiType, GenerationService, GenerationState, IdempotencyClaim, NewGeneration, RequestType, ResponseMode } from '../../shared/services/generation.service';
+import { RUNNING, type ApiType, type GenerationService, type GenerationState, type IdempotencyClaim, type NewGeneration, type RequestType, type ResponseMode } from '../../shared/services/generation.service';
 import type { GenerationJobBase, PlannedCandidate } from '../../shared/queue/job-catalog';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import { type Principal, ownerOf } from '../../shared/auth/principal';
@@ -95,7 +95,6 @@ export interface GenerationOrder<T extends GenerationJobBase> {
 
 /** How often a repeated request reads the state of the generation it attached to. */
 const REPLAY_POLL_MS = 150;
-const RUNNING = new Set<GenerationState['status']>(['pending', 'processing']);
 
 /**
  * Turns a request into a queued generation: reserve and record (one statement), listen, enqueue. Then waits

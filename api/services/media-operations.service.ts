@@ -11,7 +11,8 @@ import { check } from '../../shared/schemas/ajv';
 import { mediaOperationSchema, type MediaOperationBody } from '../../shared/schemas/media.schema';
 import type { MediaJobData } from '../../shared/queue/job-catalog';
 import type { Caller, GenerationGateway } from './generation-gateway';
-import { RUNNING, type MediaRecords, type MediaReply } from './media-records';
+import { RUNNING } from '../../shared/services/generation.service';
+import type { MediaRecords, MediaReply } from './media-records';
 import type { RoutePlanner } from './route-planner';
 
 export interface MediaOperationsDeps {

@@ -4,6 +4,7 @@ import { AppError } from '../../shared/errors/app-error';
 import { mediaRecord, retryAfterSeconds } from '../../shared/formats/media.mapper';
 import { CallbackUrlError, checkCallbackUrl } from '../../shared/services/callbacks.service';
 import type { FilesService } from '../../shared/services/files.service';
+import { RUNNING } from '../../shared/services/generation.service';
 import type { Principal } from '../../shared/auth/principal';
 import type { FinalMessage, GenerationGateway, Submission } from './generation-gateway';
 import type { RoutePlanner } from './route-planner';
@@ -14,13 +15,6 @@ export interface MediaReply {
   body: unknown;
   headers?: Record<string, string>;
 }
-
-/**
- * HTTP status of a media record reply: 200 once the generation has ended (completed, failed or cancelled; a
- * failure is reported inside the record, interface.md rule 3), 202 while it is pending or processing (the job
- * goes on; poll GET /v1/media/{id}).
- */
-export const RUNNING = new Set(['pending', 'processing']);
 
 /** What the images and media services are given. */
 export interface MediaServiceDeps {
@@ -61,6 +55,7 @@ export class MediaRecords {
    * `pending`): the record is shown as it was accepted, however far a fast worker has already taken it.
    */
   async answer(sub: Submission, async: boolean, accepted?: { model: string }): Promise<MediaReply> {
+    // 200 once it has ended (a failure is reported inside the record, interface.md rule 3), 202 while it runs.
     if (!async) await this.wait(sub);
     let g = await this.load(sub.id);
     if (async && accepted) g = { ...g, status: 'pending', model: accepted.model, result: null, error: null };

@@ -10,7 +10,8 @@ import { mediaCreateSchema, type MediaCreateBody } from '../../shared/schemas/me
 import { queueOfGeneration, type MediaJobData, type MediaKind } from '../../shared/queue/job-catalog';
 import type { CallbackService } from '../../shared/services/callbacks.service';
 import { routed, type Caller } from './generation-gateway';
-import { RUNNING, type MediaReply, type MediaServiceDeps } from './media-records';
+import { RUNNING } from '../../shared/services/generation.service';
+import type { MediaReply, MediaServiceDeps } from './media-records';
 
 const MEDIA_TYPES: ModelConfig['type'][] = ['image', 'video', 'audio', 'upscale'];
 /** Input fields every media model takes (never reported as unsupported). */

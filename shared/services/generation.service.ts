@@ -42,6 +42,9 @@ export interface IdempotencyClaim {
 export type Created = { granted: Decimal } | { replayOf: string };
 
 /** What a replay needs of an existing generation. */
+/** The states of a generation that has not ended yet: queued or running. */
+export const RUNNING: ReadonlySet<string> = new Set(['pending', 'processing']);
+
 export interface GenerationState {
   id: string;
   status: 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled';
