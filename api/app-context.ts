@@ -136,6 +136,7 @@ export function buildContext(deps: AppDeps): AppContext {
       await bus.start();
     },
     close: async () => {
+      bus.close();
       await Promise.all(Object.values(queues).map((q) => q.close()));
     },
     clock,

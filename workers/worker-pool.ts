@@ -75,6 +75,7 @@ export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { que
     },
     async close() {
       await Promise.all(workers.map((w) => w.close()));
+      await deps.stats.flush();
       await callbacksQueue.close();
       stops.disconnect();
     },

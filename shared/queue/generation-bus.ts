@@ -20,6 +20,13 @@ export type BusMessage = GenerationEvent & { id: string; seq: number };
 const PROBE = '__probe__';
 
 /**
+ * The buses of this process by reply channel. A worker whose job's `replyTo` names one of them (the API request
+ * waits in the same process: `npm start` serves both) hands its messages over directly, without a PUBLISH and
+ * the subscriber's parse; Redis carries only what crosses processes. Process-wide by nature, hence module state.
+ */
+const localBuses = new Map<string, GenerationBus>();
+
+/**
  * Worker → API delivery over Redis pub/sub. Each API process subscribes ONCE to its own reply channel and
  * names it in every job it enqueues (`replyTo`), so a request costs no SUBSCRIBE round trips, and a stream
  * started on one API process is served whichever worker process runs it. The database stays the source of
@@ -35,8 +42,25 @@ export class GenerationBus {
     private readonly pub: Redis,
     private readonly sub: Redis | null,
     prefix: string,
+    /** Take messages from workers of this process directly (default); false: only through Redis. */
+    opts: { inProcess?: boolean } = {},
   ) {
     this.channel = `${prefix}:reply:${randomUUID()}`;
+    if (opts.inProcess !== false) localBuses.set(this.channel, this);
+  }
+
+  /** Stops taking messages from workers of this process. */
+  close(): void {
+    localBuses.delete(this.channel);
+  }
+
+  /** A message from a worker of this process: handed to its waiter as a message from Redis would be. */
+  deliver(m: BusMessage): void {
+    try {
+      this.waiters.get(m.id)?.(m);
+    } catch {
+      // A waiter's failure is the waiter's: it must not fail the worker that delivered.
+    }
   }
 
   /** Subscribes the API process's reply channel (idempotent). */
@@ -141,6 +165,11 @@ export class GenerationPublisher {
   send(event: GenerationEvent): Promise<unknown> {
     if (!this.channel) return Promise.resolve();
     const message: BusMessage = { ...event, id: this.id, seq: ++this.seq };
+    const local = localBuses.get(this.channel);
+    if (local) {
+      local.deliver(message);
+      return Promise.resolve();
+    }
     return publish(this.pub, this.channel, JSON.stringify(message)).catch(() => undefined);
   }
 }

@@ -5,6 +5,8 @@ import type { EndpointStats } from '../routing/routing.types';
 const KEEP = 200;
 const WINDOW_MS = 10 * 60_000;
 const REFRESH_MS = 5_000;
+/** How long samples wait in memory before one pipelined write (readers refresh every REFRESH_MS anyway). */
+const FLUSH_MS = 200;
 
 /**
  * Rolling per-endpoint statistics in Redis (a capped list of samples per endpoint), shared by every process,
@@ -23,10 +25,38 @@ export class EndpointStatsStore {
   /** Local `Retry-After` deadlines this process has seen (immediate; others learn them through the samples). */
   private readonly retryUntil = new Map<string, number>();
 
+  /** Samples not yet written, per endpoint. */
+  private pending = new Map<string, string[]>();
+  private flushTimer?: NodeJS.Timeout;
+
+  /**
+   * Adds a sample. Samples are written in one pipeline every FLUSH_MS rather than one MULTI per call (that was
+   * four Redis commands and a socket write per request): readers see them within FLUSH_MS + REFRESH_MS, and a
+   * process that dies loses at most FLUSH_MS of samples (they only steer routing).
+   */
   record(slug: string, sample: StatsSample): void {
     if (sample.retryUntil !== undefined && sample.retryUntil > (this.retryUntil.get(slug) ?? 0)) this.retryUntil.set(slug, sample.retryUntil);
-    const key = `${this.prefix}:stats:${slug}`;
-    this.redis.multi().lpush(key, serializeSample(sample)).ltrim(key, 0, KEEP - 1).exec().catch(() => undefined);
+    const samples = this.pending.get(slug);
+    if (samples) samples.push(serializeSample(sample));
+    else this.pending.set(slug, [serializeSample(sample)]);
+    if (!this.flushTimer) {
+      this.flushTimer = setTimeout(() => void this.flush(), FLUSH_MS);
+      this.flushTimer.unref();
+    }
+  }
+
+  /** Writes the pending samples now (LPUSH newest first, then trim, per endpoint). */
+  async flush(): Promise<void> {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    if (!this.pending.size) return;
+    const pipe = this.redis.pipeline();
+    for (const [slug, samples] of this.pending) {
+      const key = `${this.prefix}:stats:${slug}`;
+      pipe.lpush(key, ...samples).ltrim(key, 0, KEEP - 1);
+    }
+    this.pending = new Map();
+    await pipe.exec().catch(() => undefined);
   }
 
   /** Last known statistics of these endpoints; refreshed in the background at most every 5 s. */

@@ -6,7 +6,8 @@ import { TEST_REDIS_URL } from '../helpers/test-env';
 describe('GenerationBus (real Redis)', () => {
   const pub = createRedis(TEST_REDIS_URL, { patient: true });
   const sub = createRedis(TEST_REDIS_URL, { patient: true });
-  const bus = new GenerationBus(pub, sub, `{t-${randomBytes(4).toString('hex')}}`);
+  // Only through Redis: the publishers below are in the bus's own process.
+  const bus = new GenerationBus(pub, sub, `{t-${randomBytes(4).toString('hex')}}`, { inProcess: false });
   beforeAll(async () => {
     await Promise.all([whenReady(pub), whenReady(sub)]);
     await bus.start();
@@ -47,5 +48,31 @@ describe('GenerationBus (real Redis)', () => {
     for (let i = 0; i < 100 && !got.some((m) => m.type === 'cancelled'); i++) await new Promise((r) => setTimeout(r, 50));
     // Messages sent once the recheck came arrive (on a Redis Cluster a node leaving may add another recheck).
     expect(got.filter((m) => m.type !== 'recheck')).toEqual([expect.objectContaining({ type: 'cancelled', id: 'gen_c' })]);
+  });
+
+  it('hands a worker of the same process its messages directly, without Redis', async () => {
+    const local = new GenerationBus(pub, null, `{t-${randomBytes(4).toString('hex')}}`);
+    const seen: string[] = [];
+    const watcher = pub.duplicate();
+    await watcher.subscribe(local.channel);
+    watcher.on('message', (_c: string, text: string) => seen.push(text));
+    const got: BusMessage[] = [];
+    local.listen('gen_d', (m) => got.push(m));
+    const p = new GenerationPublisher(pub, local.channel, 'gen_d');
+    await p.send({ type: 'delta', event: { type: 'text_delta', text: 'hi' } });
+    // Delivered before send resolves: nothing to wait for.
+    expect(got.map((m) => [m.type, m.seq])).toEqual([['delta', 1]]);
+    await p.send({ type: 'done', payload: { ok: 1 } });
+    expect(got.map((m) => [m.type, m.seq])).toEqual([
+      ['delta', 1],
+      ['done', 2],
+    ]);
+    // Once closed, the channel is an ordinary Redis channel again.
+    local.close();
+    await p.send({ type: 'cancelled' });
+    for (let i = 0; i < 50 && !seen.length; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(seen.map((t) => JSON.parse(t).type)).toEqual(['cancelled']);
+    expect(got).toHaveLength(2);
+    watcher.disconnect();
   });
 });
