@@ -21,6 +21,7 @@ import { filesRoutes } from './routes/files.route';
 import { historyRoutes } from './routes/history.route';
 import { imagesRoutes } from './routes/images.route';
 import { mediaRoutes } from './routes/media.route';
+import { gated } from './routes/gated';
 
 /** The Express application, without listen(): supertest and main.ts both use it. */
 export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext } } {
@@ -33,15 +34,22 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
 
   app.use(traceMiddleware);
   app.use(metricsMiddleware(ctx.metrics));
-  app.use(healthRoutes(ctx), metricsRoutes(ctx), docsRoutes(ctx), dashboardRoutes(ctx));
+  // Each router is entered only by the paths it serves (api/routes/gated.ts): a request skips the others unwalked.
+  app.use(gated(healthRoutes(ctx)), gated(metricsRoutes(ctx)), gated(docsRoutes(ctx)), gated(dashboardRoutes(ctx)));
   // JSON bodies are parsed by ctx.guard, after authentication (api/middleware/reject-nul.ts).
   app.use(rejectNulCharacters);
 
-  app.use(keyRoutes(ctx), balanceRoutes(ctx), keysRoutes(ctx));
-  app.use(responsesRoutes(ctx), chatRoutes(ctx), embeddingsRoutes({ guard: ctx.guard, embeddings: ctx.embeddings }), typedQuestionsRoutes({ guard: ctx.guard, questions: ctx.questions }), modelsRoutes(ctx));
-  app.use(storageRoutes(ctx), filesRoutes(ctx));
-  app.use(historyRoutes(ctx));
-  app.use(imagesRoutes({ guard: ctx.guard, images: ctx.images }), mediaRoutes({ guard: ctx.guard, media: ctx.media, operations: ctx.mediaOperations }));
+  app.use(gated(keyRoutes(ctx)), gated(balanceRoutes(ctx)), gated(keysRoutes(ctx)));
+  app.use(
+    gated(responsesRoutes(ctx)),
+    gated(chatRoutes(ctx)),
+    gated(embeddingsRoutes({ guard: ctx.guard, embeddings: ctx.embeddings })),
+    gated(typedQuestionsRoutes({ guard: ctx.guard, questions: ctx.questions })),
+    gated(modelsRoutes(ctx)),
+  );
+  app.use(gated(storageRoutes(ctx)), gated(filesRoutes(ctx)));
+  app.use(gated(historyRoutes(ctx)));
+  app.use(gated(imagesRoutes({ guard: ctx.guard, images: ctx.images })), gated(mediaRoutes({ guard: ctx.guard, media: ctx.media, operations: ctx.mediaOperations })));
 
   app.use(notFoundHandler);
   app.use(errorHandler(ctx.logger));

@@ -1,8 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import winston from 'winston';
-
-/** Per-request context: every log line written while handling a request carries its trace id. */
-export const traceContext = new AsyncLocalStorage<{ traceId: string }>();
 
 const SECRET_KEYS = /^(authorization|api[-_]?key|x-api-key|x-goog-api-key|token|ownerToken|key|secret|callbackSecret|password|cookie)$/i;
 const SECRET_VALUES = /\b(sy_[A-Za-z0-9]{40}|eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)\b/g;
@@ -18,9 +14,7 @@ export function redact(value: unknown, depth = 0): unknown {
   return out;
 }
 
-const addContext = winston.format((info) => {
-  const ctx = traceContext.getStore();
-  if (ctx && !info.trace_id) info.trace_id = ctx.traceId;
+const redactInfo = winston.format((info) => {
   for (const k of Object.keys(info)) {
     if (k !== 'level' && k !== 'message') info[k] = SECRET_KEYS.test(k) ? '[redacted]' : redact(info[k]);
   }
@@ -35,7 +29,7 @@ export function createLogger(opts: { level?: string; service?: string; silent?: 
     level: opts.level ?? 'info',
     silent: opts.silent ?? false,
     defaultMeta: { service: opts.service ?? 'switchyard' },
-    format: winston.format.combine(addContext(), winston.format.timestamp(), winston.format.json()),
+    format: winston.format.combine(redactInfo(), winston.format.timestamp(), winston.format.json()),
     transports: [new winston.transports.Console()],
   });
 }

@@ -30,6 +30,7 @@ interface CacheEntry {
  * process, which the profile does not show (bench/README.md), so no cross-process invalidation channel.
  */
 export class Authenticator {
+  /** Keyed by the API key itself, not its hash: hashing every request's key showed in the profile. */
   private readonly cache = new Map<string, CacheEntry>();
 
   constructor(
@@ -51,15 +52,14 @@ export class Authenticator {
   }
 
   private async fromKey(key: string): Promise<Principal> {
-    const hash = hashApiKey(key);
-    const cached = this.cache.get(hash);
+    const cached = this.cache.get(key);
     let principal: CacheEntry['principal'];
     if (cached && Date.now() - cached.at < this.cacheMs) principal = cached.principal;
     else {
       // The entry's age counts from before the read: a lookup that read the row just before a revocation
       // committed, and answered after it, must not stay cached for a whole cacheMs after the revoking reply.
       const readAt = Date.now();
-      const row = await this.db.apiKey.findUnique({ where: { keyHash: hash }, include: { organization: { select: { rateLimitPerMinute: true } } } });
+      const row = await this.db.apiKey.findUnique({ where: { keyHash: hashApiKey(key) }, include: { organization: { select: { rateLimitPerMinute: true } } } });
       principal = !row
         ? null
         : row.revokedAt
@@ -76,7 +76,7 @@ export class Authenticator {
             };
       if (this.cacheMs > 0) {
         if (this.cache.size > 10_000) this.cache.clear();
-        this.cache.set(hash, { at: readAt, keyId: row?.id, principal });
+        this.cache.set(key, { at: readAt, keyId: row?.id, principal });
       }
     }
     if (principal === 'revoked') throw new AppError('api_key_revoked', 'This API key has been revoked');

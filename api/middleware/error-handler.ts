@@ -41,8 +41,8 @@ export function errorHandler(logger: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
     const appError = toAppError(err);
     // A bug (500) is logged with its stack; an upstream or infrastructure failure (502, 503) is an operating fact.
-    if (appError.status === 500) logger.error('request failed', { err, method: req.method, path: req.path, code: appError.code });
-    else if (appError.status > 500) logger.warn('request failed', { method: req.method, path: req.path, code: appError.code, message: appError.message });
+    if (appError.status === 500) logger.error('request failed', { err, method: req.method, path: req.path, code: appError.code, trace_id: res.locals.traceId });
+    else if (appError.status > 500) logger.warn('request failed', { method: req.method, path: req.path, code: appError.code, message: appError.message, trace_id: res.locals.traceId });
     if (res.headersSent) {
       res.end();
       return;

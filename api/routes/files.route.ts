@@ -70,7 +70,7 @@ export function filesRoutes(ctx: AppContext): Router {
     }
     const blob = await ctx.files.content(file, range ?? undefined);
     if (!blob) {
-      ctx.logger.error('stored file has no bytes', { fileId: file.id, storageKey: file.storageKey });
+      ctx.logger.error('stored file has no bytes', { fileId: file.id, storageKey: file.storageKey, trace_id: res.locals.traceId });
       throw notFound();
     }
     res.status(status);
@@ -78,7 +78,7 @@ export function filesRoutes(ctx: AppContext): Router {
       await pipeline(blob.body as Readable, res);
     } catch (err) {
       // The client went away mid-download, or the store failed after the headers were sent: nothing to reply.
-      if (!res.writableFinished) ctx.logger.warn('file download interrupted', { fileId: file.id, err: (err as Error).message });
+      if (!res.writableFinished) ctx.logger.warn('file download interrupted', { fileId: file.id, err: (err as Error).message, trace_id: res.locals.traceId });
     }
   });
 

@@ -107,7 +107,7 @@ export function responsesRoutes(ctx: AppContext): Router {
     if (body.background) {
       // A background stream goes on when the client leaves; it (or anyone resuming) reads the relayed events.
       // A repeat (same Idempotency-Key) reads the first request's events instead of relaying them again.
-      if (!submission.replayed) background.relay(submission, f);
+      if (!submission.replayed) background.relay(submission, f, res.locals.traceId);
       else submission.detach();
       await background.serve(res, await stored.get(principal, id), -1);
       return;

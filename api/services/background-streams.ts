@@ -36,10 +36,10 @@ export class BackgroundStreams {
     private readonly clock: () => Date,
   ) {}
 
-  /** Starts relaying a streamed background response (not awaited: it outlives the request). */
-  relay(sub: Submission, f: ResponsesStreamFormatter): void {
+  /** Starts relaying a streamed background response (not awaited: it outlives the request, whose trace id it logs). */
+  relay(sub: Submission, f: ResponsesStreamFormatter, traceId: string): void {
     void this.runRelay(sub, f)
-      .catch((e) => this.logger.error('background stream relay failed', { err: e, generationId: sub.id }))
+      .catch((e) => this.logger.error('background stream relay failed', { err: e, generationId: sub.id, trace_id: traceId }))
       .finally(() => sub.detach());
   }
 

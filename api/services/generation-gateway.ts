@@ -163,7 +163,7 @@ export class GenerationGateway {
       await this.queues[queue].add(queue, job(granted), { ...JOB_OPTIONS[queue], jobId: gen.id, delay: opts.delayMs, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) });
     } catch (e) {
       detach();
-      this.logger.error('enqueue failed', { err: e, generationId: gen.id });
+      this.logger.error('enqueue failed', { err: e, generationId: gen.id, trace_id: gen.traceId });
       await this.generations.finish(gen.id, { status: 'failed', error: new AppError('SERVICE_UNAVAILABLE', 'The queue is unavailable').toStored() }).catch(() => undefined);
       throw new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable: repeat later');
     }
