@@ -4,8 +4,13 @@ import { Decimal, money, ZERO } from './money';
 
 const MILLION = new Decimal(1_000_000);
 
+/** Each catalog price's rates, parsed once: every request prices its endpoints two or three times. */
+const RATES = new WeakMap<Price, Partial<Record<keyof Price, Decimal>>>();
+
 function rate(price: Price, field: keyof Price): Decimal {
-  return money(price[field] ?? 0);
+  let rates = RATES.get(price);
+  if (!rates) RATES.set(price, (rates = {}));
+  return (rates[field] ??= money(price[field] ?? 0));
 }
 
 /** The real cost of a text or embeddings answer: tokens at the endpoint's prices (RUB per million) plus the request fee. */
