@@ -239,6 +239,37 @@ describe('Ledger: one batcher for opens and closes', () => {
     expect(results[2]).toMatchObject({ applied: true });
   });
 
+  it('two processes batching opens and closes of the same two organizations neither deadlock nor lose a cent', async () => {
+    const a = await account('30');
+    const b = await account('30');
+    // Two ledgers: two batchers, as two API/worker processes; each batch locks both organizations, in id order.
+    const ledgers = [new Ledger(t.db, () => NOW, { pool: t.pool }), new Ledger(t.db, () => NOW, { pool: t.pool })];
+    const life = async (i: number) => {
+      const ledger = ledgers[i % 2];
+      const acc = i % 3 ? a : b;
+      const id = `${acc.organizationId}_p${i}`;
+      const o = await ledger.open({ ...openRow(acc.organizationId, id, '1', '0.1'), api_key_id: i % 4 ? acc.k1 : acc.k2, user_id: acc.userId });
+      if (!('granted' in o)) return;
+      await ledger.close(i % 5 ? { id, status: 'completed', cost: '0.3' } : { id, status: 'failed' });
+    };
+    await Promise.all(Array.from({ length: 120 }, (_, i) => life(i).catch((e: AppError) => expect(e.metadata?.reason).toMatch(/limit_exceeded|balance_insufficient/))));
+    for (const acc of [a, b]) {
+      const [row] = (
+        await t.pool.query(
+          `SELECT o.balance::text, o.reserved::text, o.spent::text,
+                  (SELECT 30 + sum(l.amount) FROM ledger_entries l WHERE l.organization_id = o.id AND l.kind <> 'topup')::text AS ledger_balance,
+                  (SELECT sum(r.charged) FROM reservations r WHERE r.organization_id = o.id)::text AS charged
+             FROM organizations o WHERE o.id = $1`,
+          [acc.organizationId],
+        )
+      ).rows;
+      expect(Number(row.reserved)).toBe(0);
+      expect(row.balance).toBe(row.ledger_balance);
+      expect(Number(row.spent)).toBe(Number(row.charged));
+      expect(Number(row.spent)).toBeGreaterThan(0);
+    }
+  });
+
   it('refuses, within one batch, the opens the balance no longer covers, and a failing item fails alone', async () => {
     const a = await account('2.5');
     const { calls, ledger } = recordingLedger();
