@@ -34,8 +34,9 @@ function refuse(reason: string): never {
 }
 
 /**
- * A generation record to reserve for and insert, in the columns of `sy_create_generations_keyed` (the
- * batched_generations migration): `bound` and `minimum` are the money, the rest is the record.
+ * A generation record to reserve for and insert, in the columns of `sy_ledger_batch`'s opens (the
+ * batched_generations, idempotency_keys and set_based_ledger_batches migrations): `bound` and `minimum` are the
+ * money, the rest is the record.
  */
 export interface OpenRow {
   id: string;
@@ -48,7 +49,7 @@ export interface OpenRow {
 /** A generation's reservation was granted, or its Idempotency-Key already names a generation (`replayOf`), or another request holds the key. */
 export type Opened = { granted: Decimal } | { replayOf: string } | { conflictWith: string };
 
-/** A generation's ending in the columns of `sy_finish_generations`; `cost` absent releases the reservation. */
+/** A generation's ending in the columns of `sy_ledger_batch`'s closes; `cost` absent releases the reservation. */
 export interface CloseRow {
   id: string;
   status: 'completed' | 'failed' | 'cancelled';
@@ -56,6 +57,20 @@ export interface CloseRow {
   /** The model that served it: the label of the charge counter. */
   model?: string | null;
   [column: string]: unknown;
+}
+
+type LedgerItem = { kind: 'open'; row: OpenRow } | { kind: 'close'; row: CloseRow };
+
+/** A row of `sy_ledger_batch`: an open's columns (granted, reason, existing_id) or a close's (outcome, charged, applied). */
+interface BatchRow {
+  kind: 'open' | 'close';
+  id: string;
+  granted: string | null;
+  reason: string | null;
+  existing_id: string | null;
+  outcome: string | null;
+  charged: string | null;
+  applied: boolean | null;
 }
 
 export interface LedgerOptions {
@@ -70,11 +85,12 @@ export interface LedgerOptions {
 
 /**
  * The money core: reserve → charge / release, and top-ups. Each call is one atomic SQL function (the
- * money_functions and batched_generations migrations), idempotent per generation id, safe under any concurrency.
+ * money_functions and set_based_ledger_batches migrations), idempotent per generation id, safe under any concurrency.
  * Money moves only through this module.
  *
- * The hot path (`open`, `close`) reserves with the generation's insert and settles with its ending, group-committed:
- * many generations, one transaction, one lock on each organization row, one WAL flush (shared/db/batcher.ts).
+ * The hot path (`open`, `close`) reserves with the generation's insert and settles with its ending, group-committed
+ * (shared/db/batcher.ts): opens and closes share one batch, so one request's open and another's close take each
+ * organization row's lock once, in one transaction with one WAL flush.
  */
 export class Ledger {
   private readonly pool?: Pool;
@@ -89,28 +105,20 @@ export class Ledger {
     this.metrics = opts.metrics;
   }
 
-  private readonly opens = new Batcher<OpenRow, { granted: string; reason: string | null; existing_id: string | null }>(
-    async (rows) => {
-      const out = await this.sql<{ id: string; granted: string; reason: string | null; existing_id: string | null }>(
-        'SELECT id, granted::text AS granted, reason, existing_id FROM sy_create_generations_keyed($1::jsonb, $2::timestamptz)',
-        [JSON.stringify(rows), this.clock()],
+  /** One batcher for both kinds; keyed by generation id, so a generation's open and close never share a batch. */
+  private readonly batch = new Batcher<LedgerItem, BatchRow>(
+    async (items) => {
+      const opens = items.flatMap((i) => (i.kind === 'open' ? [i.row] : []));
+      const closes = items.flatMap((i) => (i.kind === 'close' ? [i.row] : []));
+      const out = await this.sql<BatchRow>(
+        `SELECT kind, id, granted::text AS granted, reason, existing_id, outcome, charged::text AS charged, applied
+           FROM sy_ledger_batch($1::jsonb, $2::jsonb, $3::timestamptz)`,
+        [JSON.stringify(opens), JSON.stringify(closes), this.clock()],
       );
-      const byId = new Map(out.map((r) => [r.id, r]));
-      return rows.map((r) => byId.get(r.id)!);
+      const byItem = new Map(out.map((r) => [`${r.kind}:${r.id}`, r]));
+      return items.map((i) => byItem.get(`${i.kind}:${i.row.id}`)!);
     },
-    (r) => r.id,
-  );
-
-  private readonly closes = new Batcher<CloseRow, { outcome: string; charged: string; applied: boolean }>(
-    async (rows) => {
-      const out = await this.sql<{ id: string; outcome: string; charged: string; applied: boolean }>(
-        'SELECT id, outcome, charged::text AS charged, applied FROM sy_finish_generations($1::jsonb, $2::timestamptz)',
-        [JSON.stringify(rows), this.clock()],
-      );
-      const byId = new Map(out.map((r) => [r.id, r]));
-      return rows.map((r) => byId.get(r.id)!);
-    },
-    (r) => r.id,
+    (i) => i.row.id,
   );
 
   /** SQL straight through the injected pool, else through Prisma. */
@@ -124,12 +132,12 @@ export class Ledger {
    * generation its Idempotency-Key already names. Throws 402/403 when nothing fits, 404 for an unknown organization.
    */
   async open(row: OpenRow): Promise<Opened> {
-    const { granted, reason, existing_id } = await this.opens.submit(row);
+    const { granted, reason, existing_id } = await this.batch.submit({ kind: 'open', row });
     if (reason === 'idempotent_replay') return { replayOf: existing_id! };
     if (reason === 'idempotency_conflict') return { conflictWith: existing_id! };
     if (reason) refuse(reason);
-    this.metrics?.moneyReserved.inc(rub(granted));
-    return { granted: money(granted) };
+    this.metrics?.moneyReserved.inc(rub(granted!));
+    return { granted: money(granted!) };
   }
 
   /**
@@ -137,10 +145,10 @@ export class Ledger {
    * transaction. `applied: false` when the generation had already ended: its first ending stands.
    */
   async close(row: CloseRow): Promise<{ applied: boolean; charged: Decimal }> {
-    const r = await this.closes.submit(row);
-    const charged = money(r.charged);
+    const r = await this.batch.submit({ kind: 'close', row });
+    const charged = money(r.charged!);
     if (r.applied && charged.greaterThan(0)) this.metrics?.moneyCharged.inc({ model: row.model ?? 'unknown' }, rub(charged));
-    return { applied: r.applied, charged };
+    return { applied: r.applied!, charged };
   }
 
   /** Reserves up to `amount` (at least `minimum`) for a generation; returns the granted amount or throws 402. */
