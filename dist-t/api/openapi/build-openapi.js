@@ -1,0 +1,208 @@
+"use strict";
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.AUTH_LABELS = void 0;
+exports.toOpenApiSchema = toOpenApiSchema;
+exports.buildOpenApi = buildOpenApi;
+const node_http_1 = require("node:http");
+const error_codes_1 = require("../../shared/errors/error-codes");
+const response_schemas_1 = require("./response-schemas");
+const examples_1 = require("./examples");
+const route_docs_1 = require("./route-docs");
+/** Keywords ajv understands (or we add for ajv) that are not JSON Schema 2020-12 / OpenAPI 3.1 vocabulary. */
+const AJV_ONLY = new Set(['$async', '$data', 'errorMessage', 'instanceof', 'regexp', 'transform', 'typeof', 'dynamicDefaults', 'uniqueItemProperties', 'allRequired', 'anyRequired', 'oneRequired', 'patternRequired', 'prohibited', 'deepProperties', 'deepRequired', 'select', 'selectCases', 'selectDefault']);
+/** Keywords whose value maps names to schemas (the keys are names, not keywords). */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
+/** Keywords whose value is data, not a schema: copied as they are. */
+const DATA = new Set(['enum', 'const', 'default', 'examples', 'example', 'required', 'dependentRequired']);
+const SECURITY = {
+    key: [{ apiKey: [] }],
+    token: [{ personalToken: [] }],
+    any: [{ apiKey: [] }, { personalToken: [] }],
+    // Open unless METRICS_TOKEN is set: the empty requirement says "no auth" is acceptable too.
+    metrics: [{ metricsToken: [] }, {}],
+    admin: [{ personalToken: [] }, { adminCookie: [] }],
+    none: [],
+};
+exports.AUTH_LABELS = {
+    key: 'API key (Bearer sy_...)',
+    token: 'Personal-account token (Bearer JWT)',
+    any: 'API key or personal-account token',
+    metrics: 'Bearer METRICS_TOKEN when set, otherwise open',
+    admin: 'Owner or admin token (Bearer or the sy_admin cookie)',
+    none: 'None',
+};
+/**
+ * Turns an ajv schema into its OpenAPI 3.1 form: a deep copy without ajv-only keywords, where a nested
+ * schema carrying `$id` becomes a `$ref` to its own component (registered through `register`).
+ */
+function toOpenApiSchema(schema, register = () => '', root = true) {
+    if (!root && typeof schema.$id === 'string')
+        return { $ref: `#/components/schemas/${register(schema)}` };
+    const out = {};
+    for (const [k, v] of Object.entries(schema)) {
+        if (k === '$id' || k === '$schema' || AJV_ONLY.has(k))
+            continue;
+        if (DATA.has(k))
+            out[k] = v;
+        else if (SCHEMA_MAPS.has(k) && isObject(v))
+            out[k] = Object.fromEntries(Object.entries(v).map(([n, s]) => [n, isObject(s) ? toOpenApiSchema(s, register, false) : s]));
+        else if (Array.isArray(v))
+            out[k] = v.map((s) => (isObject(s) ? toOpenApiSchema(s, register, false) : s));
+        else if (isObject(v))
+            out[k] = toOpenApiSchema(v, register, false);
+        else
+            out[k] = v;
+    }
+    return out;
+}
+function isObject(v) {
+    return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+function operationId(r) {
+    const words = r.path
+        .split('/')
+        .filter(Boolean)
+        .map((p) => p.replace(/^\{(.+)\}$/, 'by_$1').replace(/[^a-zA-Z0-9]+/g, '_'));
+    return [r.method, ...words].join('_');
+}
+function responseOf(r) {
+    return typeof r.response === 'string' ? { description: r.response } : r.response;
+}
+/** Component name of a schema: its `$id`, or one derived from the route (body schemas should carry `$id`). */
+function nameOf(schema, fallback) {
+    return typeof schema.$id === 'string' ? schema.$id : fallback;
+}
+const IDEMPOTENCY_KEY = {
+    name: 'Idempotency-Key',
+    in: 'header',
+    required: false,
+    schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+    description: 'Makes retries safe: the same key with the same body within 24 hours returns the same generation (a synchronous ' +
+        'call waits for or replays its result, an asynchronous one answers its id) and is billed once; the same key with ' +
+        'another body is 409 CONFLICT. Keys belong to the organization. A stream still running under the key is 409; a ' +
+        'finished one is replayed as a stream. See docs/idempotency.md.',
+};
+/** The main code of each error status (the first in the table: 401 is UNAUTHORIZED, not api_key_revoked). */
+const STATUS_NAMES = {};
+for (const [code, v] of Object.entries(error_codes_1.ERROR_CODES))
+    STATUS_NAMES[v.status] ??= code;
+/** The OpenAPI 3.1 document of `routes` (every route by default), built from the validating schemas. */
+function buildOpenApi(opts = {}) {
+    const routes = opts.routes ?? route_docs_1.ROUTE_DOCS;
+    const schemas = {};
+    const owners = new Map();
+    const register = (schema, fallback = 'Schema') => {
+        const name = nameOf(schema, fallback);
+        const owner = owners.get(name);
+        if (owner === schema)
+            return name;
+        if (owner)
+            throw new Error(`Two different schemas are both named ${name} in the OpenAPI document`);
+        owners.set(name, schema);
+        schemas[name] = {}; // reserve the name before recursing (self-references)
+        schemas[name] = toOpenApiSchema(schema, (s) => register(s), true);
+        return name;
+    };
+    const ref = (schema, fallback) => ({ $ref: `#/components/schemas/${register(schema, fallback)}` });
+    register(response_schemas_1.errorResponseSchema);
+    const errorRef = (description) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } } });
+    const paths = {};
+    const tags = [];
+    for (const r of routes) {
+        if (!tags.includes(r.tag))
+            tags.push(r.tag);
+        const id = operationId(r);
+        const pascal = id.replace(/(^|_)([a-z0-9])/g, (_m, _s, c) => c.toUpperCase());
+        const op = { operationId: id, summary: r.summary, tags: [r.tag], security: SECURITY[r.auth], responses: {}, 'x-switchyard-auth': r.auth };
+        if (r.description)
+            op.description = r.description;
+        if (r.deprecated)
+            op.deprecated = true;
+        const examples = examples_1.EXAMPLES[`${r.method.toUpperCase()} ${r.path}`];
+        const samples = examples_1.CODE_SAMPLES[`${r.method.toUpperCase()} ${r.path}`];
+        if (samples)
+            op['x-codeSamples'] = samples;
+        const parameters = [];
+        for (const m of r.path.matchAll(/\{([^}]+)\}/g))
+            parameters.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' } });
+        if (r.query) {
+            // The query schema is a component too (one source of truth, visible as such); its fields become parameters.
+            const q = schemas[register(r.query, `${pascal}Query`)];
+            for (const [name, schema] of Object.entries(q.properties ?? {})) {
+                const description = typeof schema.description === 'string' ? schema.description : undefined;
+                const example = examples?.query?.[name];
+                parameters.push({ name, in: 'query', required: (q.required ?? []).includes(name), schema, ...(description ? { description } : {}), ...(example !== undefined ? { example } : {}) });
+            }
+        }
+        const idempotent = route_docs_1.IDEMPOTENT_ROUTES.has(`${r.method} ${r.path}`);
+        if (idempotent)
+            parameters.push(IDEMPOTENCY_KEY);
+        if (parameters.length)
+            op.parameters = parameters;
+        if (r.body || r.bodyContentTypes) {
+            const content = {};
+            if (r.body)
+                content['application/json'] = { schema: ref(r.body, `${pascal}Request`), ...(examples?.request !== undefined ? { example: examples.request } : {}) };
+            for (const t of r.bodyContentTypes ?? [])
+                if (!content[t])
+                    content[t] = { schema: t.startsWith('multipart/') ? { type: 'object', properties: { file: { type: 'string', format: 'binary' } } } : { type: 'string', format: 'binary' } };
+            const b = r.body;
+            // A body schema with nothing required leaves the body optional; a bytes-only body (an upload) is required.
+            op.requestBody = { required: b ? Boolean((b.required?.length ?? 0) > 0 || (b.minProperties ?? 0) > 0 || b.anyOf) : true, content };
+        }
+        const ok = responseOf(r);
+        const types = ok.contentType === undefined ? ['application/json'] : Array.isArray(ok.contentType) ? ok.contentType : [ok.contentType];
+        op.responses[String(ok.status ?? 200)] = {
+            description: ok.description,
+            ...(ok.status === 302
+                ? {}
+                : {
+                    content: Object.fromEntries(types.map((t, i) => [
+                        t,
+                        {
+                            ...(ok.schema && t === 'application/json' ? { schema: ref(ok.schema, `${pascal}Response`) } : {}),
+                            // The example goes with the first (main) content type: JSON, or the text of a text reply.
+                            ...(i === 0 && examples?.response !== undefined ? { example: examples.response } : {}),
+                        },
+                    ])),
+                }),
+        };
+        const errors = new Set(r.errors ?? []);
+        if (idempotent)
+            errors.add(409);
+        if (r.body || r.query)
+            errors.add(400);
+        if (r.auth !== 'none' && r.auth !== 'metrics')
+            errors.add(401).add(429);
+        if (r.auth === 'metrics')
+            errors.add(401);
+        if (r.auth === 'admin')
+            errors.add(403);
+        for (const status of [...errors].sort((a, b) => a - b))
+            op.responses[String(status)] = errorRef(STATUS_NAMES[status] ?? node_http_1.STATUS_CODES[status] ?? 'Error');
+        op.responses.default = errorRef('Any other error, in the same envelope');
+        (paths[r.path] ??= {})[r.method] = op;
+    }
+    return {
+        openapi: '3.1.0',
+        jsonSchemaDialect: 'https://spec.openapis.org/oas/3.1/dialect/base',
+        info: {
+            title: 'Switchyard API',
+            version: opts.version ?? '0.1.0',
+            description: 'One HTTP/JSON interface to many AI models, billed in RUB. Every non-2xx body is the ErrorResponse envelope; ' +
+                'its trace_id is also in the X-Trace-Id header, and every response carries it as X-Request-Id (the SDKs\' request id). Request schemas here are the ones that validate requests.',
+        },
+        servers: [{ url: opts.serverUrl ?? '/' }],
+        tags: tags.map((name) => ({ name })),
+        paths,
+        components: {
+            schemas,
+            securitySchemes: {
+                apiKey: { type: 'http', scheme: 'bearer', description: 'API key: `sy_` followed by 40 base62 characters' },
+                personalToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Personal-account token (HS256 JWT with sub, org, role, exp)' },
+                metricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, when the operator sets it' },
+                adminCookie: { type: 'apiKey', in: 'cookie', name: 'sy_admin', description: 'Set by GET /admin/login?token=...' },
+            },
+        },
+    };
+}

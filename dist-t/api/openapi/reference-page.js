@@ -1,0 +1,85 @@
+"use strict";
+var __importDefault = (this && this.__importDefault) || function (mod) {
+    return (mod && mod.__esModule) ? mod : { "default": mod };
+};
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.INIT = exports.PAGE = exports.SCALAR_CONFIG = exports.INIT_SCRIPT = exports.SCALAR_SCRIPT = void 0;
+exports.referenceCsp = referenceCsp;
+exports.scalarBundle = scalarBundle;
+const node_fs_1 = __importDefault(require("node:fs"));
+const node_path_1 = __importDefault(require("node:path"));
+const node_util_1 = require("node:util");
+const node_zlib_1 = require("node:zlib");
+const gzipAsync = (0, node_util_1.promisify)(node_zlib_1.gzip);
+/** The reference renderer (docs/api-reference.md): Scalar's standalone bundle, served from node_modules. */
+// The package exports neither its package.json nor the browser bundle: find them beside its entry (dist/index.js).
+const SCALAR_DIST = node_path_1.default.dirname(require.resolve('@scalar/api-reference'));
+const SCALAR_VERSION = JSON.parse(node_fs_1.default.readFileSync(node_path_1.default.join(SCALAR_DIST, '..', 'package.json'), 'utf8')).version;
+/** Asset file names under /docs/assets/: the bundle's carries the version, so browsers may cache it for good. */
+exports.SCALAR_SCRIPT = `scalar-${SCALAR_VERSION}.js`;
+exports.INIT_SCRIPT = 'init.js';
+/**
+ * Scalar's configuration: nothing leaves Switchyard. No web fonts, no telemetry, no agent or MCP integration,
+ * no request proxy ("try it" calls this origin directly), no link to Scalar's hosted client, the document
+ * offered as JSON only.
+ */
+exports.SCALAR_CONFIG = {
+    url: '/openapi.json',
+    title: 'Switchyard API',
+    theme: 'default',
+    layout: 'modern',
+    withDefaultFonts: false,
+    telemetry: false,
+    agent: { disabled: true },
+    mcp: { disabled: true },
+    hideClientButton: true,
+    showDeveloperTools: 'never',
+    showToolbar: 'never',
+    documentDownloadType: 'json',
+    persistAuth: false,
+    // "Models" is one of our tags (GET /v1/models); the components section takes OpenAPI's word.
+    modelsSectionLabel: 'Schemas',
+    // "Try it" authenticates with an API key (Authorization: Bearer sy_...).
+    authentication: { preferredSecurityScheme: 'apiKey' },
+    // The main routes show their x-codeSamples first (curl, Python openai, Node openai: api/openapi/examples.ts);
+    // every operation also has Scalar's generated curl, Python requests and fetch. No defaultHttpClient: it would
+    // take precedence over the x-codeSamples.
+    hiddenClients: {
+        c: true, clojure: true, csharp: true, dart: true, fsharp: true, go: true, http: true, java: true, julia: true,
+        kotlin: true, objc: true, ocaml: true, php: true, powershell: true, r: true, ruby: true, rust: true, swift: true,
+        shell: ['httpie', 'wget'], python: ['python3', 'httpx_sync', 'httpx_async', 'aiohttp'], node: ['axios', 'ofetch', 'undici'],
+        js: ['axios', 'ofetch', 'jquery', 'xhr'],
+    },
+};
+/** GET /docs: the page loads the bundle and init.js, which starts Scalar on /openapi.json. */
+exports.PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Switchyard API reference</title></head>
+<body><div id="app"></div>
+<noscript>The reference needs JavaScript; the OpenAPI 3.1 document is at <a href="/openapi.json">/openapi.json</a>.</noscript>
+<script src="/docs/assets/${exports.SCALAR_SCRIPT}"></script>
+<script src="/docs/assets/${exports.INIT_SCRIPT}"></script>
+</body></html>`;
+exports.INIT = `Scalar.createApiReference('#app', ${JSON.stringify(exports.SCALAR_CONFIG)});\n`;
+/**
+ * The page's Content-Security-Policy. Scalar styles itself with inline <style> elements; everything else comes from
+ * this origin, and "try it" may call only this origin and the document's server (PUBLIC_BASE_URL, when set).
+ */
+function referenceCsp(publicBaseUrl) {
+    const server = publicBaseUrl ? ` ${new URL(publicBaseUrl).origin}` : '';
+    return `default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'${server}; frame-ancestors 'none'; base-uri 'none'; form-action 'none'`;
+}
+/**
+ * The bundle, read and compressed once on first use (4.3 MB, 1.3 MB gzipped), off the event loop: requests for other
+ * routes are not held up by it.
+ */
+let bundle;
+function scalarBundle() {
+    bundle ??= (async () => {
+        const raw = await node_fs_1.default.promises.readFile(node_path_1.default.join(SCALAR_DIST, 'browser', 'standalone.js'));
+        return { raw, gzip: await gzipAsync(raw) };
+    })();
+    // A failed read is retried on the next request rather than remembered.
+    bundle.catch(() => (bundle = undefined));
+    return bundle;
+}

@@ -1,0 +1,142 @@
+"use strict";
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.revokedKeySchema = exports.apiKeyListSchema = exports.apiKeyRecordSchema = exports.balanceV2Schema = exports.balanceV1Schema = exports.keyInfoSchema = exports.readinessSchema = exports.healthSchema = exports.errorResponseSchema = void 0;
+/**
+ * Response schemas for the OpenAPI document, where we describe replies precisely. Request schemas are NOT
+ * here: they are the ajv schemas of `shared/schemas/*.schema.ts`, used as they are. `$id` names the component.
+ */
+const error_codes_1 = require("../../shared/errors/error-codes");
+const money = { type: 'string', pattern: '^-?\\d+(\\.\\d+)?$', description: 'Exact decimal amount in RUB' };
+const limitReset = { enum: ['daily', 'weekly', 'monthly', 'never', null] };
+/** Every non-2xx body (decisions.md section 3). */
+exports.errorResponseSchema = {
+    $id: 'ErrorResponse',
+    type: 'object',
+    required: ['error', 'trace_id'],
+    properties: {
+        error: {
+            type: 'object',
+            required: ['code', 'message', 'trace_id'],
+            properties: {
+                code: { enum: Object.keys(error_codes_1.ERROR_CODES) },
+                message: { type: 'string' },
+                trace_id: { type: 'string', description: 'Also in the X-Trace-Id and X-Request-Id response headers' },
+                details: {
+                    type: 'object',
+                    description: '4xx only; validation issues from the request schema',
+                    properties: {
+                        errors: { type: 'array', items: { type: 'object', required: ['path', 'message'], properties: { path: { type: 'string' }, message: { type: 'string' } } } },
+                    },
+                },
+                metadata: {
+                    type: 'object',
+                    properties: {
+                        reason: { enum: [...error_codes_1.ERROR_REASONS] },
+                        attempts: { type: 'array', items: { type: 'object', properties: { provider: { type: 'string' }, reason: { type: 'string' } } } },
+                        candidates: { type: 'array' },
+                    },
+                },
+            },
+        },
+        trace_id: { type: 'string' },
+    },
+};
+exports.healthSchema = {
+    $id: 'Health',
+    type: 'object',
+    required: ['status'],
+    properties: { status: { const: 'ok' } },
+};
+exports.readinessSchema = {
+    $id: 'Readiness',
+    type: 'object',
+    required: ['status', 'checks'],
+    properties: {
+        status: { enum: ['ready', 'unavailable'] },
+        checks: { type: 'object', properties: { database: { type: 'boolean' }, redis: { type: 'boolean' }, workers: { type: 'boolean' } } },
+    },
+};
+exports.keyInfoSchema = {
+    $id: 'KeyInfo',
+    type: 'object',
+    required: ['creator_user_id', 'label', 'limit', 'limit_remaining', 'limit_reset', 'usage', 'usage_daily', 'usage_weekly', 'usage_monthly'],
+    properties: {
+        creator_user_id: { type: ['string', 'null'] },
+        label: { type: 'string', description: 'Masked key, `sy_...` plus its last 6 characters' },
+        limit: { type: ['number', 'null'] },
+        limit_remaining: { type: ['number', 'null'] },
+        limit_reset: limitReset,
+        usage: { type: 'number' },
+        usage_daily: { type: 'number' },
+        usage_weekly: { type: 'number' },
+        usage_monthly: { type: 'number' },
+    },
+};
+exports.balanceV1Schema = {
+    $id: 'BalanceV1',
+    type: 'object',
+    required: ['amount', 'available', 'updatedAt'],
+    properties: {
+        amount: money,
+        available: money,
+        reservedAmount: { ...money, description: 'Omitted when the member has a personal limit' },
+        spentAmount: { ...money, description: 'Omitted when the member has a personal limit' },
+        updatedAt: { type: 'string', format: 'date-time' },
+    },
+};
+const limitState = {
+    type: ['object', 'null'],
+    properties: { limit: { type: ['string', 'null'] }, limitRemaining: { type: ['string', 'null'] }, limitReset: limitReset },
+};
+exports.balanceV2Schema = {
+    $id: 'BalanceV2',
+    type: 'object',
+    required: ['amount', 'available', 'reserved', 'spent', 'currency', 'updatedAt', 'key', 'member'],
+    properties: {
+        amount: money,
+        available: money,
+        reserved: money,
+        spent: money,
+        currency: { const: 'RUB' },
+        updatedAt: { type: 'string', format: 'date-time' },
+        key: limitState,
+        member: limitState,
+    },
+};
+exports.apiKeyRecordSchema = {
+    $id: 'ApiKeyRecord',
+    type: 'object',
+    properties: {
+        id: { type: 'string' },
+        name: { type: ['string', 'null'] },
+        label: { type: 'string' },
+        key: { type: 'string', description: 'The secret key: only in the reply to POST /v1/keys, shown once' },
+        user_id: { type: ['string', 'null'] },
+        creator_user_id: { type: ['string', 'null'] },
+        limit: { type: ['number', 'null'] },
+        limit_remaining: { type: ['number', 'null'] },
+        limit_reset: limitReset,
+        usage: { type: 'number' },
+        allowed_models: { type: 'array', items: { type: 'string' } },
+        rate_limit_per_minute: { type: ['integer', 'null'] },
+        disabled: { type: 'boolean', description: 'Disabled keys do not authenticate until enabled again (reversible)' },
+        disabled_at: { type: ['string', 'null'], format: 'date-time' },
+        revoked: { type: 'boolean', description: 'Revoked keys never authenticate again (final)' },
+        revoked_at: { type: ['string', 'null'], format: 'date-time' },
+        locked_fields: { type: 'array', items: { type: 'string' }, description: "Restrictions an owner or admin set: the key's member may only tighten them" },
+        created_at: { type: 'string', format: 'date-time' },
+        updated_at: { type: 'string', format: 'date-time' },
+    },
+};
+exports.apiKeyListSchema = {
+    $id: 'ApiKeyList',
+    type: 'object',
+    required: ['data'],
+    properties: { data: { type: 'array', items: exports.apiKeyRecordSchema } },
+};
+exports.revokedKeySchema = {
+    $id: 'RevokedKey',
+    type: 'object',
+    required: ['id', 'revoked'],
+    properties: { id: { type: 'string' }, revoked: { const: true }, deleted: { const: true } },
+};

@@ -1,0 +1,82 @@
+"use strict";
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.ROUTE_DOCS = exports.IDEMPOTENT_ROUTES = void 0;
+/**
+ * Every HTTP route of the API, one row each: the source of `GET /openapi.json` and `GET /docs`.
+ * `test/api/openapi.test.ts` fails when a route exists without a row or a row without a route, so add the
+ * row in the same change as the route. `body` and `query` are the very ajv schemas the route validates with
+ * (import them from `shared/schemas/*.schema.ts`); never a copy.
+ */
+const images_schema_1 = require("../../shared/schemas/images.schema");
+const media_schema_1 = require("../../shared/schemas/media.schema");
+const keys_schema_1 = require("../../shared/schemas/keys.schema");
+const responses_schema_1 = require("../../shared/schemas/responses.schema");
+const chat_schema_1 = require("../../shared/schemas/chat.schema");
+const embeddings_schema_1 = require("../../shared/schemas/embeddings.schema");
+const typed_questions_schema_1 = require("../../shared/schemas/typed-questions.schema");
+const storage_schema_1 = require("../../shared/schemas/storage.schema");
+const history_schema_1 = require("../../shared/schemas/history.schema");
+const response_schemas_1 = require("./response-schemas");
+/**
+ * The routes that create a generation: each takes an `Idempotency-Key` header (docs/idempotency.md), documented as
+ * a header parameter with its 409. `test/api/openapi.test.ts` checks that every one is a row above.
+ */
+exports.IDEMPOTENT_ROUTES = new Set([
+    'post /v1/responses',
+    'post /v1/chat/completions',
+    'post /v1/embeddings',
+    'post /v1/systemone',
+    'post /v2/images/generations',
+    'post /v1/images/generations',
+    'post /v1/media',
+    'post /v1/media/{id}/operations',
+]);
+const json = (description, schema, status) => ({ description, schema, status });
+exports.ROUTE_DOCS = [
+    // Operations
+    { method: 'get', path: '/healthz', tag: 'Operations', auth: 'none', summary: 'The process is up', response: json('Always ok while the process runs', response_schemas_1.healthSchema) },
+    { method: 'get', path: '/readyz', tag: 'Operations', auth: 'none', summary: 'Database, Redis and workers are reachable', response: json('Ready; 503 with the same body when a check fails', response_schemas_1.readinessSchema), errors: [503] },
+    { method: 'get', path: '/metrics', tag: 'Operations', auth: 'metrics', summary: 'Prometheus metrics (requests, latency, queue depth, jobs, providers, money)', response: { description: 'Prometheus text exposition format', contentType: 'text/plain' } },
+    { method: 'get', path: '/openapi.json', tag: 'Operations', auth: 'none', summary: 'This OpenAPI 3.1 document', response: json('The OpenAPI document') },
+    { method: 'get', path: '/docs', tag: 'Operations', auth: 'none', summary: 'This API reference (HTML; rendered in the browser by the bundled Scalar reference, with search and "try it")', response: { description: 'HTML page', contentType: 'text/html' } },
+    { method: 'get', path: '/docs/assets/{file}', tag: 'Operations', auth: 'none', summary: 'Scripts of the reference page, served by Switchyard itself (no CDN)', response: { description: 'JavaScript', contentType: 'text/javascript' }, errors: [404] },
+    { method: 'get', path: '/admin/login', tag: 'Operations', auth: 'none', summary: 'Browser login to the queue dashboard: ?token=<owner or admin token> sets a cookie and redirects to /admin/queues', response: { status: 302, description: 'Redirect to /admin/queues with the `sy_admin` cookie set' }, errors: [401, 403] },
+    // Account
+    { method: 'get', path: '/v1/key', tag: 'Account', auth: 'key', summary: 'Info of the calling API key (limit, usage)', response: json('Key info record', response_schemas_1.keyInfoSchema), errors: [400] },
+    { method: 'get', path: '/v1/balance', tag: 'Account', auth: 'any', summary: 'Balance, version 1 (deprecated: use /v2/balance)', deprecated: true, response: json('Balance record version 1; `Deprecation: true` and `Link: </v2/balance>; rel="successor-version"`', response_schemas_1.balanceV1Schema) },
+    { method: 'get', path: '/v2/balance', tag: 'Account', auth: 'any', summary: 'Organization balance, reserve, spend and the remaining key and member limits', response: json('Balance record version 2', response_schemas_1.balanceV2Schema) },
+    // Keys
+    { method: 'post', path: '/v1/keys', tag: 'Keys', auth: 'token', summary: 'Create an API key (the key is shown once)', body: keys_schema_1.createKeySchema, response: json('The key record with `key`', response_schemas_1.apiKeyRecordSchema, 201), errors: [403] },
+    { method: 'get', path: '/v1/keys', tag: 'Keys', auth: 'token', summary: 'List keys (owner and admin: all of the organization; member: its own)', response: json('Key records', response_schemas_1.apiKeyListSchema), errors: [403] },
+    { method: 'patch', path: '/v1/keys/{id}', tag: 'Keys', auth: 'token', summary: 'Change a key: name, limit, models, rate limit, disabled (a member only tightens what an owner or admin set; a revoked key is final: 409)', body: keys_schema_1.updateKeySchema, response: json('The key record', response_schemas_1.apiKeyRecordSchema), errors: [403, 404, 409] },
+    { method: 'delete', path: '/v1/keys/{id}', tag: 'Keys', auth: 'token', summary: 'Revoke a key, for good', response: json('The revoked key id', response_schemas_1.revokedKeySchema), errors: [403, 404] },
+    // Text
+    { method: 'post', path: '/v1/responses', tag: 'Text', auth: 'any', summary: 'Generate a response (OpenAI Responses API; `stream: true` for Server-Sent Events, `background: true` to queue)', body: responses_schema_1.responsesSchema, response: { description: 'Response object, or an SSE stream of response.* events', contentType: ['application/json', 'text/event-stream'] }, errors: [402, 403, 404, 408, 502] },
+    { method: 'get', path: '/v1/responses/{id}', tag: 'Text', auth: 'any', summary: 'Read a stored or background response; `stream=true` streams a background response again (live while it runs) from `starting_after`', query: responses_schema_1.retrieveResponseQuerySchema, response: { description: 'Response object, or an SSE stream of response.* events with sequence_number', contentType: ['application/json', 'text/event-stream'] }, errors: [404] },
+    { method: 'get', path: '/v1/responses/{id}/input_items', tag: 'Text', auth: 'any', summary: "A response's own input items (OpenAI list: `order` desc by default, `after` an item id, `limit` 1-100)", query: responses_schema_1.inputItemsQuerySchema, response: 'List object: `data` (input items with ids), `first_id`, `last_id`, `has_more`', errors: [404] },
+    { method: 'post', path: '/v1/responses/{id}/cancel', tag: 'Text', auth: 'any', summary: 'Cancel a queued or running background response (its reservation is released); one that ended otherwise is a 400', response: 'Response object with status `cancelled`', errors: [404] },
+    { method: 'delete', path: '/v1/responses/{id}', tag: 'Text', auth: 'any', summary: "Delete a stored response's conversation and answer (the billing and history record stays)", response: 'Deleted object `{id, object: "response", deleted: true}`', errors: [404] },
+    { method: 'post', path: '/v1/chat/completions', tag: 'Text', auth: 'any', summary: 'Chat completion (OpenAI shape; `stream: true` for SSE chunks)', body: chat_schema_1.chatSchema, response: { description: 'chat.completion object, or an SSE stream of chat.completion.chunk', contentType: ['application/json', 'text/event-stream'] }, errors: [402, 403, 404, 408, 502] },
+    { method: 'post', path: '/v1/embeddings', tag: 'Embeddings', auth: 'any', summary: 'Embeddings of up to 2048 inputs (text or multimodal blocks)', body: embeddings_schema_1.embeddingsSchema, response: 'Embedding result (`object: list`)', errors: [402, 403, 404, 408, 502] },
+    { method: 'post', path: '/v1/systemone', tag: 'Typed questions', auth: 'any', summary: 'Answer up to 32 typed questions (noul, choice, score) about a state, from the model\'s token probabilities', body: typed_questions_schema_1.typedQuestionsSchema, response: 'Typed-question answer: `id`, `model`, `answers` by question name, `usage`', errors: [402, 403, 404, 408, 502] },
+    { method: 'get', path: '/v1/models', tag: 'Models', auth: 'any', summary: 'Models of the catalog with their endpoints and prices', response: 'List of models (OpenAI shape plus `endpoints`)' },
+    { method: 'get', path: '/v1/models/{id}', tag: 'Models', auth: 'any', summary: 'One model; the id may contain slashes (`openai/gpt-4.1-mini`)', response: 'Model', errors: [404] },
+    // History
+    { method: 'get', path: '/v1/history/generations', tag: 'History', auth: 'any', summary: 'List generations (API key: its own; owner and admin: the organization; member: its keys and its own). `apiKeyId` and `withoutApiKey`: tokens only', query: history_schema_1.historyQuerySchema, response: json('Page of history items with `meta`; `X-Total-Is-Estimate: true` when `total` is estimated', history_schema_1.historyPageSchema) },
+    { method: 'get', path: '/v1/history/generations/{id}', tag: 'History', auth: 'any', summary: 'One generation in detail, with its routing decision', response: json('History detail record', history_schema_1.historyDetailSchema), errors: [404] },
+    // Storage
+    { method: 'get', path: '/v1/storage/files', tag: 'Storage', auth: 'any', summary: 'List stored files (`scope=others`: owner and admin tokens only)', query: storage_schema_1.listFilesQuerySchema, response: 'Object with `data` (stored files) and `meta` (paging)', errors: [403] },
+    { method: 'post', path: '/v1/storage/files', tag: 'Storage', auth: 'any', summary: 'Upload an image, video or audio file: raw body with its Content-Type (options in the query), or multipart with the field `file` (options as fields)', bodyContentTypes: ['image/*', 'video/*', 'audio/*', 'multipart/form-data'], query: storage_schema_1.uploadOptionsSchema, response: json('The stored-file record', storage_schema_1.storedFileSchema, 201), errors: [413] },
+    { method: 'get', path: '/v1/storage/files/{id}', tag: 'Storage', auth: 'any', summary: 'One stored file', response: json('The stored-file record', storage_schema_1.storedFileSchema), errors: [404] },
+    { method: 'patch', path: '/v1/storage/files/{id}', tag: 'Storage', auth: 'any', summary: 'Change storagePolicy or externalUserId', body: storage_schema_1.updateFileSchema, response: json('The stored-file record', storage_schema_1.storedFileSchema), errors: [403, 404] },
+    { method: 'delete', path: '/v1/storage/files/{id}', tag: 'Storage', auth: 'any', summary: 'Delete a stored file', response: '`{"success": true}`', errors: [403, 404] },
+    { method: 'get', path: '/v1/files/{id}/content', tag: 'Storage', auth: 'any', summary: 'File bytes (Range supported)', description: 'The `url` of a stored file carries `?sig=` and needs no Authorization (for <img>/<video> tags); without `sig` an API key or token of the file\'s organization is needed. A wrong signature is 404.', response: { description: 'The bytes, with the file\'s Content-Type; 206 for a Range', contentType: 'application/octet-stream' }, errors: [404, 416] },
+    // Media
+    { method: 'post', path: '/v2/images/generations', tag: 'Media', auth: 'any', summary: 'Generate images (OpenAI images API shape); synchronous up to SYNC_WAIT_MS, then the pending body', body: images_schema_1.imageGenerationSchema, response: { status: 200, description: 'Image generation result; 202 with the pending body (`id`, `status: pending`, `model`, `created`, `taskId`) and `Retry-After` when it outlasts SYNC_WAIT_MS (poll GET /v1/media/{id})' }, errors: [402, 403, 404, 409, 502] },
+    { method: 'post', path: '/v1/images/generations', tag: 'Media', auth: 'any', summary: 'The same as POST /v2/images/generations, for SDKs pointed at the v1 root', body: images_schema_1.imageGenerationSchema, response: { status: 200, description: 'Image generation result; 202 with the pending body when it outlasts SYNC_WAIT_MS' }, errors: [402, 403, 404, 409, 502] },
+    { method: 'post', path: '/v1/media', tag: 'Media', auth: 'any', summary: 'Generate an image, video or audio (`async: true` answers at once); unsupported input fields are reported in `warnings`', body: media_schema_1.mediaCreateSchema, response: { status: 200, description: 'Media generation record once ended (a failure is `status: failed` with `error`); 202 with `Retry-After` while pending or processing' }, errors: [402, 403, 404] },
+    { method: 'get', path: '/v1/media/{id}', tag: 'Media', auth: 'any', summary: 'Read a media generation record (`Retry-After` while it runs: 3 s images, 5 s video and audio)', response: 'Media generation record', errors: [404] },
+    { method: 'get', path: '/v2/media/{id}', tag: 'Media', auth: 'any', summary: 'The same as GET /v1/media/{id}', response: 'Media generation record', errors: [404] },
+    { method: 'post', path: '/v1/media/{id}/operations', tag: 'Media', auth: 'any', summary: 'Run an operation on a generation: `extend` (asynchronous, new generation with model `pending`), `upscale_1080p`, `upscale_4k`', body: media_schema_1.mediaOperationSchema, response: { status: 200, description: 'Media generation record of the new generation; 202 while it runs, or the source record as `processing` (uncharged) while the source is still being prepared' }, errors: [402, 404, 409] },
+    { method: 'post', path: '/v1/media/{id}/cancel', tag: 'Media', auth: 'any', summary: 'Cancel a pending or processing generation (upstream task cancelled, reservation released)', response: 'Media generation record with `status: cancelled`; 409 `not_cancellable` once it has ended', errors: [404, 409] },
+];

@@ -1,0 +1,168 @@
+"use strict";
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.STOP_GRACE_MS = void 0;
+exports.timeoutError = timeoutError;
+exports.awaitText = awaitText;
+exports.pumpStream = pumpStream;
+exports.replayEvents = replayEvents;
+const event_stream_1 = require("./event-stream");
+const app_error_1 = require("../../shared/errors/app-error");
+/**
+ * 408 for a synchronous wait that ran out. It says what became of the generation and how to get its result. Without
+ * an Idempotency-Key the SDKs are told not to re-send it (`x-should-retry: false`): each blind re-send would be a new
+ * generation. With one a repeat joins the running generation, so they may.
+ */
+function timeoutError(id, waitMs, running) {
+    const after = `No answer within ${Math.round(waitMs / 100) / 10} s`;
+    const message = running
+        ? `${after}: generation ${id} keeps running and is charged once. Repeat the request with the same Idempotency-Key to receive its result (the repeat waits for it, or replays it once finished)${id.startsWith('resp_') ? `, or read it at GET /v1/responses/${id}` : ''}; GET /v1/history/generations/${id} shows its status`
+        : `${after}: generation ${id} was cancelled and is not charged. Repeat the request; with an Idempotency-Key header a repeat would pick up the running generation instead of starting another (docs/idempotency.md)`;
+    return new app_error_1.AppError('REQUEST_TIMEOUT', message, { metadata: { generation_id: id, generation_status: running ? 'running' : 'cancelled' }, retry: running });
+}
+/**
+ * Waits for a synchronous text/embeddings generation. Past SYNC_WAIT_MS the job is cancelled and not charged
+ * (decisions.md section 5) and the caller gets 408 — unless the worker finished in the meantime, or the request
+ * has an Idempotency-Key: then the generation goes on and a repeat of the request gets its result.
+ */
+async function awaitText(gateway, sub, waitMs, reread) {
+    try {
+        const m = await gateway.waitFinal(sub, waitMs, async () => {
+            const settled = await reread();
+            return settled ? { type: 'done', payload: settled, id: sub.id, seq: 0 } : null;
+        });
+        if (m?.type === 'done')
+            return m.payload;
+        if (m?.type === 'failed')
+            throw app_error_1.AppError.fromStored(m.error);
+        if (!m && sub.keyed)
+            throw timeoutError(sub.id, waitMs, true);
+        // Cancelled on the submission's own queue (an embeddings job must leave the embeddings queue) and its upstream
+        // call aborted, so a provider never works for a caller who has gone.
+        if (!m && (await gateway.cancel(sub.id, sub.queue)))
+            throw timeoutError(sub.id, waitMs, false);
+        const late = await reread();
+        if (late)
+            return late;
+        throw timeoutError(sub.id, waitMs, false);
+    }
+    finally {
+        sub.detach();
+    }
+}
+/** How long a stopped stream waits for the worker to settle it and report the cost (then it cancels it itself). */
+exports.STOP_GRACE_MS = 5_000;
+/**
+ * Ends a stream after SYNC_WAIT_MS of silence. Content already sent: the worker is told to stop (its upstream
+ * call is aborted) and to charge what was produced; its final message carries that cost. Nothing sent: the
+ * generation is cancelled uncharged. Returns the final message to relay, or null (uncharged timeout).
+ */
+async function endAfterTimeout(gateway, sub, produced, onDelta) {
+    if (produced) {
+        await gateway.stop(sub.id, 'timeout');
+        // Deltas still in flight are relayed: the client sees all the output it is charged for.
+        const deadline = Date.now() + exports.STOP_GRACE_MS;
+        for (let m = await sub.mailbox.next(exports.STOP_GRACE_MS); m; m = await sub.mailbox.next(Math.max(0, deadline - Date.now()))) {
+            if (m.type === 'delta')
+                onDelta(m.event);
+            else if (m.type === 'done' || m.type === 'failed' || m.type === 'cancelled')
+                return m;
+        }
+    }
+    if (await gateway.cancel(sub.id, sub.queue))
+        return null;
+    // The worker ended it first: relay its own ending (and cost).
+    return gateway.waitFinal(sub, exports.STOP_GRACE_MS);
+}
+/**
+ * Relays a streamed generation as Server-Sent Events, event by event, as the worker publishes them (nothing is
+ * buffered). A client that leaves stops the job and its upstream call: after content reached it, the generation
+ * is billed for what was produced; before, it is cancelled uncharged (decisions.md section 4).
+ */
+async function pumpStream(res, gateway, sub, waitMs, head, h) {
+    const gone = (0, event_stream_1.openEventStream)(res, () => sub.mailbox?.close());
+    let produced = false;
+    let lastSeq = 0;
+    const write = (chunks) => {
+        if (!gone() && chunks.length)
+            res.write(chunks.join(''));
+    };
+    write(head);
+    try {
+        while (!gone()) {
+            const m = await sub.mailbox.next(waitMs);
+            if (gone())
+                break;
+            if (m && m.seq <= lastSeq && produced) {
+                // The numbering started over: the job is being re-run (its worker died) and would send the text again from
+                // the start. What the client already has cannot be taken back, so the stream ends here, uncharged.
+                await gateway.cancel(sub.id, sub.queue);
+                write(h.failed({ code: 'SERVICE_UNAVAILABLE', message: 'The worker running this stream stopped: repeat the request' }));
+                break;
+            }
+            if (m)
+                lastSeq = m.seq;
+            if (!m) {
+                if (sub.keyed) {
+                    // With an Idempotency-Key the generation goes on, and a repeat replays it once it has finished.
+                    write(h.failed({ code: 'REQUEST_TIMEOUT', message: `Timed out waiting for the model: generation ${sub.id} keeps running; repeat with the same Idempotency-Key to replay it once finished`, metadata: { reason: 'upstream_timeout', generation_id: sub.id } }));
+                    break;
+                }
+                const final = await endAfterTimeout(gateway, sub, produced, (ev) => write(h.delta(ev)));
+                if (final?.type === 'done')
+                    write(h.done(final.payload));
+                else if (final?.type === 'failed')
+                    write(h.failed(final.error, final.payload));
+                else
+                    write(h.failed({ code: 'REQUEST_TIMEOUT', message: 'Timed out waiting for the model', metadata: { reason: 'upstream_timeout' } }));
+                break;
+            }
+            if (m.type === 'delta') {
+                produced = true;
+                write(h.delta(m.event));
+            }
+            else if (m.type === 'done') {
+                // A repeat of a finished stream (same Idempotency-Key): its stored result, as the deltas it was made of.
+                if (sub.replayed && !produced)
+                    write(replayEvents(m.payload.result).flatMap((ev) => h.delta(ev)));
+                write(h.done(m.payload));
+                break;
+            }
+            else if (m.type === 'failed') {
+                write(h.failed(m.error, m.payload));
+                break;
+            }
+            else if (m.type === 'cancelled') {
+                write(h.failed({ code: 'REQUEST_TIMEOUT', message: 'The generation was cancelled' }));
+                break;
+            }
+        }
+    }
+    finally {
+        sub.detach();
+        if (!gone())
+            res.end();
+    }
+    if (gone() && !sub.keyed) {
+        // The client left before the end: stop the provider (with an Idempotency-Key it goes on, for a repeat to replay). With content sent, the worker charges what was produced.
+        if (produced)
+            await gateway.stop(sub.id, 'client_gone');
+        else
+            await gateway.cancel(sub.id, sub.queue);
+    }
+}
+/** A finished result as the stream events that would have produced it (replays of an Idempotency-Key). */
+function replayEvents(result) {
+    let tool = 0;
+    return result.output.flatMap((o) => {
+        if (o.type === 'reasoning')
+            return o.summary.map((p) => ({ type: 'reasoning_delta', text: p.text }));
+        if (o.type === 'function_call') {
+            const index = tool++;
+            return [
+                { type: 'tool_call_start', index, callId: o.call_id, name: o.name },
+                { type: 'tool_call_delta', index, argumentsDelta: o.arguments },
+            ];
+        }
+        return o.content.map((c) => ({ type: 'text_delta', text: c.text }));
+    });
+}

@@ -1,0 +1,115 @@
+"use strict";
+var __importDefault = (this && this.__importDefault) || function (mod) {
+    return (mod && mod.__esModule) ? mod : { "default": mod };
+};
+Object.defineProperty(exports, "__esModule", { value: true });
+/**
+ * Worker scale-out, measured: the same batch of slow media jobs (each holds its worker slot for the provider's
+ * `latencyMs` while the prediction is created) finishes about N times faster with N worker processes.
+ *
+ *   npm run build && node dist/bench/media-scale.js            # 1, 2 and 4 worker processes, 24 jobs each
+ *
+ * One API process (`dist/api/main.js`) and N worker processes (`dist/workers/main.js`, WORKER_CONCURRENCY_MEDIA=1)
+ * share the machine's PostgreSQL (database sy_bench_media) and Redis (prefix {sybench-media}); a fake provider
+ * speaks Replicate's predictions API. Env: MEDIA_BENCH_JOBS (24), MEDIA_BENCH_LATENCY_MS (400), MEDIA_BENCH_WORKERS ("1,2,4").
+ */
+const node_child_process_1 = require("node:child_process");
+const node_fs_1 = __importDefault(require("node:fs"));
+const node_os_1 = __importDefault(require("node:os"));
+const node_path_1 = __importDefault(require("node:path"));
+const pg_1 = require("pg");
+const ioredis_1 = __importDefault(require("ioredis"));
+const migrate_1 = require("../shared/db/migrate");
+const client_1 = require("../shared/db/client");
+const accounts_service_1 = require("../shared/services/accounts.service");
+const children_1 = require("./children");
+const DIST = node_path_1.default.resolve(__dirname, '..');
+const PG = process.env.BENCH_DATABASE_URL?.replace(/\/[^/]*$/, '/sy_bench_media') ?? 'postgresql://postgres@127.0.0.1:5432/sy_bench_media';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const PREFIX = '{sybench-media}';
+const JOBS = Number(process.env.MEDIA_BENCH_JOBS ?? 24);
+const LATENCY = Number(process.env.MEDIA_BENCH_LATENCY_MS ?? 400);
+const FLEETS = (process.env.MEDIA_BENCH_WORKERS ?? '1,2,4').split(',').map(Number);
+async function main() {
+    const admin = new pg_1.Client({ connectionString: PG.replace(/\/[^/]*$/, '/postgres') });
+    await admin.connect();
+    await admin.query('DROP DATABASE IF EXISTS sy_bench_media WITH (FORCE)');
+    await admin.query('CREATE DATABASE sy_bench_media');
+    await admin.end();
+    await (0, migrate_1.migrate)(PG);
+    const redis = new ioredis_1.default(REDIS_URL);
+    const wipe = async () => {
+        const keys = await redis.keys(`${PREFIX}*`);
+        if (keys.length)
+            await redis.del(...keys);
+    };
+    await wipe();
+    const fake = (0, node_child_process_1.spawn)(process.execPath, [node_path_1.default.join(DIST, 'test/fakes/main.js'), '--port', '0', '--knobs', JSON.stringify({ latencyMs: LATENCY, replicateSteps: 1, mediaDurationSeconds: 5 })]);
+    const fakeUrl = await (0, children_1.firstLine)(fake);
+    const catalog = node_path_1.default.join(node_os_1.default.tmpdir(), 'switchyard-media-bench-catalog.json');
+    node_fs_1.default.writeFileSync(catalog, JSON.stringify({
+        providers: { rep: { kind: 'replicate', baseUrl: `${fakeUrl}/replicate/v1`, apiKeyEnv: 'BENCH_PROVIDER_KEY', timeoutMs: 30_000 } },
+        models: { 'bench/video': { displayName: 'Bench video', type: 'video', endpoints: [{ provider: 'rep', upstreamModel: 'bench/video-gen', price: { video_per_second: 1 }, supports: ['duration'] }] } },
+    }));
+    const db = (0, client_1.createDb)(PG);
+    const accounts = new accounts_service_1.AccountsService(db, 'bench');
+    const org = await accounts.createOrganization({ name: 'bench', balance: '1000000' });
+    const key = await accounts.createKey({ organizationId: org.organizationId, rateLimitPerMinute: 0 });
+    const home = node_fs_1.default.mkdtempSync(node_path_1.default.join(node_os_1.default.tmpdir(), 'sy-media-bench-'));
+    const env = {
+        ...process.env,
+        DATABASE_URL: PG,
+        REDIS_URL,
+        QUEUE_PREFIX: PREFIX,
+        SWITCHYARD_CATALOG: catalog,
+        SWITCHYARD_SECRET: 'bench',
+        SWITCHYARD_HOME: home,
+        BENCH_PROVIDER_KEY: 'bench',
+        LOG_LEVEL: 'warn',
+        WORKER_CONCURRENCY_MEDIA: '1',
+        MEDIA_POLL_MS: '100',
+        MEDIA_POLL_MAX_MS: '200',
+    };
+    const port = 3990;
+    const api = (0, node_child_process_1.spawn)(process.execPath, [node_path_1.default.join(DIST, 'api/main.js')], { env: { ...env, PORT: String(port) }, stdio: 'ignore' });
+    for (let i = 0; i < 100 && !(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)); i++)
+        await new Promise((r) => setTimeout(r, 200));
+    const rows = ['| worker processes | jobs | wall time s | jobs/s | speed-up |', '|---|---|---|---|---|'];
+    let base = 0;
+    for (const n of FLEETS) {
+        const workers = Array.from({ length: n }, (_, i) => (0, node_child_process_1.spawn)(process.execPath, [node_path_1.default.join(DIST, 'workers/main.js')], { env: { ...env, WORKER_METRICS_PORT: String(9300 + i) }, stdio: 'ignore' }));
+        await new Promise((r) => setTimeout(r, 2500)); // workers connect
+        const started = Date.now();
+        const ids = [];
+        for (let i = 0; i < JOBS; i++) {
+            const res = await fetch(`http://127.0.0.1:${port}/v1/media`, {
+                method: 'POST',
+                headers: { Authorization: `Bearer ${key.key}`, 'Content-Type': 'application/json' },
+                body: JSON.stringify({ model: 'bench/video', input: { prompt: `clip ${i}`, duration: 5 }, async: true }),
+            });
+            ids.push((await res.json()).id);
+        }
+        for (;;) {
+            const open = await db.generation.count({ where: { id: { in: ids }, status: { in: ['pending', 'processing'] } } });
+            if (open === 0)
+                break;
+            await new Promise((r) => setTimeout(r, 50));
+        }
+        const seconds = (Date.now() - started) / 1000;
+        base ||= seconds;
+        const done = await db.generation.count({ where: { id: { in: ids }, status: 'completed' } });
+        rows.push(`| ${n} | ${done}/${JOBS} | ${seconds.toFixed(2)} | ${(JOBS / seconds).toFixed(2)} | ${(base / seconds).toFixed(2)}× |`);
+        console.error(`media-scale: ${n} worker(s): ${seconds.toFixed(2)} s`);
+        await Promise.all(workers.map((w) => new Promise((r) => (w.once('exit', r), w.kill('SIGTERM')))));
+    }
+    api.kill('SIGTERM');
+    fake.kill('SIGTERM');
+    await db.$disconnect();
+    await wipe();
+    redis.disconnect();
+    console.log(rows.join('\n'));
+}
+main().catch((e) => {
+    console.error(e.stack ?? e.message);
+    process.exit(1);
+});

@@ -1,0 +1,167 @@
+"use strict";
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.anthropic = void 0;
+/** Anthropic Messages API wire format, mounted at `/anthropic/v1`. */
+const common_1 = require("./common");
+const synth_1 = require("./synth");
+const ERRORS = {
+    400: ['invalid_request_error', 'Invalid request.'],
+    401: ['authentication_error', 'invalid x-api-key'],
+    403: ['permission_error', 'Your API key does not have permission to use the specified resource.'],
+    404: ['not_found_error', 'Not found.'],
+    413: ['request_too_large', 'Request exceeds the maximum allowed number of bytes.'],
+    429: ['rate_limit_error', 'Number of request tokens has exceeded your per-minute rate limit.'],
+    500: ['api_error', 'Internal server error'],
+    529: ['overloaded_error', 'Overloaded'],
+};
+function error(ctx, status, message) {
+    const [type, defMessage] = ERRORS[status] ?? (status >= 500 ? ERRORS[500] : ERRORS[400]);
+    const requestId = (0, common_1.newId)('req_');
+    (0, common_1.sendRaw)(ctx, status, { type: 'error', error: { type, message: message ?? defMessage }, request_id: requestId }, { 'request-id': requestId });
+}
+/** Text of `content` (string or blocks): text blocks, tool results, tool inputs. */
+function blocksText(content) {
+    if (typeof content === 'string')
+        return content;
+    let out = '';
+    for (const block of (0, common_1.arr)(content)) {
+        const b = (0, common_1.obj)(block);
+        if (b.type === 'text')
+            out += (0, common_1.str)(b.text) ?? '';
+        else if (b.type === 'tool_result')
+            out += blocksText(b.content);
+        else if (b.type === 'tool_use')
+            out += JSON.stringify(b.input ?? {});
+    }
+    return out;
+}
+/** Validates the Messages request like the real API; sends the 400 and returns null when invalid. */
+function readPrompt(ctx, b, needMaxTokens) {
+    const bad = (message) => (error(ctx, 400, message), null);
+    if (!(0, common_1.str)(b.model))
+        return bad('model: Field required');
+    if (needMaxTokens) {
+        if (b.max_tokens === undefined)
+            return bad('max_tokens: Field required');
+        const max = (0, common_1.num)(b.max_tokens);
+        if (max === undefined || !Number.isInteger(max) || max < 1)
+            return bad('max_tokens: Input should be a valid integer greater than or equal to 1');
+    }
+    if (b.messages === undefined)
+        return bad('messages: Field required');
+    if (!Array.isArray(b.messages))
+        return bad('messages: Input should be a valid list');
+    if (b.messages.length === 0)
+        return bad('messages: at least one message is required');
+    let inputChars = blocksText(b.system).length;
+    let userText = '';
+    for (let i = 0; i < b.messages.length; i++) {
+        const m = (0, common_1.obj)(b.messages[i]);
+        if (m.role !== 'user' && m.role !== 'assistant')
+            return bad(`messages.${i}.role: Input should be 'user' or 'assistant'`);
+        if (typeof m.content !== 'string' && !Array.isArray(m.content))
+            return bad(`messages.${i}.content: Field required`);
+        const text = blocksText(m.content);
+        inputChars += text.length;
+        if (m.role === 'user')
+            userText = text;
+    }
+    for (const t of (0, common_1.arr)(b.tools)) {
+        const tool = (0, common_1.obj)(t);
+        if (!(0, common_1.str)(tool.name))
+            return bad('tools.0.name: Field required');
+        inputChars += JSON.stringify(tool.input_schema ?? {}).length;
+    }
+    return { userText, inputChars };
+}
+const STOP = { stop: 'end_turn', stop_sequence: 'stop_sequence', length: 'max_tokens', tool: 'tool_use' };
+function toolInput(args) {
+    try {
+        return JSON.parse(args);
+    }
+    catch {
+        return {};
+    }
+}
+async function messages(ctx) {
+    const b = (0, common_1.obj)(ctx.body);
+    const prompt = readPrompt(ctx, b, true);
+    if (!prompt)
+        return;
+    const c = (0, synth_1.compose)(ctx.knobs, { ...prompt, maxTokens: (0, common_1.num)(b.max_tokens), stop: (0, common_1.strList)(b.stop_sequences) });
+    const model = String(b.model);
+    const id = (0, common_1.newId)('msg_');
+    const toolId = (0, common_1.newId)('toolu_');
+    const u = c.usage;
+    const usage = (outputTokens) => ({
+        input_tokens: Math.max(0, u.prompt - u.cached),
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: u.cached,
+        output_tokens: outputTokens,
+        service_tier: 'standard',
+    });
+    const tool = c.toolCall;
+    if (b.stream !== true) {
+        return (0, common_1.sendJson)(ctx, 200, {
+            id,
+            type: 'message',
+            role: 'assistant',
+            model,
+            content: tool ? [{ type: 'tool_use', id: toolId, name: tool.name, input: toolInput(tool.arguments) }] : [{ type: 'text', text: c.text }],
+            stop_reason: STOP[c.finish],
+            stop_sequence: c.stopSequence,
+            usage: usage(u.completion),
+        });
+    }
+    const ev = (type, data) => (0, common_1.sse)(type, { type, ...data });
+    await (0, common_1.runStream)(ctx, {
+        head: [
+            ev('message_start', { message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: usage(1) } }),
+            ev('content_block_start', { index: 0, content_block: tool ? { type: 'tool_use', id: toolId, name: tool.name, input: {} } : { type: 'text', text: '' } }),
+            ev('ping', {}),
+        ],
+        count: c.pieces.length,
+        delta: (i) => {
+            const text = c.pieces[i % c.pieces.length].text;
+            return ev('content_block_delta', { index: 0, delta: tool ? { type: 'input_json_delta', partial_json: text } : { type: 'text_delta', text } });
+        },
+        tail: () => [
+            ev('content_block_stop', { index: 0 }),
+            ev('message_delta', { delta: { stop_reason: STOP[c.finish], stop_sequence: c.stopSequence }, usage: { output_tokens: u.completion } }),
+            ev('message_stop', {}),
+        ],
+    });
+}
+function countTokens(ctx) {
+    const prompt = readPrompt(ctx, (0, common_1.obj)(ctx.body), false);
+    if (prompt)
+        (0, common_1.sendJson)(ctx, 200, { input_tokens: ctx.knobs.promptTokens ?? Math.max(1, Math.ceil(prompt.inputChars / 4)) });
+}
+const MODELS = ['claude-opus-4-1', 'claude-sonnet-4-5', 'claude-haiku-4-5'];
+exports.anthropic = {
+    prefixes: ['/anthropic/v1'],
+    auth(ctx) {
+        const h = ctx.req.headers;
+        if (!h['x-api-key'])
+            error(ctx, 401, 'x-api-key header is required');
+        else if (!h['anthropic-version'])
+            error(ctx, 400, 'anthropic-version: header is required');
+        else
+            return true;
+        return false;
+    },
+    error,
+    async handle(ctx) {
+        const { method, path } = ctx;
+        if (method === 'POST' && (path === '/messages' || path === '/messages/count_tokens')) {
+            if (!(0, common_1.isObj)(ctx.body))
+                return error(ctx, 400, 'There was an error parsing the body of your request. Please ensure the body is valid JSON.');
+            return path === '/messages' ? messages(ctx) : countTokens(ctx);
+        }
+        if (method === 'GET' && path === '/models') {
+            const data = MODELS.map((id) => ({ type: 'model', id, display_name: id, created_at: '2025-01-01T00:00:00Z' }));
+            return (0, common_1.sendJson)(ctx, 200, { data, has_more: false, first_id: MODELS[0], last_id: MODELS[MODELS.length - 1] });
+        }
+        error(ctx, 404, `${method} /v1${path} not found`);
+    },
+};
