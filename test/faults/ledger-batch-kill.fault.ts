@@ -1,13 +1,13 @@
 /**
- * Case 14. `npm start` with WEB_CONCURRENCY=2: each process is API + workers, and one ledger transaction
- * (`sy_ledger_batch`, shared/billing/ledger.ts) carries one request's reservation (open) and another's
- * settlement (close). One process is SIGKILLed while that transaction is blocked in PostgreSQL on the
- * organization's row lock, with opens and closes in it; then the lock goes.
+ * Case 14. `npm start` with WEB_CONCURRENCY=2: each process is API + workers and settles money through
+ * group-committed `sy_ledger_batch` calls (shared/billing/ledger.ts): reservations of new requests (opens) and
+ * settlements of finished jobs (closes). One process is SIGKILLed while its batches, carrying opens and closes,
+ * wait in PostgreSQL on the organization's row lock (taken from outside); then the lock goes.
  * What must hold: the parent replaces the killed process and the survivor keeps serving; the killed process's
- * jobs are re-run and settled by a live one; whatever its dead transaction did (PostgreSQL may still commit a
- * statement whose client is gone: then the reaper releases the orphaned reservations), every generation is
- * settled exactly once, every completed one charged, no money lost or left reserved; the replies that came back
- * are 200 with the cost the history records; SIGTERM stops the parent.
+ * jobs are re-run and settled by a live one; whatever its dead transactions do (PostgreSQL finishes and commits
+ * a statement whose client is gone once the lock is free: the reaper then releases the orphaned reservations),
+ * every generation is settled exactly once, every completed one charged, no money lost or left reserved; the
+ * replies that came back are 200 with the cost the history records; SIGTERM stops the parent.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -94,7 +94,7 @@ async function lockOrganization(url: string, organizationId: string): Promise<{ 
 it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a row lock: nothing lost, settled once', async () => {
   const checks = new Checks(
     '14. ledger batch SIGKILL',
-    'WEB_CONCURRENCY=2; the organization row locked from outside so each process\'s sy_ledger_batch (12 opens of new requests + the closes of 12 finished jobs) waits in PostgreSQL; one process SIGKILLed there; then the lock released',
+    'WEB_CONCURRENCY=2; the organization row locked from outside while 12 jobs finish and 12 new requests arrive, so each process\'s sy_ledger_batch calls (their closes and opens) wait in PostgreSQL; one process SIGKILLed there; then the lock released',
   );
   const tally = new Tally();
   const port = await freePort();
@@ -119,7 +119,8 @@ it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a
 
     const org = await c.seed({ balance: '100' });
     // A second organization whose row lock holds each process's batcher while the first one's items queue up
-    // behind it, so that the next batch of each process carries opens and closes together.
+    // behind it: they then go out as one batch (opens and closes together where one Ledger serves the API and the
+    // workers of a process) instead of one item first and the rest after.
     const gate = await c.seed({ balance: '100' });
     const ask = (o: typeof org, i: number) => post(`${url}/v1/responses`, { model: MODELS.chat, input: `ledger kill ${i}`, max_output_tokens: 32 }, o.auth, 40_000);
     const warm = await Promise.all(Array.from({ length: 12 }, (_, i) => ask(org, i)));
@@ -241,7 +242,7 @@ it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a
       requests: tally.total,
       errors: tally.errors(),
       moneyLost: a.lost.toString(),
-      holds: `batches of both processes waited on the organization row (backends ${blocked.map((w) => `${w.backend}←${w.process}`).join(', ')}); process ${victim} killed there and replaced (${first.join(',')} → ${second.join(',')}); ${cut} replies cut with it, the others 200 with the cost the history shows; ${generations} generations (${Object.entries(a.byStatus).map(([k, v]) => `${k} ${v}`).join(', ')}; ${a.reaped} by the reaper), each settled exactly once, completed ones charged; ${upstream} upstream calls (stalled jobs re-run); no reservation held; ledger = balances; SIGTERM stopped all (exit ${code})`,
+      holds: `${blocked.length} batches of the 2 processes waited on the organization row (${first.map((p) => blocked.filter((w) => w.process === p).length).join(' + ')}); one process killed there (${victimBackends.length} of them) and replaced; ${cut} replies cut with it, the others 200 with the cost the history shows; ${generations} generations (${Object.entries(a.byStatus).map(([k, v]) => `${k} ${v}`).join(', ')}; ${a.reaped} by the reaper), each settled exactly once, completed ones charged; ${upstream} upstream calls (stalled jobs re-run); no reservation held; ledger = balances; SIGTERM stopped all (exit ${code})`,
     });
     if (failures.length) console.error(fs.readFileSync(log, 'utf8').slice(-3000));
     expect(failures).toEqual([]);
