@@ -1,0 +1,254 @@
+/**
+ * Case 14. `npm start` with WEB_CONCURRENCY=2: each process is API + workers and settles money through
+ * group-committed `sy_ledger_batch` calls (shared/billing/ledger.ts): reservations of new requests (opens) and
+ * settlements of finished jobs (closes). One process is SIGKILLed while its batches, carrying opens and closes,
+ * wait in PostgreSQL on the organization's row lock (taken from outside); then the lock goes.
+ * What must hold: the parent replaces the killed process and the survivor keeps serving; the killed process's
+ * jobs are re-run and settled by a live one; whatever its dead transactions do (PostgreSQL finishes and commits
+ * a statement whose client is gone once the lock is free: the reaper then releases the orphaned reservations),
+ * every generation is settled exactly once, every completed one charged, no money lost or left reserved; the
+ * replies that came back are 200 with the cost the history records; SIGTERM stops the parent.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client } from 'pg';
+import { settledAudit } from './helpers/audit';
+import { freePort } from '../../shared/runtime/process-utils';
+import { MODELS, ROOT, startCluster, type Cluster } from './helpers/cluster';
+import { post, Tally, type Reply } from './helpers/http';
+import { Checks } from './helpers/report';
+import { waitFor } from './helpers/wait';
+
+let c: Cluster;
+
+beforeAll(async () => {
+  // A sync request whose job the killed process ran waits for its re-run (stall detection + provider latency).
+  c = await startCluster({ name: 'ledger-batch-kill', env: { SYNC_WAIT_MS: '40000' } });
+});
+afterAll(async () => {
+  await c?.close();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(d));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * The local TCP ports of a process's sockets (its descriptors → socket inodes → /proc/net/tcp): the process
+ * behind a PostgreSQL backend is the one whose socket has the backend's `client_port`.
+ */
+function tcpPortsOf(pid: number): Set<number> {
+  const inodes = new Set<string>();
+  try {
+    for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m) inodes.add(m[1]);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  } catch {
+    return new Set(); // the process is gone
+  }
+  const ports = new Set<number>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    const lines = fs.existsSync(table) ? fs.readFileSync(table, 'utf8').trim().split('\n').slice(1) : [];
+    for (const line of lines) {
+      const f = line.trim().split(/\s+/);
+      if (inodes.has(f[9])) ports.add(parseInt(f[1].split(':')[1], 16));
+    }
+  }
+  return ports;
+}
+
+/** A transaction of the test's own holding an organization's row lock, as a long settlement of another process would. */
+async function lockOrganization(url: string, organizationId: string): Promise<{ pid: number; release(): Promise<void> }> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  await client.query('BEGIN');
+  await client.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [organizationId]);
+  return {
+    pid: rows[0].pid,
+    async release() {
+      await client.query('ROLLBACK');
+      await client.end();
+    },
+  };
+}
+
+it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a row lock: nothing lost, settled once', async () => {
+  const checks = new Checks(
+    '14. ledger batch SIGKILL',
+    'WEB_CONCURRENCY=2; the organization row locked from outside while 12 jobs finish and 12 new requests arrive, so each process\'s sy_ledger_batch calls (their closes and opens) wait in PostgreSQL; one process SIGKILLed there; then the lock released',
+  );
+  const tally = new Tally();
+  const port = await freePort();
+  const log = path.join(c.dir, 'start.log');
+  const fd = fs.openSync(log, 'a');
+  const parent = spawn(process.execPath, [path.join(ROOT, 'dist/bin/start.js')], {
+    cwd: c.dir,
+    env: { ...process.env, ...c.env, PORT: String(port), WEB_CONCURRENCY: '2', WORKER_METRICS_PORT: '0', NODE_ENV: 'production' },
+    stdio: ['ignore', fd, fd],
+  });
+  fs.closeSync(fd);
+  const exited = new Promise<number | null>((r) => parent.once('exit', (code) => r(code)));
+  const url = `http://127.0.0.1:${port}`;
+  const locks: Array<{ release(): Promise<void> }> = [];
+  try {
+    const until = Date.now() + 60_000;
+    while (!(await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) || childrenOf(parent.pid!).length < 2) {
+      if (Date.now() > until) throw new Error(`npm start did not come up:\n${fs.readFileSync(log, 'utf8').slice(-3000)}`);
+      await sleep(200);
+    }
+    const first = childrenOf(parent.pid!).sort((a, b) => a - b);
+
+    const org = await c.seed({ balance: '100' });
+    // A second organization whose row lock holds each process's batcher while the first one's items queue up
+    // behind it: they then go out as one batch (opens and closes together where one Ledger serves the API and the
+    // workers of a process) instead of one item first and the rest after.
+    const gate = await c.seed({ balance: '100' });
+    const ask = (o: typeof org, i: number) => post(`${url}/v1/responses`, { model: MODELS.chat, input: `ledger kill ${i}`, max_output_tokens: 32 }, o.auth, 40_000);
+    const warm = await Promise.all(Array.from({ length: 12 }, (_, i) => ask(org, i)));
+    tally.addAll(warm);
+    checks.that(warm.every((r) => r.status === 200), `warm-up: ${warm.map((r) => r.status).join(',')}`);
+
+    // Batches waiting behind `lockPid`, by the process that sent them. A waiter queued behind another one names
+    // only that one in pg_blocking_pids: follow the chain to the lock.
+    const waiting = async (lockPid: number) => {
+      const rows = await c.db.$queryRawUnsafe<Array<{ pid: number; client_port: number; blockers: number[] }>>(
+        `SELECT pid, client_port, pg_blocking_pids(pid) AS blockers FROM pg_stat_activity
+          WHERE wait_event_type = 'Lock' AND query LIKE '%FROM sy_ledger_batch(%'`,
+      );
+      const behind = new Set([lockPid]);
+      for (let grew = true; grew; ) {
+        grew = false;
+        for (const r of rows) {
+          if (!behind.has(r.pid) && r.blockers.some((b) => behind.has(b))) (behind.add(r.pid), (grew = true));
+        }
+      }
+      const ports = new Map(first.map((p) => [p, tcpPortsOf(p)]));
+      return rows.filter((r) => behind.has(r.pid)).map((r) => ({ backend: r.pid, process: first.find((p) => ports.get(p)!.has(r.client_port)) }));
+    };
+    const inBoth = async (lockPid: number) => new Set((await waiting(lockPid)).map((w) => w.process).filter(Boolean)).size === 2;
+
+    // Wave 1: inside its provider call, its reservations committed.
+    const latencyMs = 2000;
+    c.fake.setKnobs({ latencyMs });
+    const posts = () => c.fake.requests.filter((r) => r.method === 'POST').length;
+    const upstreamBefore = posts();
+    const wave1At = Date.now();
+    const wave1 = Array.from({ length: 12 }, (_, i) => ask(org, 100 + i));
+    await waitFor('wave 1 inside its provider calls', async () => (await c.queues.text.getActiveCount()) >= 12 && posts() >= upstreamBefore + 12);
+
+    // Both rows locked; requests of the gate organization until each process has a batch waiting on it.
+    const orgLock = await lockOrganization(c.pg.url, org.organizationId);
+    locks.push(orgLock);
+    const gateLock = await lockOrganization(c.pg.url, gate.organizationId);
+    locks.push(gateLock);
+    const gated: Array<Promise<Reply>> = [];
+    for (let i = 0; i < 10 && !(await inBoth(gateLock.pid)); i++) {
+      gated.push(ask(gate, 300 + i));
+      await sleep(150);
+    }
+    checks.that(await inBoth(gateLock.pid), `the gate organization's batches wait in ${JSON.stringify(await waiting(gateLock.pid))}`);
+
+    // Wave 2's opens, then wave 1's closes (its provider calls end), queue behind the gate in each process.
+    const wave2 = Array.from({ length: 12 }, (_, i) => ask(org, 200 + i));
+    await sleep(Math.max(0, wave1At + latencyMs + 500 - Date.now()));
+    const ended = await c.db.generation.count({ where: { organizationId: org.organizationId, status: { notIn: ['pending', 'processing'] } } });
+    checks.that(ended === warm.length, `generations of the organization ended while its row was locked: ${ended - warm.length}`);
+
+    // The gate opens: each process's next batch (the queued opens and closes) goes out and waits on the organization.
+    await gateLock.release();
+    locks.splice(locks.indexOf(gateLock), 1);
+    await waitFor('a batch of each process waiting on the organization row', () => inBoth(orgLock.pid), 10_000).catch(() => undefined);
+    const blocked = await waiting(orgLock.pid);
+    checks.that(new Set(blocked.map((w) => w.process).filter(Boolean)).size === 2, `the organization's batches wait in ${JSON.stringify(blocked)} (processes ${first.join(',')})`);
+
+    // The lowest pid among the processes with a waiting batch: a deterministic choice among equals.
+    const victim = blocked.map((w) => w.process!).filter(Boolean).sort((a, b) => a - b)[0] ?? first[0];
+    const victimBackends = blocked.filter((w) => w.process === victim).map((w) => w.backend);
+    process.kill(victim, 'SIGKILL');
+    await waitFor('the killed process gone', async () => !childrenOf(parent.pid!).includes(victim), 10_000);
+    await orgLock.release();
+    locks.splice(locks.indexOf(orgLock), 1);
+    // What PostgreSQL did with the dead process's statement: the backend ends once it tries to answer.
+    await waitFor('the killed process\'s backends ended', async () => {
+      const rows = await c.db.$queryRawUnsafe<Array<{ n: number }>>(`SELECT COUNT(*)::int AS n FROM pg_stat_activity WHERE pid = ANY ($1::int[])`, victimBackends);
+      return rows[0].n === 0;
+    }, 10_000).catch(() => checks.that(false, `backends ${victimBackends.join(',')} of the killed process still open`));
+
+    const [r1, r2, rg] = await Promise.all([Promise.all(wave1), Promise.all(wave2), Promise.all(gated)]);
+    const replies = [...r1, ...r2, ...rg];
+    tally.addAll(replies);
+    // A reply either came (200, completed) or its connection died with the process that held it.
+    checks.that(replies.every((r) => (r.status === 200 && r.json?.status === 'completed') || r.status === 0), `replies: ${tally.summary()}`);
+    const cut = replies.filter((r) => r.status === 0).length;
+
+    const replaced = Date.now() + 30_000;
+    while (childrenOf(parent.pid!).filter((p) => !first.includes(p)).length < 1 || childrenOf(parent.pid!).length < 2) {
+      if (Date.now() > replaced) break;
+      await sleep(200);
+    }
+    const second = childrenOf(parent.pid!);
+    checks.that(second.length === 2 && !second.includes(victim), `after the kill: processes ${second.join(',')} (killed ${victim})`);
+    c.fake.setKnobs({ latencyMs: 0 });
+    await sleep(1000); // the replacement is listening
+    const after = await Promise.all(Array.from({ length: 12 }, (_, i) => ask(org, 400 + i)));
+    tally.addAll(after);
+    checks.that(after.every((r) => r.status === 200), `after the replacement: ${after.map((r) => r.status).join(',')}`);
+
+    const a = await settledAudit(c.db, 30_000);
+    for (const p of a.problems) checks.that(false, p);
+    const settlements = await c.db.$queryRawUnsafe<Array<{ n: number }>>(
+      `SELECT COUNT(l.id)::int AS n FROM generations g LEFT JOIN ledger_entries l ON l.generation_id = g.id AND l.kind IN ('charge', 'release') GROUP BY g.id`,
+    );
+    checks.that(settlements.every((s) => s.n === 1), `settlements per generation: ${settlements.map((s) => s.n).join(',')}`);
+    const [{ n: uncharged }] = await c.db.$queryRawUnsafe<Array<{ n: number }>>(
+      `SELECT COUNT(*)::int AS n FROM generations g JOIN reservations r ON r.generation_id = g.id WHERE g.status = 'completed' AND NOT r.charged > 0`,
+    );
+    checks.that(uncharged === 0, `${uncharged} completed generations not charged`);
+    const served = [...replies, ...after].filter((r) => r.status === 200);
+    const costs = await c.db.generation.findMany({ where: { id: { in: served.map((r) => String(r.json?.id)) } }, select: { id: true, clientCost: true } });
+    const costOf = new Map(costs.map((g) => [g.id, Number(g.clientCost)]));
+    const wrong = served.filter((r) => costOf.get(r.json?.id) === undefined || Math.abs(costOf.get(r.json?.id)! - Number(r.json?.usage?.cost)) > 1e-9);
+    checks.that(wrong.length === 0, `replies whose cost is not the history's: ${wrong.map((r) => `${r.json?.id} ${r.json?.usage?.cost} vs ${costOf.get(r.json?.id)}`).join(', ')}`);
+    const live = await c.queues.text.getJobCounts('active', 'waiting', 'delayed');
+    checks.that(live.active + live.waiting + live.delayed === 0, `text queue not drained: ${JSON.stringify(live)}`);
+
+    parent.kill('SIGTERM');
+    const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('timeout'), 30_000).unref())]);
+    checks.that(code === 0, `parent exit on SIGTERM: ${code}`);
+    checks.that(childrenOf(parent.pid!).length === 0 && second.every((p) => !fs.existsSync(`/proc/${p}`)), 'a child outlived the parent');
+
+    const generations = Object.values(a.byStatus).reduce((x, y) => x + y, 0);
+    const upstream = posts();
+    const failures = checks.finish({
+      requests: tally.total,
+      errors: tally.errors(),
+      moneyLost: a.lost.toString(),
+      holds: `${blocked.length} batches of the 2 processes waited on the organization row (${first.map((p) => blocked.filter((w) => w.process === p).length).join(' + ')}); one process killed there (${victimBackends.length} of them) and replaced; ${cut} replies cut with it, the others 200 with the cost the history shows; ${generations} generations (${Object.entries(a.byStatus).map(([k, v]) => `${k} ${v}`).join(', ')}; ${a.reaped} by the reaper), each settled exactly once, completed ones charged; ${upstream} upstream calls (stalled jobs re-run); no reservation held; ledger = balances; SIGTERM stopped all (exit ${code})`,
+    });
+    if (failures.length) console.error(fs.readFileSync(log, 'utf8').slice(-3000));
+    expect(failures).toEqual([]);
+  } finally {
+    for (const l of locks) await l.release().catch(() => undefined);
+    if (parent.exitCode === null) parent.kill('SIGKILL');
+    for (const p of childrenOf(parent.pid!)) process.kill(p, 'SIGKILL');
+  }
+});
