@@ -54,6 +54,8 @@ export interface AppDeps {
   metrics?: Metrics;
   /** Where file bytes go; default from the environment (local disk or S3_*). */
   blobStore?: BlobStore;
+  /** The process's ledger (shared/runtime/bootstrap.ts), shared with its workers; default: one of its own. */
+  ledger?: Ledger;
 }
 
 export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady' | 'blobStore' | 'pool'>> {
@@ -95,7 +97,7 @@ export function buildContext(deps: AppDeps): AppContext {
   const bus = new GenerationBus(deps.redis, deps.subscriber, deps.config.queuePrefix);
   const stats = new EndpointStatsStore(deps.redis, deps.config.queuePrefix);
   const metrics = deps.metrics ?? createMetrics();
-  const ledger = new Ledger(deps.db, clock, { pool: deps.pool, metrics });
+  const ledger = deps.ledger ?? new Ledger(deps.db, clock, { pool: deps.pool, metrics });
   const generations = new GenerationService(deps.db, clock, ledger);
   const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix });
   const planner = new RoutePlanner(deps.catalog, stats);

@@ -15,6 +15,7 @@ export async function startWeb(rt: Runtime): Promise<{ port: number; close(): Pr
     logger: rt.logger,
     secret: rt.secret,
     metrics: rt.metrics,
+    ledger: rt.ledger,
     workersReady: async () => (await app.locals.ctx.queues[QUEUES.text].getWorkersCount()) > 0,
   });
   await app.locals.ctx.ready();

@@ -9,7 +9,7 @@ import { startWorkerPool, type WorkerPool } from './worker-pool';
 
 /** Starts one BullMQ worker per queue on a bootstrapped runtime. */
 export async function startWorkers(rt: Runtime): Promise<WorkerPool> {
-  const deps = buildWorkerDeps({ config: rt.config, db: rt.db, pool: rt.pool, redis: rt.redis, catalog: rt.catalog, logger: rt.logger, upstream: rt.upstream, secret: rt.secret, metrics: rt.metrics });
+  const deps = buildWorkerDeps({ config: rt.config, db: rt.db, pool: rt.pool, redis: rt.redis, catalog: rt.catalog, logger: rt.logger, upstream: rt.upstream, secret: rt.secret, metrics: rt.metrics, ledger: rt.ledger });
   const connection = rt.patient('worker');
   const pool = startWorkerPool(deps, connection);
   await pool.ready();

@@ -36,10 +36,19 @@ export interface WorkerDeps {
 }
 
 export function buildWorkerDeps(
-  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics'> & { clock?: () => Date; metrics?: Metrics; files?: FilesService; secret?: string; blobStore?: BlobStore; pool?: Pool },
+  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics'> & {
+    clock?: () => Date;
+    metrics?: Metrics;
+    files?: FilesService;
+    secret?: string;
+    blobStore?: BlobStore;
+    pool?: Pool;
+    /** The process's ledger, shared with its API (shared/runtime/bootstrap.ts); default: one of its own. */
+    ledger?: Ledger;
+  },
 ): WorkerDeps {
   const clock = d.clock ?? (() => new Date());
-  const { secret, blobStore, metrics: _m, pool, ...rest } = d;
+  const { secret, blobStore, metrics: _m, pool, ledger, ...rest } = d;
   const files =
     d.files ??
     new FilesService({
@@ -53,5 +62,5 @@ export function buildWorkerDeps(
       onError: (message, meta) => d.logger.warn(message, meta),
     });
   const metrics = d.metrics ?? createMetrics();
-  return { ...rest, clock, files, metrics, limiter: new ProviderLimiter(), generations: new GenerationService(d.db, clock, new Ledger(d.db, clock, { pool, metrics })), stats: new EndpointStatsStore(d.redis, d.config.queuePrefix) };
+  return { ...rest, clock, files, metrics, limiter: new ProviderLimiter(), generations: new GenerationService(d.db, clock, ledger ?? new Ledger(d.db, clock, { pool, metrics })), stats: new EndpointStatsStore(d.redis, d.config.queuePrefix) };
 }

@@ -12,6 +12,7 @@ import { createUpstreamClient, type UpstreamClient } from '../providers/api';
 import { resolveServices, type Services } from './services';
 import { resolveSecret } from './secret';
 import { createMetrics, type Metrics } from '../metrics/metrics';
+import { Ledger } from '../billing/ledger';
 
 export type Role = 'all' | 'web' | 'worker';
 
@@ -35,6 +36,11 @@ export interface Runtime {
   upstream: UpstreamClient;
   /** One Prometheus registry per process: the API's /metrics shows the workers' series in a single-process start. */
   metrics: Metrics;
+  /**
+   * One ledger per process: in a process that serves the API and the workers (`npm start`) the reservations of new
+   * requests and the settlements of finished ones share its batches, so one commit and one row lock serve both.
+   */
+  ledger: Ledger;
   onClose(fn: () => Promise<unknown> | unknown): void;
   close(): Promise<void>;
 }
@@ -81,6 +87,7 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
   const patients: Redis[] = [];
   await whenReady(redis);
   const upstream = createUpstreamClient();
+  const metrics = createMetrics({ processMetrics: true });
 
   let closing: Promise<void> | undefined;
   return {
@@ -98,7 +105,8 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
       return r;
     },
     upstream,
-    metrics: createMetrics({ processMetrics: true }),
+    metrics,
+    ledger: new Ledger(db, () => new Date(), { pool, metrics }),
     onClose: (fn) => closers.unshift(fn),
     close() {
       closing ??= (async () => {
