@@ -21,6 +21,8 @@ import { createRedis } from '../../../shared/queue/redis';
 import { freePort, sleep } from '../../../shared/runtime/process-utils';
 import { AccountsService } from '../../../shared/services/accounts.service';
 import { QUEUES, type QueueName } from '../../../shared/queue/queue-names';
+import { workerSlots } from '../../../workers/worker-pool';
+import { loadConfig } from '../../../shared/config/env';
 import { startFakeProvider, type FakeKnobs, type FakeProvider } from '../../fakes/fake-provider';
 import { stackCatalog, STACK_MODELS, type RawCatalog } from '../../helpers/test-stack';
 import { startPostgres, startRedis, type PgServer, type RedisServer } from './services';
@@ -252,8 +254,10 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     },
     async waitForWorkers(n, timeoutMs = 30_000) {
       const until = Date.now() + timeoutMs;
-      while ((await queues.text.getWorkersCount()) !== n) {
-        if (Date.now() > until) throw new Error(`expected ${n} worker processes, see ${await queues.text.getWorkersCount()}`);
+      // Each process runs several BullMQ Workers on the text queue (workers/worker-pool.ts workerSlots).
+      const perProcess = workerSlots(QUEUES.text, loadConfig({ ...process.env, ...env }, []).worker).length;
+      while ((await queues.text.getWorkersCount()) !== n * perProcess) {
+        if (Date.now() > until) throw new Error(`expected ${n} worker processes (${n * perProcess} text Workers), see ${await queues.text.getWorkersCount()} text Workers`);
         await sleep(100);
       }
     },
