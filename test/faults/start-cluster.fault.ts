@@ -87,6 +87,11 @@ it('13. npm start with WEB_CONCURRENCY=2 serves on both processes, replaces a ki
     tally.addAll(after);
     checks.that(after.every((r) => r.status === 200), `after the replacement: ${after.map((r) => r.status).join(',')}`);
 
+    // The killed process's own jobs (its API died with it, so nobody waits for them) are re-run by the others once
+    // their locks expire (WORKER_LOCK_DURATION_MS): let that happen before everything stops, or they stay active.
+    const beforeStop = await settledAudit(c.db, 30_000);
+    for (const p of beforeStop.problems) checks.that(false, `before SIGTERM: ${p}`);
+
     parent.kill('SIGTERM');
     const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('timeout'), 30_000).unref())]);
     checks.that(code === 0, `parent exit on SIGTERM: ${code}`);
