@@ -9,15 +9,13 @@
  * every generation is settled exactly once, every completed one charged, no money lost or left reserved; the
  * replies that came back are 200 with the cost the history records; SIGTERM stops the parent.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import { Client } from 'pg';
 import { settledAudit } from './helpers/audit';
-import { freePort } from '../../shared/runtime/process-utils';
-import { MODELS, ROOT, startCluster, type Cluster } from './helpers/cluster';
+import { MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { post, Tally, type Reply } from './helpers/http';
 import { Checks } from './helpers/report';
+import { childrenOf, startNpmStart } from './helpers/processes';
 import { waitFor } from './helpers/wait';
 
 let c: Cluster;
@@ -31,20 +29,6 @@ afterAll(async () => {
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(d));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
 
 /**
  * The local TCP ports of a process's sockets (its descriptors → socket inodes → /proc/net/tcp): the process
@@ -97,24 +81,9 @@ it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a
     'WEB_CONCURRENCY=2; the organization row locked from outside while 12 jobs finish and 12 new requests arrive, so each process\'s sy_ledger_batch calls (their closes and opens) wait in PostgreSQL; one process SIGKILLed there; then the lock released',
   );
   const tally = new Tally();
-  const port = await freePort();
-  const log = path.join(c.dir, 'start.log');
-  const fd = fs.openSync(log, 'a');
-  const parent = spawn(process.execPath, [path.join(ROOT, 'dist/bin/start.js')], {
-    cwd: c.dir,
-    env: { ...process.env, ...c.env, PORT: String(port), WEB_CONCURRENCY: '2', WORKER_METRICS_PORT: '0', NODE_ENV: 'production' },
-    stdio: ['ignore', fd, fd],
-  });
-  fs.closeSync(fd);
-  const exited = new Promise<number | null>((r) => parent.once('exit', (code) => r(code)));
-  const url = `http://127.0.0.1:${port}`;
+  const { parent, exited, url, tail, kill } = await startNpmStart(c, 2);
   const locks: Array<{ release(): Promise<void> }> = [];
   try {
-    const until = Date.now() + 60_000;
-    while (!(await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) || childrenOf(parent.pid!).length < 2) {
-      if (Date.now() > until) throw new Error(`npm start did not come up:\n${fs.readFileSync(log, 'utf8').slice(-3000)}`);
-      await sleep(200);
-    }
     const first = childrenOf(parent.pid!).sort((a, b) => a - b);
 
     const org = await c.seed({ balance: '100' });
@@ -244,11 +213,10 @@ it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a
       moneyLost: a.lost.toString(),
       holds: `${blocked.length} batches of the 2 processes waited on the organization row (${first.map((p) => blocked.filter((w) => w.process === p).length).join(' + ')}); one process killed there (${victimBackends.length} of them) and replaced; ${cut} replies cut with it, the others 200 with the cost the history shows; ${generations} generations (${Object.entries(a.byStatus).map(([k, v]) => `${k} ${v}`).join(', ')}; ${a.reaped} by the reaper), each settled exactly once, completed ones charged; ${upstream} upstream calls (stalled jobs re-run); no reservation held; ledger = balances; SIGTERM stopped all (exit ${code})`,
     });
-    if (failures.length) console.error(fs.readFileSync(log, 'utf8').slice(-3000));
+    if (failures.length) console.error(tail());
     expect(failures).toEqual([]);
   } finally {
     for (const l of locks) await l.release().catch(() => undefined);
-    if (parent.exitCode === null) parent.kill('SIGKILL');
-    for (const p of childrenOf(parent.pid!)) process.kill(p, 'SIGKILL');
+    kill();
   }
 });

@@ -5,14 +5,12 @@
  * answering; every generation ends settled exactly once (a request the killed process held may fail or be
  * re-run by the survivor, never charged twice); SIGTERM stops the parent and both children.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import { settledAudit } from './helpers/audit';
-import { freePort } from '../../shared/runtime/process-utils';
-import { MODELS, ROOT, startCluster, type Cluster } from './helpers/cluster';
+import { MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { post, Tally } from './helpers/http';
 import { Checks } from './helpers/report';
+import { childrenOf, startNpmStart } from './helpers/processes';
 
 let c: Cluster;
 
@@ -25,40 +23,11 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(d));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return out;
-}
-
 it('13. npm start with WEB_CONCURRENCY=2 serves on both processes, replaces a killed one and stops on SIGTERM', async () => {
   const checks = new Checks('13. npm start on 2 cores', 'WEB_CONCURRENCY=2; one of the two processes SIGKILLed under load; then SIGTERM to the parent');
   const tally = new Tally();
-  const port = await freePort();
-  const log = path.join(c.dir, 'start.log');
-  const fd = fs.openSync(log, 'a');
-  const parent = spawn(process.execPath, [path.join(ROOT, 'dist/bin/start.js')], {
-    cwd: c.dir,
-    env: { ...process.env, ...c.env, PORT: String(port), WEB_CONCURRENCY: '2', WORKER_METRICS_PORT: '0', NODE_ENV: 'production' },
-    stdio: ['ignore', fd, fd],
-  });
-  fs.closeSync(fd);
-  const exited = new Promise<number | null>((r) => parent.once('exit', (code) => r(code)));
-  const url = `http://127.0.0.1:${port}`;
+  const { parent, exited, url, tail, kill } = await startNpmStart(c, 2);
   try {
-    const until = Date.now() + 60_000;
-    while (!(await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) || childrenOf(parent.pid!).length < 2) {
-      if (Date.now() > until) throw new Error(`npm start did not come up:\n${fs.readFileSync(log, 'utf8').slice(-3000)}`);
-      await sleep(200);
-    }
     const first = childrenOf(parent.pid!);
     checks.that(first.length === 2, `expected 2 processes under the parent, saw ${first.length}`);
 
@@ -105,10 +74,9 @@ it('13. npm start with WEB_CONCURRENCY=2 serves on both processes, replaces a ki
       moneyLost: a.lost.toString(),
       holds: `2 processes served one port; the SIGKILLed one was replaced (${first.join(',')} → ${second.join(',')}); requests after it all 200; every generation settled exactly once; SIGTERM stopped all (exit ${code})`,
     });
-    if (failures.length) console.error(fs.readFileSync(log, 'utf8').slice(-3000));
+    if (failures.length) console.error(tail());
     expect(failures).toEqual([]);
   } finally {
-    if (parent.exitCode === null) parent.kill('SIGKILL');
-    for (const p of childrenOf(parent.pid!)) process.kill(p, 'SIGKILL');
+    kill();
   }
 });

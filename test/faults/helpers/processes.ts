@@ -1,0 +1,67 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { freePort } from '../../../shared/runtime/process-utils';
+import { ROOT, type Cluster } from './cluster';
+
+/** The pids of a process's children, from /proc (the processes `npm start` forked through node:cluster). */
+export function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(d));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+/** `npm start` running on a fault cluster's services: its parent process, the URL it serves and its log. */
+export interface NpmStart {
+  parent: ChildProcess;
+  /** Resolves with the parent's exit code. */
+  exited: Promise<number | null>;
+  url: string;
+  /** The last 3,000 characters of its output (for a failing case's report). */
+  tail(): string;
+  /** SIGKILL to the parent and its children (a case's `finally`). */
+  kill(): void;
+}
+
+/**
+ * Starts `dist/bin/start.js` with WEB_CONCURRENCY=`processes` on the cluster's PostgreSQL, Redis and catalog, and
+ * waits until it answers /readyz with all its processes forked.
+ */
+export async function startNpmStart(c: Cluster, processes: number): Promise<NpmStart> {
+  const port = await freePort();
+  const log = path.join(c.dir, 'start.log');
+  const fd = fs.openSync(log, 'a');
+  const parent = spawn(process.execPath, [path.join(ROOT, 'dist/bin/start.js')], {
+    cwd: c.dir,
+    env: { ...process.env, ...c.env, PORT: String(port), WEB_CONCURRENCY: String(processes), WORKER_METRICS_PORT: '0', NODE_ENV: 'production' },
+    stdio: ['ignore', fd, fd],
+  });
+  fs.closeSync(fd);
+  const started: NpmStart = {
+    parent,
+    exited: new Promise<number | null>((r) => parent.once('exit', (code) => r(code))),
+    url: `http://127.0.0.1:${port}`,
+    tail: () => fs.readFileSync(log, 'utf8').slice(-3000),
+    kill() {
+      if (parent.exitCode === null) parent.kill('SIGKILL');
+      for (const p of childrenOf(parent.pid!)) process.kill(p, 'SIGKILL');
+    },
+  };
+  const until = Date.now() + 60_000;
+  while (!(await fetch(`${started.url}/readyz`).then((r) => r.ok, () => false)) || childrenOf(parent.pid!).length < processes) {
+    if (Date.now() > until) {
+      started.kill();
+      throw new Error(`npm start did not come up:\n${started.tail()}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return started;
+}
