@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { Audit } from './audit';
 
 export interface ResultRow {
   case: string;
@@ -67,5 +68,11 @@ export class Checks {
   finish(r: { requests: number; errors: string; moneyLost: string; holds: string }): string[] {
     recordRow({ case: this.name, injected: this.injected, ...r, ok: this.failures.length === 0, seconds: (Date.now() - this.started) / 1000 });
     return this.failures;
+  }
+
+  /** `finish` after a money audit (audit.ts): every problem it found is a failure, and its lost RUB the row's. */
+  finishAudited(a: Pick<Audit, 'problems' | 'lost'>, r: { requests: number; errors: string; holds: string }): string[] {
+    for (const p of a.problems) this.that(false, p);
+    return this.finish({ ...r, moneyLost: a.lost.toString() });
   }
 }
