@@ -1,4 +1,6 @@
 import { jsonBody } from './middleware/reject-nul';
+import { settledReads } from './middleware/settled-reads';
+import { SettlementJournal } from '../shared/billing/settlement-journal';
 import { idempotencyKey } from './middleware/idempotency';
 import type Redis from 'ioredis';
 import type { Config } from '../shared/config/env';
@@ -66,6 +68,10 @@ export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'work
   ledger: Ledger;
   /** Authentication, rate limiting, the JSON body, then the Idempotency-Key (hashed with that body): in front of every authenticated route (unknown routes stay 404). */
   guard: RequestHandler[];
+  /** `guard`, then a wait for the organization's promised settlements: in front of the reads that show money and history. */
+  readGuard: RequestHandler[];
+  /** Settlements replied to before their commit (shared/billing/settlement-journal.ts). */
+  settlements: SettlementJournal;
   queues: Record<QueueName, Queue>;
   bus: GenerationBus;
   generations: GenerationService;
@@ -99,7 +105,8 @@ export function buildContext(deps: AppDeps): AppContext {
   const metrics = deps.metrics ?? createMetrics();
   const ledger = deps.ledger ?? new Ledger(deps.db, clock, { pool: deps.pool, metrics });
   const generations = new GenerationService(deps.db, clock, ledger);
-  const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix });
+  const settlements = new SettlementJournal(deps.redis, deps.config.queuePrefix);
+  const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix }, settlements);
   const planner = new RoutePlanner(deps.catalog, stats);
   metrics.trackQueues(queues);
   const files = new FilesService({
@@ -112,6 +119,8 @@ export function buildContext(deps: AppDeps): AppContext {
     onError: (message, meta) => deps.logger.warn(message, meta),
   });
   const syncWaitMs = deps.config.syncWaitMs;
+  // The body is parsed only after authentication and the rate limit: a stranger's 10 MiB body costs no parsing.
+  const guard = [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute, clock), ...jsonBody(deps.config.maxBodyBytes), idempotencyKey];
   const records = new MediaRecords({ db: deps.db, files, gateway, syncWaitMs, callbackAllowPrivate: deps.config.callbackAllowPrivate });
   return {
     ...deps,
@@ -144,8 +153,9 @@ export function buildContext(deps: AppDeps): AppContext {
     clock,
     workersReady: deps.workersReady ?? (async () => true),
     auth,
-    // The body is parsed only after authentication and the rate limit: a stranger's 10 MiB body costs no parsing.
-    guard: [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute, clock), ...jsonBody(deps.config.maxBodyBytes), idempotencyKey],
+    guard,
+    readGuard: [...guard, settledReads(settlements)],
+    settlements,
     accounts: new AccountsService(deps.db, deps.secret, clock),
     keyInfo: new KeyInfoService(deps.db, clock),
     ledger,

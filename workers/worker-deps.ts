@@ -14,6 +14,7 @@ import { FilesService, filesBaseUrl } from '../shared/services/files.service';
 import { createBlobStore } from '../shared/storage/create-blob-store';
 import type { BlobStore } from '../shared/storage/blob-store';
 import { resolveSecret } from '../shared/runtime/secret';
+import { SettlementJournal } from '../shared/billing/settlement-journal';
 
 /** What processors need, injected (no module-level state). */
 export interface WorkerDeps {
@@ -33,10 +34,12 @@ export interface WorkerDeps {
   metrics: Metrics;
   /** Stored files: the media worker saves generated files, the maintenance job deletes expired ones. */
   files: FilesService;
+  /** Settlements whose reply went out before their commit (attempt-loop.ts endCompleted). */
+  settlements: SettlementJournal;
 }
 
 export function buildWorkerDeps(
-  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics'> & {
+  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics' | 'settlements'> & {
     clock?: () => Date;
     metrics?: Metrics;
     files?: FilesService;
@@ -62,5 +65,14 @@ export function buildWorkerDeps(
       onError: (message, meta) => d.logger.warn(message, meta),
     });
   const metrics = d.metrics ?? createMetrics();
-  return { ...rest, clock, files, metrics, limiter: new ProviderLimiter(), generations: new GenerationService(d.db, clock, ledger ?? new Ledger(d.db, clock, { pool, metrics })), stats: new EndpointStatsStore(d.redis, d.config.queuePrefix) };
+  return {
+    ...rest,
+    clock,
+    files,
+    metrics,
+    limiter: new ProviderLimiter(),
+    generations: new GenerationService(d.db, clock, ledger ?? new Ledger(d.db, clock, { pool, metrics })),
+    stats: new EndpointStatsStore(d.redis, d.config.queuePrefix),
+    settlements: new SettlementJournal(d.redis, d.config.queuePrefix),
+  };
 }

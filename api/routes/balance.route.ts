@@ -11,11 +11,11 @@ export function balanceRoutes(ctx: AppContext): Router {
     return ctx.keyInfo.balanceFor({ organizationId: p.organizationId, keyId: p.kind === 'key' ? p.keyId : null, userId: p.userId });
   }
 
-  r.get('/v2/balance', ...ctx.guard, async (_req, res) => {
+  r.get('/v2/balance', ...ctx.readGuard, async (_req, res) => {
     res.json((await load(res)).v2);
   });
 
-  r.get('/v1/balance', ...ctx.guard, async (_req, res) => {
+  r.get('/v1/balance', ...ctx.readGuard, async (_req, res) => {
     const b = await load(res);
     res.setHeader('Deprecation', 'true');
     res.setHeader('Link', '</v2/balance>; rel="successor-version"');

@@ -20,7 +20,7 @@ export function historyRoutes(ctx: AppContext): Router {
       : { kind: 'user', organizationId: p.organizationId, userId: p.userId, role: p.role };
   };
 
-  r.get('/v1/history/generations', ...ctx.guard, async (req, res) => {
+  r.get('/v1/history/generations', ...ctx.readGuard, async (req, res) => {
     const q = check<HistoryQuery>(historyQuerySchema, { ...(req.query as Record<string, unknown>) }, { query: true });
     const v = viewer(res);
     if (v.kind === 'key') {
@@ -51,7 +51,7 @@ export function historyRoutes(ctx: AppContext): Router {
     res.json({ items: page.items, meta: page.meta });
   });
 
-  r.get('/v1/history/generations/:id', ...ctx.guard, async (req, res) => {
+  r.get('/v1/history/generations/:id', ...ctx.readGuard, async (req, res) => {
     res.json(await history.get(viewer(res), String(req.params.id)));
   });
   return r;

@@ -65,7 +65,7 @@ export function keysRoutes(ctx: AppContext): Router {
     res.status(201).json({ ...view(created.record), key: created.key });
   });
 
-  r.get('/v1/keys', ...ctx.guard, async (_req, res) => {
+  r.get('/v1/keys', ...ctx.readGuard, async (_req, res) => {
     const user = requireUser(res);
     const keys = await ctx.accounts.listKeys(user.organizationId, user.role === 'member' ? user.userId : undefined);
     res.json({ data: keys.map(view) });

@@ -41,7 +41,7 @@ import { callerOf } from './caller';
  */
 export function responsesRoutes(ctx: AppContext): Router {
   const r = Router();
-  const stored = new StoredResponses(ctx.db);
+  const stored = new StoredResponses(ctx.db, ctx.settlements);
   const log = new ResponseStreamLog(ctx.redis, ctx.config.queuePrefix);
   const background = new BackgroundStreams(ctx.db, log, ctx.logger, ctx.clock);
   const idOf = (req: { params: Record<string, string | string[] | undefined> }) => String(req.params.id);
@@ -119,7 +119,7 @@ export function responsesRoutes(ctx: AppContext): Router {
     });
   });
 
-  r.get('/v1/responses/:id', ...ctx.guard, async (req, res) => {
+  r.get('/v1/responses/:id', ...ctx.readGuard, async (req, res) => {
     const q = check<RetrieveResponseQuery>(retrieveResponseQuerySchema, { ...(req.query as Record<string, unknown>) }, { query: true });
     const g = await stored.get(res.locals.principal, idOf(req));
     if (!q.stream) {
@@ -132,7 +132,7 @@ export function responsesRoutes(ctx: AppContext): Router {
     await background.serve(res, g, q.starting_after);
   });
 
-  r.get('/v1/responses/:id/input_items', ...ctx.guard, async (req, res) => {
+  r.get('/v1/responses/:id/input_items', ...ctx.readGuard, async (req, res) => {
     const q = check<InputItemsQuery>(inputItemsQuerySchema, { ...(req.query as Record<string, unknown>) }, { query: true });
     const g = await stored.get(res.locals.principal, idOf(req));
     res.json(inputItemPage(turnInput(g), q));

@@ -9,10 +9,11 @@ import type { GenerationJobBase, PlannedCandidate } from '../../shared/queue/job
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import { type Principal, ownerOf } from '../../shared/auth/principal';
 import type { PlannedRoute, RoutePlanner } from './route-planner';
-import { ZERO, type Decimal, type MoneyLike } from '../../shared/billing/money';
+import { ZERO, toStorage, type Decimal, type MoneyLike } from '../../shared/billing/money';
 import { Mailbox } from './mailbox';
 import type Redis from 'ioredis';
 import { publishStop, type StopReason } from '../../shared/queue/cancel-channel';
+import type { SettlementJournal } from '../../shared/billing/settlement-journal';
 
 export type FinalMessage = Extract<BusMessage, { type: 'done' | 'failed' | 'cancelled' }>;
 
@@ -108,6 +109,8 @@ export class GenerationGateway {
     private readonly logger: Logger,
     /** Publishes stop messages to the workers (cancel-channel.ts). */
     private readonly stops: { redis: Redis; prefix: string },
+    /** Settlements replied to before their commit: a refused reservation waits for them, a cancel keeps them. */
+    private readonly settlements?: SettlementJournal,
   ) {}
 
   get replyChannel(): string {
@@ -143,7 +146,7 @@ export class GenerationGateway {
         minimum: o.minimum,
         idempotency: o.caller.idempotency,
       },
-      (granted) => ({ ...o.job(granted), generationId: o.id, ...owner, candidates: o.candidates, warnings: o.warnings, replyTo, traceId: o.caller.traceId }) as T,
+      (granted) => ({ ...o.job(granted), generationId: o.id, ...owner, candidates: o.candidates, warnings: o.warnings, replyTo, traceId: o.caller.traceId, reserved: toStorage(granted) }) as T,
       { listen: replyTo !== null, forget: o.forget },
     );
   }
@@ -154,7 +157,7 @@ export class GenerationGateway {
    * payload carries the caller's text, which `store: false` asks us not to keep).
    */
   private async submit<T extends object>(queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { listen: boolean; delayMs?: number; forget?: boolean }): Promise<Submission> {
-    const created = await this.generations.createOrReplay(gen);
+    const created = await this.reserve(gen);
     if ('replayOf' in created) return this.attach(created.replayOf, queue, gen, opts.listen);
     const granted = created.granted;
     const mailbox = opts.listen ? new Mailbox() : undefined;
@@ -168,6 +171,21 @@ export class GenerationGateway {
       throw new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable: repeat later');
     }
     return { id: gen.id, queue, granted, mailbox, detach, keyed: gen.idempotency !== undefined };
+  }
+
+  /**
+   * Reserves and records. Refused for money while settlements of the organization are promised but not committed
+   * (their replies went out holding the whole reservation): once they are, it is tried again, as it would have
+   * been had the client waited for those commits.
+   */
+  private async reserve(gen: NewGeneration) {
+    try {
+      return await this.generations.createOrReplay(gen);
+    } catch (e) {
+      if (!(e instanceof AppError) || (e.status !== 402 && e.status !== 403) || !this.settlements) throw e;
+      if (!(await this.settlements.waitSettled(gen.organizationId))) throw e;
+      return this.generations.createOrReplay(gen);
+    }
   }
 
   /**
@@ -239,6 +257,8 @@ export class GenerationGateway {
   async cancel(id: string, queue: QueueName): Promise<boolean> {
     const job = await this.queues[queue].getJob(id).catch(() => undefined);
     const data = job?.data as Partial<GenerationJobBase & { step: unknown }> | undefined;
+    // Its worker already replied with the cost (reply, then settle): that ending stands, and is committed now.
+    if (data?.organizationId && (await this.settlements?.keep(data.organizationId, id, (row) => this.generations.finishRow(row)))) return false;
     const holdsTask = job !== undefined && data?.step !== undefined && (await job.getState().catch(() => 'unknown')) === 'delayed';
     if (job && !holdsTask) await job.remove().catch(() => undefined); // fails harmlessly when the job is already running
     const r = await this.generations.finish(id, { status: 'cancelled' });

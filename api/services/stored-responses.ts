@@ -1,3 +1,4 @@
+import type { SettlementJournal } from '../../shared/billing/settlement-journal';
 import type { Db } from '../../shared/db/client';
 import type { Generation } from '../../shared/db/generated/client';
 import { AppError } from '../../shared/errors/app-error';
@@ -125,9 +126,19 @@ export function turnInput(g: Generation): Array<{ id: string; item: InputItem }>
  * Everything else does not exist for the caller.
  */
 export class StoredResponses {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** A response replied to but not yet settled is waited for (settlement-journal.ts): its reader sees it completed. */
+    private readonly settlements?: SettlementJournal,
+  ) {}
 
   async find(principal: Principal, id: string): Promise<Generation | null> {
+    const g = await this.lookup(principal, id);
+    if (!g || hasEnded(g) || !this.settlements) return g;
+    return (await this.settlements.waitSettled(g.organizationId, { generationIds: [g.id] })) ? this.lookup(principal, id) : g;
+  }
+
+  private lookup(principal: Principal, id: string): Promise<Generation | null> {
     return this.db.generation.findFirst({
       where: {
         id,

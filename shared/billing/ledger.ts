@@ -81,7 +81,15 @@ export interface LedgerOptions {
   pool?: Pool;
   /** Money counters (`switchyard_money_*`): reservations made, charges actually applied. */
   metrics?: Pick<Metrics, 'moneyReserved' | 'moneyCharged'>;
+  /**
+   * How long a held close (one whose reply already went out) waits for another item, at most, before its batch starts
+   * alone: the next request's reservation then commits with it (one commit per request at concurrency 1).
+   */
+  holdMs?: number;
 }
+
+/** LedgerOptions.holdMs by default: longer than the next request of a client takes to arrive, short for readers waiting on it. */
+export const CLOSE_HOLD_MS = 2;
 
 /**
  * The money core: reserve → charge / release, and top-ups. Each call is one atomic SQL function (the
@@ -103,23 +111,23 @@ export class Ledger {
   ) {
     this.pool = opts.pool;
     this.metrics = opts.metrics;
+    this.batch = new Batcher<LedgerItem, BatchRow>((items) => this.runBatch(items), (i) => i.row.id, 256, opts.holdMs ?? CLOSE_HOLD_MS);
   }
 
   /** One batcher for both kinds; keyed by generation id, so a generation's open and close never share a batch. */
-  private readonly batch = new Batcher<LedgerItem, BatchRow>(
-    async (items) => {
-      const opens = items.flatMap((i) => (i.kind === 'open' ? [i.row] : []));
-      const closes = items.flatMap((i) => (i.kind === 'close' ? [i.row] : []));
-      const out = await this.sql<BatchRow>(
-        `SELECT kind, id, granted::text AS granted, reason, existing_id, outcome, charged::text AS charged, applied
-           FROM sy_ledger_batch($1::jsonb, $2::jsonb, $3::timestamptz)`,
-        [JSON.stringify(opens), JSON.stringify(closes), this.clock()],
-      );
-      const byItem = new Map(out.map((r) => [`${r.kind}:${r.id}`, r]));
-      return items.map((i) => byItem.get(`${i.kind}:${i.row.id}`)!);
-    },
-    (i) => i.row.id,
-  );
+  private readonly batch: Batcher<LedgerItem, BatchRow>;
+
+  private async runBatch(items: LedgerItem[]): Promise<BatchRow[]> {
+    const opens = items.flatMap((i) => (i.kind === 'open' ? [i.row] : []));
+    const closes = items.flatMap((i) => (i.kind === 'close' ? [i.row] : []));
+    const out = await this.sql<BatchRow>(
+      `SELECT kind, id, granted::text AS granted, reason, existing_id, outcome, charged::text AS charged, applied
+         FROM sy_ledger_batch($1::jsonb, $2::jsonb, $3::timestamptz)`,
+      [JSON.stringify(opens), JSON.stringify(closes), this.clock()],
+    );
+    const byItem = new Map(out.map((r) => [`${r.kind}:${r.id}`, r]));
+    return items.map((i) => byItem.get(`${i.kind}:${i.row.id}`)!);
+  }
 
   /** SQL straight through the injected pool, else through Prisma. */
   private async sql<T>(text: string, params: unknown[]): Promise<T[]> {
@@ -142,10 +150,11 @@ export class Ledger {
 
   /**
    * Settles a generation's reservation (charges `cost`, or releases it all) and writes its ending in one
-   * transaction. `applied: false` when the generation had already ended: its first ending stands.
+   * transaction. `applied: false` when the generation had already ended: its first ending stands. `hold`: nobody
+   * waits on the result (the reply went out), so the close may wait briefly for another item to share its commit.
    */
-  async close(row: CloseRow): Promise<{ applied: boolean; charged: Decimal }> {
-    const r = await this.batch.submit({ kind: 'close', row });
+  async close(row: CloseRow, opts: { hold?: boolean } = {}): Promise<{ applied: boolean; charged: Decimal }> {
+    const r = await this.batch.submit({ kind: 'close', row }, opts);
     const charged = money(r.charged!);
     if (r.applied && charged.greaterThan(0)) this.metrics?.moneyCharged.inc({ model: row.model ?? 'unknown' }, rub(charged));
     return { applied: r.applied!, charged };

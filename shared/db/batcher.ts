@@ -1,24 +1,36 @@
 /**
  * Group commit: callers submit items one at a time; the batcher runs them as few batches as possible, one batch
  * in flight at a time. The first item of an idle batcher goes out at once (no added latency when quiet); items
- * arriving while a batch runs form the next one. Items with the same key never share a batch, so each caller
+ * arriving while a batch runs form the next one. An item submitted with `hold` (nobody waits on it) lets an idle
+ * batcher wait up to `holdMs` for another item to share its batch: the next item that is not held, or the timer,
+ * starts it. Items with the same key never share a batch, so each caller
  * gets the result of its own item. A failed batch is retried item by item to isolate the one that failed
  * (safe: a batch is one transaction, and every item's operation is idempotent).
  */
 export class Batcher<I, O> {
   private readonly queue: Array<{ item: I; resolve: (o: O) => void; reject: (e: unknown) => void }> = [];
   private running = false;
+  private holding?: NodeJS.Timeout;
 
   constructor(
     private readonly run: (items: I[]) => Promise<O[]>,
     private readonly keyOf: (item: I) => string,
     private readonly maxBatch = 256,
+    private readonly holdMs = 0,
   ) {}
 
-  submit(item: I): Promise<O> {
+  submit(item: I, opts: { hold?: boolean } = {}): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
-      if (!this.running) void this.drain();
+      if (this.running) return;
+      if (opts.hold && this.holdMs > 0) {
+        this.holding ??= setTimeout(() => {
+          this.holding = undefined;
+          if (!this.running) void this.drain();
+        }, this.holdMs);
+        return;
+      }
+      void this.drain();
     });
   }
 
@@ -39,6 +51,8 @@ export class Batcher<I, O> {
 
   private async drain(): Promise<void> {
     this.running = true;
+    clearTimeout(this.holding);
+    this.holding = undefined;
     try {
       while (this.queue.length) {
         const batch = this.take();

@@ -40,6 +40,8 @@ export interface GenerationJobBase {
   /** Stickiness key: the endpoint that answers is remembered under it. */
   stickyKey?: string;
   traceId?: string;
+  /** The amount reserved (RUB, 10 places): a cost within it is charged exactly, so the reply may precede the commit. */
+  reserved?: string;
 }
 
 export interface TextJobData extends GenerationJobBase {

@@ -159,25 +159,38 @@ export class GenerationService {
    * already ended (its first ending stands).
    */
   async finish(id: string, f: Finish): Promise<{ applied: boolean; charged: Decimal }> {
-    const row: CloseRow = {
-      id,
-      status: f.status,
-      result: f.result ?? null,
-      usage: f.usage ?? null,
-      error: f.error ?? null,
-      warnings: f.warnings ?? null,
-      routing: f.routing ?? null,
-      model: f.model ?? null,
-      provider: f.provider ?? null,
-      final_endpoint_slug: f.finalEndpointSlug ?? null,
-      finish_reason: f.finishReason ?? null,
-      attempts_count: f.attemptsCount ?? null,
-      latency_ms: f.latencyMs === undefined || f.latencyMs === null ? null : Math.round(f.latencyMs),
-      queue_time_ms: f.queueTimeMs === undefined || f.queueTimeMs === null ? null : Math.round(f.queueTimeMs),
-      generation_time_ms: f.generationTimeMs === undefined || f.generationTimeMs === null ? null : Math.round(f.generationTimeMs),
-      upstream_id: f.upstreamId ?? null,
-    };
-    if (f.cost !== undefined) row.cost = toStorage(f.cost);
-    return this.ledger.close(row);
+    return this.ledger.close(closeRowOf(id, f));
   }
+
+  /**
+   * `finish` with the row already built (`closeRowOf`): a settlement promised before its commit
+   * (shared/billing/settlement-journal.ts). `hold`: the reply went out, the commit may wait briefly for company.
+   */
+  finishRow(row: CloseRow, opts: { hold?: boolean } = {}): Promise<{ applied: boolean; charged: Decimal }> {
+    return this.ledger.close(row, opts);
+  }
+}
+
+/** A generation's ending as the ledger's close row (`sy_ledger_batch`'s columns). */
+export function closeRowOf(id: string, f: Finish): CloseRow {
+  const row: CloseRow = {
+    id,
+    status: f.status,
+    result: f.result ?? null,
+    usage: f.usage ?? null,
+    error: f.error ?? null,
+    warnings: f.warnings ?? null,
+    routing: f.routing ?? null,
+    model: f.model ?? null,
+    provider: f.provider ?? null,
+    final_endpoint_slug: f.finalEndpointSlug ?? null,
+    finish_reason: f.finishReason ?? null,
+    attempts_count: f.attemptsCount ?? null,
+    latency_ms: f.latencyMs === undefined || f.latencyMs === null ? null : Math.round(f.latencyMs),
+    queue_time_ms: f.queueTimeMs === undefined || f.queueTimeMs === null ? null : Math.round(f.queueTimeMs),
+    generation_time_ms: f.generationTimeMs === undefined || f.generationTimeMs === null ? null : Math.round(f.generationTimeMs),
+    upstream_id: f.upstreamId ?? null,
+  };
+  if (f.cost !== undefined) row.cost = toStorage(f.cost);
+  return row;
 }

@@ -29,10 +29,11 @@ const post = (path: string, body: object, key?: string, auth = org.auth) => {
 const upstreamCalls = (path = '/openai/v1/chat/completions') => s.fake.requests.filter((q) => q.path === path).length;
 const generationsOf = (organizationId = org.organizationId) => s.t.db.generation.count({ where: { organizationId } });
 async function spent(organizationId = org.organizationId) {
+  await s.settled(organizationId);
   const o = await s.t.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
   return { balance: money(o.balance), reserved: money(o.reserved) };
 }
-const ledgerEntries = (generationId: string) => s.t.db.ledgerEntry.count({ where: { generationId, kind: 'charge' } });
+const ledgerEntries = async (generationId: string) => (await s.settled(org.organizationId), s.t.db.ledgerEntry.count({ where: { generationId, kind: 'charge' } }));
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function until(check: () => Promise<boolean>, ms = 10_000) {
   const end = Date.now() + ms;

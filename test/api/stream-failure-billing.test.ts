@@ -91,6 +91,7 @@ async function settled(org: StackOrg, balanceBefore: Decimal) {
     if (Date.now() > until) throw new Error(`generation did not end: ${g?.status}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+  await s.settled(org.organizationId);
   const g = await s.t.db.generation.findFirstOrThrow({ where: { organizationId: org.organizationId } });
   const detail = await fetch(`${s.url}/v1/history/generations/${g.id}`, { headers: org.auth }).then((r) => r.json() as Promise<{ clientCost: string }>);
   const entries = await s.t.db.ledgerEntry.findMany({ where: { generationId: g.id } });
@@ -101,6 +102,7 @@ async function settled(org: StackOrg, balanceBefore: Decimal) {
 }
 
 async function balanceOf(org: StackOrg): Promise<Decimal> {
+  await s.settled(org.organizationId);
   return money((await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } })).balance);
 }
 

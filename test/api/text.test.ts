@@ -34,9 +34,15 @@ afterAll(() => s.close());
 beforeEach(() => s.fake.reset());
 
 const post = (body: object, auth = org.auth) => request(s.app).post('/v1/responses').set(auth).send(body);
-const generation = (id: string) => s.t.db.generation.findUniqueOrThrow({ where: { id } });
+/** The record as the database holds it once the settlement the reply promised is committed (reads through the API wait for it). */
+async function generation(id: string) {
+  const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
+  await s.settled(g.organizationId);
+  return s.t.db.generation.findUniqueOrThrow({ where: { id } });
+}
 
 async function orgMoney(id = org.organizationId) {
+  await s.settled(id);
   const o = await s.t.db.organization.findUniqueOrThrow({ where: { id } });
   return { balance: money(o.balance), reserved: money(o.reserved) };
 }

@@ -67,6 +67,7 @@ function expected(tokens: string[]): number[] {
 const close = (actual: number, want: number) => expect(Math.abs(actual - want)).toBeLessThan(1e-9);
 
 async function orgMoney(id = org.organizationId) {
+  await s.settled(id);
   const o = await s.t.db.organization.findUniqueOrThrow({ where: { id } });
   return { balance: money(o.balance), reserved: money(o.reserved) };
 }
@@ -134,6 +135,7 @@ describe('answers from log-probabilities', () => {
     expect(mute.requests).toHaveLength(3);
     expect(s.fake.requests).toHaveLength(3);
     close(res.body.answers.polite.noul, expected(['Y', 'N'])[0]);
+    await s.settled(org.organizationId);
     const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: res.body.id } });
     expect(g).toMatchObject({ status: 'completed', provider: 'primary', finalEndpointSlug: 'acme/judge:primary', attemptsCount: 6 });
     // The failed calls are recorded as every generation kind records them, each with its question.
@@ -227,6 +229,7 @@ describe('billing and history', () => {
     expect(before.balance.minus(after.balance).toNumber()).toBeCloseTo(cost, 10);
     expect(after.reserved.isZero()).toBe(true);
 
+    await s.settled(org.organizationId);
     const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: res.body.id } });
     expect(g).toMatchObject({ apiType: 'systemone', requestType: 'chat', responseMode: 'sync', status: 'completed', model: 'acme/mixed', provider: 'primary' });
     expect(money(g.clientCost).toNumber()).toBeCloseTo(cost, 10);

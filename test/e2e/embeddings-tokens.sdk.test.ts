@@ -34,6 +34,7 @@ afterAll(() => s.close());
 beforeEach(() => s.fake.reset());
 
 async function balance() {
+  await s.settled(org.organizationId);
   const o = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
   return money(o.balance);
 }

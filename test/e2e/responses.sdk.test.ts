@@ -37,6 +37,7 @@ beforeEach(() => s.fake.reset());
 const lastSent = () => (s.fake.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)?.body ?? {}) as { messages: Array<{ role: string; content: unknown }> };
 
 async function orgMoney() {
+  await s.settled(org.organizationId);
   const o = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
   return { balance: money(o.balance), reserved: money(o.reserved) };
 }

@@ -14,6 +14,7 @@ beforeAll(async () => {
 afterAll(() => s.close());
 
 async function balance() {
+  await s.settled(org.organizationId);
   const o = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
   return { balance: money(o.balance), reserved: money(o.reserved), spent: money(o.spent) };
 }

@@ -20,6 +20,7 @@ import { createRedis, whenReady } from '../../shared/queue/redis';
 import { createLogger } from '../../shared/logger';
 import type { AppContext, AppDeps } from '../../api/app-context';
 import { buildWorkerDeps, type WorkerDeps } from '../../workers/worker-deps';
+import { Ledger } from '../../shared/billing/ledger';
 import { startWorkerPool, type WorkerPool } from '../../workers/worker-pool';
 import type { QueueName } from '../../shared/queue/queue-names';
 import { startFakeProvider, type FakeKnobs, type FakeProvider } from '../fakes/fake-provider';
@@ -153,6 +154,11 @@ export interface TestStack {
   pool: WorkerPool;
   /** An organization with a balance and an API key. */
   seed(opts?: { balance?: string; keyLimit?: string }): Promise<StackOrg>;
+  /**
+   * Waits until the settlements promised to the organization are committed (a worker replies before its commit:
+   * shared/billing/settlement-journal.ts). What the read routes do; a test reading the database directly calls it.
+   */
+  settled(organizationId: string): Promise<void>;
   /** Stops the workers, servers and connections and drops the test database. */
   close(): Promise<void>;
 }
@@ -176,6 +182,8 @@ export interface TestStackOptions {
   /** Start no workers (tests of what happens while nothing runs the queue). */
   noWorkers?: boolean;
   appDeps?: Partial<AppDeps>;
+  /** How long the workers' ledger holds a close whose reply went out (shared/billing/ledger.ts CLOSE_HOLD_MS). */
+  closeHoldMs?: number;
 }
 
 function merge<T>(base: Record<string, T>, over: Record<string, T | null> | undefined): Record<string, T> {
@@ -220,6 +228,7 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
     upstream,
     // The API's secret, so file URLs signed by workers open through the API.
     secret: TEST_SECRET,
+    ...(opts.closeHoldMs !== undefined && { ledger: new Ledger(h.t.db, undefined, { pool: h.t.pool, holdMs: opts.closeHoldMs }) }),
   });
   const pool: WorkerPool = opts.noWorkers ? { workers: [], ready: async () => undefined, close: async () => undefined } : startWorkerPool(workerDeps, blocking, { queues: opts.queues });
   await pool.ready();
@@ -245,6 +254,9 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
         auth: { Authorization: `Bearer ${key.key}` },
         accounts: org.accounts,
       };
+    },
+    async settled(organizationId) {
+      await ctx.settlements.waitSettled(organizationId);
     },
     async close() {
       await pool.close();

@@ -35,4 +35,21 @@ describe('Batcher', () => {
     const results = await Promise.allSettled([1, 2, 3, 4].map((i) => b.submit(i)));
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
   });
+
+  it('holds an item nobody waits on until another comes to share its batch, or until holdMs', async () => {
+    const batches: Array<{ items: number[]; at: number }> = [];
+    const b = new Batcher<number, number>(async (items) => (batches.push({ items, at: Date.now() }), items), String, 256, 200);
+    const t0 = Date.now();
+    const held = b.submit(1, { hold: true });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(batches).toEqual([]);
+    await Promise.all([held, b.submit(2)]);
+    expect(batches.map((x) => x.items)).toEqual([[1, 2]]);
+    expect(batches[0].at - t0).toBeLessThan(150);
+    // Alone, it goes out when the hold ends.
+    const t1 = Date.now();
+    await b.submit(3, { hold: true });
+    expect(batches.map((x) => x.items)).toEqual([[1, 2], [3]]);
+    expect(batches[1].at - t1).toBeGreaterThanOrEqual(190);
+  });
 });

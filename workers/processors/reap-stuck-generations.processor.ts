@@ -21,9 +21,10 @@ const LIVE = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-ch
  * Fails and releases generations that nothing will ever end: still `pending`/`processing`, older than
  * `minAgeMs`, and without a live job (the job was lost with a Redis outage, failed on a database outage before
  * it could record the ending, or stalled more often than allowed). A generation whose job still runs is left
- * alone: media jobs have their own task timeout. Nothing is charged for a reaped generation.
+ * alone: media jobs have their own task timeout. Nothing is charged for a reaped generation, except one whose worker
+ * replied with its cost before the commit and then died (its promised settlement is kept).
  */
-export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations' | 'redis' | 'config' | 'clock' | 'logger'> & { metrics?: Pick<WorkerDeps['metrics'], 'generationsReaped'> }, opts: ReaperOptions = deps.config.reaper) {
+export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations' | 'settlements' | 'redis' | 'config' | 'clock' | 'logger'> & { metrics?: Pick<WorkerDeps['metrics'], 'generationsReaped'> }, opts: ReaperOptions = deps.config.reaper) {
   const queues = new Map<QueueName, Queue>();
   const queue = (name: QueueName) => {
     let q = queues.get(name);
@@ -34,7 +35,7 @@ export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations
     const before = new Date(deps.clock().getTime() - opts.minAgeMs);
     const stuck = await deps.db.generation.findMany({
       where: { status: { in: ['pending', 'processing'] }, createdAt: { lt: before } },
-      select: { id: true, apiType: true, requestType: true, routing: true },
+      select: { id: true, organizationId: true, apiType: true, requestType: true, routing: true },
       orderBy: { createdAt: 'asc' },
       take: 500,
     });
@@ -42,6 +43,11 @@ export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations
     for (const g of stuck) {
       const state = await queue(queueOfGeneration(g)).getJobState(g.id);
       if (LIVE.has(state)) continue;
+      // A worker that replied before it could commit (settlement-journal.ts): the charge its reply showed stands.
+      if (await deps.settlements.keep(g.organizationId, g.id, (row) => deps.generations.finishRow(row))) {
+        deps.logger.warn('kept a settlement promised by a job that ended before committing it', { generationId: g.id, jobState: state });
+        continue;
+      }
       const error = new AppError('SERVICE_UNAVAILABLE', 'The generation was interrupted before it could finish (nothing was charged): repeat the request').toStored();
       const r = await deps.generations.finish(g.id, { status: 'failed', error });
       if (r.applied) {

@@ -1,3 +1,4 @@
+import type { Job } from 'bullmq';
 import { AppError } from '../../shared/errors/app-error';
 import { endpointBySlug, type ResolvedEndpoint } from '../../shared/catalog/catalog-index';
 import type { ProviderAdapter } from '../../shared/providers/adapter.types';
@@ -10,6 +11,8 @@ import type { Attempt, GenerationJobBase, PlannedCandidate } from '../../shared/
 import type { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { WorkerDeps } from '../worker-deps';
 import { AttemptOrder, retryAfterSeconds, waitFor } from './attempt-order';
+import { closeRowOf, type Finish } from '../../shared/services/generation.service';
+import { money } from '../../shared/billing/money';
 
 /** One upstream call that did not answer (or an endpoint that could not be called): shared/queue/job-catalog.ts. */
 export type { Attempt };
@@ -192,6 +195,48 @@ export function failureError(deps: Pick<WorkerDeps, 'stats'>, attempts: Attempt[
 export interface RunTiming {
   queueTimeMs: number;
   startedAt: number;
+}
+
+/**
+ * Ends a generation that answered: charges `finish.cost`, records the ending and sends `done` with the cost charged
+ * (`payload.cost`), or `cancelled` when another ending won (nothing charged).
+ *
+ * Reply, then settle (docs/architecture.md): when a client waits for the reply and the cost is within the reservation
+ * (so the close charges exactly that cost), the settlement is promised in the journal, the reply goes out, and the
+ * close commits after it, held briefly so the next request's reservation shares its commit. A run that dies in
+ * between leaves the promise for the job's re-run or the reaper to keep (settlement-journal.ts).
+ */
+export async function endCompleted(
+  deps: WorkerDeps,
+  pub: GenerationPublisher,
+  data: Pick<GenerationJobBase, 'generationId' | 'organizationId' | 'replyTo' | 'reserved' | 'traceId'>,
+  finish: Finish & { status: 'completed'; cost: NonNullable<Finish['cost']> },
+  payload: { cost: string },
+): Promise<void> {
+  const row = closeRowOf(data.generationId, finish);
+  if (!data.replyTo || data.reserved === undefined || money(row.cost).greaterThan(data.reserved)) {
+    const outcome = await deps.generations.finishRow(row);
+    payload.cost = outcome.charged.toFixed(10);
+    await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
+    return;
+  }
+  payload.cost = money(row.cost).toFixed(10);
+  const message = { type: 'done', payload } as const;
+  await deps.settlements.promise(data.organizationId, { row, replyTo: data.replyTo, message });
+  await pub.send(message);
+  const outcome = await deps.generations.finishRow(row, { hold: true });
+  // Another ending committed first (a cancel that raced the reply): it stands, and the client saw this one.
+  if (!outcome.applied) deps.logger.warn('a generation replied to was ended otherwise first', { generationId: data.generationId, trace_id: data.traceId });
+  await deps.settlements.kept(data.organizationId, data.generationId);
+}
+
+/**
+ * A job run again (after a stall) whose earlier run promised its settlement and replied: that promise is kept (the
+ * close committed, the reply sent again) instead of calling the provider a second time. True when it was.
+ */
+export function keptEarlierPromise(deps: WorkerDeps, job: Pick<Job<GenerationJobBase>, 'data' | 'attemptsStarted' | 'stalledCounter'>): Promise<boolean> {
+  if (job.attemptsStarted <= 1 && !job.stalledCounter) return Promise.resolve(false);
+  return deps.settlements.keep(job.data.organizationId, job.data.generationId, (row) => deps.generations.finishRow(row));
 }
 
 /** Ends a generation as failed (nothing charged) and tells the waiting API process. */

@@ -4,7 +4,7 @@ import { tokenCost } from '../../shared/billing/pricing';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { EmbeddingsDonePayload, EmbeddingsJobData } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
-import { endFailed, endStopped, failureError, runAttempts, upstreamRequest, type EndpointCall, type RunTiming } from './attempt-loop';
+import { endCompleted, endFailed, endStopped, failureError, runAttempts, upstreamRequest, type EndpointCall, type RunTiming } from './attempt-loop';
 
 /** Runs an embeddings job through the attempt loop (attempt-loop.ts), as text does. */
 export class EmbeddingsExecutor {
@@ -28,7 +28,8 @@ export class EmbeddingsExecutor {
     const usage = { inputTokens: result.usage.inputTokens, outputTokens: 0 };
     const cost = tokenCost(resolved.endpoint.price, usage);
     const payload: EmbeddingsDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: resolved.provider.id, cost: cost.toFixed(10), attempts };
-    const outcome = await this.deps.generations.finish(data.generationId, {
+    // What is charged is what the reply shows.
+    await endCompleted(this.deps, pub, data, {
       status: 'completed',
       cost,
       usage,
@@ -42,9 +43,7 @@ export class EmbeddingsExecutor {
       latencyMs: run.queueTimeMs + (out.finished - out.started),
       queueTimeMs: run.queueTimeMs,
       generationTimeMs: out.finished - run.startedAt,
-    });
-    payload.cost = outcome.charged.toFixed(10); // what was charged is what the reply shows
-    await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
+    }, payload);
   }
 
   /** Calls one endpoint; a reply with another number of vectors than inputs is a malformed reply (fall back). */

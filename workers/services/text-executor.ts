@@ -12,7 +12,7 @@ import { StreamAccumulator } from './stream-accumulator';
 import { withoutText } from '../../shared/formats/unstored-text';
 import { MaskSession } from '../../shared/plugins/masker';
 import { stopReasonOf } from '../../shared/queue/cancel-channel';
-import { attemptOf, endFailed, endStopped, failedAttempt, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
+import { attemptOf, endCompleted, endFailed, endStopped, failedAttempt, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
 
 export type { Attempt };
 
@@ -91,7 +91,9 @@ export class TextExecutor {
       attempts,
       plugins: masker?.usage(),
     };
-    const outcome = await this.deps.generations.finish(data.generationId, {
+    if (data.stickyKey) this.deps.stats.setSticky(data.stickyKey, candidate.slug);
+    // The client is shown what is charged (the same number as the history and the ledger).
+    await endCompleted(this.deps, pub, data, {
       status: 'completed',
       cost,
       result: recorded(data, payload),
@@ -107,11 +109,7 @@ export class TextExecutor {
       queueTimeMs: run.queueTimeMs,
       generationTimeMs: out.finished - run.startedAt,
       upstreamId: result.upstreamId ?? null,
-    });
-    if (data.stickyKey) this.deps.stats.setSticky(data.stickyKey, candidate.slug);
-    // The client is shown what was charged (the same number as the history and the ledger).
-    payload.cost = outcome.charged.toFixed(10);
-    await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
+    }, payload);
   }
 
   /** Calls one endpoint: a plain request, or a stream whose deltas go to the waiting API process as they come. */

@@ -7,7 +7,7 @@ import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate, QuestionAttempt, TypedQuestionsDonePayload, TypedQuestionsJobData, TextJobData } from '../../shared/queue/job-catalog';
 import { readAnswer, schemeOf, type TypedAnswer } from '../../shared/formats/typed-questions.mapper';
 import type { WorkerDeps } from '../worker-deps';
-import { endFailed, endStopped, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
+import { endCompleted, endFailed, endStopped, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
 
 export function isTypedQuestionsJob(data: TextJobData | TypedQuestionsJobData): data is TypedQuestionsJobData {
   return data.apiType === 'systemone' && Array.isArray((data as TypedQuestionsJobData).questions);
@@ -71,7 +71,8 @@ export class TypedQuestionsExecutor {
       attempts,
     };
     const candidate = data.candidates.find((c) => c.slug === main.slug);
-    const outcome = await this.deps.generations.finish(data.generationId, {
+    // What is charged is what the reply shows.
+    await endCompleted(this.deps, pub, data, {
       status: 'completed',
       cost,
       result: payload,
@@ -86,9 +87,7 @@ export class TypedQuestionsExecutor {
       latencyMs: queueTimeMs + generationTimeMs,
       queueTimeMs,
       generationTimeMs,
-    });
-    payload.cost = outcome.charged.toFixed(10); // what was charged is what the reply shows
-    await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
+    }, payload);
   }
 
   /** One question through the attempt loop: the first endpoint whose log-probabilities give an answer. */

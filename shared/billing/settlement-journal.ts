@@ -1,0 +1,92 @@
+import type Redis from 'ioredis';
+import type { CloseRow } from './ledger';
+import { GenerationPublisher, type GenerationEvent } from '../queue/generation-bus';
+
+/**
+ * A settlement whose reply went out before its commit (docs/architecture.md "Reply, then settle"): the ledger close
+ * to apply, and the reply to send again if the process that promised it died before sending it.
+ */
+export interface PromisedSettlement {
+  row: CloseRow;
+  /** The API process's reply channel (the job's `replyTo`) and the final message it was sent. */
+  replyTo: string | null;
+  message: GenerationEvent;
+}
+
+/** How long a read waits for an organization's promised settlements before it answers anyway. */
+export const SETTLE_WAIT_MS = 5_000;
+const POLL_MS = 2;
+
+/**
+ * Settlements promised but not yet committed, per organization, in Redis (the queues' store: what holds the job
+ * holds its promise). A worker writes the entry before the reply that shows the cost and erases it once the ledger
+ * committed the close; a re-run of the job (stalled) or the reaper commits an entry the worker could not.
+ *
+ * Readers keep read-your-writes through it: a balance, history or stored-response read first waits until the
+ * settlements its organization was promised when it arrived are committed (`waitSettled`), and a reservation refused
+ * for money retries once they are.
+ */
+export class SettlementJournal {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  private key(organizationId: string): string {
+    return `${this.prefix}:settling:${organizationId}`;
+  }
+
+  /** Records the promise; resolves once Redis holds it (only then may the reply go out). */
+  async promise(organizationId: string, s: PromisedSettlement): Promise<void> {
+    await this.redis.hset(this.key(organizationId), s.row.id, JSON.stringify(s));
+  }
+
+  /** The promise of one generation, or null. */
+  async read(organizationId: string, generationId: string): Promise<PromisedSettlement | null> {
+    const text = await this.redis.hget(this.key(organizationId), generationId);
+    return text ? (JSON.parse(text) as PromisedSettlement) : null;
+  }
+
+  /** The promise is kept (the close is committed, or another ending had won). */
+  async kept(organizationId: string, generationId: string): Promise<void> {
+    await this.redis.hdel(this.key(organizationId), generationId);
+  }
+
+  /**
+   * Keeps the promise another run made for a generation, if there is one: commits its close and sends its reply again
+   * (the run may have died between the two). The job re-run after a stall, the reaper and a cancel call it first, so
+   * a generation whose reply showed a cost is settled at that cost and its provider is not called again.
+   */
+  async keep(organizationId: string, generationId: string, finishRow: (row: CloseRow) => Promise<unknown>): Promise<boolean> {
+    const s = await this.read(organizationId, generationId);
+    if (!s) return false;
+    await finishRow(s.row);
+    await new GenerationPublisher(this.redis, s.replyTo, generationId).send(s.message);
+    await this.kept(organizationId, generationId);
+    return true;
+  }
+
+  /**
+   * Waits until the settlements promised to the organization when called (or just `generationIds` of them) are
+   * committed, at most `timeoutMs`. True when there was something to wait for. A Redis failure waits for nothing:
+   * the read then answers from the database as it stands.
+   */
+  async waitSettled(organizationId: string, opts: { generationIds?: string[]; timeoutMs?: number } = {}): Promise<boolean> {
+    const key = this.key(organizationId);
+    try {
+      let ids = opts.generationIds ?? (await this.redis.hkeys(key));
+      if (opts.generationIds) ids = pending(ids, await this.redis.hmget(key, ...ids));
+      if (!ids.length) return false;
+      const deadline = Date.now() + (opts.timeoutMs ?? SETTLE_WAIT_MS);
+      while (ids.length && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, POLL_MS));
+        ids = pending(ids, await this.redis.hmget(key, ...ids));
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
+
+const pending = (ids: string[], values: Array<string | null>) => ids.filter((_, i) => values[i] !== null);

@@ -1,0 +1,149 @@
+import request from 'supertest';
+import { money } from '../../shared/billing/money';
+import { closeRowOf, type NewGeneration } from '../../shared/services/generation.service';
+import { keptEarlierPromise } from '../../workers/services/attempt-loop';
+import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';
+import { QUEUES } from '../../shared/queue/queue-names';
+import { createTestStack, type StackOrg, type TestStack } from '../helpers/test-stack';
+
+// Reply, then settle (docs/architecture.md): a worker replies once the settlement is promised in Redis and commits
+// it after the reply. Reads through the API keep read-your-writes; a run that dies keeps its promise through the
+// job's re-run, the reaper or a cancel.
+
+const HOLD_MS = 400;
+
+async function orgMoney(s: TestStack, id: string) {
+  const o = await s.t.db.organization.findUniqueOrThrow({ where: { id } });
+  return { balance: money(o.balance), reserved: money(o.reserved) };
+}
+
+describe('reads right after the reply see the settlement the reply showed', () => {
+  let s: TestStack;
+  let org: StackOrg;
+  // The workers hold each close 400 ms (unless a reservation comes to share its commit): every read below arrives
+  // while the settlement is still only promised.
+  beforeAll(async () => {
+    s = await createTestStack({ closeHoldMs: HOLD_MS, knobs: { promptTokens: 1000, completionTokens: 500 } });
+    org = await s.seed({ balance: '1000' });
+  });
+  afterAll(() => s.close());
+
+  const chat = () => request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'hi' }] });
+
+  it('balance, key and history', async () => {
+    const before = await orgMoney(s, org.organizationId);
+    const res = await chat();
+    expect(res.status).toBe(200);
+    const id = res.headers['x-generation-id'] ?? res.body.id;
+    // The reply went out before the commit: the promise is still in the journal.
+    expect(await s.ctx.settlements.read(org.organizationId, id)).not.toBeNull();
+    expect((await orgMoney(s, org.organizationId)).reserved.isZero()).toBe(false);
+
+    const cost = money(res.body.usage.cost_rub);
+    expect(cost.greaterThan(0)).toBe(true);
+    const [balance, key, detail] = await Promise.all([
+      request(s.app).get('/v1/balance').set(org.auth),
+      request(s.app).get('/v1/key').set(org.auth),
+      request(s.app).get(`/v1/history/generations/${id}`).set(org.auth),
+    ]);
+    expect(balance.body).toMatchObject({ amount: before.balance.minus(cost).toFixed(6), reservedAmount: '0.000000' });
+    expect(key.body.usage).toBeCloseTo(cost.toNumber(), 6);
+    expect(detail.body).toMatchObject({ status: 'completed', clientCost: cost.toFixed(6) });
+    expect(await s.ctx.settlements.read(org.organizationId, id)).toBeNull();
+    expect((await orgMoney(s, org.organizationId)).reserved.isZero()).toBe(true);
+  });
+
+  it('previous_response_id names the response just received', async () => {
+    const first = await request(s.app).post('/v1/responses').set(org.auth).send({ model: 'openai/gpt-4.1-mini', input: 'remember 7' });
+    expect(first.status).toBe(200);
+    expect(await s.ctx.settlements.read(org.organizationId, first.body.id)).not.toBeNull();
+    const second = await request(s.app).post('/v1/responses').set(org.auth).send({ model: 'openai/gpt-4.1-mini', input: 'and?', previous_response_id: first.body.id });
+    expect(second.status).toBe(200);
+    const got = await request(s.app).get(`/v1/responses/${first.body.id}`).set(org.auth);
+    expect(got.body.status).toBe('completed');
+  });
+});
+
+describe('promised settlements are kept by whoever comes next', () => {
+  let s: TestStack;
+  let org: StackOrg;
+  beforeAll(async () => {
+    // No workers: a request that gets past its reservation waits for nobody and times out (408) after 300 ms.
+    s = await createTestStack({ noWorkers: true, env: { SYNC_WAIT_MS: '300' } });
+    org = await s.seed({ balance: '10' });
+  });
+  afterAll(() => s.close());
+
+  let n = 0;
+  const gen = (organizationId: string): NewGeneration => ({
+    id: `gen_promise_${++n}_${Date.now()}`,
+    organizationId,
+    apiKeyId: null,
+    userId: null,
+    model: 'openai/gpt-4.1-mini',
+    unifiedModelId: 'openai/gpt-4.1-mini',
+    modelDisplayName: 'GPT',
+    requestType: 'chat',
+    apiType: 'chat_completions',
+    responseMode: 'sync',
+    request: { messages: [] },
+    bound: '1',
+  });
+
+  /** A reserved generation whose (dead) worker promised to charge 0.25 and replied. */
+  async function promised() {
+    const g = gen(org.organizationId);
+    await s.ctx.generations.create(g);
+    const row = closeRowOf(g.id, { status: 'completed', cost: '0.25', result: { cost: '0.25' } });
+    await s.ctx.settlements.promise(org.organizationId, { row, replyTo: null, message: { type: 'done', payload: { cost: '0.25' } } });
+    return g.id;
+  }
+
+  async function expectCharged(id: string) {
+    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
+    expect(g.status).toBe('completed');
+    expect(money(g.clientCost).toFixed(2)).toBe('0.25');
+    expect(await s.ctx.settlements.read(org.organizationId, id)).toBeNull();
+  }
+
+  it('the job run again after a stall commits the promise instead of calling the provider', async () => {
+    const id = await promised();
+    const job = { data: { generationId: id, organizationId: org.organizationId } as never, attemptsStarted: 2, stalledCounter: 1 };
+    expect(await keptEarlierPromise(s.workerDeps, { ...job, attemptsStarted: 1, stalledCounter: 0 })).toBe(false);
+    expect(await s.ctx.settlements.read(org.organizationId, id)).not.toBeNull();
+    expect(await keptEarlierPromise(s.workerDeps, job)).toBe(true);
+    await expectCharged(id);
+  });
+
+  it('the reaper commits the promise of a generation no job will finish', async () => {
+    const id = await promised();
+    const reap = stuckGenerationReaper(s.workerDeps, { everyMs: 60_000, minAgeMs: 0 });
+    expect(await reap()).toEqual({ reaped: 0 });
+    await expectCharged(id);
+  });
+
+  it('a cancel after the reply keeps the reply: the generation is charged, not cancelled', async () => {
+    const id = await promised();
+    await s.ctx.queues.text.add(QUEUES.text, { generationId: id, organizationId: org.organizationId } as never, { jobId: id });
+    expect(await s.ctx.gateway.cancel(id, QUEUES.text)).toBe(false);
+    await expectCharged(id);
+  });
+
+  it('a reservation refused for money while settlements are promised is tried again once they are committed', async () => {
+    const poor = await s.seed({ balance: '0' });
+    const planted = closeRowOf('gen_elsewhere', { status: 'completed', cost: '0' });
+    await s.ctx.settlements.promise(poor.organizationId, { row: planted, replyTo: null, message: { type: 'cancelled' } });
+    // What the promised commit would free, arriving with it.
+    setTimeout(() => {
+      void s.t.db.organization
+        .update({ where: { id: poor.organizationId }, data: { balance: '5' } })
+        .then(() => s.ctx.settlements.kept(poor.organizationId, 'gen_elsewhere'));
+    }, 150);
+    // The promise stands, the balance is 0: a plain reservation is refused.
+    await expect(s.ctx.generations.create(gen(poor.organizationId))).rejects.toMatchObject({ status: 402 });
+    const res = await request(s.app).post('/v1/chat/completions').set(poor.auth).send({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'hi' }] });
+    // Refused, waited for the promise, reserved on the second try; then no worker answered.
+    expect(res.status).toBe(408);
+    expect(await s.t.db.generation.count({ where: { organizationId: poor.organizationId } })).toBe(1);
+  });
+});
