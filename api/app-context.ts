@@ -105,7 +105,10 @@ export function buildContext(deps: AppDeps): AppContext {
   const metrics = deps.metrics ?? createMetrics();
   const ledger = deps.ledger ?? new Ledger(deps.db, clock, { pool: deps.pool, metrics });
   const generations = new GenerationService(deps.db, clock, ledger);
-  const settlements = new SettlementJournal(deps.redis, deps.config.queuePrefix);
+  const settlements = new SettlementJournal(deps.redis, deps.config.queuePrefix, async (ids) => {
+    const rows = await deps.db.generation.findMany({ where: { id: { in: ids }, status: { in: ['pending', 'processing'] } }, select: { id: true } });
+    return new Set(rows.map((r) => r.id));
+  });
   const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix }, settlements);
   const planner = new RoutePlanner(deps.catalog, stats);
   metrics.trackQueues(queues);

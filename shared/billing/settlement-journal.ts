@@ -30,6 +30,12 @@ export class SettlementJournal {
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
+    /**
+     * Which of these generations still run (the API passes a database lookup). A promise whose generation has ended
+     * is spent (its close committed, or another ending won): one left behind by a Redis error after the commit is
+     * erased when a wait for it runs out, so it delays no later read.
+     */
+    private readonly stillRunning?: (generationIds: string[]) => Promise<Set<string>>,
   ) {}
 
   private key(organizationId: string): string {
@@ -81,6 +87,11 @@ export class SettlementJournal {
       while (ids.length && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, POLL_MS));
         ids = pending(ids, await this.redis.hmget(key, ...ids));
+      }
+      if (ids.length && this.stillRunning) {
+        const running = await this.stillRunning(ids);
+        const spent = ids.filter((id) => !running.has(id));
+        if (spent.length) await this.redis.hdel(key, ...spent);
       }
       return true;
     } catch {

@@ -129,6 +129,14 @@ describe('promised settlements are kept by whoever comes next', () => {
     await expectCharged(id);
   });
 
+  it('a promise left behind for a generation that has ended is erased once a wait for it runs out', async () => {
+    const id = await promised();
+    await s.ctx.generations.finish(id, { status: 'completed', cost: '0.25' });
+    expect(await s.ctx.settlements.waitSettled(org.organizationId, { timeoutMs: 30 })).toBe(true);
+    expect(await s.ctx.settlements.read(org.organizationId, id)).toBeNull();
+    expect(await s.ctx.settlements.waitSettled(org.organizationId)).toBe(false);
+  });
+
   it('a reservation refused for money while settlements are promised is tried again once they are committed', async () => {
     const poor = await s.seed({ balance: '0' });
     const planted = closeRowOf('gen_elsewhere', { status: 'completed', cost: '0' });

@@ -214,15 +214,24 @@ export async function endCompleted(
   payload: { cost: string },
 ): Promise<void> {
   const row = closeRowOf(data.generationId, finish);
-  if (!data.replyTo || data.reserved === undefined || money(row.cost).greaterThan(data.reserved)) {
+  const settleFirst = async () => {
     const outcome = await deps.generations.finishRow(row);
     payload.cost = outcome.charged.toFixed(10);
     await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
-    return;
-  }
+  };
+  if (!data.replyTo || data.reserved === undefined || money(row.cost).greaterThan(data.reserved)) return settleFirst();
   payload.cost = money(row.cost).toFixed(10);
   const message = { type: 'done', payload } as const;
-  await deps.settlements.promise(data.organizationId, { row, replyTo: data.replyTo, message });
+  try {
+    await deps.settlements.promise(data.organizationId, { row, replyTo: data.replyTo, message });
+  } catch (err) {
+    // Redis refused the promise: nothing was replied yet, so settle first, as without it.
+    deps.logger.warn('settlement not promised, settling before the reply', { generationId: data.generationId, err, trace_id: data.traceId });
+    await settleFirst();
+    // Should Redis have kept it after all, it is spent now.
+    await deps.settlements.kept(data.organizationId, data.generationId).catch(() => undefined);
+    return;
+  }
   await pub.send(message);
   const outcome = await deps.generations.finishRow(row, { hold: true });
   // Another ending committed first (a cancel that raced the reply): it stands, and the client saw this one.
