@@ -209,7 +209,7 @@ export interface RunTiming {
 export async function endCompleted(
   deps: WorkerDeps,
   pub: GenerationPublisher,
-  data: Pick<GenerationJobBase, 'generationId' | 'organizationId' | 'replyTo' | 'reserved' | 'traceId'>,
+  data: Pick<GenerationJobBase, 'generationId' | 'organizationId' | 'replyTo' | 'reserved' | 'traceId'> & { mode?: string },
   finish: Finish & { status: 'completed'; cost: NonNullable<Finish['cost']> },
   payload: { cost: string },
 ): Promise<void> {
@@ -219,7 +219,9 @@ export async function endCompleted(
     payload.cost = outcome.charged.toFixed(10);
     await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
   };
-  if (!data.replyTo || data.reserved === undefined || money(row.cost).greaterThan(data.reserved)) return settleFirst();
+  // A stream's client already holds the content: only its last event waits for the commit, and the client's next
+  // request then reserves without a settlement ahead of it (committing after would land on that request's first byte).
+  if (!data.replyTo || data.mode === 'stream' || data.reserved === undefined || money(row.cost).greaterThan(data.reserved)) return settleFirst();
   payload.cost = money(row.cost).toFixed(10);
   const message = { type: 'done', payload } as const;
   try {
