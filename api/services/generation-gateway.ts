@@ -258,7 +258,7 @@ export class GenerationGateway {
     const job = await this.queues[queue].getJob(id).catch(() => undefined);
     const data = job?.data as Partial<GenerationJobBase & { step: unknown }> | undefined;
     // Its worker already replied with the cost (reply, then settle): that ending stands, and is committed now.
-    if (data?.organizationId && (await this.settlements?.keep(data.organizationId, id, (row) => this.generations.finishRow(row)))) return false;
+    if (data?.organizationId && (await this.settlements?.keep(data.organizationId, id, this.generations))) return false;
     const holdsTask = job !== undefined && data?.step !== undefined && (await job.getState().catch(() => 'unknown')) === 'delayed';
     if (job && !holdsTask) await job.remove().catch(() => undefined); // fails harmlessly when the job is already running
     const r = await this.generations.finish(id, { status: 'cancelled' });

@@ -63,10 +63,10 @@ export class SettlementJournal {
    * (the run may have died between the two). The job re-run after a stall, the reaper and a cancel call it first, so
    * a generation whose reply showed a cost is settled at that cost and its provider is not called again.
    */
-  async keep(organizationId: string, generationId: string, finishRow: (row: CloseRow) => Promise<unknown>): Promise<boolean> {
+  async keep(organizationId: string, generationId: string, generations: { finishRow(row: CloseRow): Promise<unknown> }): Promise<boolean> {
     const s = await this.read(organizationId, generationId);
     if (!s) return false;
-    await finishRow(s.row);
+    await generations.finishRow(s.row);
     await new GenerationPublisher(this.redis, s.replyTo, generationId).send(s.message);
     await this.kept(organizationId, generationId);
     return true;

@@ -171,6 +171,8 @@ export class GenerationService {
   }
 }
 
+const wholeMs = (ms: number | null | undefined) => (ms === undefined || ms === null ? null : Math.round(ms));
+
 /** A generation's ending as the ledger's close row (`sy_ledger_batch`'s columns). */
 export function closeRowOf(id: string, f: Finish): CloseRow {
   const row: CloseRow = {
@@ -186,9 +188,9 @@ export function closeRowOf(id: string, f: Finish): CloseRow {
     final_endpoint_slug: f.finalEndpointSlug ?? null,
     finish_reason: f.finishReason ?? null,
     attempts_count: f.attemptsCount ?? null,
-    latency_ms: f.latencyMs === undefined || f.latencyMs === null ? null : Math.round(f.latencyMs),
-    queue_time_ms: f.queueTimeMs === undefined || f.queueTimeMs === null ? null : Math.round(f.queueTimeMs),
-    generation_time_ms: f.generationTimeMs === undefined || f.generationTimeMs === null ? null : Math.round(f.generationTimeMs),
+    latency_ms: wholeMs(f.latencyMs),
+    queue_time_ms: wholeMs(f.queueTimeMs),
+    generation_time_ms: wholeMs(f.generationTimeMs),
     upstream_id: f.upstreamId ?? null,
   };
   if (f.cost !== undefined) row.cost = toStorage(f.cost);

@@ -44,7 +44,7 @@ export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations
       const state = await queue(queueOfGeneration(g)).getJobState(g.id);
       if (LIVE.has(state)) continue;
       // A worker that replied before it could commit (settlement-journal.ts): the charge its reply showed stands.
-      if (await deps.settlements.keep(g.organizationId, g.id, (row) => deps.generations.finishRow(row))) {
+      if (await deps.settlements.keep(g.organizationId, g.id, deps.generations)) {
         deps.logger.warn('kept a settlement promised by a job that ended before committing it', { generationId: g.id, jobState: state });
         continue;
       }

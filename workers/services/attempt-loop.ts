@@ -247,7 +247,7 @@ export async function endCompleted(
  */
 export function keptEarlierPromise(deps: WorkerDeps, job: Pick<Job<GenerationJobBase>, 'data' | 'attemptsStarted' | 'stalledCounter'>): Promise<boolean> {
   if (job.attemptsStarted <= 1 && !job.stalledCounter) return Promise.resolve(false);
-  return deps.settlements.keep(job.data.organizationId, job.data.generationId, (row) => deps.generations.finishRow(row));
+  return deps.settlements.keep(job.data.organizationId, job.data.generationId, deps.generations);
 }
 
 /** Ends a generation as failed (nothing charged) and tells the waiting API process. */
