@@ -34,6 +34,7 @@ import { rateLimitMiddleware } from './middleware/rate-limit';
 import { createMetrics, type Metrics } from '../shared/metrics/metrics';
 import { FilesService, filesBaseUrl } from '../shared/services/files.service';
 import { createBlobStore } from '../shared/storage/create-blob-store';
+import { GrantDesk } from '../shared/queue/grants';
 import type { BlobStore } from '../shared/storage/blob-store';
 
 /** Everything a route needs, built once from injected I/O (no module-level state). */
@@ -58,9 +59,11 @@ export interface AppDeps {
   blobStore?: BlobStore;
   /** The process's ledger (shared/runtime/bootstrap.ts), shared with its workers; default: one of its own. */
   ledger?: Ledger;
+  /** Hand reservation outcomes to the workers of this process in memory (default); false: only through Redis (shared/queue/grants.ts). */
+  grantsInProcess?: boolean;
 }
 
-export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady' | 'blobStore' | 'pool'>> {
+export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady' | 'blobStore' | 'pool' | 'grantsInProcess'>> {
   workersReady: () => Promise<boolean>;
   auth: Authenticator;
   accounts: AccountsService;
@@ -109,7 +112,8 @@ export function buildContext(deps: AppDeps): AppContext {
     const rows = await deps.db.generation.findMany({ where: { id: { in: ids }, status: { in: ['pending', 'processing'] } }, select: { id: true } });
     return new Set(rows.map((r) => r.id));
   });
-  const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix }, settlements);
+  const grants = new GrantDesk(deps.redis, deps.config.queuePrefix, { inProcess: deps.grantsInProcess });
+  const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix }, settlements, grants);
   const planner = new RoutePlanner(deps.catalog, stats);
   metrics.trackQueues(queues);
   const files = new FilesService({

@@ -15,6 +15,7 @@ import { createBlobStore } from '../shared/storage/create-blob-store';
 import type { BlobStore } from '../shared/storage/blob-store';
 import { resolveSecret } from '../shared/runtime/secret';
 import { SettlementJournal } from '../shared/billing/settlement-journal';
+import { GrantDesk, type GrantTiming } from '../shared/queue/grants';
 
 /** What processors need, injected (no module-level state). */
 export interface WorkerDeps {
@@ -36,10 +37,12 @@ export interface WorkerDeps {
   files: FilesService;
   /** Settlements whose reply went out before their commit (attempt-loop.ts endCompleted). */
   settlements: SettlementJournal;
+  /** Reservation outcomes of jobs enqueued before them (shared/queue/grants.ts). */
+  grants: GrantDesk;
 }
 
 export function buildWorkerDeps(
-  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics' | 'settlements'> & {
+  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics' | 'settlements' | 'grants'> & {
     clock?: () => Date;
     metrics?: Metrics;
     files?: FilesService;
@@ -48,10 +51,12 @@ export function buildWorkerDeps(
     pool?: Pool;
     /** The process's ledger, shared with its API (shared/runtime/bootstrap.ts); default: one of its own. */
     ledger?: Ledger;
+    /** Reservation outcomes: `inProcess: false` takes them only through Redis, as a worker of another process; timing for tests. */
+    grants?: { inProcess?: boolean } & Partial<GrantTiming>;
   },
 ): WorkerDeps {
   const clock = d.clock ?? (() => new Date());
-  const { secret, blobStore, metrics: _m, pool, ledger, ...rest } = d;
+  const { secret, blobStore, metrics: _m, pool, ledger, grants, ...rest } = d;
   const files =
     d.files ??
     new FilesService({
@@ -74,5 +79,6 @@ export function buildWorkerDeps(
     generations: new GenerationService(d.db, clock, ledger ?? new Ledger(d.db, clock, { pool, metrics })),
     stats: new EndpointStatsStore(d.redis, d.config.queuePrefix),
     settlements: new SettlementJournal(d.redis, d.config.queuePrefix),
+    grants: new GrantDesk(d.redis, d.config.queuePrefix, { waitMs: d.config.worker.grantWaitMs, ...grants }),
   };
 }

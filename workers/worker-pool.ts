@@ -13,12 +13,13 @@ import { imageProcessor } from './processors/image.processor';
 import { mediaProcessor } from './processors/media.processor';
 import { callbackProcessor } from './processors/callback.processor';
 import { CallbackService } from '../shared/services/callbacks.service';
+import { afterGrant } from './services/grant-first';
 
-/** Queue → processor: the worker catalog. */
+/** Queue → processor: the worker catalog. A text or embeddings job runs once its reservation is known (grant-first.ts). */
 function processors(deps: WorkerDeps, callbacks: CallbackService): Partial<Record<QueueName, Processor>> {
   return {
-    [QUEUES.text]: textProcessor(deps) as Processor,
-    [QUEUES.embeddings]: embeddingsProcessor(deps) as Processor,
+    [QUEUES.text]: afterGrant(deps, textProcessor(deps) as Processor),
+    [QUEUES.embeddings]: afterGrant(deps, embeddingsProcessor(deps) as Processor),
     [QUEUES.maintenance]: maintenanceProcessor(deps) as Processor,
     [QUEUES.image]: imageProcessor(deps, callbacks) as Processor,
     [QUEUES.media]: mediaProcessor(deps, callbacks) as Processor,

@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import { AppError, type StoredError } from '../../shared/errors/app-error';
 import type { Logger } from '../../shared/logger';
-import { JOB_OPTIONS } from '../../shared/queue/job-catalog';
+import { AT_ONCE_QUEUES, JOB_OPTIONS } from '../../shared/queue/job-catalog';
 import type { BusMessage, GenerationBus } from '../../shared/queue/generation-bus';
 import type { QueueName } from '../../shared/queue/queue-names';
 import { RUNNING, type ApiType, type GenerationService, type GenerationState, type IdempotencyClaim, type NewGeneration, type RequestType, type ResponseMode } from '../../shared/services/generation.service';
@@ -9,11 +9,12 @@ import type { GenerationJobBase, PlannedCandidate } from '../../shared/queue/job
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import { type Principal, ownerOf } from '../../shared/auth/principal';
 import type { PlannedRoute, RoutePlanner } from './route-planner';
-import { ZERO, toStorage, type Decimal, type MoneyLike } from '../../shared/billing/money';
+import { ZERO, money, toStorage, type Decimal, type MoneyLike } from '../../shared/billing/money';
 import { Mailbox } from './mailbox';
 import type Redis from 'ioredis';
 import { publishStop, type StopReason } from '../../shared/queue/cancel-channel';
 import type { SettlementJournal } from '../../shared/billing/settlement-journal';
+import type { GrantDesk, GrantOutcome } from '../../shared/queue/grants';
 
 export type FinalMessage = Extract<BusMessage, { type: 'done' | 'failed' | 'cancelled' }>;
 
@@ -111,6 +112,8 @@ export class GenerationGateway {
     private readonly stops: { redis: Redis; prefix: string },
     /** Settlements replied to before their commit: a refused reservation waits for them, a cancel keeps them. */
     private readonly settlements?: SettlementJournal,
+    /** Reservation outcomes for jobs enqueued before them (reserve and enqueue at once); without it, one after the other. */
+    private readonly grants?: GrantDesk,
   ) {}
 
   get replyChannel(): string {
@@ -157,20 +160,61 @@ export class GenerationGateway {
    * payload carries the caller's text, which `store: false` asks us not to keep).
    */
   private async submit<T extends object>(queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { listen: boolean; delayMs?: number; forget?: boolean }): Promise<Submission> {
+    // A waiting client without an Idempotency-Key (whose reservation may turn out to be a replay): both at once.
+    if (this.grants && AT_ONCE_QUEUES.has(queue) && opts.listen && !gen.idempotency && !opts.delayMs) return this.submitAtOnce(this.grants, queue, gen, job, opts);
     const created = await this.reserve(gen);
     if ('replayOf' in created) return this.attach(created.replayOf, queue, gen, opts.listen);
     const granted = created.granted;
     const mailbox = opts.listen ? new Mailbox() : undefined;
     const detach = mailbox ? this.bus.listen(gen.id, (m) => mailbox.put(m)) : () => {};
     try {
-      await this.queues[queue].add(queue, job(granted), { ...JOB_OPTIONS[queue], jobId: gen.id, delay: opts.delayMs, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) });
+      await this.enqueue(queue, gen.id, job(granted), opts);
     } catch (e) {
       detach();
-      this.logger.error('enqueue failed', { err: e, generationId: gen.id, trace_id: gen.traceId });
-      await this.generations.finish(gen.id, { status: 'failed', error: new AppError('SERVICE_UNAVAILABLE', 'The queue is unavailable').toStored() }).catch(() => undefined);
-      throw new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable: repeat later');
+      return this.enqueueFailed(gen, e);
     }
     return { id: gen.id, queue, granted, mailbox, detach, keyed: gen.idempotency !== undefined };
+  }
+
+  /**
+   * Reserve and enqueue at once (docs/architecture.md): the job, built for the whole bound and marked `awaitsGrant`,
+   * goes to the queue while the reservation commits; its worker waits for the outcome settled here (grants.ts) before
+   * it calls a provider. A refused reservation leaves a job that ends without running; a failed enqueue releases the
+   * reservation, as one after the other.
+   */
+  private async submitAtOnce<T extends object>(grants: GrantDesk, queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { forget?: boolean }): Promise<Submission> {
+    const bound = money(gen.bound);
+    const data = { ...job(bound), awaitsGrant: true };
+    const mailbox = new Mailbox();
+    const detach = this.bus.listen(gen.id, (m) => mailbox.put(m));
+    grants.expect(gen.id);
+    const [reserved, added] = await Promise.allSettled([this.reserve(gen), this.enqueue(queue, gen.id, data, opts)]);
+    const granted = reserved.status === 'fulfilled' && 'granted' in reserved.value ? reserved.value.granted : undefined;
+    if (!granted || added.status === 'rejected') {
+      detach();
+      this.tell(grants, gen, { refused: true });
+      if (reserved.status === 'rejected') throw reserved.reason;
+      if (!granted) throw new Error('a reservation without an Idempotency-Key was answered as a replay');
+      return this.enqueueFailed(gen, (added as PromiseRejectedResult).reason);
+    }
+    this.tell(grants, gen, granted.lessThan(bound) ? { granted: toStorage(granted), job: JSON.parse(JSON.stringify(job(granted))) as Record<string, unknown> } : { granted: toStorage(granted) });
+    return { id: gen.id, queue, granted, mailbox, detach, keyed: false };
+  }
+
+  /** Settles a reservation's outcome for its job's worker; a worker of another process that misses it ends the generation (grants.ts). */
+  private tell(grants: GrantDesk, gen: NewGeneration, outcome: GrantOutcome): void {
+    grants.settle(gen.id, outcome).catch((err: unknown) => this.logger.warn('reservation outcome not written to Redis', { err, generationId: gen.id, trace_id: gen.traceId }));
+  }
+
+  private async enqueue(queue: QueueName, id: string, data: object, opts: { delayMs?: number; forget?: boolean }): Promise<void> {
+    await this.queues[queue].add(queue, data, { ...JOB_OPTIONS[queue], jobId: id, delay: opts.delayMs, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) });
+  }
+
+  /** The job could not be enqueued: the generation ends failed (its reservation released) and the client is told to repeat. */
+  private async enqueueFailed(gen: NewGeneration, e: unknown): Promise<never> {
+    this.logger.error('enqueue failed', { err: e, generationId: gen.id, trace_id: gen.traceId });
+    await this.generations.finish(gen.id, { status: 'failed', error: new AppError('SERVICE_UNAVAILABLE', 'The queue is unavailable').toStored() }).catch(() => undefined);
+    throw new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable: repeat later');
   }
 
   /**

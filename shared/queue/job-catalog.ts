@@ -42,6 +42,11 @@ export interface GenerationJobBase {
   traceId?: string;
   /** The amount reserved (RUB, 10 places): a cost within it is charged exactly, so the reply may precede the commit. */
   reserved?: string;
+  /**
+   * Enqueued while its reservation commits: the worker waits for the outcome (shared/queue/grants.ts) before anything
+   * runs, and takes `reserved` (and, when less than the bound was granted, the whole job) from it.
+   */
+  awaitsGrant?: true;
 }
 
 export interface TextJobData extends GenerationJobBase {
@@ -225,6 +230,13 @@ export const JOB_OPTIONS: Record<QueueName, JobsOptions> = {
   [QUEUES.callbacks]: { attempts: 8, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: { count: 1000 }, removeOnFail: { age: 7 * 24 * 3600 } },
   [QUEUES.maintenance]: { attempts: 3, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } },
 };
+
+/**
+ * Queues whose jobs run once (a re-run only when the worker died): a waiting client's job there is enqueued while its
+ * reservation commits (shared/queue/grants.ts). Image and media jobs run in steps and retry; their latency is the
+ * provider's, so they reserve first.
+ */
+export const AT_ONCE_QUEUES: ReadonlySet<QueueName> = new Set([QUEUES.text, QUEUES.embeddings]);
 
 /** Default concurrency per worker process and queue; override with WORKER_CONCURRENCY_<QUEUE>. */
 export const DEFAULT_CONCURRENCY: Record<QueueName, number> = {

@@ -23,6 +23,7 @@ import { buildWorkerDeps, type WorkerDeps } from '../../workers/worker-deps';
 import { Ledger } from '../../shared/billing/ledger';
 import { startWorkerPool, type WorkerPool } from '../../workers/worker-pool';
 import type { QueueName } from '../../shared/queue/queue-names';
+import type { GrantTiming } from '../../shared/queue/grants';
 import { startFakeProvider, type FakeKnobs, type FakeProvider } from '../fakes/fake-provider';
 import { createTestApp, type TestApp } from './test-app';
 import { seedKey, seedOrg, TEST_SECRET } from './fixtures';
@@ -184,6 +185,8 @@ export interface TestStackOptions {
   appDeps?: Partial<AppDeps>;
   /** How long the workers' ledger holds a close whose reply went out (shared/billing/ledger.ts CLOSE_HOLD_MS). */
   closeHoldMs?: number;
+  /** Reservation outcomes (shared/queue/grants.ts): `inProcess: false` reaches the workers only through Redis, as a worker of another process; timing. */
+  grants?: { inProcess?: boolean } & Partial<GrantTiming>;
 }
 
 function merge<T>(base: Record<string, T>, over: Record<string, T | null> | undefined): Record<string, T> {
@@ -210,7 +213,7 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
     { providers: merge(raw.providers, overrides?.providers), models: merge(raw.models, overrides?.models) },
     { FAKE_PROVIDER_KEY },
   );
-  const h = await createTestApp({ catalog, env, deps: { authCacheMs: 0, ...opts.appDeps } });
+  const h = await createTestApp({ catalog, env, deps: { authCacheMs: 0, grantsInProcess: opts.grants?.inProcess, ...opts.appDeps } });
   const ctx = h.app.locals.ctx;
   server.on('request', h.app);
 
@@ -228,6 +231,7 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
     upstream,
     // The API's secret, so file URLs signed by workers open through the API.
     secret: TEST_SECRET,
+    grants: opts.grants,
     ...(opts.closeHoldMs !== undefined && { ledger: new Ledger(h.t.db, undefined, { pool: h.t.pool, holdMs: opts.closeHoldMs }) }),
   });
   const pool: WorkerPool = opts.noWorkers ? { workers: [], ready: async () => undefined, close: async () => undefined } : startWorkerPool(workerDeps, blocking, { queues: opts.queues });
