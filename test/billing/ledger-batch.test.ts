@@ -57,6 +57,24 @@ function rng(seed: number) {
 }
 const amount = (x: number) => x.toFixed(4);
 
+/** Runs `sql` in a transaction of its own that counts function calls: its rows, and how often the pair fast path ran. */
+async function countingPairs(sql: string, params: unknown[]) {
+  const c = await t.pool.connect();
+  try {
+    await c.query('BEGIN');
+    await c.query(`SET LOCAL track_functions = 'pl'`);
+    // The backend's pending counts (not yet flushed) span earlier transactions too: a difference.
+    const count = async () => (await c.query(`SELECT COALESCE(pg_stat_get_xact_function_calls('sy_ledger_pair'::regproc), 0)::int AS n`)).rows[0].n as number;
+    const before = await count();
+    const rows = (await c.query(sql, params)).rows;
+    const pairs = (await count()) - before;
+    await c.query('COMMIT');
+    return { rows, pairs };
+  } finally {
+    c.release();
+  }
+}
+
 interface OpenItem { n: number; key: 'k1' | 'k2' | null; bound: string; minimum: string }
 interface CloseItem { n: number; cost: string | null }
 
@@ -169,6 +187,110 @@ describe('sy_ledger_batch', () => {
     ]);
     const [org] = (await t.pool.query(`SELECT balance::float, reserved::float, spent::float FROM organizations WHERE id = $1`, [a.organizationId])).rows;
     expect(org).toEqual({ balance: 0.75, reserved: 0.75, spent: 0.25 });
+  });
+
+  it('runs a pair (one close, one open of one organization) through sy_settle and sy_reserve with the answers and the state of the set-based function', async () => {
+    // The pair fast path (migration ledger_pair_fast_path) against the set-based function it bypasses (sy_ledger_sets):
+    // the same sequence of pairs, closes alone and opens alone on two identical accounts (generation ids pa…, pb…).
+    const A = await account('9');
+    const B = await account('9');
+    const random = rng(7);
+    const id = (prefix: string, n: number) => `${prefix}${String(n).padStart(4, '0')}`;
+    const held: number[] = [];
+    const settled: number[] = [];
+    const seen = new Set<string>();
+    let next = 0;
+    const generations = async (a: Account, prefix: string) =>
+      (
+        await t.pool.query(
+          `SELECT substr(id, $2::int) AS id, status, client_cost::text, reserved_amount::text, model, routing, completed_at IS NOT NULL AS ended
+             FROM generations WHERE organization_id = $1 ORDER BY 1`,
+          [a.organizationId, prefix.length + 1],
+        )
+      ).rows;
+
+    for (const [a, prefix] of [[A, 'pa'], [B, 'pb']] as const) {
+      await t.pool.query(
+        `INSERT INTO generations (id, organization_id, model, unified_model_id, model_display_name, request_type, api_type, response_mode, status, reserved_amount, request, created_at)
+         VALUES ($1, $2, 'm', 'm', 'M', 'chat', 'chat_completions', 'sync', 'pending', 0, '{}', $3)`,
+        [id(prefix, 8000), a.organizationId, NOW],
+      );
+    }
+    for (let round = 0; round < 80; round++) {
+      const shape = round === 5 ? 0.5 : random();
+      const withClose = shape < 0.8;
+      const withOpen = shape > 0.15;
+      let close: { n: number; cost: string | null; status: string } | undefined;
+      if (withClose) {
+        const r = random();
+        // Mostly a held generation; sometimes one never reserved (not_found) or one already settled.
+        // Round 5: a generation recorded without a reservation (its ending is written, nothing is settled).
+        const n = round === 5 ? 8000 : r < 0.1 ? 9000 + round : r < 0.2 && settled.length ? settled[Math.floor(random() * settled.length)] : held.shift();
+        if (n !== undefined) {
+          const c = random();
+          close = { n, cost: c < 0.2 ? null : amount(c * 3), status: c < 0.2 ? 'failed' : 'completed' };
+        }
+      }
+      let open: OpenItem | undefined;
+      if (withOpen) {
+        const r = random();
+        const bound = 0.2 + random() * 2.5;
+        // Sometimes an open whose reservation exists already (it answers that reservation).
+        // The key by phase, so each limit is reached in turn: k1's (4 a day), the member's (6 a month), the balance.
+        const key = round < 25 ? 'k1' : round < 50 ? 'k2' : null;
+        open = r < 0.08 && held.length ? { n: held[0], key: 'k2', bound: '1', minimum: '1' } : { n: ++next, key, bound: amount(bound), minimum: amount(bound * random()) };
+      }
+      if (!close && !open) continue;
+      const openRow = (a: Account, prefix: string, o: OpenItem) => ({
+        id: id(prefix, o.n), organization_id: a.organizationId, api_key_id: o.key && a[o.key], user_id: o.key ? a.userId : null,
+        bound: o.bound, minimum: o.minimum, model: 'm', unified_model_id: 'm', model_display_name: 'M', request_type: 'chat',
+        api_type: 'chat_completions', response_mode: 'sync', request: { n: o.n }, routing: { candidates: ['m:x'] },
+      });
+      const closeRow = (prefix: string, c: NonNullable<typeof close>) => ({
+        id: id(prefix, c.n), status: c.status, ...(c.cost === null ? {} : { cost: c.cost }), model: 'served', routing: { answeredBy: 'm:x' },
+      });
+      const run = (fn: string, a: Account, prefix: string) =>
+        countingPairs(`SELECT kind, substr(id, 3) AS id, granted::text, reason, outcome, charged::text, applied FROM ${fn}($1::jsonb, $2::jsonb, $3)`, [
+          JSON.stringify(open ? [openRow(a, prefix, open)] : []),
+          JSON.stringify(close ? [closeRow(prefix, close)] : []),
+          NOW,
+        ]);
+      const { rows: pair, pairs } = await run('sy_ledger_batch', A, 'pa');
+      const { rows: sets } = await run('sy_ledger_sets', B, 'pb');
+      expect(pairs).toBe(1);
+      expect(pair).toEqual(sets);
+      for (const r of pair) {
+        if (r.kind === 'close') seen.add(String(r.outcome));
+        else if (r.reason) seen.add(String(r.reason));
+        else if (open && Number(open.bound) > Number(r.granted)) seen.add('shrunk');
+      }
+      expect(await state(A, 'pa')).toEqual(await state(B, 'pb'));
+      expect(await generations(A, 'pa')).toEqual(await generations(B, 'pb'));
+
+      if (close && close.n < 9000 && !settled.includes(close.n)) settled.push(close.n);
+      const o = pair.find((r) => r.kind === 'open');
+      if (open && o && o.reason === null && !held.includes(open.n) && open.n !== close?.n) held.push(open.n);
+    }
+    expect([...seen].sort()).toEqual(
+      ['already_settled', 'balance_insufficient', 'charged', 'key_limit_exceeded', 'member_limit_exceeded', 'not_found', 'released', 'shrunk'].sort(),
+    );
+  });
+
+  it('runs a close and an open of two organizations the set-based way (both organizations locked in id order)', async () => {
+    const a = await account('5');
+    const b = await account('5');
+    const base = { model: 'm', unified_model_id: 'm', model_display_name: 'M', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync' };
+    await t.pool.query(`SELECT * FROM sy_ledger_batch($1::jsonb, '[]', $2)`, [JSON.stringify([{ ...base, organization_id: a.organizationId, id: `${a.organizationId}_x`, bound: '1', minimum: '1' }]), NOW]);
+    const { rows, pairs } = await countingPairs(`SELECT kind, outcome, reason FROM sy_ledger_batch($1::jsonb, $2::jsonb, $3)`, [
+      JSON.stringify([{ ...base, organization_id: b.organizationId, id: `${b.organizationId}_y`, bound: '1', minimum: '1' }]),
+      JSON.stringify([{ id: `${a.organizationId}_x`, status: 'completed', cost: '0.5' }]),
+      NOW,
+    ]);
+    expect(rows.map((r) => [r.kind, r.outcome ?? r.reason])).toEqual([
+      ['close', 'charged'],
+      ['open', null],
+    ]);
+    expect(pairs).toBe(0);
   });
 
   it('refuses a batch that names one generation twice (the batcher never sends one)', async () => {
