@@ -88,7 +88,7 @@ export class GrantDesk {
 
   /** The worker: the job's run is over; an outcome it read from Redis is not needed again. */
   forget(generationId: string, grant: Grant): void {
-    if ((grant as { inMemory?: true }).inMemory) return;
+    if ('inMemory' in grant) return;
     this.redis.del(this.key(generationId)).catch(() => undefined);
   }
 
@@ -97,7 +97,7 @@ export class GrantDesk {
    * this one and has not settled yet, else from Redis, polled), falling back to the database (above).
    */
   async wait(generationId: string, records: GrantRecords): Promise<Grant> {
-    const local = localGrants.get(generationId);
+    const local = this.inProcess ? localGrants.get(generationId) : undefined;
     if (local) {
       local.claimed = true;
       return { ...(await local.promise), inMemory: true };
