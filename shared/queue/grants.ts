@@ -12,7 +12,7 @@ import type Redis from 'ioredis';
  *   where a worker of another process, or a local worker that picks the job up later, reads it. A job re-run after a
  *   stall whose first run took its outcome in memory finds none: its API process died with that run (below), or
  *   that process's event loop stood still past the job's lock, and the re-run then ends the generation failed (the
- *   first run's ending changes nothing after it);
+ *   first run's ending is not applied after it: an answer it still sends goes uncharged, and is logged);
  * - the database answers for an API process that died before it settled: a generation that is no longer running
  *   was ended by someone else; a reservation committed without an outcome following within `orphanAfterMs` was
  *   left by a dead API process (its client is gone); nothing reserved within the wait means nothing will run.
