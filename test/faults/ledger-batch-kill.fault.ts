@@ -10,13 +10,13 @@
  * replies that came back are 200 with the cost the history records; SIGTERM stops the parent.
  */
 import fs from 'node:fs';
-import { Client } from 'pg';
 import { settledAudit } from './helpers/audit';
 import { MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { post, Tally, type Reply } from './helpers/http';
 import { Checks } from './helpers/report';
 import { childrenOf, startNpmStart } from './helpers/processes';
 import { waitFor } from './helpers/wait';
+import { lockOrganization, type RowLock } from './helpers/locks';
 
 let c: Cluster;
 
@@ -59,22 +59,6 @@ function tcpPortsOf(pid: number): Set<number> {
   return ports;
 }
 
-/** A transaction of the test's own holding an organization's row lock, as a long settlement of another process would. */
-async function lockOrganization(url: string, organizationId: string): Promise<{ pid: number; release(): Promise<void> }> {
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-  await client.query('BEGIN');
-  await client.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [organizationId]);
-  return {
-    pid: rows[0].pid,
-    async release() {
-      await client.query('ROLLBACK');
-      await client.end();
-    },
-  };
-}
-
 it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a row lock: nothing lost, settled once', async () => {
   const checks = new Checks(
     '14. ledger batch SIGKILL',
@@ -82,7 +66,7 @@ it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a
   );
   const tally = new Tally();
   const { parent, exited, url, tail, kill } = await startNpmStart(c, 2);
-  const locks: Array<{ release(): Promise<void> }> = [];
+  const locks: RowLock[] = [];
   try {
     const first = childrenOf(parent.pid!).sort((a, b) => a - b);
 
@@ -144,7 +128,6 @@ it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a
 
     // The gate opens: each process's next batch (the queued opens and closes) goes out and waits on the organization.
     await gateLock.release();
-    locks.splice(locks.indexOf(gateLock), 1);
     await waitFor('a batch of each process waiting on the organization row', () => inBoth(orgLock.pid), 10_000).catch(() => undefined);
     const blocked = await waiting(orgLock.pid);
     checks.that(new Set(blocked.map((w) => w.process).filter(Boolean)).size === 2, `the organization's batches wait in ${JSON.stringify(blocked)} (processes ${first.join(',')})`);
@@ -155,7 +138,6 @@ it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a
     process.kill(victim, 'SIGKILL');
     await waitFor('the killed process gone', async () => !childrenOf(parent.pid!).includes(victim), 10_000);
     await orgLock.release();
-    locks.splice(locks.indexOf(orgLock), 1);
     // What PostgreSQL did with the dead process's statement: the backend ends once it tries to answer.
     await waitFor('the killed process\'s backends ended', async () => {
       const rows = await c.db.$queryRawUnsafe<Array<{ n: number }>>(`SELECT COUNT(*)::int AS n FROM pg_stat_activity WHERE pid = ANY ($1::int[])`, victimBackends);

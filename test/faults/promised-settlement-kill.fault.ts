@@ -8,13 +8,13 @@
  * the stalled jobs, re-run there, keep the promises instead of calling the provider again; every generation ends
  * charged exactly the cost its reply showed, once; nothing is left promised, reserved or lost.
  */
-import { Client } from 'pg';
 import { settledAudit } from './helpers/audit';
 import { MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { post, Tally } from './helpers/http';
 import { Checks } from './helpers/report';
 import { childrenOf, startNpmStart } from './helpers/processes';
 import { waitFor } from './helpers/wait';
+import { ledgerBatchesWaiting, lockOrganization, type RowLock } from './helpers/locks';
 
 let c: Cluster;
 
@@ -32,8 +32,7 @@ it('15. replies sent, their settlements promised but never committed (process SI
   );
   const tally = new Tally();
   const { parent, exited, url, tail, kill } = await startNpmStart(c, 2);
-  const lock = new Client({ connectionString: c.pg.url });
-  let locked = false;
+  let lock: RowLock | undefined;
   try {
     const first = childrenOf(parent.pid!);
     const org = await c.seed({ balance: '100' });
@@ -47,10 +46,7 @@ it('15. replies sent, their settlements promised but never committed (process SI
     const before = posts();
     const pending = Array.from({ length: 8 }, (_, i) => ask(100 + i));
     await waitFor('8 jobs inside their provider calls', async () => posts() >= before + 8);
-    await lock.connect();
-    await lock.query('BEGIN');
-    await lock.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [org.organizationId]);
-    locked = true;
+    lock = await lockOrganization(c.pg.url, org.organizationId);
     const replies = await Promise.all(pending);
     tally.addAll(replies);
     checks.that(replies.every((r) => r.status === 200 && r.json?.status === 'completed'), `replies while the row was locked: ${replies.map((r) => r.status).join(',')}`);
@@ -61,8 +57,7 @@ it('15. replies sent, their settlements promised but never committed (process SI
     checks.that(promisedBefore === ids.length, `promised settlements in Redis: ${promisedBefore}`);
 
     // Kill the processes; end their statements waiting on the lock, so PostgreSQL commits none of them.
-    const waiting = async () =>
-      (await c.db.$queryRawUnsafe<Array<{ pid: number }>>(`SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM sy_ledger_batch(%'`)).map((r) => r.pid);
+    const waiting = () => ledgerBatchesWaiting(c.db);
     await waitFor('the closes waiting on the row lock', async () => (await waiting()).length > 0, 10_000).catch(() => undefined);
     const backends = await waiting();
     checks.that(backends.length > 0, 'no ledger batch waited on the row lock');
@@ -70,8 +65,7 @@ it('15. replies sent, their settlements promised but never committed (process SI
     await waitFor('the killed processes gone', async () => childrenOf(parent.pid!).every((p) => !first.includes(p)), 10_000);
     await c.db.$queryRawUnsafe(`SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid`, backends);
     await waitFor('its backends gone', async () => (await waiting()).every((p) => !backends.includes(p)), 10_000);
-    await lock.query('ROLLBACK');
-    locked = false;
+    await lock.release();
     c.fake.setKnobs({ latencyMs: 0 });
 
     // The replacement re-runs the stalled jobs; they keep the promises.
@@ -111,8 +105,7 @@ it('15. replies sent, their settlements promised but never committed (process SI
     if (failures.length) console.error(tail());
     expect(failures).toEqual([]);
   } finally {
-    if (locked) await lock.query('ROLLBACK').catch(() => undefined);
-    await lock.end().catch(() => undefined);
+    await lock?.release().catch(() => undefined);
     kill();
   }
 });

@@ -10,13 +10,13 @@
  * came ends without running (WORKER_GRANT_WAIT_MS); no provider is called for any of the 8; nothing is left reserved,
  * queued or lost.
  */
-import { Client } from 'pg';
 import { settledAudit } from './helpers/audit';
 import { MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { post, Tally } from './helpers/http';
 import { Checks } from './helpers/report';
 import { childrenOf, startNpmStart } from './helpers/processes';
 import { waitFor } from './helpers/wait';
+import { ledgerBatchesWaiting, lockOrganization, type RowLock } from './helpers/locks';
 import { QUEUES } from '../../shared/queue/queue-names';
 
 let c: Cluster;
@@ -35,8 +35,7 @@ it('16. jobs enqueued with their reservations, the API processes SIGKILLed befor
   );
   const tally = new Tally();
   const { parent, exited, url, tail, kill } = await startNpmStart(c, 2);
-  const lock = new Client({ connectionString: c.pg.url });
-  let locked = false;
+  let lock: RowLock | undefined;
   try {
     const first = childrenOf(parent.pid!);
     const org = await c.seed({ balance: '100' });
@@ -46,17 +45,13 @@ it('16. jobs enqueued with their reservations, the API processes SIGKILLed befor
     checks.that(warm.every((r) => r.status === 200), `warm-up: ${warm.map((r) => r.status).join(',')}`);
     const warmIds = warm.map((r) => String(r.json?.id));
 
-    await lock.connect();
-    await lock.query('BEGIN');
-    await lock.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [org.organizationId]);
-    locked = true;
+    lock = await lockOrganization(c.pg.url, org.organizationId);
     const posts = () => c.fake.requests.filter((r) => r.method === 'POST').length;
     const before = posts();
     const pending = Array.from({ length: 8 }, (_, i) => ask(100 + i));
     const text = c.queues[QUEUES.text];
     await waitFor('8 jobs picked up, waiting for their reservations', async () => (await text.getJobCounts('active')).active === 8, 15_000);
-    const waiting = async () =>
-      (await c.db.$queryRawUnsafe<Array<{ pid: number }>>(`SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM sy_ledger_batch(%'`)).map((r) => r.pid);
+    const waiting = () => ledgerBatchesWaiting(c.db);
     await waitFor('reservations waiting on the row lock', async () => (await waiting()).length > 0, 10_000).catch(() => undefined);
     const backends = (await waiting()).length;
     checks.that(backends > 0, 'no ledger batch waited on the row lock');
@@ -67,8 +62,7 @@ it('16. jobs enqueued with their reservations, the API processes SIGKILLed befor
     tally.addAll(replies);
     checks.that(replies.every((r) => r.status !== 200), `answers from killed processes: ${replies.map((r) => r.status).join(',')}`);
     // The reservations inside PostgreSQL commit now, for clients that are gone.
-    await lock.query('ROLLBACK');
-    locked = false;
+    await lock.release();
 
     await waitFor('two replacement processes', async () => childrenOf(parent.pid!).filter((p) => !first.includes(p)).length === 2, 30_000);
     await waitFor('the 8 jobs ended', async () => {
@@ -104,8 +98,7 @@ it('16. jobs enqueued with their reservations, the API processes SIGKILLed befor
     if (failures.length) console.error(tail());
     expect(failures).toEqual([]);
   } finally {
-    if (locked) await lock.query('ROLLBACK').catch(() => undefined);
-    await lock.end().catch(() => undefined);
+    await lock?.release().catch(() => undefined);
     kill();
   }
 });
