@@ -59,7 +59,10 @@ export interface AppDeps {
   blobStore?: BlobStore;
   /** The process's ledger (shared/runtime/bootstrap.ts), shared with its workers; default: one of its own. */
   ledger?: Ledger;
-  /** Hand reservation outcomes to the workers of this process in memory (default); false: only through Redis (shared/queue/grants.ts). */
+  /**
+   * Hand reservation outcomes to the workers of this process in memory, and let them claim its waiting clients' jobs at
+   * enqueue (default); false: outcomes only through Redis, jobs only through the queue (shared/queue/grants.ts, claims.ts).
+   */
   grantsInProcess?: boolean;
 }
 

@@ -1,6 +1,7 @@
-import { Queue, Worker, type Processor } from 'bullmq';
+import { Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
 import type Redis from 'ioredis';
-import { DEFAULT_CONCURRENCY } from '../shared/queue/job-catalog';
+import { AT_ONCE_QUEUES, DEFAULT_CONCURRENCY } from '../shared/queue/job-catalog';
+import { ClaimingWorker } from './claiming-worker';
 import { QUEUES, type QueueName } from '../shared/queue/queue-names';
 import type { WorkerDeps } from './worker-deps';
 import type { WorkerSettings } from '../shared/config/env';
@@ -63,7 +64,7 @@ export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { que
   const table = processors(deps, callbacks);
   const queues = (opts.queues ?? (Object.keys(table) as QueueName[])).filter((q) => table[q]);
   const workers = queues.flatMap((q) => workerSlots(q, deps.config.worker).map((slots) => [q, slots] as const)).map(([q, slots]) => {
-    const w = new Worker(q, table[q]!, {
+    const options: WorkerOptions = {
       connection,
       prefix: deps.config.queuePrefix,
       concurrency: slots,
@@ -71,7 +72,9 @@ export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { que
       maxStalledCount: 1,
       stalledInterval: deps.config.worker.stalledIntervalMs,
       lockDuration: deps.config.worker.lockDurationMs,
-    });
+    };
+    // A waiting client's job for these queues may be claimed by a worker of its own process (shared/queue/claims.ts).
+    const w = AT_ONCE_QUEUES.has(q) ? new ClaimingWorker(q, table[q]!, options).offerClaims() : new Worker(q, table[q]!, options);
     instrumentWorker(w, deps.metrics);
     w.on('error', (err) => deps.logger.error('worker error', { queue: q, err }));
     w.on('failed', (job, err) => deps.logger.error('job failed', { queue: q, jobId: job?.id, err }));

@@ -15,6 +15,7 @@ import type Redis from 'ioredis';
 import { publishStop, type StopReason } from '../../shared/queue/cancel-channel';
 import type { SettlementJournal } from '../../shared/billing/settlement-journal';
 import type { GrantDesk, GrantOutcome } from '../../shared/queue/grants';
+import { addJob } from '../../shared/queue/claims';
 
 export type FinalMessage = Extract<BusMessage, { type: 'done' | 'failed' | 'cancelled' }>;
 
@@ -168,7 +169,7 @@ export class GenerationGateway {
     const mailbox = opts.listen ? new Mailbox() : undefined;
     const detach = mailbox ? this.bus.listen(gen.id, (m) => mailbox.put(m)) : () => {};
     try {
-      await this.enqueue(queue, gen.id, job(granted), opts);
+      await this.enqueue(queue, gen.id, job(granted), { ...opts, claim: opts.listen });
     } catch (e) {
       detach();
       return this.enqueueFailed(gen, e);
@@ -188,7 +189,7 @@ export class GenerationGateway {
     const mailbox = new Mailbox();
     const detach = this.bus.listen(gen.id, (m) => mailbox.put(m));
     grants.expect(gen.id);
-    const [reserved, added] = await Promise.allSettled([this.reserve(gen), this.enqueue(queue, gen.id, data, opts)]);
+    const [reserved, added] = await Promise.allSettled([this.reserve(gen), this.enqueue(queue, gen.id, data, { ...opts, claim: true })]);
     const granted = reserved.status === 'fulfilled' && 'granted' in reserved.value ? reserved.value.granted : undefined;
     if (!granted || added.status === 'rejected') {
       detach();
@@ -206,8 +207,13 @@ export class GenerationGateway {
     grants.settle(gen.id, outcome).catch((err: unknown) => this.logger.warn('reservation outcome not written to Redis', { err, generationId: gen.id, trace_id: gen.traceId }));
   }
 
-  private async enqueue(queue: QueueName, id: string, data: object, opts: { delayMs?: number; forget?: boolean }): Promise<void> {
-    await this.queues[queue].add(queue, data, { ...JOB_OPTIONS[queue], jobId: id, delay: opts.delayMs, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) });
+  /**
+   * Adds the job. A waiting client's job for a queue of AT_ONCE_QUEUES is claimed by a worker of this process when one
+   * has a free slot (shared/queue/claims.ts), unless outcomes stay out of process (grants.ts `inProcess`).
+   */
+  private async enqueue(queue: QueueName, id: string, data: object, opts: { delayMs?: number; forget?: boolean; claim?: boolean }): Promise<void> {
+    const claim = opts.claim === true && !opts.delayMs && AT_ONCE_QUEUES.has(queue) && this.grants?.inProcess === true;
+    await addJob(this.queues[queue], data, { ...JOB_OPTIONS[queue], jobId: id, delay: opts.delayMs, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) }, claim);
   }
 
   /** The job could not be enqueued: the generation ends failed (its reservation released) and the client is told to repeat. */

@@ -53,7 +53,8 @@ interface LocalGrant {
 const localGrants = new Map<string, LocalGrant>();
 
 export class GrantDesk {
-  private readonly inProcess: boolean;
+  /** Outcomes (and jobs: shared/queue/claims.ts) are handed to this process's workers in memory. */
+  readonly inProcess: boolean;
   private readonly timing: GrantTiming;
 
   constructor(

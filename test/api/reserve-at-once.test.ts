@@ -53,6 +53,25 @@ for (const inProcess of [true, false]) {
       expect(await s.ctx.redis.exists(grantKey(s, res.body.id))).toBe(0);
     });
 
+    it(inProcess ? 'its job is claimed at enqueue by the worker of its process (shared/queue/claims.ts)' : 'its job waits in the queue for a worker to fetch it', async () => {
+      const org = await s.seed({ balance: '100' });
+      s.fake.setKnobs({ latencyMs: 300 });
+      try {
+        const pending = chat(org).then((r) => r);
+        let lock: string | null = null;
+        for (let i = 0; i < 100 && !lock; i++) {
+          await new Promise((r) => setTimeout(r, 10));
+          const [job] = await s.ctx.queues[QUEUES.text].getActive();
+          if (job) lock = await s.ctx.redis.get(`${s.ctx.config.queuePrefix}:${QUEUES.text}:${job.id}:lock`);
+        }
+        expect((await pending).status).toBe(200);
+        expect(typeof lock).toBe('string');
+        expect(lock).toEqual(inProcess ? expect.stringContaining(':claim:') : expect.not.stringContaining(':claim:'));
+      } finally {
+        s.fake.setKnobs({});
+      }
+    });
+
     it('streams', async () => {
       const org = await s.seed({ balance: '100' });
       const res = await chat(org, { stream: true });

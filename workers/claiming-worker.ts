@@ -1,0 +1,76 @@
+import { Worker, raw2NextJobData, type Job, type JobJson } from 'bullmq';
+import { offerClaims, type Claimer, type ClaimTicket } from '../shared/queue/claims';
+
+/**
+ * A BullMQ Worker that also runs the jobs this process's API claims for it as it enqueues them
+ * (shared/queue/claims.ts). A claimed job runs through the Worker's own `processJob`, as a fetched one does: the
+ * lock is tracked and renewed, a stop message aborts it, and it is moved to completed or failed with the same
+ * events. It only skips the fetch.
+ *
+ * Slots: a claim is offered only while the jobs running here (claimed or fetched) and the claims being made stay
+ * below the Worker's concurrency. BullMQ's own loop counts only what it fetched, so it may still fetch up to its
+ * concurrency beside claimed jobs: at most twice the concurrency runs for a moment.
+ */
+export class ClaimingWorker extends Worker implements Claimer {
+  /** Jobs inside the processor, claimed or fetched. */
+  private busy = 0;
+  /** Tickets handed out, not yet started or released. */
+  private holding = 0;
+  private tickets = 0;
+  private readonly claimed = new Set<Promise<unknown>>();
+  private withdraw?: () => void;
+
+  /** Offers this Worker's free slots to the jobs this process enqueues for its queue. */
+  offerClaims(): this {
+    this.withdraw ??= offerClaims(this.qualifiedName, this);
+    return this;
+  }
+
+  hold(): ClaimTicket | null {
+    if (this.closing || !this.isRunning() || this.isPaused() || this.busy + this.holding >= this.concurrency) return null;
+    this.holding++;
+    const token = `${this.id}:claim:${this.tickets++}`;
+    let open = true;
+    const settle = () => {
+      if (!open) return false;
+      open = false;
+      this.holding--;
+      return true;
+    };
+    return {
+      token,
+      lockDuration: this.opts.lockDuration ?? 30_000,
+      start: (raw, jobId) => settle() && this.runClaimed(raw, jobId, token),
+      release: () => void settle(),
+    };
+  }
+
+  protected override async callProcessJob(job: Job, token: string, signal?: AbortSignal): Promise<unknown> {
+    this.busy++;
+    try {
+      return await super.callProcessJob(job, token, signal);
+    } finally {
+      this.busy--;
+    }
+  }
+
+  private runClaimed(raw: string[], jobId: string, token: string): true {
+    // Decoded as BullMQ decodes what its fetch returns (numbers, options, short field names).
+    const job = this.createJob(raw2NextJobData([raw])[0] as JobJson, jobId);
+    job.token = token;
+    this.emit('active', job, 'waiting');
+    // Completed or failed here, never fetching a next job (that is the loop's business).
+    const run: Promise<unknown> = this.processJob(job, token, () => false)
+      .catch((err: unknown) => this.emit('error', err as Error))
+      .finally(() => this.claimed.delete(run));
+    this.claimed.add(run);
+    return true;
+  }
+
+  /** Takes no more claims and lets the claimed jobs finish (unless forced), then closes as a Worker does. */
+  override async close(force = false): Promise<void> {
+    this.withdraw?.();
+    if (!force) await Promise.allSettled([...this.claimed]);
+    return super.close(force);
+  }
+}
