@@ -27,7 +27,8 @@ export class ClaimingWorker extends Worker implements Claimer {
   }
 
   hold(): ClaimTicket | null {
-    if (this.closing || !this.isRunning() || this.isPaused() || this.busy + this.holding >= this.concurrency) return null;
+    // A rate-limited worker leaves every job to its fetch, which applies the limit.
+    if (this.closing || !this.isRunning() || this.isPaused() || this.opts.limiter || this.busy + this.holding >= this.concurrency) return null;
     this.holding++;
     const token = `${this.id}:claim:${this.tickets++}`;
     let open = true;
@@ -55,8 +56,15 @@ export class ClaimingWorker extends Worker implements Claimer {
   }
 
   private runClaimed(raw: string[], jobId: string, token: string): true {
-    // Decoded as BullMQ decodes what its fetch returns (numbers, options, short field names).
-    const job = this.createJob(raw2NextJobData([raw])[0] as JobJson, jobId);
+    let job: Job;
+    try {
+      // Decoded as BullMQ decodes what its fetch returns (numbers, options, short field names).
+      job = this.createJob(raw2NextJobData([raw])[0] as JobJson, jobId);
+    } catch (err) {
+      // Not run here: the job is active under a lock nobody renews, so a stalled check hands it to a worker again.
+      this.emit('error', err as Error);
+      return true;
+    }
     job.token = token;
     this.emit('active', job, 'waiting');
     // Completed or failed here, never fetching a next job (that is the loop's business).
