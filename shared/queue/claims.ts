@@ -106,14 +106,13 @@ async function addStandardJobArgs(queue: Queue, data: object, opts: JobsOptions 
  */
 export async function addJob(queue: Queue, data: object, opts: JobsOptions & { jobId: string }, claim: boolean): Promise<'claimed' | 'queued'> {
   const ticket = claim ? holdSlot(queue.qualifiedName) : null;
-  const args = ticket ? await addStandardJobArgs(queue, data, opts) : null;
-  if (!ticket || !args) {
-    ticket?.release();
-    await queue.add(queue.name, data, opts);
-    return 'queued';
-  }
   let started = false;
   try {
+    const args = ticket && (await addStandardJobArgs(queue, data, opts));
+    if (!ticket || !args) {
+      await queue.add(queue.name, data, opts);
+      return 'queued';
+    }
     const client = (await queue.backend.client) as unknown as Record<string, (...a: unknown[]) => Promise<unknown>> & { defineCommand(name: string, d: { numberOfKeys: number; lua: string }): void };
     if (!defined.has(client)) {
       client.defineCommand(COMMAND, { numberOfKeys: 9, lua: CLAIM_JOB });
@@ -126,6 +125,6 @@ export async function addJob(queue: Queue, data: object, opts: JobsOptions & { j
     ticket.start(raw as string[], opts.jobId);
     return 'claimed';
   } finally {
-    if (!started) ticket.release();
+    if (!started) ticket?.release();
   }
 }
