@@ -14,7 +14,7 @@ import { MODELS, PREFIX, startCluster, type Cluster } from './helpers/cluster';
 import { post, Tally } from './helpers/http';
 import { Checks } from './helpers/report';
 import { childrenOf, startNpmStart } from './helpers/processes';
-import { waitFor } from './helpers/wait';
+import { queueSettled, waitFor } from './helpers/wait';
 import { QUEUES } from '../../shared/queue/queue-names';
 
 let c: Cluster;
@@ -32,7 +32,7 @@ it('17. jobs claimed at enqueue, their process SIGKILLed mid-call: re-run by the
     'npm start, WEB_CONCURRENCY=2; 8 text requests (4 with an Idempotency-Key) whose jobs were claimed at enqueue by the worker of their own process; one process SIGKILLed inside their provider calls (2 s)',
   );
   const tally = new Tally();
-  const { parent, exited, url, tail, kill } = await startNpmStart(c, 2);
+  const { parent, url, tail, kill, stop } = await startNpmStart(c, 2);
   try {
     const first = childrenOf(parent.pid!);
     const org = await c.seed({ balance: '100' });
@@ -66,11 +66,7 @@ it('17. jobs claimed at enqueue, their process SIGKILLed mid-call: re-run by the
     checks.that(cut.every(({ r }) => r.status === 0), `cut replies that were not connection errors: ${cut.map(({ r }) => r.status).join(',')}`);
 
     await waitFor('the killed process replaced', async () => childrenOf(parent.pid!).filter((p) => !first.includes(p)).length === 1 && childrenOf(parent.pid!).length === 2, 30_000);
-    await waitFor('the stalled jobs ended', async () => {
-      const n = await text.getJobCounts('active', 'waiting', 'delayed', 'prioritized');
-      return Object.values(n).every((v) => v === 0);
-    }, 40_000).catch(() => undefined);
-    const counts = await text.getJobCounts('active', 'waiting', 'delayed', 'prioritized', 'failed');
+    const counts = await queueSettled(text, 40_000);
     checks.that(Object.values(counts).every((v) => v === 0), `text jobs left: ${JSON.stringify(counts)}`);
     const a = await settledAudit(c.db, 30_000);
 
@@ -94,8 +90,7 @@ it('17. jobs claimed at enqueue, their process SIGKILLed mid-call: re-run by the
     tally.addAll(after);
     checks.that(after.every((r) => r.status === 200), `after the replacement: ${after.map((r) => r.status).join(',')}`);
 
-    parent.kill('SIGTERM');
-    const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('timeout'), 30_000).unref())]);
+    const code = await stop();
     checks.that(code === 0, `parent exit on SIGTERM: ${code}`);
     const failures = checks.finishAudited(a, {
       requests: tally.total,

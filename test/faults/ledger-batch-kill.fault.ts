@@ -65,7 +65,7 @@ it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a
     'WEB_CONCURRENCY=2; the organization row locked from outside while 12 jobs finish and 12 new requests arrive, so each process\'s sy_ledger_batch calls (their closes and opens) wait in PostgreSQL; one process SIGKILLed there; then the lock released',
   );
   const tally = new Tally();
-  const { parent, exited, url, tail, kill } = await startNpmStart(c, 2);
+  const { parent, url, tail, kill, stop } = await startNpmStart(c, 2);
   const locks: RowLock[] = [];
   try {
     const first = childrenOf(parent.pid!).sort((a, b) => a - b);
@@ -181,8 +181,7 @@ it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a
     const live = await c.queues.text.getJobCounts('active', 'waiting', 'delayed');
     checks.that(live.active + live.waiting + live.delayed === 0, `text queue not drained: ${JSON.stringify(live)}`);
 
-    parent.kill('SIGTERM');
-    const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('timeout'), 30_000).unref())]);
+    const code = await stop();
     checks.that(code === 0, `parent exit on SIGTERM: ${code}`);
     checks.that(childrenOf(parent.pid!).length === 0 && second.every((p) => !fs.existsSync(`/proc/${p}`)), 'a child outlived the parent');
 

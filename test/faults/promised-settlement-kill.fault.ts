@@ -31,7 +31,7 @@ it('15. replies sent, their settlements promised but never committed (process SI
     'npm start, WEB_CONCURRENCY=2; the organization row locked from outside while 8 jobs answer, so they reply with the settlement promised and their closes wait in PostgreSQL; both processes SIGKILLed and their waiting backends terminated (nothing committed); then the lock released',
   );
   const tally = new Tally();
-  const { parent, exited, url, tail, kill } = await startNpmStart(c, 2);
+  const { parent, url, tail, kill, stop } = await startNpmStart(c, 2);
   let lock: RowLock | undefined;
   try {
     const first = childrenOf(parent.pid!);
@@ -94,8 +94,7 @@ it('15. replies sent, their settlements promised but never committed (process SI
     tally.addAll(after);
     checks.that(after.every((r) => r.status === 200), `after the replacement: ${after.map((r) => r.status).join(',')}`);
 
-    parent.kill('SIGTERM');
-    const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('timeout'), 30_000).unref())]);
+    const code = await stop();
     checks.that(code === 0, `parent exit on SIGTERM: ${code}`);
     const failures = checks.finishAudited(a, {
       requests: tally.total,

@@ -15,7 +15,7 @@ import { MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { post, Tally } from './helpers/http';
 import { Checks } from './helpers/report';
 import { childrenOf, startNpmStart } from './helpers/processes';
-import { waitFor } from './helpers/wait';
+import { queueSettled, waitFor } from './helpers/wait';
 import { ledgerBatchesWaiting, lockOrganization, type RowLock } from './helpers/locks';
 import { QUEUES } from '../../shared/queue/queue-names';
 
@@ -34,7 +34,7 @@ it('16. jobs enqueued with their reservations, the API processes SIGKILLed befor
     'npm start, WEB_CONCURRENCY=2; the organization row locked from outside while 8 requests reserve, so their jobs are picked up and wait for outcomes that do not come; both processes SIGKILLed; then the lock released (the reservations inside PostgreSQL commit for clients that are gone)',
   );
   const tally = new Tally();
-  const { parent, exited, url, tail, kill } = await startNpmStart(c, 2);
+  const { parent, url, tail, kill, stop } = await startNpmStart(c, 2);
   let lock: RowLock | undefined;
   try {
     const first = childrenOf(parent.pid!);
@@ -65,11 +65,7 @@ it('16. jobs enqueued with their reservations, the API processes SIGKILLed befor
     await lock.release();
 
     await waitFor('two replacement processes', async () => childrenOf(parent.pid!).filter((p) => !first.includes(p)).length === 2, 30_000);
-    await waitFor('the 8 jobs ended', async () => {
-      const n = await text.getJobCounts('active', 'waiting', 'delayed', 'prioritized');
-      return Object.values(n).every((v) => v === 0);
-    }, 40_000).catch(() => undefined);
-    const counts = await text.getJobCounts('active', 'waiting', 'delayed', 'prioritized', 'failed');
+    const counts = await queueSettled(text, 40_000);
     checks.that(Object.values(counts).every((v) => v === 0), `text jobs left: ${JSON.stringify(counts)}`);
     const a = await settledAudit(c.db, 30_000);
 
@@ -87,8 +83,7 @@ it('16. jobs enqueued with their reservations, the API processes SIGKILLed befor
     tally.addAll(after);
     checks.that(after.every((r) => r.status === 200), `after the replacement: ${after.map((r) => r.status).join(',')}`);
 
-    parent.kill('SIGTERM');
-    const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('timeout'), 30_000).unref())]);
+    const code = await stop();
     checks.that(code === 0, `parent exit on SIGTERM: ${code}`);
     const failures = checks.finishAudited(a, {
       requests: tally.total,

@@ -26,7 +26,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 it('13. npm start with WEB_CONCURRENCY=2 serves on both processes, replaces a killed one and stops on SIGTERM', async () => {
   const checks = new Checks('13. npm start on 2 cores', 'WEB_CONCURRENCY=2; one of the two processes SIGKILLed under load; then SIGTERM to the parent');
   const tally = new Tally();
-  const { parent, exited, url, tail, kill } = await startNpmStart(c, 2);
+  const { parent, url, tail, kill, stop } = await startNpmStart(c, 2);
   try {
     const first = childrenOf(parent.pid!);
     checks.that(first.length === 2, `expected 2 processes under the parent, saw ${first.length}`);
@@ -61,8 +61,7 @@ it('13. npm start with WEB_CONCURRENCY=2 serves on both processes, replaces a ki
     const beforeStop = await settledAudit(c.db, 30_000);
     for (const p of beforeStop.problems) checks.that(false, `before SIGTERM: ${p}`);
 
-    parent.kill('SIGTERM');
-    const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('timeout'), 30_000).unref())]);
+    const code = await stop();
     checks.that(code === 0, `parent exit on SIGTERM: ${code}`);
     checks.that(childrenOf(parent.pid!).length === 0 && second.every((p) => !fs.existsSync(`/proc/${p}`)), 'a child outlived the parent');
 

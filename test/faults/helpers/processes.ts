@@ -29,6 +29,8 @@ export interface NpmStart {
   tail(): string;
   /** SIGKILL to the parent and its children (a case's `finally`). */
   kill(): void;
+  /** SIGTERM to the parent; its exit code, or 'timeout' when it has not exited within 30 s. */
+  stop(): Promise<number | null | 'timeout'>;
 }
 
 /**
@@ -53,6 +55,10 @@ export async function startNpmStart(c: Cluster, processes: number): Promise<NpmS
     kill() {
       if (parent.exitCode === null) parent.kill('SIGKILL');
       for (const p of childrenOf(parent.pid!)) process.kill(p, 'SIGKILL');
+    },
+    stop() {
+      parent.kill('SIGTERM');
+      return Promise.race([started.exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 30_000).unref())]);
     },
   };
   const until = Date.now() + 60_000;
