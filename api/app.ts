@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { Socket } from 'node:net';
 import express, { type Express } from 'express';
 import { buildContext, type AppContext, type AppDeps } from './app-context';
 import { traceMiddleware } from './middleware/trace';
@@ -33,7 +35,7 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
   app.locals.ctx = ctx;
 
   app.use(traceMiddleware);
-  app.use(metricsMiddleware(ctx.metrics));
+  app.use(metricsMiddleware(ctx.metrics, app));
   // Each router is entered only by the paths it serves (api/routes/gated.ts): a request skips the others unwalked.
   app.use(gated(healthRoutes(ctx)), gated(metricsRoutes(ctx)), gated(docsRoutes(ctx)), gated(dashboardRoutes(ctx)));
   // JSON bodies are parsed by ctx.guard, after authentication (api/middleware/reject-nul.ts).
@@ -54,4 +56,32 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
   app.use(notFoundHandler);
   app.use(errorHandler(ctx.logger));
   return app as Express & { locals: { ctx: AppContext } };
+}
+
+/**
+ * `http.createServer` options under which every request and response is born with the app's own prototypes
+ * (`app.request`, `app.response`), so that Express's per-request `Object.setPrototypeOf(req, app.request)` finds the
+ * prototype already set and changes nothing (expressjs/express#5998). An object whose prototype was changed after it
+ * was made is kept, with all it references, through V8's young-generation collections: every request's objects (req,
+ * res, the router's closures, the handlers' state) were promoted to the old generation, about 1.4 MB per scavenge at
+ * concurrency 1, each scavenge 3-4 ms instead of under 1 (bench/README.md, sixth round).
+ *
+ * Node's constructors are called on the new object (they are plain functions): made with `Reflect.construct` instead,
+ * the objects are kept through those collections all the same. Were they ever classes, the options are left out and
+ * Express sets the prototypes itself, as before.
+ */
+export function serverOptionsFor(app: Pick<Express, 'request' | 'response'>): Pick<http.ServerOptions, 'IncomingMessage' | 'ServerResponse'> {
+  const plainFunction = (f: unknown) => typeof f === 'function' && !Function.prototype.toString.call(f).startsWith('class');
+  if (!plainFunction(http.IncomingMessage) || !plainFunction(http.ServerResponse)) return {};
+  const NodeRequest = http.IncomingMessage as unknown as (this: unknown, socket: Socket) => void;
+  const NodeResponse = http.ServerResponse as unknown as (this: unknown, req: http.IncomingMessage, options?: unknown) => void;
+  function IncomingMessage(this: unknown, socket: Socket) {
+    NodeRequest.call(this, socket);
+  }
+  IncomingMessage.prototype = app.request;
+  function ServerResponse(this: unknown, req: http.IncomingMessage, options?: unknown) {
+    NodeResponse.call(this, req, options);
+  }
+  ServerResponse.prototype = app.response;
+  return { IncomingMessage: IncomingMessage as unknown as typeof http.IncomingMessage, ServerResponse: ServerResponse as unknown as typeof http.ServerResponse };
 }

@@ -1,4 +1,4 @@
-import { createApp } from './app';
+import { createApp, serverOptionsFor } from './app';
 import { bootstrap, listen, onShutdown, type Runtime } from '../shared/runtime/bootstrap';
 import { QUEUES } from '../shared/queue/queue-names';
 
@@ -19,7 +19,7 @@ export async function startWeb(rt: Runtime): Promise<{ port: number; close(): Pr
     workersReady: async () => (await app.locals.ctx.queues[QUEUES.text].getWorkersCount()) > 0,
   });
   await app.locals.ctx.ready();
-  const http = await listen(app, rt.config.port);
+  const http = await listen(app, rt.config.port, serverOptionsFor(app));
   rt.logger.info(`Switchyard API listening on http://localhost:${http.port}`);
   return {
     port: http.port,

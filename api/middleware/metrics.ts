@@ -1,4 +1,4 @@
-import type { NextFunction, Request, Response } from 'express';
+import type { Express, NextFunction, Request, Response } from 'express';
 import type { Metrics } from '../../shared/metrics/metrics';
 
 declare module 'express-serve-static-core' {
@@ -13,32 +13,40 @@ export const UNMATCHED_ROUTE = 'unmatched';
 /** The status label of a request whose client disconnected before the reply ended (e.g. mid-stream). */
 export const CLIENT_CLOSED = '499';
 
+/** Where a request keeps the route the router assigned it and that route's full pattern (the accessor below). */
+const ROUTE = Symbol('route');
+const PATTERN = Symbol('routePattern');
+type Tracked = Request & { [ROUTE]?: unknown; [PATTERN]?: string };
+
 /**
  * Counts requests and their latency by method, route pattern and status. The label is the Express route
  * pattern (`/v1/media/:id`), never the raw URL, so label cardinality stays bounded.
  *
  * The pattern is captured when the router assigns `req.route`: at that moment `req.baseUrl` is the mount
  * path of the router holding the route, which Express restores (empties) again when an error leaves that
- * router, so reading both at `finish` would lose the prefix of routers mounted on a path.
+ * router, so reading both at `finish` would lose the prefix of routers mounted on a path. The assignment is caught
+ * by an accessor defined once on the app's request prototype (`app.request`, which Express's sub-apps inherit from),
+ * not by one defined on each request: a per-request accessor gives every request object a map of its own, and V8
+ * then keeps the request and all it references through young-generation collections (bench/README.md, sixth round).
  */
-export function metricsMiddleware(metrics: Metrics) {
+export function metricsMiddleware(metrics: Metrics, app: Pick<Express, 'request'>) {
+  Object.defineProperty(app.request, 'route', {
+    configurable: true,
+    enumerable: true,
+    get(this: Tracked) {
+      return this[ROUTE];
+    },
+    set(this: Tracked, value: { path?: unknown } | undefined) {
+      this[ROUTE] = value;
+      if (value && value.path !== undefined) this[PATTERN] = joinPattern(this.baseUrl, value.path);
+    },
+  });
   return (req: Request, res: Response, next: NextFunction): void => {
     const start = process.hrtime.bigint();
-    let route: unknown;
-    let pattern: string | undefined;
-    Object.defineProperty(req, 'route', {
-      configurable: true,
-      enumerable: true,
-      get: () => route,
-      set: (value: { path?: unknown } | undefined) => {
-        route = value;
-        if (value && value.path !== undefined) pattern = joinPattern(req.baseUrl, value.path);
-      },
-    });
     // `close` fires for every response; one that did not finish means the client left first (nginx's 499).
     res.once('close', () => {
       const status = res.writableFinished ? String(res.statusCode) : CLIENT_CLOSED;
-      const labels = { method: req.method, route: res.locals.metricsRoute ?? pattern ?? UNMATCHED_ROUTE, status };
+      const labels = { method: req.method, route: res.locals.metricsRoute ?? (req as Tracked)[PATTERN] ?? UNMATCHED_ROUTE, status };
       metrics.httpRequests.inc(labels);
       metrics.httpDuration.observe(labels, Number(process.hrtime.bigint() - start) / 1e9);
     });

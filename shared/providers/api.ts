@@ -63,10 +63,14 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
         timedOut = true;
         deadline.abort();
       }, call.timeoutMs);
-      const signal = call.signal ? AbortSignal.any([call.signal, deadline.signal]) : deadline.signal;
+      // The caller's signal aborts the deadline's controller. Not AbortSignal.any: its WeakRefs hold every call's
+      // signal, listeners and what they capture through young-generation collections (only a full one frees them).
+      const cancel = call.signal;
+      const onCancel = () => deadline.abort(cancel!.reason);
+      cancel?.addEventListener('abort', onCancel, { once: true });
       const failure = (error: unknown): UpstreamError => (timedOut ? upstreamError({ kind: 'timeout', timeoutMs: call.timeoutMs }, { cause: error }) : toUpstreamError(error, call));
       try {
-        const res = await send(agent, baseUrl, spec, call, signal);
+        const res = await send(agent, baseUrl, spec, call, deadline.signal);
         const text = await res.body.text();
         const headers = flattenHeaders(res.headers);
         if (!isSuccess(res.statusCode)) throw replyError(res.statusCode, headers, text, call);
@@ -81,6 +85,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
         throw failure(error);
       } finally {
         clearTimeout(timer);
+        cancel?.removeEventListener('abort', onCancel);
       }
     },
 

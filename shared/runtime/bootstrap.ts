@@ -121,9 +121,9 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
   };
 }
 
-/** Listens, and on close stops taking connections and lets in-flight requests finish. */
-export function listen(app: http.RequestListener, port: number): Promise<{ server: http.Server; port: number; close(): Promise<void> }> {
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, app);
+/** Listens (with `options`: api/app.ts serverOptionsFor), and on close stops taking connections and lets in-flight requests finish. */
+export function listen(app: http.RequestListener, port: number, options: http.ServerOptions = {}): Promise<{ server: http.Server; port: number; close(): Promise<void> }> {
+  const server = http.createServer({ keepAliveTimeout: 65_000, ...options }, app);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, () => {

@@ -140,7 +140,7 @@ describe('route labels', () => {
   it('keep the mount path of a router mounted on a path, also when the route fails', async () => {
     const metrics = createMetrics();
     const app = express();
-    app.use(metricsMiddleware(metrics));
+    app.use(metricsMiddleware(metrics, app));
     const r = express.Router();
     r.get('/things/:id', (req, res) => {
       if (req.params.id === 'bad') throw new Error('boom');
