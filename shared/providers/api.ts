@@ -2,6 +2,7 @@
  * The only I/O of the provider layer: performs the `HttpRequestSpec`s the adapters describe, over one undici
  * `Agent` (a keep-alive connection pool per origin). Every failure leaves here as an `UpstreamError`.
  */
+import { EventEmitter } from 'node:events';
 import { Agent, type Dispatcher } from 'undici';
 import type { ErrorBodyExtractor, SseEvent } from './adapter.types';
 import type { HttpRequestSpec } from './provider.types';
@@ -47,6 +48,24 @@ export interface UpstreamClient {
 
 const DEFAULT_KEEP_ALIVE_MS = 10_000;
 
+/**
+ * The deadline of one upstream call, in the form undici also takes as a `signal` (an EventEmitter with `aborted` and
+ * `reason`). Not an AbortController: Node makes an AbortSignal by changing an EventTarget's prototype, and V8 keeps such
+ * objects, with the listeners and request state they reference, through young-generation collections
+ * (bench/README.md, sixth round).
+ */
+class Deadline extends EventEmitter {
+  aborted = false;
+  reason: unknown = undefined;
+
+  abort(reason?: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.emit('abort');
+  }
+}
+
 export function createUpstreamClient(options: UpstreamClientOptions = {}): UpstreamClient {
   const keepAlive = options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_MS;
   const agent = new Agent({
@@ -57,20 +76,20 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
 
   return {
     async request(baseUrl, spec, call) {
-      const deadline = new AbortController();
+      const deadline = new Deadline();
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
         deadline.abort();
       }, call.timeoutMs);
-      // The caller's signal aborts the deadline's controller. Not AbortSignal.any: its WeakRefs hold every call's
-      // signal, listeners and what they capture through young-generation collections (only a full one frees them).
+      // The caller's signal aborts the deadline too (a listener, not AbortSignal.any, whose WeakRefs hold each call's
+      // signals and what their listeners capture until a full collection).
       const cancel = call.signal;
       const onCancel = () => deadline.abort(cancel!.reason);
       cancel?.addEventListener('abort', onCancel, { once: true });
       const failure = (error: unknown): UpstreamError => (timedOut ? upstreamError({ kind: 'timeout', timeoutMs: call.timeoutMs }, { cause: error }) : toUpstreamError(error, call));
       try {
-        const res = await send(agent, baseUrl, spec, call, deadline.signal);
+        const res = await send(agent, baseUrl, spec, call, deadline);
         const text = await res.body.text();
         const headers = flattenHeaders(res.headers);
         if (!isSuccess(res.statusCode)) throw replyError(res.statusCode, headers, text, call);
@@ -127,7 +146,7 @@ function splitOnce(text: string, separator: string): [string, string | undefined
   return at === -1 ? [text, undefined] : [text.slice(0, at), text.slice(at + 1)];
 }
 
-function send(agent: Agent, baseUrl: string, spec: HttpRequestSpec, call: UpstreamCallOptions, signal: AbortSignal | undefined): Promise<Dispatcher.ResponseData> {
+function send(agent: Agent, baseUrl: string, spec: HttpRequestSpec, call: UpstreamCallOptions, signal: AbortSignal | EventEmitter | undefined): Promise<Dispatcher.ResponseData> {
   if (call.signal?.aborted) return Promise.reject(abortedError(call.signal.reason));
   const target = joinUpstreamUrl(baseUrl, spec.path);
   const headers = { ...spec.headers };

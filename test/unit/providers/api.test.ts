@@ -61,6 +61,12 @@ routes.set('/sse', (_req, res) => {
   res.write('data: {"a"');
   setTimeout(() => res.end(':1}\n\ndata: [DONE]\n\n'), 20);
 });
+// Headers at once, then a byte every 30 ms: never silent for long, but past a 150 ms deadline for the whole reply.
+routes.set('/trickle', (_req, res) => {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  const every = setInterval(() => (res.writableEnded ? clearInterval(every) : res.write(' ')), 30);
+  res.on('close', () => clearInterval(every));
+});
 routes.set('/sse-stall', (_req, res) => {
   res.writeHead(200, { 'content-type': 'text/event-stream' });
   res.write('data: first\n\n'); // then silence
@@ -100,6 +106,13 @@ describe('upstream client', () => {
     const error = await failureOf(client.request(baseUrl, spec('/limited'), { timeoutMs: 2000, extractError: extractOpenAIError }));
     expect(error.failure).toMatchObject({ reason: 'rate_limited', status: 429, message: 'Rate limit reached', fallback: true });
     expect(error.retryAfterMs).toBe(3000);
+  });
+
+  it('ends a reply that trickles past the deadline for the whole exchange as upstream_timeout', async () => {
+    const started = Date.now();
+    const error = await failureOf(client.request(baseUrl, spec('/trickle'), { timeoutMs: 150 }));
+    expect(error.failure).toMatchObject({ reason: 'upstream_timeout', fallback: true });
+    expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it('marks the caller’s own abort as aborted, with no fallback', async () => {
