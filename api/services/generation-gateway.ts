@@ -152,8 +152,8 @@ export class GenerationGateway {
         minimum: o.minimum,
         idempotency: o.caller.idempotency,
       },
-      // Added to the kind's fresh fields, not spread into a new literal: V8 keeps an object spread and then extended
-      // through young-generation collections, and this one is built for every request (bench/README.md, sixth round).
+      // Added to the kind's fresh fields, not spread into a new literal: V8 moved every such spread-then-extended object
+      // to the old generation, one per request, where only a full collection frees it (bench/README.md, sixth round).
       (granted) =>
         Object.assign(o.job(granted), {
           generationId: o.id,
