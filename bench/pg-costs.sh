@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# What the durable path's PostgreSQL work costs on this machine, before any speed claim is read (bench/README.md,
+# seventh round): a round trip, a WAL flush (a one-row insert with synchronous_commit on, then off), one open through
+# sy_ledger_batch back to back, and the same after 35 ms idle (the rhythm of the harness's streamed case). pgbench,
+# one client, on a scratch database migrated like the service's.
+#
+#   bash bench/pg-costs.sh                     # 4 s per measurement
+#   SECONDS_EACH=8 SKIP_BUILD=1 bash bench/pg-costs.sh
+#
+# Environment: PG_COSTS_DATABASE_URL (postgresql://postgres@127.0.0.1:5432/sy_pg_costs; dropped and re-created).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DB_URL=${PG_COSTS_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/sy_pg_costs}
+EACH=${SECONDS_EACH:-4}
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+cd "$ROOT"
+command -v pgbench >/dev/null || { echo "pgbench not found (Debian: postgresql-client)"; exit 1; }
+
+[ -n "${SKIP_BUILD:-}" ] || npm run -s build
+node -e "require('./dist/bench/children').resetDatabase(process.argv[1]).then(() => process.exit(0), (e) => { console.error(e); process.exit(1); })" "$DB_URL"
+ORG=$(DATABASE_URL=$DB_URL node bin/switchyard.js org create --name pg-costs --balance 100000000 --json | node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).organizationId')
+psql "$DB_URL" -qc 'CREATE TABLE pg_costs_rows (id bigserial PRIMARY KEY, v int)'
+
+OPEN="SELECT * FROM sy_ledger_batch(('[{\"id\":\"pgc_' || :n || '_' || :client_id || '\",\"organization_id\":\"$ORG\",\"bound\":\"0.001\",\"minimum\":\"0.001\",\"model\":\"bench/mini\",\"unified_model_id\":\"bench/mini\",\"model_display_name\":\"B\",\"request_type\":\"chat\",\"api_type\":\"chat_completions\",\"response_mode\":\"sync\",\"request\":{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}}]')::jsonb, '[]'::jsonb, now());"
+echo 'SELECT 1;' >"$WORK/round-trip.sql"
+echo 'INSERT INTO pg_costs_rows (v) VALUES (1);' >"$WORK/insert.sql"
+printf '\\set n random(1, 1000000000)\n%s\n' "$OPEN" >"$WORK/open.sql"
+printf '\\set n random(1, 1000000000)\n\\sleep 35 ms\n%s\n' "$OPEN" >"$WORK/open-idle.sql"
+
+# The mean of the script's last statement (pgbench -r), in ms.
+measure() {
+  local script=$1 options=${2:-}
+  PGOPTIONS=$options pgbench "$DB_URL" -n -T "$EACH" -c 1 -r -f "$WORK/$script" 2>/dev/null |
+    awk '/statement latencies/ { on = 1; next } on && NF { last = $1 } END { print last }'
+}
+
+printf '%-58s %s\n' 'PostgreSQL, one client (pgbench)' 'ms'
+printf '%-58s %s\n' 'round trip (SELECT 1)' "$(measure round-trip.sql)"
+printf '%-58s %s\n' 'one-row insert, synchronous_commit on' "$(measure insert.sql '-c synchronous_commit=on')"
+printf '%-58s %s\n' 'one-row insert, synchronous_commit off' "$(measure insert.sql '-c synchronous_commit=off')"
+printf '%-58s %s\n' 'one open through sy_ledger_batch, back to back' "$(measure open.sql)"
+printf '%-58s %s\n' 'one open through sy_ledger_batch, after 35 ms idle' "$(measure open-idle.sql)"
+echo 'The insert rows differ by what one WAL flush costs here.'
+psql "${DB_URL%/*}/postgres" -qc "DROP DATABASE IF EXISTS \"${DB_URL##*/}\"" >/dev/null 2>&1 || true
