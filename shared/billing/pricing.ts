@@ -60,15 +60,14 @@ function fromScaled(units: bigint, scale: number): Decimal {
 /**
  * The real cost of a text or embeddings answer: tokens at the endpoint's prices (RUB per million) plus the request fee.
  * Worked out exactly in integers over the price's power of ten (the sum and the division by a million are exact, and
- * one Decimal is made at the end): the same value decimal.js's arithmetic gives wherever it has the digits for it,
- * in a fifth of the time (test/unit/billing/pricing.test.ts).
+ * one Decimal is made at the end): the same value decimal.js's arithmetic gives wherever it has the digits for it
+ * (test/unit/billing/pricing.test.ts), in about a third of the time (bench/README.md, seventh round).
  */
 export function tokenCost(price: Price, usage: TokenUsage): Decimal {
   const cached = Math.min(usage.cachedTokens ?? 0, usage.inputTokens);
   if (!Number.isSafeInteger(usage.inputTokens) || !Number.isSafeInteger(cached) || !Number.isSafeInteger(usage.outputTokens)) return decimalTokenCost(price, usage);
   const p = scaledPrice(price);
-  const units =
-    (p.prompt * BigInt(usage.inputTokens - cached) + p.cached * BigInt(cached) + p.completion * BigInt(usage.outputTokens)) + p.request * 1_000_000n;
+  const units = p.prompt * BigInt(usage.inputTokens - cached) + p.cached * BigInt(cached) + p.completion * BigInt(usage.outputTokens) + p.request * 1_000_000n;
   return fromScaled(units, p.scale + 6);
 }
 
