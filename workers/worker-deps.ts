@@ -16,6 +16,7 @@ import type { BlobStore } from '../shared/storage/blob-store';
 import { resolveSecret } from '../shared/runtime/secret';
 import { SettlementJournal } from '../shared/billing/settlement-journal';
 import { GrantDesk, type GrantTiming } from '../shared/queue/grants';
+import { JobStops } from '../shared/queue/cancel-channel';
 
 /** What processors need, injected (no module-level state). */
 export interface WorkerDeps {
@@ -39,10 +40,12 @@ export interface WorkerDeps {
   settlements: SettlementJournal;
   /** Reservation outcomes of jobs enqueued before them (shared/queue/grants.ts). */
   grants: GrantDesk;
+  /** The stop signals of the text and embeddings jobs running here (shared/queue/cancel-channel.ts). */
+  stops: JobStops;
 }
 
 export function buildWorkerDeps(
-  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics' | 'settlements' | 'grants'> & {
+  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics' | 'settlements' | 'grants' | 'stops'> & {
     clock?: () => Date;
     metrics?: Metrics;
     files?: FilesService;
@@ -80,5 +83,6 @@ export function buildWorkerDeps(
     stats: new EndpointStatsStore(d.redis, d.config.queuePrefix),
     settlements: new SettlementJournal(d.redis, d.config.queuePrefix),
     grants: new GrantDesk(d.redis, d.config.queuePrefix, { waitMs: d.config.worker.grantWaitMs, ...grants }),
+    stops: new JobStops(),
   };
 }

@@ -80,10 +80,11 @@ export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { que
     w.on('failed', (job, err) => deps.logger.error('job failed', { queue: q, jobId: job?.id, err }));
     return w;
   });
-  // Cancel, timeout and client-gone messages reach every worker process; the one holding the job aborts its
-  // signal (BullMQ passes it to the processor), which aborts the upstream HTTP call.
+  // Cancel, timeout and client-gone messages reach every worker process; the one running the job aborts its stop
+  // signal (deps.stops: the text and embeddings processors take theirs there), which aborts the upstream HTTP call.
   const stops = connection.duplicate();
   const subscribed = listenForStops(stops, deps.config.queuePrefix, (id, reason) => {
+    if (deps.stops.abort(id, reason)) return;
     for (const w of workers) w.cancelJob(id, reason);
   }).catch((err: unknown) => deps.logger.error('stop channel not subscribed', { err }));
   return {

@@ -8,6 +8,7 @@ import type { ErrorBodyExtractor, SseEvent } from './adapter.types';
 import type { HttpRequestSpec } from './provider.types';
 import { SseParser } from './sse';
 import { abortedError, isUpstreamError, parseRetryAfter, upstreamError, type UpstreamError } from './upstream-error';
+import type { StopSignal } from '../queue/cancel-channel';
 
 export interface UpstreamClientOptions {
   /** Connection cap per origin (default: no cap; the catalog's `maxConcurrency` limits calls above this). */
@@ -23,7 +24,7 @@ export interface UpstreamCallOptions {
    */
   timeoutMs: number;
   /** The caller's cancellation (job cancelled, client gone); ends with an `UpstreamError` whose `aborted` is true. */
-  signal?: AbortSignal;
+  signal?: StopSignal;
   /** The provider kind's error-body reader (`adapter.extractError`), for messages of non-2xx replies. */
   extractError?: ErrorBodyExtractor;
 }
@@ -146,7 +147,7 @@ function splitOnce(text: string, separator: string): [string, string | undefined
   return at === -1 ? [text, undefined] : [text.slice(0, at), text.slice(at + 1)];
 }
 
-function send(agent: Agent, baseUrl: string, spec: HttpRequestSpec, call: UpstreamCallOptions, signal: AbortSignal | EventEmitter | undefined): Promise<Dispatcher.ResponseData> {
+function send(agent: Agent, baseUrl: string, spec: HttpRequestSpec, call: UpstreamCallOptions, signal: StopSignal | EventEmitter | undefined): Promise<Dispatcher.ResponseData> {
   if (call.signal?.aborted) return Promise.reject(abortedError(call.signal.reason));
   const target = joinUpstreamUrl(baseUrl, spec.path);
   const headers = { ...spec.headers };

@@ -1,7 +1,8 @@
+import { EventEmitter } from 'node:events';
 import type Redis from 'ioredis';
 
 /**
- * Why a running job is told to stop (the reason its AbortSignal carries):
+ * Why a running job is told to stop (the reason its stop signal carries):
  * - `cancelled`: the generation already ended as cancelled (uncharged); the job only stops calling its provider.
  * - `timeout`: the API stopped waiting for a stream that had already sent content (SYNC_WAIT_MS of silence).
  * - `client_gone`: the client of a stream that had already received content disconnected.
@@ -51,8 +52,64 @@ export async function listenForStops(sub: Redis, prefix: string, onStop: (id: st
   await sub.subscribe(channel);
 }
 
+/**
+ * A running job's stop signal. BullMQ makes an AbortController for every job of a processor that takes a third
+ * parameter; Node makes its AbortSignal by changing an EventTarget's prototype, and V8 keeps such objects (and what
+ * their listeners capture) through young-generation collections: the largest thing promoted per request after the
+ * sixth round (bench/README.md, seventh round). This is a plain EventEmitter with what the job's code and undici use
+ * of a signal: `aborted`, `reason`, the `abort` event, and `addEventListener` / `removeEventListener` for it.
+ */
+export class JobStop extends EventEmitter {
+  aborted = false;
+  reason: unknown = undefined;
+
+  abort(reason?: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.emit('abort');
+  }
+
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void {
+    if (options?.once) this.once(type, listener);
+    else this.on(type, listener);
+  }
+
+  removeEventListener(type: 'abort', listener: () => void): void {
+    this.off(type, listener);
+  }
+}
+
+/** What a job's code takes to be told to stop: a JobStop (workers), or an AbortSignal (tests, other callers). */
+export type StopSignal = AbortSignal | JobStop;
+
+/**
+ * The stop signals of the jobs this process runs, by job id (the generation id): the processor takes one when its job
+ * starts and gives it back when it ends; a stop message (listenForStops) aborts it.
+ */
+export class JobStops {
+  private readonly running = new Map<string, JobStop>();
+
+  start(jobId: string): JobStop {
+    const stop = new JobStop();
+    this.running.set(jobId, stop);
+    return stop;
+  }
+
+  end(jobId: string, stop: JobStop): void {
+    if (this.running.get(jobId) === stop) this.running.delete(jobId);
+  }
+
+  /** True when a job of this process was told (a stop for another process's job finds nothing here). */
+  abort(jobId: string, reason: StopReason): boolean {
+    const stop = this.running.get(jobId);
+    stop?.abort(reason);
+    return stop !== undefined;
+  }
+}
+
 /** The stop reason of an aborted job signal (`cancelled` for anything else, e.g. a shutdown). */
-export function stopReasonOf(signal: AbortSignal | undefined): StopReason | undefined {
+export function stopReasonOf(signal: StopSignal | undefined): StopReason | undefined {
   if (!signal?.aborted) return undefined;
   return isStopReason(signal.reason) ? signal.reason : 'cancelled';
 }

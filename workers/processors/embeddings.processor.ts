@@ -6,9 +6,15 @@ import type { WorkerDeps } from '../worker-deps';
 
 export function embeddingsProcessor(deps: WorkerDeps) {
   const executor = new EmbeddingsExecutor(deps);
-  // Three parameters: BullMQ then passes the job's AbortSignal (cancel and timeout; worker-pool.ts).
-  return async (job: Job<EmbeddingsJobData>, _token?: string, signal?: AbortSignal) => {
+  // Two parameters: BullMQ then makes no AbortSignal for the job; its stop signal is ours (cancel and timeout:
+  // shared/queue/cancel-channel.ts JobStops, aborted from worker-pool.ts).
+  return async (job: Job<EmbeddingsJobData>) => {
     if (await keptEarlierPromise(deps, job)) return;
-    await executor.run(job.data, { enqueuedAt: job.timestamp, startedAt: job.processedOn ?? Date.now() }, signal);
+    const signal = deps.stops.start(job.data.generationId);
+    try {
+      await executor.run(job.data, { enqueuedAt: job.timestamp, startedAt: job.processedOn ?? Date.now() }, signal);
+    } finally {
+      deps.stops.end(job.data.generationId, signal);
+    }
   };
 }

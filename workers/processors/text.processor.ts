@@ -8,10 +8,16 @@ import { keptEarlierPromise } from '../services/attempt-loop';
 export function textProcessor(deps: WorkerDeps) {
   const executor = new TextExecutor(deps);
   const typedQuestions = new TypedQuestionsExecutor(deps);
-  // Three parameters: BullMQ then passes the job's AbortSignal (cancel, timeout, client gone; worker-pool.ts).
-  return async (job: Job<TextJobData | TypedQuestionsJobData>, _token?: string, signal?: AbortSignal) => {
+  // Two parameters: BullMQ then makes no AbortSignal for the job; its stop signal is ours (cancel, timeout, client
+  // gone: shared/queue/cancel-channel.ts JobStops, aborted from worker-pool.ts).
+  return async (job: Job<TextJobData | TypedQuestionsJobData>) => {
     if (await keptEarlierPromise(deps, job)) return;
     const timing = { enqueuedAt: job.timestamp, startedAt: job.processedOn ?? Date.now() };
-    return isTypedQuestionsJob(job.data) ? typedQuestions.run(job.data, timing, signal) : executor.run(job.data, timing, signal);
+    const signal = deps.stops.start(job.data.generationId);
+    try {
+      return await (isTypedQuestionsJob(job.data) ? typedQuestions.run(job.data, timing, signal) : executor.run(job.data, timing, signal));
+    } finally {
+      deps.stops.end(job.data.generationId, signal);
+    }
   };
 }

@@ -13,6 +13,7 @@ import type { WorkerDeps } from '../worker-deps';
 import { AttemptOrder, retryAfterSeconds, waitFor } from './attempt-order';
 import { closeRowOf, type Finish } from '../../shared/services/generation.service';
 import { money } from '../../shared/billing/money';
+import type { StopSignal } from '../../shared/queue/cancel-channel';
 
 /** One upstream call that did not answer (or an endpoint that could not be called): shared/queue/job-catalog.ts. */
 export type { Attempt };
@@ -23,7 +24,7 @@ export interface EndpointCall {
   resolved: ResolvedEndpoint;
   adapter: ProviderAdapter;
   /** Aborts the upstream call (cancel, timeout, client gone: shared/queue/cancel-channel.ts). */
-  signal?: AbortSignal;
+  signal?: StopSignal;
 }
 
 /** The operation a job needs from an endpoint's adapter; an endpoint without it is recorded `unavailable`. */
@@ -46,7 +47,7 @@ export interface AttemptLoopInput<T> {
   operation: Operation;
   /** Calls one endpoint. Throws an UpstreamError to fall back (any other error counts as a malformed reply). */
   call: (c: EndpointCall) => Promise<T>;
-  signal?: AbortSignal;
+  signal?: StopSignal;
   /** Errors the loop does not judge: rethrown as they are (a stream cut after content; a media job's own retry). */
   passThrough?: (e: unknown) => boolean;
   /** Failed attempts are appended here (a typed-question job shares one list across its questions). */
@@ -128,7 +129,7 @@ export async function runAttempts<T>(deps: WorkerDeps, job: AttemptJob, input: A
 }
 
 /** One upstream exchange with an endpoint, within its provider's concurrency cap (catalog `maxConcurrency`). */
-export function upstreamRequest(deps: WorkerDeps, c: Pick<EndpointCall, 'resolved' | 'adapter'>, spec: HttpRequestSpec, signal?: AbortSignal): Promise<UpstreamReply> {
+export function upstreamRequest(deps: WorkerDeps, c: Pick<EndpointCall, 'resolved' | 'adapter'>, spec: HttpRequestSpec, signal?: StopSignal): Promise<UpstreamReply> {
   const { provider } = c.resolved;
   return deps.limiter.run(provider, () => deps.upstream.request(provider.baseUrl, spec, { timeoutMs: provider.timeoutMs, extractError: c.adapter.extractError, signal }));
 }

@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import type { StopSignal } from '../../shared/queue/cancel-channel';
 
 /**
  * The longest a job waits for an endpoint's `Retry-After` when nothing else can answer (a longer wait fails
@@ -53,9 +53,17 @@ export class AttemptOrder<C extends { slug: string }> {
 }
 
 /** Waits `ms`, or less when `signal` aborts (the caller then sees `signal.aborted`). */
-export async function waitFor(ms: number, signal?: AbortSignal): Promise<void> {
-  if (ms <= 0) return;
-  await sleep(ms, undefined, { signal }).catch(() => undefined);
+export function waitFor(ms: number, signal?: StopSignal): Promise<void> {
+  if (ms <= 0 || signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 /** `Retry-After` seconds for an error: the soonest any of these endpoints accepts calls again, or undefined. */

@@ -5,13 +5,14 @@ import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { EmbeddingsDonePayload, EmbeddingsJobData } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
 import { endCompleted, endFailed, endStopped, failureError, runAttempts, upstreamRequest, type EndpointCall, type RunTiming } from './attempt-loop';
+import type { StopSignal } from '../../shared/queue/cancel-channel';
 
 /** Runs an embeddings job through the attempt loop (attempt-loop.ts), as text does. */
 export class EmbeddingsExecutor {
   constructor(private readonly deps: WorkerDeps) {}
 
   /** `signal` aborts the upstream call when the generation is cancelled or timed out (cancel-channel.ts). */
-  async run(data: EmbeddingsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: AbortSignal): Promise<void> {
+  async run(data: EmbeddingsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: StopSignal): Promise<void> {
     const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId);
     const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };
     const out = await runAttempts(this.deps, data, {

@@ -14,9 +14,10 @@ import type { WorkerDeps } from '../worker-deps';
  * ends failed and its reservation is released. Nothing reserved within the wait: nothing will run.
  */
 export function afterGrant(deps: WorkerDeps, processor: Processor): Processor {
-  return async (job, token, signal) => {
+  // Two parameters, as the processors it wraps: BullMQ then makes no AbortSignal per job (shared/queue/cancel-channel.ts JobStops).
+  return async (job, token) => {
     const data = job.data as GenerationJobBase;
-    if (!data.awaitsGrant) return processor(job, token, signal);
+    if (!data.awaitsGrant) return processor(job, token);
     const grant: Grant = await deps.grants.wait(data.generationId, async (id) => {
       const g = await deps.generations.state(id);
       return g ? (RUNNING.has(g.status) ? 'running' : 'ended') : null;
@@ -25,7 +26,7 @@ export function afterGrant(deps: WorkerDeps, processor: Processor): Processor {
       if ('granted' in grant) {
         const { awaitsGrant: _, ...rest } = data;
         job.data = grant.job ?? { ...rest, reserved: grant.granted };
-        return await processor(job, token, signal);
+        return await processor(job, token);
       }
       if ('orphaned' in grant) return await endOrphaned(deps, data);
       if ('timedOut' in grant) deps.logger.warn('no reservation arrived for a job enqueued with it: not run', { generationId: data.generationId, trace_id: data.traceId });

@@ -11,7 +11,7 @@ import type { WorkerDeps } from '../worker-deps';
 import { StreamAccumulator } from './stream-accumulator';
 import { withoutText } from '../../shared/formats/unstored-text';
 import { MaskSession } from '../../shared/plugins/masker';
-import { stopReasonOf } from '../../shared/queue/cancel-channel';
+import { stopReasonOf, type StopSignal } from '../../shared/queue/cancel-channel';
 import { attemptOf, endCompleted, endFailed, endStopped, failedAttempt, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
 
 export type { Attempt };
@@ -47,7 +47,7 @@ export class TextExecutor {
   constructor(private readonly deps: WorkerDeps) {}
 
   /** `signal` aborts the upstream call (cancel, timeout, client gone: shared/queue/cancel-channel.ts). */
-  async run(data: TextJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: AbortSignal): Promise<void> {
+  async run(data: TextJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: StopSignal): Promise<void> {
     const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId);
     const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };
     if (data.mode === 'async') await this.deps.generations.markProcessing(data.generationId, run.queueTimeMs);
@@ -186,7 +186,7 @@ export class TextExecutor {
    * billed for what was produced (decisions.md section 4; a cancelled generation never costs anything), one that
    * had not is cancelled uncharged.
    */
-  private async stopped(data: TextJobData, partial: MidStreamFailure | undefined, attempts: Attempt[], pub: GenerationPublisher, signal: AbortSignal, timing: RunTiming) {
+  private async stopped(data: TextJobData, partial: MidStreamFailure | undefined, attempts: Attempt[], pub: GenerationPublisher, signal: StopSignal, timing: RunTiming) {
     const reason = stopReasonOf(signal) ?? 'cancelled';
     if (!partial || reason === 'cancelled') return endStopped(this.deps, pub, data.generationId, attempts, timing, data.traceId);
     this.deps.logger.info('generation stopped, upstream call aborted', { generationId: data.generationId, reason, trace_id: data.traceId });

@@ -8,6 +8,7 @@ import type { PlannedCandidate, QuestionAttempt, TypedQuestionsDonePayload, Type
 import { readAnswer, schemeOf, type TypedAnswer } from '../../shared/formats/typed-questions.mapper';
 import type { WorkerDeps } from '../worker-deps';
 import { endCompleted, endFailed, endStopped, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
+import type { StopSignal } from '../../shared/queue/cancel-channel';
 
 export function isTypedQuestionsJob(data: TextJobData | TypedQuestionsJobData): data is TypedQuestionsJobData {
   return data.apiType === 'systemone' && Array.isArray((data as TypedQuestionsJobData).questions);
@@ -34,7 +35,7 @@ export class TypedQuestionsExecutor {
   constructor(private readonly deps: WorkerDeps) {}
 
   /** `signal` aborts every question's upstream call when the generation is cancelled or timed out. */
-  async run(data: TypedQuestionsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: AbortSignal): Promise<void> {
+  async run(data: TypedQuestionsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: StopSignal): Promise<void> {
     const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId);
     const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };
     const { queueTimeMs } = run;
@@ -95,7 +96,7 @@ export class TypedQuestionsExecutor {
     data: TypedQuestionsJobData,
     q: TypedQuestionsJobData['questions'][number],
     attempts: QuestionAttempt[],
-    signal?: AbortSignal,
+    signal?: StopSignal,
   ): Promise<Answered | { fatal: Parameters<typeof failureError>[2] }> {
     const scheme = schemeOf(q.type, q.labels);
     const out = await runAttempts(this.deps, data, {
