@@ -40,8 +40,10 @@ describe('JobStops', () => {
     setTimeout(() => stop.abort('cancelled'), 20);
     await waitFor(5_000, stop);
     expect(Date.now() - started).toBeLessThan(1_000);
-    await waitFor(10, new JobStops().start('gen_4'));
     expect(stop.listenerCount('abort')).toBe(0);
+    const untouched = new JobStops().start('gen_4');
+    await waitFor(10, untouched);
+    expect([untouched.aborted, untouched.listenerCount('abort')]).toEqual([false, 0]);
   });
 
   it('the text and embeddings processors, as BullMQ gets them, take two parameters: it makes no AbortController for their jobs', () => {
