@@ -2,13 +2,12 @@
  * The only I/O of the provider layer: performs the `HttpRequestSpec`s the adapters describe, over one undici
  * `Agent` (a keep-alive connection pool per origin). Every failure leaves here as an `UpstreamError`.
  */
-import { EventEmitter } from 'node:events';
 import { Agent, type Dispatcher } from 'undici';
 import type { ErrorBodyExtractor, SseEvent } from './adapter.types';
 import type { HttpRequestSpec } from './provider.types';
 import { SseParser } from './sse';
 import { abortedError, isUpstreamError, parseRetryAfter, upstreamError, type UpstreamError } from './upstream-error';
-import type { StopSignal } from '../queue/cancel-channel';
+import { Stop, type StopSignal } from '../runtime/stop';
 
 export interface UpstreamClientOptions {
   /** Connection cap per origin (default: no cap; the catalog's `maxConcurrency` limits calls above this). */
@@ -49,24 +48,6 @@ export interface UpstreamClient {
 
 const DEFAULT_KEEP_ALIVE_MS = 10_000;
 
-/**
- * The deadline of one upstream call, in the form undici also takes as a `signal` (an EventEmitter with `aborted` and
- * `reason`). Not an AbortController: Node makes an AbortSignal by changing an EventTarget's prototype, and V8 keeps such
- * objects, with the listeners and request state they reference, through young-generation collections
- * (bench/README.md, sixth round).
- */
-class Deadline extends EventEmitter {
-  aborted = false;
-  reason: unknown = undefined;
-
-  abort(reason?: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason;
-    this.emit('abort');
-  }
-}
-
 export function createUpstreamClient(options: UpstreamClientOptions = {}): UpstreamClient {
   const keepAlive = options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_MS;
   const agent = new Agent({
@@ -77,7 +58,8 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
 
   return {
     async request(baseUrl, spec, call) {
-      const deadline = new Deadline();
+      // The call's deadline, in the form undici takes as a signal (shared/runtime/stop.ts).
+      const deadline = new Stop();
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
@@ -147,7 +129,7 @@ function splitOnce(text: string, separator: string): [string, string | undefined
   return at === -1 ? [text, undefined] : [text.slice(0, at), text.slice(at + 1)];
 }
 
-function send(agent: Agent, baseUrl: string, spec: HttpRequestSpec, call: UpstreamCallOptions, signal: StopSignal | EventEmitter | undefined): Promise<Dispatcher.ResponseData> {
+function send(agent: Agent, baseUrl: string, spec: HttpRequestSpec, call: UpstreamCallOptions, signal: StopSignal | undefined): Promise<Dispatcher.ResponseData> {
   if (call.signal?.aborted) return Promise.reject(abortedError(call.signal.reason));
   const target = joinUpstreamUrl(baseUrl, spec.path);
   const headers = { ...spec.headers };

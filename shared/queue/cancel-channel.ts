@@ -1,5 +1,5 @@
-import { EventEmitter } from 'node:events';
 import type Redis from 'ioredis';
+import { Stop, type StopSignal } from '../runtime/stop';
 
 /**
  * Why a running job is told to stop (the reason its stop signal carries):
@@ -53,50 +53,21 @@ export async function listenForStops(sub: Redis, prefix: string, onStop: (id: st
 }
 
 /**
- * A running job's stop signal. BullMQ makes an AbortController for every job of a processor that takes a third
- * parameter; Node makes its AbortSignal by changing an EventTarget's prototype, and V8 keeps such objects (and what
- * their listeners capture) through young-generation collections: the largest thing promoted per request after the
- * sixth round (bench/README.md, seventh round). This is a plain EventEmitter with what the job's code and undici use
- * of a signal: `aborted`, `reason`, the `abort` event, and `addEventListener` / `removeEventListener` for it.
- */
-export class JobStop extends EventEmitter {
-  aborted = false;
-  reason: unknown = undefined;
-
-  abort(reason?: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason;
-    this.emit('abort');
-  }
-
-  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void {
-    if (options?.once) this.once(type, listener);
-    else this.on(type, listener);
-  }
-
-  removeEventListener(type: 'abort', listener: () => void): void {
-    this.off(type, listener);
-  }
-}
-
-/** What a job's code takes to be told to stop: a JobStop (workers), or an AbortSignal (tests, other callers). */
-export type StopSignal = AbortSignal | JobStop;
-
-/**
  * The stop signals of the jobs this process runs, by job id (the generation id): the processor takes one when its job
- * starts and gives it back when it ends; a stop message (listenForStops) aborts it.
+ * starts and gives it back when it ends; a stop message (listenForStops) aborts it. BullMQ would make an
+ * AbortController for every job of a processor taking a third parameter; the text and embeddings processors take two,
+ * and their jobs' signals come from here (a Stop: shared/runtime/stop.ts).
  */
 export class JobStops {
-  private readonly running = new Map<string, JobStop>();
+  private readonly running = new Map<string, Stop>();
 
-  start(jobId: string): JobStop {
-    const stop = new JobStop();
+  start(jobId: string): Stop {
+    const stop = new Stop();
     this.running.set(jobId, stop);
     return stop;
   }
 
-  end(jobId: string, stop: JobStop): void {
+  end(jobId: string, stop: Stop): void {
     if (this.running.get(jobId) === stop) this.running.delete(jobId);
   }
 

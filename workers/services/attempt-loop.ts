@@ -13,7 +13,7 @@ import type { WorkerDeps } from '../worker-deps';
 import { AttemptOrder, retryAfterSeconds, waitFor } from './attempt-order';
 import { closeRowOf, type Finish } from '../../shared/services/generation.service';
 import { money } from '../../shared/billing/money';
-import type { StopSignal } from '../../shared/queue/cancel-channel';
+import type { StopSignal } from '../../shared/runtime/stop';
 
 /** One upstream call that did not answer (or an endpoint that could not be called): shared/queue/job-catalog.ts. */
 export type { Attempt };

@@ -1,4 +1,4 @@
-import type { StopSignal } from '../../shared/queue/cancel-channel';
+import type { StopSignal } from '../../shared/runtime/stop';
 
 /**
  * The longest a job waits for an endpoint's `Retry-After` when nothing else can answer (a longer wait fails

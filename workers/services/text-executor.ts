@@ -11,7 +11,8 @@ import type { WorkerDeps } from '../worker-deps';
 import { StreamAccumulator } from './stream-accumulator';
 import { withoutText } from '../../shared/formats/unstored-text';
 import { MaskSession } from '../../shared/plugins/masker';
-import { stopReasonOf, type StopSignal } from '../../shared/queue/cancel-channel';
+import { stopReasonOf } from '../../shared/queue/cancel-channel';
+import type { StopSignal } from '../../shared/runtime/stop';
 import { attemptOf, endCompleted, endFailed, endStopped, failedAttempt, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
 
 export type { Attempt };
