@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What the durable path's PostgreSQL work costs on this machine, before any speed claim is read (bench/README.md,
 # seventh round): a round trip, a WAL flush (a one-row insert with synchronous_commit on, then off), one open through
-# sy_ledger_batch back to back, and the same after 35 ms idle (the rhythm of the harness's streamed case). pgbench,
-# one client, on a scratch database migrated like the service's.
+# sy_ledger_batch back to back, the same after 35 ms idle (the rhythm of the harness's streamed case), and a pair (an
+# open with the previous open's close: the batch concurrency 1 makes). pgbench, one client, on a scratch database
+# migrated like the service's.
 #
 #   bash bench/pg-costs.sh                     # 4 s per measurement
 #   SECONDS_EACH=8 SKIP_BUILD=1 bash bench/pg-costs.sh
@@ -27,6 +28,12 @@ echo 'SELECT 1;' >"$WORK/round-trip.sql"
 echo 'INSERT INTO pg_costs_rows (v) VALUES (1);' >"$WORK/insert.sql"
 printf '\\set n random(1, 1000000000)\n%s\n' "$OPEN" >"$WORK/open.sql"
 printf '\\set n random(1, 1000000000)\n\\sleep 35 ms\n%s\n' "$OPEN" >"$WORK/open-idle.sql"
+# A pair, as at concurrency 1: this request's open with the previous request's close held in the same batch (the
+# close's generation opened by the script's first statement; only the second is read).
+CLOSE="[{\"id\":\"pgc_' || :n || '_' || :client_id || '\",\"cost\":\"0.0004\",\"status\":\"completed\",\"result\":{\"text\":\"hi\"},\"usage\":{\"input_tokens\":3,\"output_tokens\":2},\"provider\":\"mock\",\"latency_ms\":3}]"
+PAIR=${OPEN/pgc_\' || :n/pgc_b\' || :n}
+PAIR=${PAIR/\'[]\'::jsonb/(\'$CLOSE\')::jsonb}
+printf '\\set n random(1, 1000000000)\n%s\n%s\n' "$OPEN" "$PAIR" >"$WORK/pair.sql"
 
 # The mean of the script's last statement (pgbench -r), in ms.
 measure() {
@@ -41,5 +48,6 @@ printf '%-58s %s\n' 'one-row insert, synchronous_commit on' "$(measure insert.sq
 printf '%-58s %s\n' 'one-row insert, synchronous_commit off' "$(measure insert.sql '-c synchronous_commit=off')"
 printf '%-58s %s\n' 'one open through sy_ledger_batch, back to back' "$(measure open.sql)"
 printf '%-58s %s\n' 'one open through sy_ledger_batch, after 35 ms idle' "$(measure open-idle.sql)"
+printf '%-58s %s\n' 'one open with the previous close (sy_ledger_batch pair)' "$(measure pair.sql)"
 echo 'The insert rows differ by what one WAL flush costs here.'
 psql "${DB_URL%/*}/postgres" -qc "DROP DATABASE IF EXISTS \"${DB_URL##*/}\"" >/dev/null 2>&1 || true

@@ -190,7 +190,7 @@ describe('sy_ledger_batch', () => {
   });
 
   it('runs a pair (one close, one open of one organization) through sy_settle and sy_reserve with the answers and the state of the set-based function', async () => {
-    // The pair fast path (migration ledger_pair_fast_path) against the set-based function it bypasses (sy_ledger_sets):
+    // The pair fast path (migrations ledger_pair_fast_path, ledger_pair_one_pass) against the set-based function it bypasses (sy_ledger_sets):
     // the same sequence of pairs, closes alone and opens alone on two identical accounts (generation ids pa…, pb…).
     const A = await account('9');
     const B = await account('9');
