@@ -9,8 +9,8 @@ import { startWorkerPool, type WorkerPool } from './worker-pool';
 
 /** Starts one BullMQ worker per queue on a bootstrapped runtime. */
 export async function startWorkers(rt: Runtime): Promise<WorkerPool> {
-  const deps = buildWorkerDeps({ config: rt.config, db: rt.db, pool: rt.pool, redis: rt.redis, catalog: rt.catalog, logger: rt.logger, upstream: rt.upstream, secret: rt.secret, metrics: rt.metrics, ledger: rt.ledger });
   const connection = rt.patient('worker');
+  const deps = buildWorkerDeps({ config: rt.config, db: rt.db, pool: rt.pool, redis: rt.redis, catalog: rt.catalog, logger: rt.logger, upstream: rt.upstream, secret: rt.secret, metrics: rt.metrics, ledger: rt.ledger, jobConnection: connection });
   const pool = startWorkerPool(deps, connection);
   await pool.ready();
   // The retention job (expired files) repeats every 15 minutes; installing it again on every start is harmless.

@@ -56,10 +56,12 @@ export function buildWorkerDeps(
     ledger?: Ledger;
     /** Reservation outcomes: `inProcess: false` takes them only through Redis, as a worker of another process; timing for tests. */
     grants?: { inProcess?: boolean } & Partial<GrantTiming>;
+    /** The connection the workers move their jobs over (startWorkerPool's): a kept promise's erase leaves with the job's completion. */
+    jobConnection?: Redis;
   },
 ): WorkerDeps {
   const clock = d.clock ?? (() => new Date());
-  const { secret, blobStore, metrics: _m, pool, ledger, grants, ...rest } = d;
+  const { secret, blobStore, metrics: _m, pool, ledger, grants, jobConnection, ...rest } = d;
   const files =
     d.files ??
     new FilesService({
@@ -81,7 +83,7 @@ export function buildWorkerDeps(
     limiter: new ProviderLimiter(),
     generations: new GenerationService(d.db, clock, ledger ?? new Ledger(d.db, clock, { pool, metrics })),
     stats: new EndpointStatsStore(d.redis, d.config.queuePrefix),
-    settlements: new SettlementJournal(d.redis, d.config.queuePrefix),
+    settlements: new SettlementJournal(d.redis, d.config.queuePrefix, undefined, jobConnection),
     grants: new GrantDesk(d.redis, d.config.queuePrefix, { waitMs: d.config.worker.grantWaitMs, ...grants }),
     stops: new JobStops(),
   };

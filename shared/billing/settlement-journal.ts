@@ -36,6 +36,11 @@ export class SettlementJournal {
      * erased when a wait for it runs out, so it delays no later read.
      */
     private readonly stillRunning?: (generationIds: string[]) => Promise<Set<string>>,
+    /**
+     * The connection `erase` goes over: the workers' job connection (workers/main.ts), so that the erase and the
+     * job's completion that follows it leave in one socket write and Redis applies them in that order.
+     */
+    private readonly eraseVia: Redis = redis,
   ) {}
 
   private key(organizationId: string): string {
@@ -56,6 +61,18 @@ export class SettlementJournal {
   /** The promise is kept (the close is committed, or another ending had won). */
   async kept(organizationId: string, generationId: string): Promise<void> {
     await this.redis.hdel(this.key(organizationId), generationId);
+  }
+
+  /**
+   * `kept` for the run that made the promise, at the end of its job: the erase is queued on the job connection and
+   * not waited for, so the job's completion, which BullMQ sends in the same tick, leaves in the same write after it
+   * (shared/queue/redis.ts coalesceWrites) and its reply comes back in the same read: one write and one wake-up a
+   * request fewer. Redis applies the two in order, so a job that completed has no promise left; a process that dies
+   * before the write loses both, and the stalled job's re-run keeps the promise (`keep`). The returned promise only
+   * reports a failure (the entry then stays until a read that waits for it finds its generation ended and erases it).
+   */
+  erase(organizationId: string, generationId: string): Promise<unknown> {
+    return this.eraseVia.hdel(this.key(organizationId), generationId);
   }
 
   /**

@@ -53,6 +53,35 @@ describe('reads right after the reply see the settlement the reply showed', () =
     expect((await orgMoney(s, org.organizationId)).reserved.isZero()).toBe(true);
   });
 
+  it("erases the promise on the job's connection, just before the job's completion (one write for both)", async () => {
+    // MONITOR lists every command Redis runs with the connection it came from.
+    const monitor = await s.ctx.redis.duplicate().monitor();
+    const seen: Array<{ source: string; args: string[] }> = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ source, args }));
+    try {
+      const res = await chat();
+      expect(res.status).toBe(200);
+      const id: string = res.headers['x-generation-id'] ?? res.body.id;
+      const erased = () => seen.findIndex((c) => c.args[0]?.toLowerCase() === 'hdel' && c.args[2] === id);
+      const deadline = Date.now() + 5_000;
+      while (erased() < 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 100));
+      const at = erased();
+      expect(at).toBeGreaterThanOrEqual(0);
+      // The next command of that connection is BullMQ's moveToFinished for the job (its keys name the generation).
+      const next = seen.slice(at + 1).find((c) => c.source === seen[at]!.source);
+      expect(next?.args[0]?.toLowerCase()).toBe('evalsha');
+      expect(next?.args.some((a) => a.endsWith(`:${id}`))).toBe(true);
+      // And the promise itself went over another connection, the API's fail-fast one (before the reply).
+      const promised = seen.findIndex((c) => c.args[0]?.toLowerCase() === 'hset' && c.args[2] === id);
+      expect(promised).toBeGreaterThanOrEqual(0);
+      expect(promised).toBeLessThan(at);
+      expect(seen[promised]!.source).not.toBe(seen[at]!.source);
+    } finally {
+      monitor.disconnect();
+    }
+  });
+
   it('previous_response_id names the response just received', async () => {
     const first = await request(s.app).post('/v1/responses').set(org.auth).send({ model: 'openai/gpt-4.1-mini', input: 'remember 7' });
     expect(first.status).toBe(200);

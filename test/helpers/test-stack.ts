@@ -232,6 +232,7 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
     // The API's secret, so file URLs signed by workers open through the API.
     secret: TEST_SECRET,
     grants: opts.grants,
+    jobConnection: blocking,
     ...(opts.closeHoldMs !== undefined && { ledger: new Ledger(h.t.db, undefined, { pool: h.t.pool, holdMs: opts.closeHoldMs }) }),
   });
   const pool: WorkerPool = opts.noWorkers ? { workers: [], ready: async () => undefined, close: async () => undefined } : startWorkerPool(workerDeps, blocking, { queues: opts.queues });

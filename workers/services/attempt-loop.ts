@@ -239,7 +239,10 @@ export async function endCompleted(
   const outcome = await deps.generations.finishRow(row, { hold: true });
   // Another ending committed first (a cancel that raced the reply): it stands, and the client saw this one.
   if (!outcome.applied) deps.logger.warn('a generation replied to was ended otherwise first', { generationId: data.generationId, trace_id: data.traceId });
-  await deps.settlements.kept(data.organizationId, data.generationId);
+  // Not waited for: it leaves with the job's completion (SettlementJournal.erase).
+  deps.settlements.erase(data.organizationId, data.generationId).catch((err: unknown) =>
+    deps.logger.warn('settlement promise not erased (a read waiting for it erases it)', { generationId: data.generationId, err, trace_id: data.traceId }),
+  );
 }
 
 /**
