@@ -66,8 +66,8 @@ export class SettlementJournal {
   /**
    * `kept` for the run that made the promise, at the end of its job: the erase is queued on the job connection and
    * not waited for, so the job's completion, which BullMQ sends in the same tick, leaves in the same write after it
-   * (shared/queue/redis.ts coalesceWrites) and its reply comes back in the same read: one write and one wake-up a
-   * request fewer. Redis applies the two in order, so a job that completed has no promise left; a process that dies
+   * (shared/queue/redis.ts coalesceWrites) and the two replies come back together: one socket write a request fewer.
+   * Redis applies the two in order, so a job that completed has no promise left; a process that dies
    * before the write loses both, and the stalled job's re-run keeps the promise (`keep`). The returned promise only
    * reports a failure (the entry then stays until a read that waits for it finds its generation ended and erases it).
    */
