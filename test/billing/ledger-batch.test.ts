@@ -361,6 +361,46 @@ describe('Ledger: one batcher for opens and closes', () => {
     expect(results[2]).toMatchObject({ applied: true });
   });
 
+  it('an open does not queue behind a close committing alone: its transaction starts beside it and waits on the row in PostgreSQL', async () => {
+    const a = await account('100');
+    const calls: string[] = [];
+    const spy = {
+      query: (text: string, params: unknown[]) => {
+        if (text.includes('sy_ledger_batch')) calls.push(`${JSON.parse(params[0] as string).length} open(s), ${JSON.parse(params[1] as string).length} close(s)`);
+        return t.pool.query(text, params);
+      },
+    };
+    const ledger = new Ledger(t.db, () => NOW, { pool: spy as unknown as typeof t.pool, holdMs: 5 });
+    const x = `${a.organizationId}_x`;
+    const y = `${a.organizationId}_y`;
+    await ledger.open(openRow(a.organizationId, x));
+    // The organization row locked from outside: whatever reaches it waits there.
+    const blocker = await t.pool.connect();
+    const waiting = async () =>
+      (await t.pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%sy_ledger_batch%'`)).rows[0].n as number;
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [a.organizationId]);
+      // A close whose reply went out: held, then (nothing came within 5 ms) committing alone, stuck on the row.
+      const closed = ledger.close({ id: x, status: 'completed', cost: '0.25' }, { hold: true });
+      for (let i = 0; i < 100 && (await waiting()) < 1; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(calls).toEqual(['1 open(s), 0 close(s)', '0 open(s), 1 close(s)']);
+      // The next request's open goes out at once, in a transaction of its own beside the close's.
+      const opened = ledger.open(openRow(a.organizationId, y));
+      for (let i = 0; i < 100 && (await waiting()) < 2; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(await waiting()).toBe(2);
+      expect(calls.slice(2)).toEqual(['1 open(s), 0 close(s)']);
+      await blocker.query('COMMIT');
+      expect(await closed).toMatchObject({ applied: true });
+      expect((await opened as { granted: { toFixed(n: number): string } }).granted.toFixed(2)).toBe('1.00');
+    } finally {
+      await blocker.query('ROLLBACK').catch(() => undefined);
+      blocker.release();
+    }
+    const [org] = (await t.pool.query(`SELECT balance::text, reserved::text, spent::text FROM organizations WHERE id = $1`, [a.organizationId])).rows;
+    expect(org).toEqual({ balance: '99.7500000000', reserved: '1.0000000000', spent: '0.2500000000' });
+  });
+
   it('two processes batching opens and closes of the same two organizations neither deadlock nor lose a cent', async () => {
     const a = await account('30');
     const b = await account('30');

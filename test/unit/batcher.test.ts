@@ -52,4 +52,72 @@ describe('Batcher', () => {
     expect(batches.map((x) => x.items)).toEqual([[1, 2], [3]]);
     expect(batches[1].at - t1).toBeGreaterThanOrEqual(190);
   });
+
+  /** A batcher whose batches wait until released, recording which started. */
+  function gated(holdMs: number) {
+    const started: number[][] = [];
+    const gates: Array<() => void> = [];
+    const b = new Batcher<number, number>(
+      async (items) => {
+        started.push(items);
+        await new Promise<void>((r) => gates.push(r));
+        return items.map((i) => i * 10);
+      },
+      String,
+      256,
+      holdMs,
+    );
+    const tick = () => new Promise((r) => setTimeout(r, 5));
+    return { b, started, gates, release: () => gates.splice(0).forEach((g) => g()), tick };
+  }
+
+  it('starts one batch beside a batch of held items only, for an item a caller waits on', async () => {
+    const { b, started, release, tick } = gated(20);
+    const held = b.submit(1, { hold: true });
+    await new Promise((r) => setTimeout(r, 40)); // the hold ran out: [1] is in flight alone
+    expect(started).toEqual([[1]]);
+    const waited = b.submit(2);
+    expect(started).toEqual([[1], [2]]); // at once, beside it
+    const more = [b.submit(3), b.submit(4, { hold: true })];
+    await tick();
+    expect(started).toEqual([[1], [2]]); // at most one beside: the rest waits for the loop
+    release();
+    await tick();
+    expect(started).toEqual([[1], [2], [3, 4]]);
+    release();
+    expect(await Promise.all([held, waited, ...more])).toEqual([10, 20, 30, 40]);
+  });
+
+  it('queues an item behind a batch that a caller waits on', async () => {
+    const { b, started, release, tick } = gated(20);
+    const first = b.submit(1);
+    const second = b.submit(2);
+    const held = b.submit(3, { hold: true });
+    await tick();
+    expect(started).toEqual([[1]]);
+    release();
+    await tick();
+    expect(started).toEqual([[1], [2, 3]]);
+    release();
+    expect(await Promise.all([first, second, held])).toEqual([10, 20, 30]);
+  });
+
+  it('answers the item beside without waiting for the held batch; what queued meanwhile goes to the loop', async () => {
+    const { b, started, gates, tick } = gated(20);
+    let heldDone = false;
+    const held = b.submit(1, { hold: true }).then((v) => ((heldDone = true), v));
+    await new Promise((r) => setTimeout(r, 40));
+    const waited = b.submit(2);
+    const queued = b.submit(3);
+    gates[1]!(); // the batch beside commits first
+    expect(await waited).toBe(20);
+    expect(heldDone).toBe(false);
+    await tick();
+    expect(started).toEqual([[1], [2]]); // [3] waits for the loop, not for another batch beside
+    gates[0]!();
+    await tick();
+    expect(started).toEqual([[1], [2], [3]]);
+    gates[2]!();
+    expect(await Promise.all([held, queued])).toEqual([10, 30]);
+  });
 });
