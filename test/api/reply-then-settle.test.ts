@@ -55,7 +55,7 @@ describe('reads right after the reply see the settlement the reply showed', () =
 
   it("erases the promise on the job's connection, just before the job's completion (one write for both)", async () => {
     // MONITOR lists every command Redis runs with the connection it came from.
-    const monitor = await s.ctx.redis.duplicate().monitor();
+    const monitor = await s.ctx.redis.monitor();
     const seen: Array<{ source: string; args: string[] }> = [];
     monitor.on('monitor', (_time: string, args: string[], source: string) => seen.push({ source, args }));
     try {
