@@ -3,9 +3,9 @@
  * in flight at a time. The first item of an idle batcher goes out at once (no added latency when quiet); items
  * arriving while a batch runs form the next one. An item submitted with `hold` (nobody waits on it) lets an idle
  * batcher wait up to `holdMs` for another item to share its batch: the next item that is not held, or the timer,
- * starts it. When the timer started it and a waited-on item arrives while that batch of held items only is in
- * flight, the item does not queue behind its commit: it starts one batch beside it (at most one), which the
- * database orders by its row locks. Items with the same key never share a batch, so each caller
+ * starts it. A waited-on item that arrives while the batch in flight carries held items only (most often one the
+ * timer started) does not queue behind its commit: it starts one batch beside it (at most one), which the database
+ * orders by its row locks. Items with the same key never share a batch, so each caller
  * gets the result of its own item. A failed batch is retried item by item to isolate the one that failed
  * (safe: a batch is one transaction, and every item's operation is idempotent).
  */

@@ -1,4 +1,4 @@
-import { Ledger, type CloseRow, type OpenRow } from '../../shared/billing/ledger';
+import { Ledger, type CloseRow, type LedgerOptions, type OpenRow } from '../../shared/billing/ledger';
 import { AppError } from '../../shared/errors/app-error';
 import { createTestDb, type TestDb } from '../helpers/test-db';
 import { seedKey, seedOrg } from '../helpers/fixtures';
@@ -306,7 +306,7 @@ describe('sy_ledger_batch', () => {
 
 describe('Ledger: one batcher for opens and closes', () => {
   /** The ledger on the test pool, with every sy_ledger_batch call's opens and closes recorded. */
-  function recordingLedger() {
+  function recordingLedger(opts: Omit<LedgerOptions, 'pool'> = {}) {
     const calls: Array<{ opens: string[]; closes: string[] }> = [];
     const pool = t.pool;
     const spy = {
@@ -317,7 +317,7 @@ describe('Ledger: one batcher for opens and closes', () => {
         return pool.query(text, params);
       },
     };
-    return { calls, ledger: new Ledger(t.db, () => NOW, { pool: spy as unknown as typeof pool }) };
+    return { calls, ledger: new Ledger(t.db, () => NOW, { ...opts, pool: spy as unknown as typeof pool }) };
   }
   const openRow = (organizationId: string, id: string, bound = '1', minimum = bound): OpenRow => ({
     id, organization_id: organizationId, bound, minimum, model: 'm', unified_model_id: 'm', model_display_name: 'M', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync',
@@ -363,14 +363,7 @@ describe('Ledger: one batcher for opens and closes', () => {
 
   it('an open does not queue behind a close committing alone: its transaction starts beside it and waits on the row in PostgreSQL', async () => {
     const a = await account('100');
-    const calls: string[] = [];
-    const spy = {
-      query: (text: string, params: unknown[]) => {
-        if (text.includes('sy_ledger_batch')) calls.push(`${JSON.parse(params[0] as string).length} open(s), ${JSON.parse(params[1] as string).length} close(s)`);
-        return t.pool.query(text, params);
-      },
-    };
-    const ledger = new Ledger(t.db, () => NOW, { pool: spy as unknown as typeof t.pool, holdMs: 5 });
+    const { calls, ledger } = recordingLedger({ holdMs: 5 });
     const x = `${a.organizationId}_x`;
     const y = `${a.organizationId}_y`;
     await ledger.open(openRow(a.organizationId, x));
@@ -384,12 +377,12 @@ describe('Ledger: one batcher for opens and closes', () => {
       // A close whose reply went out: held, then (nothing came within 5 ms) committing alone, stuck on the row.
       const closed = ledger.close({ id: x, status: 'completed', cost: '0.25' }, { hold: true });
       for (let i = 0; i < 100 && (await waiting()) < 1; i++) await new Promise((r) => setTimeout(r, 10));
-      expect(calls).toEqual(['1 open(s), 0 close(s)', '0 open(s), 1 close(s)']);
+      expect(calls).toEqual([{ opens: [x], closes: [] }, { opens: [], closes: [x] }]);
       // The next request's open goes out at once, in a transaction of its own beside the close's.
       const opened = ledger.open(openRow(a.organizationId, y));
       for (let i = 0; i < 100 && (await waiting()) < 2; i++) await new Promise((r) => setTimeout(r, 10));
       expect(await waiting()).toBe(2);
-      expect(calls.slice(2)).toEqual(['1 open(s), 0 close(s)']);
+      expect(calls.slice(2)).toEqual([{ opens: [y], closes: [] }]);
       await blocker.query('COMMIT');
       expect(await closed).toMatchObject({ applied: true });
       expect((await opened as { granted: { toFixed(n: number): string } }).granted.toFixed(2)).toBe('1.00');
