@@ -93,6 +93,45 @@ describe('reads right after the reply see the settlement the reply showed', () =
   });
 });
 
+describe("a stream's settlement commits before its last event", () => {
+  let s: TestStack;
+  let org: StackOrg;
+  beforeAll(async () => {
+    s = await createTestStack({ closeHoldMs: HOLD_MS, knobs: { promptTokens: 1000, completionTokens: 500 } });
+    org = await s.seed({ balance: '1000' });
+  });
+  afterAll(() => s.close());
+
+  // Its client already holds the content: only the last event waits, and the client's next request then reserves
+  // without a settlement ahead of it (docs/architecture.md "Reply, then settle"; bench/README.md, ninth round, for
+  // what ending on a promise instead measured).
+  it('the generation is charged when the stream ends, and no promise is made', async () => {
+    const res = await request(s.app)
+      .post('/v1/chat/completions')
+      .set(org.auth)
+      .send({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } })
+      .buffer(true)
+      .parse((r, cb) => {
+        let text = '';
+        r.on('data', (c: Buffer) => (text += c.toString()));
+        r.on('end', () => cb(null, text));
+      });
+    expect(res.status).toBe(200);
+    const chunks = (res.body as string)
+      .split('\n\n')
+      .map((f) => f.replace(/^data: /, ''))
+      .filter((d) => d && d !== '[DONE]')
+      .map((d) => JSON.parse(d) as { id: string; usage?: { cost_rub?: number } | null });
+    const id = chunks[0]!.id;
+    const cost = money(String(chunks.find((c) => c.usage)?.usage?.cost_rub));
+    expect(cost.greaterThan(0)).toBe(true);
+    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id }, select: { status: true, clientCost: true } });
+    expect(g.status).toBe('completed');
+    expect(money(g.clientCost).toFixed(6)).toBe(cost.toFixed(6));
+    expect(await s.ctx.settlements.read(org.organizationId, id)).toBeNull();
+  });
+});
+
 describe('promised settlements are kept by whoever comes next', () => {
   let s: TestStack;
   let org: StackOrg;

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type Redis from 'ioredis';
 import { createApp } from '../../api/app';
+import { Ledger } from '../../shared/billing/ledger';
 import type { AppDeps } from '../../api/app-context';
 import { loadConfig, type Config } from '../../shared/config/env';
 import { createRedis, deleteKeys } from '../../shared/queue/redis';
@@ -20,7 +21,9 @@ export interface TestApp {
 }
 
 /** The API on its own database and its own Redis key prefix, so test files run in parallel. */
-export async function createTestApp(opts: { catalog?: Catalog; env?: Record<string, string>; deps?: Partial<AppDeps> } = {}): Promise<TestApp> {
+export async function createTestApp(
+  opts: { catalog?: Catalog; env?: Record<string, string>; deps?: Partial<AppDeps>; /** The ledger's CLOSE_HOLD_MS. */ closeHoldMs?: number } = {},
+): Promise<TestApp> {
   const t = await createTestDb();
   const prefix = `{t-${randomBytes(5).toString('hex')}}`;
   const config: Config = { ...loadConfig({ QUEUE_PREFIX: prefix, ...opts.env }, []), redisUrl: TEST_REDIS_URL, databaseUrl: t.url };
@@ -35,6 +38,7 @@ export async function createTestApp(opts: { catalog?: Catalog; env?: Record<stri
     catalog: opts.catalog ?? { providers: {}, models: {} },
     logger: createLogger({ silent: !process.env.TEST_LOGS }),
     secret: TEST_SECRET,
+    ...(opts.closeHoldMs !== undefined && { ledger: new Ledger(t.db, undefined, { pool: t.pool, holdMs: opts.closeHoldMs }) }),
     ...opts.deps,
   });
   await app.locals.ctx.ready();

@@ -20,7 +20,6 @@ import { createRedis, whenReady } from '../../shared/queue/redis';
 import { createLogger } from '../../shared/logger';
 import type { AppContext, AppDeps } from '../../api/app-context';
 import { buildWorkerDeps, type WorkerDeps } from '../../workers/worker-deps';
-import { Ledger } from '../../shared/billing/ledger';
 import { startWorkerPool, type WorkerPool } from '../../workers/worker-pool';
 import type { QueueName } from '../../shared/queue/queue-names';
 import type { GrantTiming } from '../../shared/queue/grants';
@@ -213,7 +212,7 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
     { providers: merge(raw.providers, overrides?.providers), models: merge(raw.models, overrides?.models) },
     { FAKE_PROVIDER_KEY },
   );
-  const h = await createTestApp({ catalog, env, deps: { authCacheMs: 0, grantsInProcess: opts.grants?.inProcess, ...opts.appDeps } });
+  const h = await createTestApp({ catalog, env, closeHoldMs: opts.closeHoldMs, deps: { authCacheMs: 0, grantsInProcess: opts.grants?.inProcess, ...opts.appDeps } });
   const ctx = h.app.locals.ctx;
   server.on('request', h.app);
 
@@ -233,7 +232,8 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
     secret: TEST_SECRET,
     grants: opts.grants,
     jobConnection: blocking,
-    ...(opts.closeHoldMs !== undefined && { ledger: new Ledger(h.t.db, undefined, { pool: h.t.pool, holdMs: opts.closeHoldMs }) }),
+    // One ledger for the API and the workers, as in a process of `npm start` (shared/runtime/bootstrap.ts).
+    ledger: ctx.ledger,
   });
   const pool: WorkerPool = opts.noWorkers ? { workers: [], ready: async () => undefined, close: async () => undefined } : startWorkerPool(workerDeps, blocking, { queues: opts.queues });
   await pool.ready();
