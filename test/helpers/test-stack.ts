@@ -182,7 +182,7 @@ export interface TestStackOptions {
   /** Start no workers (tests of what happens while nothing runs the queue). */
   noWorkers?: boolean;
   appDeps?: Partial<AppDeps>;
-  /** How long the workers' ledger holds a close whose reply went out (shared/billing/ledger.ts CLOSE_HOLD_MS). */
+  /** How long the stack's ledger (the API's and the workers') holds a close whose reply went out (shared/billing/ledger.ts CLOSE_HOLD_MS). */
   closeHoldMs?: number;
   /** Reservation outcomes (shared/queue/grants.ts): `inProcess: false` reaches the workers only through Redis, as a worker of another process; timing. */
   grants?: { inProcess?: boolean } & Partial<GrantTiming>;
