@@ -91,21 +91,11 @@ describe('reads right after the reply see the settlement the reply showed', () =
     const got = await request(s.app).get(`/v1/responses/${first.body.id}`).set(org.auth);
     expect(got.body.status).toBe('completed');
   });
-});
-
-describe("a stream's settlement commits before its last event", () => {
-  let s: TestStack;
-  let org: StackOrg;
-  beforeAll(async () => {
-    s = await createTestStack({ closeHoldMs: HOLD_MS, knobs: { promptTokens: 1000, completionTokens: 500 } });
-    org = await s.seed({ balance: '1000' });
-  });
-  afterAll(() => s.close());
 
   // Its client already holds the content: only the last event waits, and the client's next request then reserves
   // without a settlement ahead of it (docs/architecture.md "Reply, then settle"; bench/README.md, ninth round, for
   // what ending on a promise instead measured).
-  it('the generation is charged when the stream ends, and no promise is made', async () => {
+  it("a stream's settlement commits before its last event: charged when the stream ends, no promise made", async () => {
     const res = await request(s.app)
       .post('/v1/chat/completions')
       .set(org.auth)
