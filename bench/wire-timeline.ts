@@ -13,6 +13,7 @@
  * at 32), and spans with no PostgreSQL exchange (readiness probes, reads), are left out. Needs tcpdump to read the capture.
  */
 import { execFileSync } from 'node:child_process';
+import { percentiles } from './http-load';
 
 interface Packet {
   t: number;
@@ -78,18 +79,13 @@ export function timelines(packets: Packet[], ports: Ports): Array<Record<string,
   return out;
 }
 
-const quantile = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
-};
-
 /** The table: each event's median and p90, in the order of their medians. */
 export function summarize(rows: Array<Record<string, number>>): string {
   const names = [...new Set(rows.flatMap((r) => Object.keys(r)))];
   const lines = names
     .map((n) => {
       const xs = rows.map((r) => r[n]).filter((x): x is number => x !== undefined);
-      return { n, count: xs.length, p50: quantile(xs, 0.5), p90: quantile(xs, 0.9) };
+      return { n, count: xs.length, ...percentiles(xs) };
     })
     .sort((a, b) => a.p50 - b.p50)
     .map((e) => `${e.n.padEnd(22)} ${e.p50.toFixed(3).padStart(7)} ${e.p90.toFixed(3).padStart(7)} ${String(e.count).padStart(7)}`);
