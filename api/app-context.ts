@@ -34,6 +34,7 @@ import { rateLimitMiddleware } from './middleware/rate-limit';
 import { createMetrics, type Metrics } from '../shared/metrics/metrics';
 import { FilesService, filesBaseUrl } from '../shared/services/files.service';
 import { createBlobStore } from '../shared/storage/create-blob-store';
+import { LeaseDesk } from '../shared/billing/leases';
 import { GrantDesk } from '../shared/queue/grants';
 import type { BlobStore } from '../shared/storage/blob-store';
 
@@ -116,7 +117,8 @@ export function buildContext(deps: AppDeps): AppContext {
     return new Set(rows.map((r) => r.id));
   });
   const grants = new GrantDesk(deps.redis, deps.config.queuePrefix, { inProcess: deps.grantsInProcess });
-  const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix }, settlements, grants);
+  const leases = deps.config.leases.requests > 0 ? new LeaseDesk(ledger, deps.config.leases, deps.logger, clock) : undefined;
+  const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix }, settlements, grants, leases);
   const planner = new RoutePlanner(deps.catalog, stats);
   metrics.trackQueues(queues);
   const files = new FilesService({
@@ -157,6 +159,7 @@ export function buildContext(deps: AppDeps): AppContext {
       await bus.start();
     },
     close: async () => {
+      await leases?.close();
       bus.close();
       await Promise.all(Object.values(queues).map((q) => q.close()));
     },

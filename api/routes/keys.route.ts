@@ -68,7 +68,7 @@ export function keysRoutes(ctx: AppContext): Router {
   r.get('/v1/keys', ...ctx.readGuard, async (_req, res) => {
     const user = requireUser(res);
     const keys = await ctx.accounts.listKeys(user.organizationId, user.role === 'member' ? user.userId : undefined);
-    res.json({ data: keys.map(view) });
+    res.json({ data: (await ctx.keyInfo.unleased('api_key_id', keys)).map(view) });
   });
 
   r.patch('/v1/keys/:id', ...ctx.guard, async (req, res) => {
@@ -85,7 +85,7 @@ export function keysRoutes(ctx: AppContext): Router {
       ...(!('limit' in body) && body.limit_reset !== undefined ? { reset: body.limit_reset } : {}),
     });
     ctx.auth.forget(key.id);
-    res.json(view(updated));
+    res.json(view((await ctx.keyInfo.unleased('api_key_id', [updated]))[0]));
   });
 
   r.delete('/v1/keys/:id', ...ctx.guard, async (req, res) => {

@@ -16,6 +16,7 @@ import { publishStop, type StopReason } from '../../shared/queue/cancel-channel'
 import type { SettlementJournal } from '../../shared/billing/settlement-journal';
 import type { GrantDesk, GrantOutcome } from '../../shared/queue/grants';
 import { addJob } from '../../shared/queue/claims';
+import type { LeaseDesk } from '../../shared/billing/leases';
 
 export type FinalMessage = Extract<BusMessage, { type: 'done' | 'failed' | 'cancelled' }>;
 
@@ -35,6 +36,11 @@ export interface Submission {
   keyed?: boolean;
   /** The generation of an earlier request with the same Idempotency-Key (nothing new was reserved). */
   replayed?: boolean;
+  /**
+   * Resolves once the generation's record is committed: at once, except for a request granted from a lease, whose
+   * record commits while its job runs (a route that reads the record back right away awaits it).
+   */
+  recorded?: Promise<unknown>;
 }
 
 /** Who asks: the caller, the request's trace id and its Idempotency-Key (docs/idempotency.md), as the guard left them. */
@@ -115,6 +121,8 @@ export class GenerationGateway {
     private readonly settlements?: SettlementJournal,
     /** Reservation outcomes for jobs enqueued before them (reserve and enqueue at once); without it, one after the other. */
     private readonly grants?: GrantDesk,
+    /** Reservations granted in memory from this process's leases (shared/billing/leases.ts); without it, none. */
+    private readonly leases?: LeaseDesk,
   ) {}
 
   get replyChannel(): string {
@@ -176,8 +184,13 @@ export class GenerationGateway {
    * payload carries the caller's text, which `store: false` asks us not to keep).
    */
   private async submit<T extends object>(queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { listen: boolean; delayMs?: number; forget?: boolean }): Promise<Submission> {
-    // A waiting client without an Idempotency-Key (whose reservation may turn out to be a replay): both at once.
-    if (this.grants && AT_ONCE_QUEUES.has(queue) && opts.listen && !gen.idempotency && !opts.delayMs) return this.submitAtOnce(this.grants, queue, gen, job, opts);
+    // A waiting client without an Idempotency-Key (whose reservation may turn out to be a replay): from a lease, or
+    // reserve and enqueue at once.
+    if (AT_ONCE_QUEUES.has(queue) && opts.listen && !gen.idempotency && !opts.delayMs) {
+      const lease = this.leases?.draw({ organizationId: gen.organizationId, apiKeyId: gen.apiKeyId ?? null, userId: gen.userId ?? null }, money(gen.bound));
+      if (lease) return this.submitDrawn(this.leases!, lease, queue, gen, job, opts);
+      if (this.grants) return this.submitAtOnce(this.grants, queue, gen, job, opts);
+    }
     const created = await this.reserve(gen);
     if ('replayOf' in created) return this.attach(created.replayOf, queue, gen, opts.listen);
     const granted = created.granted;
@@ -217,18 +230,64 @@ export class GenerationGateway {
     return { id: gen.id, queue, granted, mailbox, detach, keyed: false };
   }
 
+  /**
+   * A reservation granted from a lease (shared/billing/leases.ts): the whole bound is reserved in PostgreSQL already,
+   * so the job goes to the queue while the generation's record commits (its bound moving from the lease to its own
+   * reservation), and its outcome is told as soon as it is added. The job is marked `awaitsGrant` as at once: a
+   * re-run after this process died finds no outcome and ends the generation as orphaned, with no second provider
+   * call for a client that is gone (shared/queue/grants.ts). Its final message reaches the client only once the record
+   * has committed: a reply never goes out for a generation the database does not hold. A record that fails ends the
+   * generation for its client as unavailable, and its job is stopped (it settles nothing: there is no record).
+   */
+  private async submitDrawn<T extends object>(leases: LeaseDesk, lease: string, queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { forget?: boolean }): Promise<Submission> {
+    const granted = money(gen.bound);
+    const recorded = this.generations.createDrawn(gen, lease);
+    const mailbox = new Mailbox();
+    let lost = false;
+    recorded.then(
+      (g) => leases.opened(lease, g),
+      (err: unknown) => {
+        leases.opened(lease, null);
+        lost = true;
+        this.logger.error('a generation granted from a lease could not be recorded', { err, generationId: gen.id, trace_id: gen.traceId });
+        mailbox.put({ type: 'failed', error: new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable: repeat later').toStored(), id: gen.id, seq: Number.MAX_SAFE_INTEGER });
+        void this.stop(gen.id, 'cancelled').catch(() => undefined);
+      },
+    );
+    const detach = this.bus.listen(gen.id, (m) => {
+      if (m.type !== 'done' && m.type !== 'failed' && m.type !== 'cancelled') return mailbox.put(m);
+      recorded.then(() => !lost && mailbox.put(m), () => undefined);
+    });
+    const grants = this.grants;
+    grants?.expect(gen.id);
+    try {
+      const data = job(granted);
+      const added = await this.enqueue(queue, gen.id, grants ? Object.assign(data, { awaitsGrant: true }) : data, { ...opts, claim: true });
+      // Claimed here, its close goes through this process's ledger, which commits it after the record (batcher.ts);
+      // a worker elsewhere is told only once the record has committed (or ends without running if it failed).
+      if (grants && added === 'claimed') this.tell(grants, gen, { granted: toStorage(granted) }, true);
+      else if (grants) recorded.then(() => this.tell(grants, gen, { granted: toStorage(granted) }), () => this.tell(grants, gen, { refused: true }));
+    } catch (e) {
+      detach();
+      if (grants) this.tell(grants, gen, { refused: true });
+      await recorded.catch(() => undefined);
+      return this.enqueueFailed(gen, e);
+    }
+    return { id: gen.id, queue, granted, mailbox, detach, keyed: false, recorded };
+  }
+
   /** Settles a reservation's outcome for its job's worker; a worker of another process that misses it ends the generation (grants.ts). */
-  private tell(grants: GrantDesk, gen: NewGeneration, outcome: GrantOutcome): void {
-    grants.settle(gen.id, outcome).catch((err: unknown) => this.logger.warn('reservation outcome not written to Redis', { err, generationId: gen.id, trace_id: gen.traceId }));
+  private tell(grants: GrantDesk, gen: NewGeneration, outcome: GrantOutcome, claimedHere = false): void {
+    grants.settle(gen.id, outcome, claimedHere).catch((err: unknown) => this.logger.warn('reservation outcome not written to Redis', { err, generationId: gen.id, trace_id: gen.traceId }));
   }
 
   /**
    * Adds the job. A waiting client's job for a queue of AT_ONCE_QUEUES is claimed by a worker of this process when one
    * has a free slot (shared/queue/claims.ts), unless outcomes stay out of process (grants.ts `inProcess`).
    */
-  private async enqueue(queue: QueueName, id: string, data: object, opts: { delayMs?: number; forget?: boolean; claim?: boolean }): Promise<void> {
+  private async enqueue(queue: QueueName, id: string, data: object, opts: { delayMs?: number; forget?: boolean; claim?: boolean }): Promise<'claimed' | 'queued'> {
     const claim = opts.claim === true && !opts.delayMs && AT_ONCE_QUEUES.has(queue) && this.grants?.inProcess === true;
-    await addJob(this.queues[queue], data, { ...JOB_OPTIONS[queue], jobId: id, delay: opts.delayMs, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) }, claim);
+    return addJob(this.queues[queue], data, { ...JOB_OPTIONS[queue], jobId: id, delay: opts.delayMs, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) }, claim);
   }
 
   /** The job could not be enqueued: the generation ends failed (its reservation released) and the client is told to repeat. */

@@ -59,11 +59,19 @@ export interface CloseRow {
   [column: string]: unknown;
 }
 
-type LedgerItem = { kind: 'open'; row: OpenRow } | { kind: 'close'; row: CloseRow };
+/** An open granted in memory from a lease (shared/billing/leases.ts): its bound moves from the lease to its own reservation. */
+export interface DrawnRow extends OpenRow {
+  lease: string;
+}
 
-/** A row of `sy_ledger_batch`: an open's columns (granted, reason, existing_id) or a close's (outcome, charged, applied). */
+type LedgerItem = { kind: 'open'; row: OpenRow } | { kind: 'close'; row: CloseRow } | { kind: 'drawn'; row: DrawnRow };
+
+/** What a lease's process is told when it asks for one: granted, or why not (`thin`: too close to a limit to lease). */
+export type LeaseTaken = { granted: Decimal } | { refused: string };
+
+/** A row of `sy_ledger_batch`: an open's or a drawn open's columns (granted, reason, existing_id) or a close's (outcome, charged, applied). */
 interface BatchRow {
-  kind: 'open' | 'close';
+  kind: 'open' | 'close' | 'drawn';
   id: string;
   granted: string | null;
   reason: string | null;
@@ -120,10 +128,14 @@ export class Ledger {
   private async runBatch(items: LedgerItem[]): Promise<BatchRow[]> {
     const opens = items.flatMap((i) => (i.kind === 'open' ? [i.row] : []));
     const closes = items.flatMap((i) => (i.kind === 'close' ? [i.row] : []));
+    const drawn = items.flatMap((i) => (i.kind === 'drawn' ? [i.row] : []));
     const out = await this.sql<BatchRow>(
-      `SELECT kind, id, granted::text AS granted, reason, existing_id, outcome, charged::text AS charged, applied
-         FROM sy_ledger_batch($1::jsonb, $2::jsonb, $3::timestamptz)`,
-      [JSON.stringify(opens), JSON.stringify(closes), this.clock()],
+      drawn.length === 0
+        ? `SELECT kind, id, granted::text AS granted, reason, existing_id, outcome, charged::text AS charged, applied
+             FROM sy_ledger_batch($1::jsonb, $2::jsonb, $3::timestamptz)`
+        : `SELECT kind, id, granted::text AS granted, reason, existing_id, outcome, charged::text AS charged, applied
+             FROM sy_ledger_batch($1::jsonb, $2::jsonb, $4::jsonb, $3::timestamptz)`,
+      drawn.length === 0 ? [JSON.stringify(opens), JSON.stringify(closes), this.clock()] : [JSON.stringify(opens), JSON.stringify(closes), this.clock(), JSON.stringify(drawn)],
     );
     const byItem = new Map(out.map((r) => [`${r.kind}:${r.id}`, r]));
     return items.map((i) => byItem.get(`${i.kind}:${i.row.id}`)!);
@@ -146,6 +158,58 @@ export class Ledger {
     if (reason) refuse(reason);
     this.metrics?.moneyReserved.inc(rub(granted!));
     return { granted: money(granted!) };
+  }
+
+  /**
+   * Records a generation granted from a lease (the migration reservation_leases): its bound moves from the lease's
+   * reservation to its own, in the next batch. Resolves to what it holds: its bound, or 0 when the lease was gone.
+   */
+  async openDrawn(row: DrawnRow): Promise<Decimal> {
+    const { granted } = await this.batch.submit({ kind: 'drawn', row });
+    const g = money(granted!);
+    if (g.greaterThan(0)) this.metrics?.moneyReserved.inc(rub(g));
+    return g;
+  }
+
+  /** Takes a lease of `amount` for one caller while their room is at least `headroom` (`sy_lease_take`). */
+  async takeLease(l: { id: string; organizationId: string; apiKeyId: string | null; userId: string | null; amount: MoneyLike; headroom: MoneyLike; expiresAt: Date }): Promise<LeaseTaken> {
+    const [r] = await this.sql<{ granted: string | null; reason: string | null }>(
+      `SELECT granted::text AS granted, reason FROM sy_lease_take($1, $2, $3, $4, $5::numeric, $6::numeric, $7::timestamptz, $8::timestamptz)`,
+      [l.id, l.organizationId, l.apiKeyId, l.userId, toStorage(l.amount), toStorage(l.headroom), l.expiresAt, this.clock()],
+    );
+    return r.granted === null ? { refused: r.reason ?? 'refused' } : { granted: money(r.granted) };
+  }
+
+  /** Extends the given leases to `expiresAt`; returns the ids still held. */
+  async renewLeases(ids: string[], expiresAt: Date): Promise<Set<string>> {
+    const rows = await this.sql<{ id: string }>(`SELECT id FROM sy_lease_renew($1::text[], $2::timestamptz)`, [ids, expiresAt]);
+    return new Set(rows.map((r) => r.id));
+  }
+
+  /** Gives back what is left of a lease (its drawn opens have all committed). */
+  async returnLease(id: string): Promise<void> {
+    await this.sql(`SELECT outcome FROM sy_settle($1, 0, true, $2::timestamptz)`, [id, this.clock()]);
+  }
+
+  /**
+   * Releases every lease of a key (its limit changed, or it was disabled or revoked): what was leased under the old
+   * terms is not drawn from again (a drawn open that finds its lease gone records its generation with an empty
+   * reservation, whose close charges only what the new terms allow). Returns how many.
+   */
+  async releaseLeasesOfKey(apiKeyId: string): Promise<number> {
+    const [r] = await this.sql<{ n: number }>(
+      `SELECT COUNT(*)::int AS n FROM (
+         SELECT generation_id FROM reservations WHERE api_key_id = $1 AND expires_at IS NOT NULL AND status = 'held' ORDER BY generation_id) l,
+         LATERAL sy_settle(l.generation_id, 0, true, $2::timestamptz) s`,
+      [apiKeyId, this.clock()],
+    );
+    return r.n;
+  }
+
+  /** Releases the leases of processes that stopped renewing them; returns how many. */
+  async sweepLeases(): Promise<number> {
+    const [r] = await this.sql<{ n: number }>(`SELECT sy_lease_sweep($1::timestamptz) AS n`, [this.clock()]);
+    return r.n;
   }
 
   /**

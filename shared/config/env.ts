@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { LEASE_DEFAULTS, type LeaseSettings } from '../billing/leases';
 import { QUEUE_NAMES, type QueueName } from '../queue/queue-names';
 
 /**
@@ -47,6 +48,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   worker: WorkerSettings;
   reaper: ReaperSettings;
+  /** Reservation leases (shared/billing/leases.ts): LEASE_REQUESTS (0: off), LEASE_HEADROOM, LEASE_IDLE_MS, LEASE_TTL_MS, LEASE_MAX_AGE_MS. */
+  leases: LeaseSettings;
   media: MediaSettings;
   /** S3-compatible file storage when S3_BUCKET is set; else files live under `<homeDir>/files`. */
   s3?: S3Settings;
@@ -192,6 +195,13 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
       grantWaitMs: positive(env, 'WORKER_GRANT_WAIT_MS', 60_000),
     },
     reaper: { everyMs: positive(env, 'REAPER_EVERY_MS', 60_000), minAgeMs: positive(env, 'REAPER_MIN_AGE_MS', 120_000) },
+    leases: {
+      requests: int(env, 'LEASE_REQUESTS', LEASE_DEFAULTS.requests),
+      headroom: positive(env, 'LEASE_HEADROOM', LEASE_DEFAULTS.headroom),
+      idleMs: positive(env, 'LEASE_IDLE_MS', LEASE_DEFAULTS.idleMs),
+      ttlMs: positive(env, 'LEASE_TTL_MS', LEASE_DEFAULTS.ttlMs),
+      maxAgeMs: positive(env, 'LEASE_MAX_AGE_MS', LEASE_DEFAULTS.maxAgeMs),
+    },
     media: {
       pollMs: positive(env, 'MEDIA_POLL_MS', 1000),
       maxPollMs: positive(env, 'MEDIA_POLL_MAX_MS', 10_000),

@@ -5,8 +5,9 @@
  * batcher wait up to `holdMs` for another item to share its batch: the next item that is not held, or the timer,
  * starts it. A waited-on item that arrives while the batch in flight carries held items only (most often one the
  * timer started) does not queue behind its commit: it starts one batch beside it (at most one), which the database
- * orders by its row locks. Items with the same key never share a batch, so each caller
- * gets the result of its own item. A failed batch is retried item by item to isolate the one that failed
+ * orders by its row locks. Items with the same key never share a batch, nor run in two batches at once (an
+ * item waits while an earlier one of its key is in the batch beside), so each caller gets the result of its own
+ * item, and a key's items commit in the order they were submitted. A failed batch is retried item by item to isolate the one that failed
  * (safe: a batch is one transaction, and every item's operation is idempotent).
  */
 export class Batcher<I, O> {
@@ -14,8 +15,10 @@ export class Batcher<I, O> {
   private running = false;
   /** The running loop's batch in flight carries only held items. */
   private heldInFlight = false;
-  /** A batch runs beside the loop's. */
-  private beside = false;
+  /** A batch runs beside the loop's: settled when it ends. */
+  private beside?: Promise<void>;
+  /** Keys of the items in the batches in flight. */
+  private readonly flying = new Set<string>();
   private holding?: NodeJS.Timeout;
 
   constructor(
@@ -30,7 +33,7 @@ export class Batcher<I, O> {
       const held = opts.hold === true;
       this.queue.push({ item, held, resolve, reject });
       if (this.running) {
-        if (!held && this.heldInFlight && !this.beside) void this.runBeside();
+        if (!held && this.heldInFlight && !this.beside) this.beside = this.runBeside();
         return;
       }
       if (held && this.holdMs > 0) {
@@ -49,13 +52,14 @@ export class Batcher<I, O> {
     const keys = new Set<string>();
     for (let i = 0; i < this.queue.length && batch.length < this.maxBatch; ) {
       const key = this.keyOf(this.queue[i].item);
-      if (keys.has(key)) {
+      if (keys.has(key) || this.flying.has(key)) {
         i++;
         continue;
       }
       keys.add(key);
       batch.push(...this.queue.splice(i, 1));
     }
+    for (const key of keys) this.flying.add(key);
     return batch;
   }
 
@@ -66,6 +70,11 @@ export class Batcher<I, O> {
     try {
       while (this.queue.length) {
         const batch = this.take();
+        if (batch.length === 0) {
+          // Every item queued waits for one of its key in the batch beside.
+          await (this.beside ?? new Promise((r) => setImmediate(r)));
+          continue;
+        }
         this.heldInFlight = batch.every((b) => b.held);
         try {
           await this.settle(batch);
@@ -80,30 +89,45 @@ export class Batcher<I, O> {
 
   /** One batch beside the loop's batch of held items; what queues meanwhile goes to the loop. */
   private async runBeside(): Promise<void> {
-    this.beside = true;
     try {
-      await this.settle(this.take());
+      const batch = this.take();
+      if (batch.length) await this.settle(batch);
     } finally {
-      this.beside = false;
+      this.beside = undefined;
       if (!this.running && this.queue.length) void this.drain();
     }
   }
 
   private async settle(batch: typeof this.queue): Promise<void> {
+    let out: O[] | undefined;
+    let error: unknown;
     try {
-      const out = await this.run(batch.map((b) => b.item));
-      batch.forEach((b, i) => b.resolve(out[i]));
+      out = await this.run(batch.map((b) => b.item));
     } catch (e) {
-      if (batch.length === 1) batch[0].reject(e);
-      else {
-        for (const b of batch) {
-          try {
-            b.resolve((await this.run([b.item]))[0]);
-          } catch (err) {
-            b.reject(err);
-          }
+      error = e;
+    }
+    if (out) {
+      this.land(batch);
+      batch.forEach((b, i) => b.resolve(out[i]));
+    } else if (batch.length === 1) {
+      this.land(batch);
+      batch[0].reject(error);
+    } else {
+      for (const b of batch) {
+        try {
+          const r = (await this.run([b.item]))[0];
+          this.land([b]);
+          b.resolve(r);
+        } catch (err) {
+          this.land([b]);
+          b.reject(err);
         }
       }
     }
+  }
+
+  /** Items whose batch has ended: their keys may run again. */
+  private land(items: typeof this.queue): void {
+    for (const b of items) this.flying.delete(this.keyOf(b.item));
   }
 }

@@ -79,11 +79,16 @@ export class GrantDesk {
     localGrants.set(generationId, { promise, resolve, claimed: false });
   }
 
-  /** The API process: the reservation's outcome, for the worker that runs (or will run) the job. */
-  async settle(generationId: string, outcome: GrantOutcome): Promise<void> {
+  /**
+   * The API process: the reservation's outcome, for the worker that runs (or will run) the job. `claimedHere`: the
+   * job was claimed at enqueue by a worker of this process (claims.ts), which takes the outcome from memory even when
+   * it asks only after this.
+   */
+  async settle(generationId: string, outcome: GrantOutcome, claimedHere = false): Promise<void> {
     const local = localGrants.get(generationId);
-    localGrants.delete(generationId);
     local?.resolve(outcome);
+    if (local && !local.claimed && claimedHere) return;
+    localGrants.delete(generationId);
     if (!local?.claimed) await this.redis.set(this.key(generationId), JSON.stringify(outcome), 'PX', GRANT_TTL_MS);
   }
 
@@ -101,7 +106,9 @@ export class GrantDesk {
     const local = this.inProcess ? localGrants.get(generationId) : undefined;
     if (local) {
       local.claimed = true;
-      return { ...(await local.promise), inMemory: true };
+      const outcome = await local.promise;
+      localGrants.delete(generationId);
+      return { ...outcome, inMemory: true };
     }
     const { checkMs, orphanAfterMs, waitMs } = this.timing;
     const started = Date.now();

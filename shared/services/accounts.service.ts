@@ -120,6 +120,7 @@ export class AccountsService {
     const found = await this.db.apiKey.findUnique({ where: { id } });
     if (!found) throw new AppError('NOT_FOUND', `Key ${id} not found`);
     if (!found.revokedAt) await this.db.apiKey.update({ where: { id }, data: { revokedAt: this.clock(), updatedAt: this.clock() } });
+    await this.ledger.releaseLeasesOfKey(id);
     return { id, revoked: true as const };
   }
 
@@ -136,6 +137,8 @@ export class AccountsService {
     // Conditional on "not revoked": a revocation racing this update wins.
     const { count } = await this.db.apiKey.updateMany({ where: { id, revokedAt: null }, data });
     if (count === 0) throw new AppError('CONFLICT', `Key ${id} is revoked: a revoked key is final and cannot be changed or enabled again`);
+    // Money leased under the old limit (shared/billing/leases.ts) is not drawn from again.
+    if (patch.limit !== undefined || patch.reset !== undefined || patch.disabled === true) await this.ledger.releaseLeasesOfKey(id);
     return this.db.apiKey.findUniqueOrThrow({ where: { id } });
   }
 

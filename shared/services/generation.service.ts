@@ -1,7 +1,7 @@
 import type { Db } from '../db/client';
 import { AppError, type StoredError } from '../errors/app-error';
 import { toStorage, type Decimal, type MoneyLike } from '../billing/money';
-import { Ledger, type CloseRow } from '../billing/ledger';
+import { Ledger, type CloseRow, type OpenRow } from '../billing/ledger';
 
 export type RequestType = 'chat' | 'embedding' | 'image' | 'video' | 'audio' | 'upscale';
 export type ApiType = 'responses' | 'chat_completions' | 'embeddings' | 'images' | 'media' | 'systemone';
@@ -104,35 +104,26 @@ export class GenerationService {
    * the id of the generation that request made (nothing reserved). Another request under the key is 409.
    */
   async createOrReplay(g: NewGeneration): Promise<Created> {
-    const opened = await this.ledger.open({
-      id: g.id,
-      organization_id: g.organizationId,
-      api_key_id: g.apiKeyId,
-      user_id: g.userId,
-      bound: toStorage(g.bound),
-      minimum: toStorage(g.minimum ?? g.bound),
-      model: g.model,
-      unified_model_id: g.unifiedModelId,
-      model_display_name: g.modelDisplayName,
-      request_type: g.requestType,
-      api_type: g.apiType,
-      response_mode: g.responseMode,
-      request: g.request ?? {},
-      warnings: g.warnings ?? null,
-      routing: g.routing ?? null,
-      call_back_url: g.callBackUrl ?? null,
-      source_generation_id: g.sourceGenerationId ?? null,
-      previous_response_id: g.previousResponseId ?? null,
-      trace_id: g.traceId ?? null,
-      idempotency_key: g.idempotency?.key ?? null,
-      request_hash: g.idempotency?.hash ?? null,
-    });
+    const opened = await this.ledger.open(openRowOf(g));
     if ('conflictWith' in opened) {
       throw new AppError('CONFLICT', `Idempotency-Key "${g.idempotency!.key}" was already used with a different request (generation ${opened.conflictWith}); use a new key for a new request`, {
         metadata: { generation_id: opened.conflictWith },
       });
     }
     return opened;
+  }
+
+  /**
+   * Records a generation granted in memory from a lease (shared/billing/leases.ts); resolves to what its reservation
+   * holds (its bound, or 0 when the lease was gone).
+   */
+  createDrawn(g: NewGeneration, lease: string): Promise<Decimal> {
+    return this.ledger.openDrawn({ ...openRowOf(g), lease });
+  }
+
+  /** Releases the leases of processes that stopped renewing them (the reaper). */
+  sweepLeases(): Promise<number> {
+    return this.ledger.sweepLeases();
   }
 
   /** Deletes Idempotency-Keys past their 24 hours (they are already ignored; this keeps the table small). */
@@ -172,6 +163,33 @@ export class GenerationService {
 }
 
 const wholeMs = (ms: number | null | undefined) => (ms === undefined || ms === null ? null : Math.round(ms));
+
+/** A new generation as the ledger's open row (`sy_ledger_batch`'s columns). */
+function openRowOf(g: NewGeneration): OpenRow {
+  return {
+    id: g.id,
+    organization_id: g.organizationId,
+    api_key_id: g.apiKeyId,
+    user_id: g.userId,
+    bound: toStorage(g.bound),
+    minimum: toStorage(g.minimum ?? g.bound),
+    model: g.model,
+    unified_model_id: g.unifiedModelId,
+    model_display_name: g.modelDisplayName,
+    request_type: g.requestType,
+    api_type: g.apiType,
+    response_mode: g.responseMode,
+    request: g.request ?? {},
+    warnings: g.warnings ?? null,
+    routing: g.routing ?? null,
+    call_back_url: g.callBackUrl ?? null,
+    source_generation_id: g.sourceGenerationId ?? null,
+    previous_response_id: g.previousResponseId ?? null,
+    trace_id: g.traceId ?? null,
+    idempotency_key: g.idempotency?.key ?? null,
+    request_hash: g.idempotency?.hash ?? null,
+  };
+}
 
 /** A generation's ending as the ledger's close row (`sy_ledger_batch`'s columns). */
 export function closeRowOf(id: string, f: Finish): CloseRow {

@@ -38,12 +38,31 @@ export function limitRemaining(subject: Limited, now: Date): Decimal | null {
   return left.isNegative() ? ZERO : left;
 }
 
-/** Key info, balances: read models over the ledger and the counters the money functions keep. */
+type Reserving = { id: string; reserved: Limited['reserved'] };
+
+/**
+ * Key info, balances: read models over the ledger and the counters the money functions keep. What they show as
+ * reserved leaves out the unspent part of reservation leases (shared/billing/leases.ts): money a process set aside
+ * for requests still to come, not held by any running one.
+ */
 export class KeyInfoService {
   constructor(
     private readonly db: Db,
     private readonly clock: () => Date = () => new Date(),
   ) {}
+
+  /** The rows with `reserved` less what leases hold for them (`column`: whose leases: the organization's, a key's, a member's). */
+  async unleased<T extends Reserving>(column: 'organization_id' | 'api_key_id' | 'user_id', rows: T[]): Promise<T[]> {
+    if (rows.length === 0) return rows;
+    const sums = await this.db.$queryRawUnsafe<Array<{ id: string; leased: string }>>(
+      `SELECT ${column} AS id, SUM(amount)::text AS leased FROM reservations
+        WHERE expires_at IS NOT NULL AND status = 'held' AND ${column} = ANY ($1::text[]) GROUP BY ${column}`,
+      rows.map((r) => r.id),
+    );
+    if (sums.length === 0) return rows;
+    const leased = new Map(sums.map((x) => [x.id, money(x.leased)]));
+    return rows.map((r) => (leased.has(r.id) ? { ...r, reserved: money(r.reserved).minus(leased.get(r.id)!) } : r));
+  }
 
   async usage(keyId: string): Promise<Usage> {
     const now = this.clock();
@@ -58,8 +77,8 @@ export class KeyInfoService {
   }
 
   /** The key info record of GET /v1/key: every field always present. */
-  async keyInfo(key: ApiKey) {
-    const u = await this.usage(key.id);
+  async keyInfo(leasedKey: ApiKey) {
+    const [u, [key]] = await Promise.all([this.usage(leasedKey.id), this.unleased('api_key_id', [leasedKey])]);
     const remaining = limitRemaining(key, this.clock());
     return {
       creator_user_id: key.creatorUserId,
@@ -90,8 +109,12 @@ export class KeyInfoService {
   }
 
   /** Balance figures for an organization seen through a key and/or a member. */
-  async balance(organizationId: string, key: ApiKey | null, member: User | null) {
-    const org = await this.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
+  async balance(organizationId: string, leasedKey: ApiKey | null, leasedMember: User | null) {
+    const [[org], [key], [member]] = await Promise.all([
+      this.db.organization.findUniqueOrThrow({ where: { id: organizationId } }).then((o) => this.unleased('organization_id', [o])),
+      this.unleased('api_key_id', leasedKey ? [leasedKey] : []),
+      this.unleased('user_id', leasedMember ? [leasedMember] : []),
+    ]);
     const now = this.clock();
     const keyRemaining = key ? limitRemaining(key, now) : null;
     const memberRemaining = member ? limitRemaining(member, now) : null;

@@ -123,7 +123,9 @@ describe('cancel at the moment of completion', () => {
     const afterProbe = await balanceOf();
     const seen = { cancelled: 0, completed: 0 };
     let charged = 0;
-    for (let i = 0; i < 16; i++) {
+    // 16 cancels spread over one probe's span; if a busy machine made every one of them land first, later ones wait
+    // longer (up to 2.6 spans) until both sides of the race have been seen.
+    for (let i = 0; i < 16 || (i < 32 && (seen.cancelled === 0 || seen.completed === 0)); i++) {
       const r = await create();
       await sleep((i * span) / 15);
       const c = await cancel(r.body.id);

@@ -19,7 +19,7 @@ let m2: { token: string; key: string; sdk: OpenAI };
 const sdk = (apiKey: string) => new OpenAI({ apiKey, baseURL: `${s.url}/v1`, maxRetries: 0 });
 
 beforeAll(async () => {
-  s = await createTestStack({ env: { SYNC_WAIT_MS: '5000' }, knobs: { text: 'Hello from the fake provider' } });
+  s = await createTestStack({ env: { SYNC_WAIT_MS: '5000', LEASE_REQUESTS: '16' }, knobs: { text: 'Hello from the fake provider' } });
   org = await s.seed({ balance: '100' });
   client = sdk(org.key.key);
   const member = async (email: string) => {
@@ -38,7 +38,8 @@ const lastSent = () => (s.fake.requests.filter((r) => r.path.endsWith('/chat/com
 
 async function orgMoney() {
   await s.settled(org.organizationId);
-  const o = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
+  // Reserved as the caller sees it: without the unspent part of this process's reservation leases (requests run with them).
+  const [o] = await s.ctx.keyInfo.unleased('organization_id', [await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } })]);
   return { balance: money(o.balance), reserved: money(o.reserved) };
 }
 

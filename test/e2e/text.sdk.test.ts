@@ -7,7 +7,7 @@ let org: StackOrg;
 let client: OpenAI;
 
 beforeAll(async () => {
-  s = await createTestStack({ knobs: { promptTokens: 1000, completionTokens: 500, text: 'Hello from the fake provider' } });
+  s = await createTestStack({ env: { LEASE_REQUESTS: '16' }, knobs: { promptTokens: 1000, completionTokens: 500, text: 'Hello from the fake provider' } });
   org = await s.seed({ balance: '100' });
   client = new OpenAI({ apiKey: org.key.key, baseURL: `${s.url}/v1`, maxRetries: 0 });
 });
@@ -15,7 +15,8 @@ afterAll(() => s.close());
 
 async function balance() {
   await s.settled(org.organizationId);
-  const o = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
+  // Reserved as the caller sees it: without the unspent part of this process's reservation leases (requests run with them).
+  const [o] = await s.ctx.keyInfo.unleased('organization_id', [await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } })]);
   return { balance: money(o.balance), reserved: money(o.reserved), spent: money(o.spent) };
 }
 

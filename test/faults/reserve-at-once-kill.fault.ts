@@ -22,7 +22,8 @@ import { QUEUES } from '../../shared/queue/queue-names';
 let c: Cluster;
 
 beforeAll(async () => {
-  c = await startCluster({ name: 'reserve-at-once-kill', env: { WORKER_GRANT_WAIT_MS: '4000' } });
+  // No reservation leases: this case holds reservations inside PostgreSQL, where a lease's requests never wait.
+  c = await startCluster({ name: 'reserve-at-once-kill', env: { WORKER_GRANT_WAIT_MS: '4000', LEASE_REQUESTS: '0' } });
 });
 afterAll(async () => {
   await c?.close();

@@ -120,4 +120,20 @@ describe('Batcher', () => {
     gates[2]!();
     expect(await Promise.all([held, queued])).toEqual([10, 30]);
   });
+  it('runs an item only after the one of its key in the batch beside has ended (a drawn open, then its close)', async () => {
+    const { b, started, gates, tick } = gated(20);
+    const held = b.submit(1, { hold: true });
+    await new Promise((r) => setTimeout(r, 40)); // [1] in flight alone, held
+    const open = b.submit(7); // beside it
+    expect(started).toEqual([[1], [7]]);
+    const close = b.submit(7, { hold: true }); // same key, while the open is still in flight beside
+    gates[0]!(); // the loop's batch ends first: the close must not start while the open runs
+    await tick();
+    expect(started).toEqual([[1], [7]]);
+    gates[1]!();
+    await tick();
+    expect(started).toEqual([[1], [7], [7]]);
+    gates[2]!();
+    expect(await Promise.all([held, open, close])).toEqual([10, 70, 70]);
+  });
 });

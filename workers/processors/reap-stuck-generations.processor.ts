@@ -22,7 +22,8 @@ const LIVE = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-ch
  * `minAgeMs`, and without a live job (the job was lost with a Redis outage, failed on a database outage before
  * it could record the ending, or stalled more often than allowed). A generation whose job still runs is left
  * alone: media jobs have their own task timeout. Nothing is charged for a reaped generation, except one whose worker
- * replied with its cost before the commit and then died (its promised settlement is kept).
+ * replied with its cost before the commit and then died (its promised settlement is kept). The same sweep releases
+ * the reservation leases of processes that died (shared/billing/leases.ts).
  */
 export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations' | 'settlements' | 'redis' | 'config' | 'clock' | 'logger'> & { metrics?: Pick<WorkerDeps['metrics'], 'generationsReaped'> }, opts: ReaperOptions = deps.config.reaper) {
   const queues = new Map<QueueName, Queue>();
@@ -31,7 +32,10 @@ export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations
     if (!q) queues.set(name, (q = new Queue(name, { connection: deps.redis, prefix: deps.config.queuePrefix })));
     return q;
   };
-  return async (): Promise<{ reaped: number }> => {
+  return async (): Promise<{ reaped: number; leases: number }> => {
+    // Leases whose process stopped renewing them (it died): what is left of them goes back to the balance.
+    const leases = await deps.generations.sweepLeases();
+    if (leases > 0) deps.logger.warn('released leases their processes stopped renewing', { leases });
     const before = new Date(deps.clock().getTime() - opts.minAgeMs);
     const stuck = await deps.db.generation.findMany({
       where: { status: { in: ['pending', 'processing'] }, createdAt: { lt: before } },
@@ -56,7 +60,7 @@ export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations
         deps.logger.warn('reaped a generation no job will finish', { generationId: g.id, jobState: state });
       }
     }
-    return { reaped };
+    return { reaped, leases };
   };
 }
 

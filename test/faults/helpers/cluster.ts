@@ -160,6 +160,8 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     // Generations no worker will ever finish are failed and released quickly (production: minutes).
     REAPER_EVERY_MS: '1000',
     REAPER_MIN_AGE_MS: '5000',
+    // A killed process's reservation leases are released by the reaper 5 s after its last renewal (production: 15 s).
+    LEASE_TTL_MS: '5000',
     DATABASE_POOL_SIZE: '10',
     RATE_LIMIT_PER_MINUTE: '0',
     SHUTDOWN_TIMEOUT_MS: '20000',

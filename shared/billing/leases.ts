@@ -1,0 +1,216 @@
+import { newId } from '../auth/api-keys';
+import type { Logger } from '../logger';
+import type { Ledger } from './ledger';
+import type { Decimal } from './money';
+
+/**
+ * Reservation leases (docs/architecture.md "Leases"; the migration reservation_leases). A process reserves, ahead of
+ * time and with the ledger's usual rules, room for a few requests of one caller (organization, key, member): a lease,
+ * one reservation row in PostgreSQL. A request whose bound the lease still covers is granted here, in memory, with
+ * no round trip: its provider is called while its generation is recorded ("drawn": its bound moves from the lease's
+ * reservation to its own in the next ledger batch). The money is reserved in PostgreSQL before the provider is
+ * called, as for any request; only the generation's own record is not waited for.
+ *
+ * - A lease is taken when a request finds none with room (that request goes the usual way), and renewed ahead when
+ *   half of it is drawn. It is taken only while the caller's room is at least `headroom` leases: near the end of a
+ *   balance or a limit every request reserves for itself, so no process sits on money another one's request needs.
+ * - A lease nobody drew from for `idleMs`, one `maxAgeMs` old, or one replaced by a new lease is given back once its
+ *   drawn opens have committed (the unspent rest is released).
+ * - Every `ttlMs / 3` the process extends its leases' expiry to `ttlMs` ahead. A process that dies leaves its leases to
+ *   the reaper, which releases them once expired (`sy_lease_sweep`); a lease the process learns is gone (it stood
+ *   still past its expiry) is not drawn from again.
+ */
+export interface LeaseSettings {
+  /** A lease covers this many requests of the bound that asked for it; 0 turns leases off (LEASE_REQUESTS, 16). */
+  requests: number;
+  /** A lease is taken only while the caller's room is at least this many leases (LEASE_HEADROOM, 8). */
+  headroom: number;
+  /** A lease nobody drew from this long is given back (LEASE_IDLE_MS, 1 s). */
+  idleMs: number;
+  /** How far ahead a lease's expiry is kept: the reaper releases a dead process's leases this long after (LEASE_TTL_MS, 15 s). */
+  ttlMs: number;
+  /** A lease this old is replaced (or, near a limit, given back): what it holds follows the room (LEASE_MAX_AGE_MS, 10 s). */
+  maxAgeMs: number;
+}
+
+export const LEASE_DEFAULTS: LeaseSettings = { requests: 16, headroom: 8, idleMs: 1_000, ttlMs: 15_000, maxAgeMs: 10_000 };
+
+/** Who a lease is for: a reservation's organization, key and member. */
+export interface LeaseOwner {
+  organizationId: string;
+  apiKeyId: string | null;
+  userId: string | null;
+}
+
+interface Lease {
+  id: string;
+  owner: LeaseOwner;
+  /** Still drawable here. */
+  free: Decimal;
+  size: Decimal;
+  /** Drawn opens not yet committed: the lease is given back only at 0. */
+  pending: number;
+  takenAt: number;
+  lastDraw: number;
+  /** No longer drawn from; given back once `pending` is 0. */
+  retiring: boolean;
+}
+
+export class LeaseDesk {
+  /** The lease drawn from, by owner. */
+  private readonly current = new Map<string, Lease>();
+  /** Every lease this process holds (current and retiring), by id. */
+  private readonly held = new Map<string, Lease>();
+  /** Owners whose lease is being taken. */
+  private readonly taking = new Set<string>();
+  /** Owners refused a lease (too close to a limit, or no room): not asked again before this time. */
+  private readonly refusedUntil = new Map<string, number>();
+  /** Takes and give-backs under way (close waits for them). */
+  private readonly underway = new Set<Promise<unknown>>();
+  private readonly timer?: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly settings: LeaseSettings,
+    private readonly logger: Logger,
+    /** The ledger's clock: expiries are compared with the times the sweep is given. */
+    private readonly clock: () => Date = () => new Date(),
+  ) {
+    if (settings.requests > 0) {
+      this.timer = setInterval(() => void this.tick(), Math.max(50, Math.min(settings.ttlMs / 3, settings.idleMs)));
+      this.timer.unref();
+    }
+  }
+
+  get enabled(): boolean {
+    return this.settings.requests > 0 && !this.closed;
+  }
+
+  /**
+   * Grants `bound` from the owner's lease: the lease's id, or null when there is none with room (the request reserves
+   * for itself; a lease is taken for the requests after it).
+   */
+  draw(owner: LeaseOwner, bound: Decimal): string | null {
+    if (!this.enabled || bound.lessThanOrEqualTo(0)) return null;
+    const key = keyOf(owner);
+    const lease = this.current.get(key);
+    if (!lease || lease.free.lessThan(bound)) {
+      this.take(key, owner, bound);
+      return null;
+    }
+    lease.free = lease.free.minus(bound);
+    lease.pending++;
+    lease.lastDraw = Date.now();
+    if (lease.free.lessThan(lease.size.div(2))) this.take(key, owner, bound);
+    return lease.id;
+  }
+
+  /** A drawn open has committed (or failed): `granted` 0 means the lease was gone in PostgreSQL. */
+  opened(leaseId: string, granted: Decimal | null): void {
+    const lease = this.held.get(leaseId);
+    if (!lease) return;
+    lease.pending--;
+    if (granted !== null && granted.isZero()) {
+      this.logger.warn('a lease was gone when a request drawn from it was recorded', { lease: leaseId });
+      this.retire(lease);
+    }
+    this.giveBackIfDone(lease);
+  }
+
+  /** Gives back every lease nothing is pending on and stops renewing (process shutdown); the rest expire. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    await Promise.all(this.underway);
+    for (const lease of this.held.values()) this.retire(lease);
+    await Promise.all(this.underway);
+  }
+
+  private track(p: Promise<unknown>): void {
+    this.underway.add(p);
+    void p.finally(() => this.underway.delete(p));
+  }
+
+  /** Takes a lease for the owner, in the background; `replace`: the current one is given back even when none is granted. */
+  private take(key: string, owner: LeaseOwner, bound: Decimal, replace = false): void {
+    if (this.taking.has(key) || (this.refusedUntil.get(key) ?? 0) > Date.now()) return;
+    this.taking.add(key);
+    const amount = bound.times(this.settings.requests);
+    const id = newId('lease');
+    const expiresAt = new Date(this.clock().getTime() + this.settings.ttlMs);
+    const taking = this.ledger
+      .takeLease({ id, organizationId: owner.organizationId, apiKeyId: owner.apiKeyId, userId: owner.userId, amount, headroom: amount.times(this.settings.headroom), expiresAt })
+      .then((r) => {
+        const previous = this.current.get(key);
+        if ('refused' in r) {
+          this.refusedUntil.set(key, Date.now() + this.settings.idleMs);
+          if (replace && previous) this.retire(previous);
+          return;
+        }
+        const now = Date.now();
+        const lease: Lease = { id, owner, free: r.granted, size: r.granted, pending: 0, takenAt: now, lastDraw: now, retiring: false };
+        this.held.set(id, lease);
+        if (this.closed) return this.retire(lease);
+        this.current.set(key, lease);
+        if (previous) this.retire(previous);
+      })
+      .catch((err: unknown) => {
+        const previous = this.current.get(key);
+        if (replace && previous) this.retire(previous);
+        // Not taken, or taken and not known here (the answer was lost): the reaper releases that one once expired.
+        this.refusedUntil.set(key, Date.now() + this.settings.idleMs);
+        this.logger.warn('a lease could not be taken', { err, lease: id });
+      })
+      .finally(() => this.taking.delete(key));
+    this.track(taking);
+  }
+
+  private retire(lease: Lease): void {
+    lease.retiring = true;
+    const key = keyOf(lease.owner);
+    if (this.current.get(key) === lease) this.current.delete(key);
+    this.giveBackIfDone(lease);
+  }
+
+  private giveBackIfDone(lease: Lease): void {
+    if (lease.retiring && lease.pending === 0 && this.held.has(lease.id)) this.track(this.giveBack(lease));
+  }
+
+  private async giveBack(lease: Lease): Promise<void> {
+    this.held.delete(lease.id);
+    // A lease not given back now (the database is away) is released by the reaper once it expires.
+    await this.ledger.returnLease(lease.id).catch((err: unknown) => this.logger.warn('a lease could not be given back', { err, lease: lease.id }));
+  }
+
+  /** Gives back idle and old leases, then renews the rest; a lease no longer held in PostgreSQL is dropped. */
+  private async tick(): Promise<void> {
+    const now = Date.now();
+    for (const lease of this.current.values()) {
+      if (now - lease.lastDraw >= this.settings.idleMs) this.retire(lease);
+      // Replaced by a new lease when the room still allows one; given back either way.
+      else if (now - lease.takenAt >= this.settings.maxAgeMs) this.take(keyOf(lease.owner), lease.owner, lease.size.div(this.settings.requests), true);
+    }
+    const ids = [...this.held.keys()];
+    if (ids.length === 0) return;
+    try {
+      const alive = await this.ledger.renewLeases(ids, new Date(this.clock().getTime() + this.settings.ttlMs));
+      for (const id of ids) {
+        const lease = this.held.get(id);
+        if (lease && !alive.has(id)) {
+          this.logger.warn('a lease expired before its process renewed it', { lease: id });
+          lease.retiring = true;
+          const key = keyOf(lease.owner);
+          if (this.current.get(key) === lease) this.current.delete(key);
+          this.held.delete(id);
+        }
+      }
+    } catch (err) {
+      this.logger.warn('leases could not be renewed', { err });
+    }
+  }
+}
+
+function keyOf(o: LeaseOwner): string {
+  return `${o.organizationId}\u0000${o.apiKeyId ?? ''}\u0000${o.userId ?? ''}`;
+}

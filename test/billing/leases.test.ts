@@ -1,0 +1,218 @@
+import OpenAI from 'openai';
+import request from 'supertest';
+import { Ledger, type OpenRow } from '../../shared/billing/ledger';
+import { LeaseDesk, type LeaseSettings } from '../../shared/billing/leases';
+import { money, ZERO, type Decimal } from '../../shared/billing/money';
+import { AppError } from '../../shared/errors/app-error';
+import { createLogger } from '../../shared/logger';
+import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';
+import { audit } from '../faults/helpers/audit';
+import { seedKey, seedOrg } from '../helpers/fixtures';
+import { createTestDb, type TestDb } from '../helpers/test-db';
+import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+
+// Reservation leases (shared/billing/leases.ts, docs/architecture.md "Leases"): a process reserves room for a few
+// requests ahead; a request its lease covers calls its provider while its record commits. The money rules stay
+// PostgreSQL's: nothing is drawn that sy_reserve did not grant, and every lease ends released.
+
+const logger = createLogger({ silent: !process.env.TEST_LOGS });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(f: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error('timed out');
+    await sleep(25);
+  }
+}
+
+describe('requests through the API drawn from a lease', () => {
+  let s: TestStack;
+  let org: StackOrg;
+  beforeAll(async () => {
+    s = await createTestStack({ env: { LEASE_REQUESTS: '16', LEASE_HEADROOM: '4', LEASE_IDLE_MS: '400', LEASE_TTL_MS: '5000' } });
+    org = await s.seed({ balance: '1000', keyLimit: '900' });
+  });
+  afterAll(() => s.close());
+
+  const leases = async () => (await s.t.pool.query(`SELECT generation_id, status::text AS status, amount::text AS amount FROM reservations WHERE expires_at IS NOT NULL`)).rows;
+
+  it('answers through the OpenAI SDK, charges each generation exactly once, and shows no lease as reserved', async () => {
+    const client = new OpenAI({ apiKey: org.key.key, baseURL: `${s.url}/v1`, maxRetries: 0 });
+    let charged = ZERO;
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      if (i % 2 === 0) {
+        const r = await client.chat.completions.create({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: `hi ${i}` }] });
+        expect(r.choices[0].message.content).toBeTruthy();
+        ids.push(r.id);
+        charged = charged.plus(money((r.usage as unknown as { cost_rub: number }).cost_rub));
+      } else {
+        const stream = await client.chat.completions.create({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: `hi ${i}` }], stream: true, stream_options: { include_usage: true } });
+        let text = '';
+        let id = '';
+        let cost: number | undefined;
+        for await (const chunk of stream) {
+          id = chunk.id;
+          text += chunk.choices[0]?.delta?.content ?? '';
+          if (chunk.usage) cost = (chunk.usage as unknown as { cost_rub: number }).cost_rub;
+        }
+        expect(text.length).toBeGreaterThan(0);
+        ids.push(id);
+        charged = charged.plus(money(cost!));
+      }
+    }
+    await s.settled(org.organizationId);
+
+    // A lease was taken after the first request, and the later ones were drawn from it: their reservation entries
+    // move no money (the lease's entry reserved it).
+    const held = await leases();
+    expect(held.length).toBeGreaterThanOrEqual(1);
+    const drawn = (await s.t.pool.query(`SELECT COUNT(*)::int AS n FROM ledger_entries WHERE kind = 'reserve' AND reserved_delta = 0 AND generation_id = ANY ($1)`, [ids])).rows[0].n;
+    expect(drawn).toBeGreaterThanOrEqual(8);
+
+    // What the caller sees as reserved while the lease is held: nothing (no request runs).
+    const [balance, key] = await Promise.all([request(s.app).get('/v2/balance').set(org.auth), request(s.app).get('/v1/key').set(org.auth)]);
+    expect(balance.body.reserved).toBe('0.000000');
+    expect(money(balance.body.amount).toFixed(6)).toBe(money(1000).minus(charged).toFixed(6));
+    expect(balance.body.available).toBe(money(balance.body.key.limit).minus(charged).toFixed(6));
+    expect(key.body.limit_remaining).toBeCloseTo(900 - charged.toNumber(), 6);
+
+    // Each generation: completed, its cost recorded and charged once.
+    const gens = (await s.t.pool.query(`SELECT g.id, g.status::text AS status, g.client_cost::text AS cost, r.charged::text AS charged, r.status::text AS rs
+        FROM generations g JOIN reservations r ON r.generation_id = g.id WHERE g.id = ANY ($1)`, [ids])).rows;
+    expect(gens).toHaveLength(12);
+    for (const g of gens) {
+      expect(g.status).toBe('completed');
+      expect(g.rs).toBe('charged');
+      expect(money(g.cost).equals(money(g.charged))).toBe(true);
+    }
+
+    // Idle, the lease goes back: nothing stays reserved and the ledger adds up.
+    await until(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    const a = await audit(s.t.db);
+    expect(a.problems).toEqual([]);
+    const o = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
+    expect(money(o.balance).toFixed(10)).toBe(money(1000).minus(charged).toFixed(10));
+  });
+
+  it("a key's new limit releases its leases: nothing leased under the old limit is drawn again", async () => {
+    const chat = () => request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'hi' }] });
+    for (let i = 0; i < 3; i++) expect((await chat()).status).toBe(200);
+    await until(async () => ((await leases()).some((l) => l.status === 'held') ? true : undefined));
+    const patched = await request(s.app).patch(`/v1/keys/${org.key.id}`).set({ Authorization: `Bearer ${org.ownerToken}` }).send({ limit: 800 });
+    expect(patched.status).toBe(200);
+    expect((await leases()).filter((l) => l.status === 'held')).toEqual([]);
+    // The next request finds its lease gone in the database: it is still answered and charged within the limit.
+    const r = await chat();
+    expect(r.status).toBe(200);
+    await s.settled(org.organizationId);
+    await until(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    const a = await audit(s.t.db);
+    expect(a.problems).toEqual([]);
+  });
+});
+
+describe('leases of two processes racing for one balance (the ledger, real PostgreSQL)', () => {
+  let t: TestDb;
+  beforeAll(async () => {
+    t = await createTestDb();
+  });
+  afterAll(() => t.drop());
+
+  const settings: LeaseSettings = { requests: 4, headroom: 2, idleMs: 150, ttlMs: 5_000, maxAgeMs: 600 };
+  const row = (organizationId: string, apiKeyId: string, id: string, bound: Decimal): OpenRow => ({
+    id, organization_id: organizationId, api_key_id: apiKeyId, user_id: null, bound: bound.toFixed(10), minimum: bound.toFixed(10),
+    model: 'm', unified_model_id: 'm', model_display_name: 'M', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync',
+  });
+
+  it('never spends more than the balance or the key limit, charges every answered request, and leaves nothing reserved', async () => {
+    const { accounts, organizationId } = await seedOrg(t.db, { balance: '40' });
+    const key = await seedKey(accounts, organizationId, { limit: '30', reset: 'daily' });
+    const processes = [0, 1].map(() => {
+      const ledger = new Ledger(t.db, undefined, { pool: t.pool });
+      return { ledger, leases: new LeaseDesk(ledger, settings, logger) };
+    });
+    let n = 0;
+    let answered = ZERO;
+    let refused = 0;
+    let drawnCount = 0;
+    // 8 clients per process, each asking until refused twice in a row; costs are 40–100 % of the bound.
+    const client = async (p: (typeof processes)[number]) => {
+      let refusals = 0;
+      while (refusals < 2) {
+        const id = `gen_race_${n++}`;
+        const bound = money((0.2 + (n % 7) * 0.1).toFixed(1));
+        const lease = p.leases.draw({ organizationId, apiKeyId: key.id, userId: null }, bound);
+        let granted: Decimal;
+        if (lease) {
+          drawnCount++;
+          granted = await p.ledger.openDrawn({ ...row(organizationId, key.id, id, bound), lease });
+          p.leases.opened(lease, granted);
+        } else {
+          try {
+            const o = await p.ledger.open(row(organizationId, key.id, id, bound));
+            granted = 'granted' in o ? o.granted : ZERO;
+          } catch (e) {
+            if (!(e instanceof AppError)) throw e;
+            refused++;
+            refusals++;
+            await sleep(5);
+            continue;
+          }
+        }
+        refusals = 0;
+        await sleep(n % 3);
+        const cost = bound.times(0.4 + (n % 4) * 0.2);
+        const c = await p.ledger.close({ id, status: 'completed', cost: cost.toFixed(10) });
+        expect(c.applied).toBe(true);
+        answered = answered.plus(c.charged);
+      }
+    };
+    await Promise.all(processes.flatMap((p) => Array.from({ length: 8 }, () => client(p))));
+    await Promise.all(processes.map((p) => p.leases.close()));
+
+    expect(drawnCount).toBeGreaterThan(10);
+    expect(refused).toBeGreaterThan(0);
+    const a = await audit(t.db);
+    expect(a.problems).toEqual([]);
+    expect(a.lost.isZero()).toBe(true);
+    const k = await t.db.apiKey.findUniqueOrThrow({ where: { id: key.id } });
+    const o = await t.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
+    // Everything charged is what the answered requests were told, within the key's limit, and the key ran close to it.
+    expect(money(k.usage).equals(answered)).toBe(true);
+    expect(money(o.balance).equals(money(40).minus(answered))).toBe(true);
+    expect(money(k.usage).lessThanOrEqualTo(30)).toBe(true);
+    expect(money(k.usage).greaterThan(28)).toBe(true);
+  });
+
+  it('a lease its process stopped renewing is released by the reaper once expired; a request drawn from it after that is charged only what the room allows', async () => {
+    const { accounts, organizationId } = await seedOrg(t.db, { balance: '10' });
+    const key = await seedKey(accounts, organizationId, {});
+    const ledger = new Ledger(t.db, undefined, { pool: t.pool });
+    const taken = await ledger.takeLease({ id: 'lease_dead', organizationId, apiKeyId: key.id, userId: null, amount: '8', headroom: '8', expiresAt: new Date(Date.now() - 1) });
+    expect(taken).toEqual({ granted: money(8) });
+    // Too close to the balance for a second lease of 8 (room 2 against a headroom of 8).
+    expect(await ledger.takeLease({ id: 'lease_thin', organizationId, apiKeyId: key.id, userId: null, amount: '1', headroom: '8', expiresAt: new Date(Date.now() + 60_000) })).toEqual({ refused: 'thin' });
+
+    const reap = stuckGenerationReaper({ db: t.db, generations: { sweepLeases: () => ledger.sweepLeases() } as never, settlements: {} as never, redis: {} as never, config: {} as never, clock: () => new Date(), logger }, { everyMs: 60_000, minAgeMs: 60_000_000 });
+    expect(await reap()).toEqual({ reaped: 0, leases: 1 });
+    const o = await t.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
+    expect(money(o.reserved).isZero()).toBe(true);
+    expect(await ledger.renewLeases(['lease_dead'], new Date(Date.now() + 60_000))).toEqual(new Set());
+
+    // A request of the dead process drawn before it died, recorded only now, after the key got a limit of 2: an empty
+    // reservation; its close takes what the limit allows and records the rest as uncollected.
+    await accounts.updateKey(key.id, { limit: '2', reset: 'never' });
+    const granted = await ledger.openDrawn({ ...row(organizationId, key.id, 'gen_late', money(3)), lease: 'lease_dead' });
+    expect(granted.isZero()).toBe(true);
+    const c = await ledger.close({ id: 'gen_late', status: 'completed', cost: '3' });
+    expect(c.charged.toFixed(2)).toBe('2.00');
+    const r = (await t.pool.query(`SELECT uncollected::text FROM reservations WHERE generation_id = 'gen_late'`)).rows[0];
+    expect(money(r.uncollected).toFixed(2)).toBe('1.00');
+    const a = await audit(t.db);
+    expect(a.problems.filter((p) => p.includes(organizationId))).toEqual([]);
+  });
+});
