@@ -148,6 +148,7 @@ export class LeaseDesk {
           if (replace && previous) this.retire(previous);
           return;
         }
+        this.refusedUntil.delete(key);
         const now = Date.now();
         const lease: Lease = { id, owner, free: r.granted, size: r.granted, pending: 0, takenAt: now, lastDraw: now, retiring: false };
         this.held.set(id, lease);
