@@ -14,6 +14,10 @@ import type { Decimal } from './money';
  * - A lease is taken when a request finds none with room (that request goes the usual way), and renewed ahead when
  *   half of it is drawn. It is taken only while the caller's room is at least `headroom` leases: near the end of a
  *   balance or a limit every request reserves for itself, so no process sits on money another one's request needs.
+ * - Its size follows the caller's rate: a lease half drawn within a second is followed by one twice as large (up to
+ *   `MAX_SCALE` times `requests` bounds), one given back idle by one half as large; a larger lease the room does not
+ *   allow is tried again, a while later, at half the size. A busy caller takes a lease every second or so, not one
+ *   every few requests.
  * - A lease nobody drew from for `idleMs`, one `maxAgeMs` old, or one replaced by a new lease is given back once its
  *   drawn opens have committed (the unspent rest is released).
  * - Every `ttlMs / 3` the process extends its leases' expiry to `ttlMs` ahead. A process that dies leaves its leases to
@@ -21,7 +25,7 @@ import type { Decimal } from './money';
  *   still past its expiry) is not drawn from again.
  */
 export interface LeaseSettings {
-  /** A lease covers this many requests of the bound that asked for it; 0 turns leases off (LEASE_REQUESTS, 16). */
+  /** A lease covers this many requests of the bound that asked for it; 0 turns leases off (LEASE_REQUESTS, 32). */
   requests: number;
   /** A lease is taken only while the caller's room is at least this many leases (LEASE_HEADROOM, 8). */
   headroom: number;
@@ -33,7 +37,10 @@ export interface LeaseSettings {
   maxAgeMs: number;
 }
 
-export const LEASE_DEFAULTS: LeaseSettings = { requests: 16, headroom: 8, idleMs: 1_000, ttlMs: 15_000, maxAgeMs: 10_000 };
+export const LEASE_DEFAULTS: LeaseSettings = { requests: 32, headroom: 8, idleMs: 1_000, ttlMs: 15_000, maxAgeMs: 10_000 };
+
+/** A lease grows to at most this many times `requests` bounds for a busy caller. */
+export const MAX_SCALE = 64;
 
 /** Who a lease is for: a reservation's organization, key and member. */
 export interface LeaseOwner {
@@ -45,6 +52,9 @@ export interface LeaseOwner {
 interface Lease {
   id: string;
   owner: LeaseOwner;
+  /** The bound it was sized by, and the scale it was taken at. */
+  bound: Decimal;
+  scale: number;
   /** Still drawable here. */
   free: Decimal;
   size: Decimal;
@@ -65,6 +75,8 @@ export class LeaseDesk {
   private readonly taking = new Set<string>();
   /** Owners refused a lease (too close to a limit, or no room): not asked again before this time. */
   private readonly refusedUntil = new Map<string, number>();
+  /** Each owner's lease size, in `requests` bounds (1 to MAX_SCALE). */
+  private readonly scales = new Map<string, number>();
   /** Takes and give-backs under way (close waits for them). */
   private readonly underway = new Set<Promise<unknown>>();
   private readonly timer?: NodeJS.Timeout;
@@ -101,8 +113,12 @@ export class LeaseDesk {
     }
     lease.free = lease.free.minus(bound);
     lease.pending++;
-    lease.lastDraw = Date.now();
-    if (lease.free.lessThan(lease.size.div(2))) this.take(key, owner, bound);
+    const now = (lease.lastDraw = Date.now());
+    if (lease.free.lessThan(lease.size.div(2)) && !this.taking.has(key) && (this.refusedUntil.get(key) ?? 0) <= now) {
+      // Half drawn within a second: the next lease is twice as large.
+      if (now - lease.takenAt < 1_000) this.scales.set(key, Math.min(MAX_SCALE, lease.scale * 2));
+      this.take(key, owner, bound);
+    }
     return lease.id;
   }
 
@@ -136,7 +152,8 @@ export class LeaseDesk {
   private take(key: string, owner: LeaseOwner, bound: Decimal, replace = false): void {
     if (this.taking.has(key) || (this.refusedUntil.get(key) ?? 0) > Date.now()) return;
     this.taking.add(key);
-    const amount = bound.times(this.settings.requests);
+    const scale = this.scales.get(key) ?? 1;
+    const amount = bound.times(this.settings.requests * scale);
     const id = newId('lease');
     const expiresAt = new Date(this.clock().getTime() + this.settings.ttlMs);
     const taking = this.ledger
@@ -144,13 +161,15 @@ export class LeaseDesk {
       .then((r) => {
         const previous = this.current.get(key);
         if ('refused' in r) {
+          // Not asked again for a while; a larger lease than the room allows is then tried at half the size.
+          if (scale > 1) this.scales.set(key, scale / 2);
           this.refusedUntil.set(key, Date.now() + this.settings.idleMs);
           if (replace && previous) this.retire(previous);
           return;
         }
         this.refusedUntil.delete(key);
         const now = Date.now();
-        const lease: Lease = { id, owner, free: r.granted, size: r.granted, pending: 0, takenAt: now, lastDraw: now, retiring: false };
+        const lease: Lease = { id, owner, bound, scale, free: r.granted, size: r.granted, pending: 0, takenAt: now, lastDraw: now, retiring: false };
         this.held.set(id, lease);
         if (this.closed) return this.retire(lease);
         this.current.set(key, lease);
@@ -188,9 +207,15 @@ export class LeaseDesk {
   private async tick(): Promise<void> {
     const now = Date.now();
     for (const lease of this.current.values()) {
-      if (now - lease.lastDraw >= this.settings.idleMs) this.retire(lease);
+      const key = keyOf(lease.owner);
+      if (now - lease.lastDraw >= this.settings.idleMs) {
+        // Idle: given back, and the next one half as large.
+        if (lease.scale > 1) this.scales.set(key, lease.scale / 2);
+        else this.scales.delete(key);
+        this.retire(lease);
+      }
       // Replaced by a new lease when the room still allows one; given back either way.
-      else if (now - lease.takenAt >= this.settings.maxAgeMs) this.take(keyOf(lease.owner), lease.owner, lease.size.div(this.settings.requests), true);
+      else if (now - lease.takenAt >= this.settings.maxAgeMs) this.take(key, lease.owner, lease.bound, true);
     }
     const ids = [...this.held.keys()];
     if (ids.length === 0) return;

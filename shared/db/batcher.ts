@@ -1,14 +1,15 @@
 /**
  * Group commit: callers submit items one at a time; the batcher runs them as few batches as possible, one batch
  * in flight at a time. The first item of an idle batcher goes out at once (no added latency when quiet); items
- * arriving while a batch runs form the next one. An item submitted with `hold` (nobody waits on it) lets an idle
- * batcher wait up to `holdMs` for another item to share its batch: the next item that is not held, or the timer,
- * starts it. A waited-on item that arrives while the batch in flight carries held items only (most often one the
- * timer started) does not queue behind its commit: it starts one batch beside it (at most one), which the database
- * orders by its row locks. Items with the same key never share a batch, nor run in two batches at once (an
- * item waits while an earlier one of its key is in the batch beside), so each caller gets the result of its own
- * item, and a key's items commit in the order they were submitted. A failed batch is retried item by item to isolate the one that failed
- * (safe: a batch is one transaction, and every item's operation is idempotent).
+ * arriving while a batch runs form the next one. Items submitted with `hold` (nobody waits on them) wait up to
+ * `holdMs` for another item to share their batch, whether they come to an idle batcher or are all that is left when
+ * a batch ends: the next item that is not held, or the timer, starts it. A waited-on item that arrives while the
+ * batch in flight carries held items only (most often one the timer started) does not queue behind its commit: it
+ * starts one batch beside it (at most one), which the database orders by its row locks. Items with the same key never
+ * share a batch, nor run in two batches at once (an item waits while an earlier one of its key is in the batch
+ * beside), so each caller gets the result of its own item, and a key's items commit in the order they were
+ * submitted. A failed batch is retried item by item to isolate the one that failed (safe: a batch is one
+ * transaction, and every item's operation is idempotent).
  */
 export class Batcher<I, O> {
   private readonly queue: Array<{ item: I; held: boolean; resolve: (o: O) => void; reject: (e: unknown) => void }> = [];
@@ -36,15 +37,17 @@ export class Batcher<I, O> {
         if (!held && this.heldInFlight && !this.beside) this.beside = this.runBeside();
         return;
       }
-      if (held && this.holdMs > 0) {
-        this.holding ??= setTimeout(() => {
-          this.holding = undefined;
-          if (!this.running) void this.drain();
-        }, this.holdMs);
-        return;
-      }
+      if (held && this.holdMs > 0) return this.hold();
       void this.drain();
     });
+  }
+
+  /** Held items only wait (the batcher is idle): the next item not held, or the timer, starts their batch. */
+  private hold(): void {
+    this.holding ??= setTimeout(() => {
+      this.holding = undefined;
+      if (!this.running) void this.drain(true);
+    }, this.holdMs);
   }
 
   private take() {
@@ -63,12 +66,18 @@ export class Batcher<I, O> {
     return batch;
   }
 
-  private async drain(): Promise<void> {
+  /** Runs batches while items queue; `timed`: the hold ran out, so held items go even alone. */
+  private async drain(timed = false): Promise<void> {
     this.running = true;
     clearTimeout(this.holding);
     this.holding = undefined;
     try {
-      while (this.queue.length) {
+      for (let first = true; this.queue.length; first = false) {
+        // Held items left once a batch ends (queued while it ran) wait for company as on an idle batcher.
+        if (!(first && timed) && this.holdMs > 0 && this.queue.every((q) => q.held)) {
+          this.hold();
+          break;
+        }
         const batch = this.take();
         if (batch.length === 0) {
           // Every item queued waits for one of its key in the batch beside.

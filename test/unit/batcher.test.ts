@@ -132,6 +132,8 @@ describe('Batcher', () => {
     expect(started).toEqual([[1], [7]]);
     gates[1]!();
     await tick();
+    expect(started).toEqual([[1], [7]]); // the close is held: it waits for company up to holdMs (20 ms)
+    await new Promise((r) => setTimeout(r, 30));
     expect(started).toEqual([[1], [7], [7]]);
     gates[2]!();
     expect(await Promise.all([held, open, close])).toEqual([10, 70, 70]);

@@ -41,13 +41,21 @@ BEGIN
 END
 $$;
 
--- Keeps the process's leases alive; returns those still held (a lease the reaper released is gone for good).
+-- Keeps the process's leases alive; returns those still held (a lease the reaper released is gone for good). A lease
+-- row a ledger batch holds right now is skipped, not waited for (its expiry is renewed at the next call): the renewal
+-- takes no lock out of the money functions' order.
 CREATE FUNCTION sy_lease_renew(p_ids text[], p_expires timestamptz)
 RETURNS TABLE (id text)
-LANGUAGE sql AS $$
-  UPDATE reservations SET expires_at = p_expires
-   WHERE generation_id = ANY (p_ids) AND status = 'held' AND expires_at IS NOT NULL
-  RETURNING generation_id
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+  UPDATE reservations r SET expires_at = p_expires
+   WHERE r.generation_id IN (SELECT x.generation_id FROM reservations x
+                              WHERE x.generation_id = ANY (p_ids) AND x.status = 'held' AND x.expires_at IS NOT NULL
+                              FOR UPDATE SKIP LOCKED);
+  RETURN QUERY SELECT x.generation_id FROM reservations x
+                WHERE x.generation_id = ANY (p_ids) AND x.status = 'held' AND x.expires_at IS NOT NULL;
+END
 $$;
 
 -- Releases the leases whose process stopped renewing them; returns how many.
@@ -69,13 +77,18 @@ $$;
 -- holds. A lease that is gone or short (released by the reaper while its process stood still) grants nothing: the
 -- generation is recorded with an empty reservation, and its close charges only what the balance and limits then
 -- allow, as sy_settle does for any cost above a reservation. The reserve entry's reserved_delta is 0: the money was
--- already counted as reserved when the lease was taken.
+-- already counted as reserved when the lease was taken. The organizations are locked first, as by every money
+-- function (then the leases' rows): the generation's insert takes a key-share lock on its organization, which would
+-- otherwise wait, holding a lease row, on a batch that holds the organization and waits for that lease row.
 CREATE FUNCTION sy_ledger_drawn(p_drawn jsonb, p_now timestamptz)
 RETURNS TABLE (kind text, id text, granted numeric, reason text, existing_id text, outcome text, charged numeric, applied boolean)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE d jsonb; gr numeric; b numeric;
 BEGIN
+  PERFORM 1 FROM organizations o
+   WHERE o.id IN (SELECT DISTINCT value->>'organization_id' FROM jsonb_array_elements(p_drawn))
+   ORDER BY o.id FOR UPDATE;
   FOR d IN SELECT value FROM jsonb_array_elements(p_drawn) ORDER BY value->>'lease', value->>'id' LOOP
     SELECT r.amount INTO gr FROM reservations r WHERE r.generation_id = d->>'id';
     IF NOT FOUND THEN
