@@ -206,6 +206,7 @@ export class LeaseDesk {
   /** Gives back idle and old leases, then renews the rest; a lease no longer held in PostgreSQL is dropped. */
   private async tick(): Promise<void> {
     const now = Date.now();
+    for (const [key, until] of this.refusedUntil) if (until <= now) this.refusedUntil.delete(key);
     for (const lease of this.current.values()) {
       const key = keyOf(lease.owner);
       if (now - lease.lastDraw >= this.settings.idleMs) {

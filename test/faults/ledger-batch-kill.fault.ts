@@ -81,11 +81,12 @@ it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a
     checks.that(warm.every((r) => r.status === 200), `warm-up: ${warm.map((r) => r.status).join(',')}`);
 
     // Batches waiting behind `lockPid`, by the process that sent them. A waiter queued behind another one names
-    // only that one in pg_blocking_pids: follow the chain to the lock.
+    // only that one in pg_blocking_pids: follow the chain to the lock, through any waiter (a lease's take or return
+    // queues on the organization's row too).
     const waiting = async (lockPid: number) => {
-      const rows = await c.db.$queryRawUnsafe<Array<{ pid: number; client_port: number; blockers: number[] }>>(
-        `SELECT pid, client_port, pg_blocking_pids(pid) AS blockers FROM pg_stat_activity
-          WHERE wait_event_type = 'Lock' AND query LIKE '%FROM sy_ledger_batch(%'`,
+      const rows = await c.db.$queryRawUnsafe<Array<{ pid: number; client_port: number; blockers: number[]; batch: boolean }>>(
+        `SELECT pid, client_port, pg_blocking_pids(pid) AS blockers, query LIKE '%FROM sy_ledger_batch(%' AS batch
+           FROM pg_stat_activity WHERE wait_event_type = 'Lock'`,
       );
       const behind = new Set([lockPid]);
       for (let grew = true; grew; ) {
@@ -95,7 +96,7 @@ it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a
         }
       }
       const ports = new Map(first.map((p) => [p, tcpPortsOf(p)]));
-      return rows.filter((r) => behind.has(r.pid)).map((r) => ({ backend: r.pid, process: first.find((p) => ports.get(p)!.has(r.client_port)) }));
+      return rows.filter((r) => r.batch && behind.has(r.pid)).map((r) => ({ backend: r.pid, process: first.find((p) => ports.get(p)!.has(r.client_port)) }));
     };
     const inBoth = async (lockPid: number) => new Set((await waiting(lockPid)).map((w) => w.process).filter(Boolean)).size === 2;
 
