@@ -20,9 +20,9 @@ import type { Decimal } from './money';
  *   every few requests.
  * - A lease nobody drew from for `idleMs`, one `maxAgeMs` old, or one replaced by a new lease is given back once its
  *   drawn opens have committed (the unspent rest is released).
- * - Every `ttlMs / 3` the process extends its leases' expiry to `ttlMs` ahead. A process that dies leaves its leases to
- *   the reaper, which releases them once expired (`sy_lease_sweep`); a lease the process learns is gone (it stood
- *   still past its expiry) is not drawn from again.
+ * - Every `idleMs` (or `ttlMs / 3`, if shorter) the process extends its leases' expiry to `ttlMs` ahead. A process
+ *   that dies leaves its leases to the reaper, which releases them once expired (`sy_lease_sweep`); a lease the
+ *   process learns is gone (it stood still past its expiry) is not drawn from again.
  */
 export interface LeaseSettings {
   /** A lease covers this many requests of the bound that asked for it; 0 turns leases off (LEASE_REQUESTS, 32). */
