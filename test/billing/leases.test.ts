@@ -120,6 +120,32 @@ describe('requests through the API drawn from a lease', () => {
     expect((await audit(s.t.db)).problems).toEqual([]);
   });
 
+  it('a request whose record cannot be written answers 503 in the envelope, charges nothing and leaves nothing held', async () => {
+    const chat = () => request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'hi' }] });
+    for (let i = 0; i < 2; i++) expect((await chat()).status).toBe(200); // a lease is held now
+    await until(async () => ((await leases()).some((l) => l.status === 'held') ? true : undefined));
+    await s.settled(org.organizationId);
+    const before = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
+    const recordsBefore = await s.t.db.generation.count({ where: { organizationId: org.organizationId } });
+    const generations = s.ctx.generations as unknown as { createDrawn: (...a: unknown[]) => Promise<unknown> };
+    const real = generations.createDrawn;
+    generations.createDrawn = () => Promise.reject(new Error('the database went away'));
+    let r;
+    try {
+      r = await chat();
+    } finally {
+      generations.createDrawn = real;
+    }
+    expect(r.status).toBe(503);
+    expect(r.body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+    await s.settled(org.organizationId);
+    await until(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    const after = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
+    expect(money(after.balance).equals(money(before.balance))).toBe(true);
+    expect(await s.t.db.generation.count({ where: { organizationId: org.organizationId } })).toBe(recordsBefore);
+    expect((await audit(s.t.db)).problems).toEqual([]);
+  });
+
   it("a key's new limit releases its leases: nothing leased under the old limit is drawn again", async () => {
     const chat = () => request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'hi' }] });
     for (let i = 0; i < 3; i++) expect((await chat()).status).toBe(200);
