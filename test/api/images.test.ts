@@ -2,6 +2,7 @@ import OpenAI from 'openai';
 import request from 'supertest';
 import { money } from '../../shared/billing/money';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { waitUntil } from '../helpers/until';
 
 let s: TestStack;
 let org: StackOrg;
@@ -25,15 +26,7 @@ async function account(organizationId = org.organizationId) {
 
 const upstreamImageCalls = () => s.fake.requests.filter((r) => r.path === '/openai/v1/images/generations');
 
-async function until<T>(fn: () => Promise<T | undefined>, timeoutMs = 8000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const until = <T>(fn: () => Promise<T | undefined>) => waitUntil(fn, 8_000, 50);
 
 describe('the official openai SDK at the v1 root', () => {
   it('images.generate answers our own file URLs, charges price.image × n + request, and the file serves PNG bytes', async () => {

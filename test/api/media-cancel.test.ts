@@ -7,6 +7,7 @@
 import request from 'supertest';
 import { money } from '../../shared/billing/money';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { waitUntil } from '../helpers/until';
 
 const ENV = { SYNC_WAIT_MS: '3000', MEDIA_POLL_MS: '20', MEDIA_POLL_MAX_MS: '40' };
 // The race stack never aborts a download on cancel (that is tested apart below), so a cancel can land between
@@ -31,15 +32,7 @@ beforeAll(async () => {
 afterEach(() => s.fake.setKnobs({}));
 afterAll(() => s.close());
 
-async function until<T>(fn: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+const until = <T>(fn: () => Promise<T | undefined>) => waitUntil(fn, 10_000, 10);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const create = () => request(s.app).post('/v1/media').set(org.auth).send({ model: STACK_MODELS.video, input: { prompt: 'race', duration: 4 }, async: true });

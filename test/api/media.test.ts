@@ -8,6 +8,7 @@ import { MediaExecutor } from '../../workers/services/media-executor';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { TEST_REDIS_URL } from '../helpers/test-env';
 import { MP4_FILE_SECONDS } from '../fakes/synth';
+import { waitUntil } from '../helpers/until';
 
 const ENV = { SYNC_WAIT_MS: '3000', MEDIA_POLL_MS: '30', MEDIA_POLL_MAX_MS: '80' };
 let s: TestStack;
@@ -30,15 +31,7 @@ async function account() {
   return { balance: money(o.balance.toString()).toNumber(), reserved: money(o.reserved.toString()).toNumber() };
 }
 
-async function until<T>(fn: () => Promise<T | undefined>, timeoutMs = 8000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+const until = <T>(fn: () => Promise<T | undefined>) => waitUntil(fn, 8_000);
 
 const finished = (id: string) => until(async () => {
   const r = await read(id);

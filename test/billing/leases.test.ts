@@ -10,6 +10,7 @@ import { audit } from '../faults/helpers/audit';
 import { seedKey, seedOrg } from '../helpers/fixtures';
 import { createTestDb, type TestDb } from '../helpers/test-db';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { waitUntil } from '../helpers/until';
 
 // Reservation leases (shared/billing/leases.ts, docs/architecture.md "Leases"): a process reserves room for a few
 // requests ahead; a request its lease covers calls its provider while its record commits. The money rules stay
@@ -17,16 +18,6 @@ import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '..
 
 const logger = createLogger({ silent: !process.env.TEST_LOGS });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(f: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error('timed out');
-    await sleep(25);
-  }
-}
 
 describe('requests through the API drawn from a lease', () => {
   let s: TestStack;
@@ -91,7 +82,7 @@ describe('requests through the API drawn from a lease', () => {
     }
 
     // Idle, the lease goes back: nothing stays reserved and the ledger adds up.
-    await until(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    await waitUntil(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
     const a = await audit(s.t.db);
     expect(a.problems).toEqual([]);
     const o = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
@@ -112,7 +103,7 @@ describe('requests through the API drawn from a lease', () => {
       }),
     );
     await s.settled(org.organizationId);
-    await until(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    await waitUntil(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
     await sleep(600); // pg_stat_database is updated as backends report
     expect(await deadlocks()).toBe(before);
     const charged = (await s.t.pool.query(`SELECT COUNT(*)::int AS n FROM ledger_entries WHERE kind = 'charge' AND generation_id = ANY ($1)`, [ids])).rows[0].n;
@@ -123,7 +114,7 @@ describe('requests through the API drawn from a lease', () => {
   it('a request whose record cannot be written answers 503 in the envelope, charges nothing and leaves nothing held', async () => {
     const chat = () => request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'hi' }] });
     for (let i = 0; i < 2; i++) expect((await chat()).status).toBe(200); // a lease is held now
-    await until(async () => ((await leases()).some((l) => l.status === 'held') ? true : undefined));
+    await waitUntil(async () => ((await leases()).some((l) => l.status === 'held') ? true : undefined));
     await s.settled(org.organizationId);
     const before = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
     const recordsBefore = await s.t.db.generation.count({ where: { organizationId: org.organizationId } });
@@ -139,7 +130,7 @@ describe('requests through the API drawn from a lease', () => {
     expect(r.status).toBe(503);
     expect(r.body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
     await s.settled(org.organizationId);
-    await until(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    await waitUntil(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
     const after = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
     expect(money(after.balance).equals(money(before.balance))).toBe(true);
     expect(await s.t.db.generation.count({ where: { organizationId: org.organizationId } })).toBe(recordsBefore);
@@ -149,7 +140,7 @@ describe('requests through the API drawn from a lease', () => {
   it("a key's new limit releases its leases: nothing leased under the old limit is drawn again", async () => {
     const chat = () => request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'hi' }] });
     for (let i = 0; i < 3; i++) expect((await chat()).status).toBe(200);
-    await until(async () => ((await leases()).some((l) => l.status === 'held') ? true : undefined));
+    await waitUntil(async () => ((await leases()).some((l) => l.status === 'held') ? true : undefined));
     const patched = await request(s.app).patch(`/v1/keys/${org.key.id}`).set({ Authorization: `Bearer ${org.ownerToken}` }).send({ limit: 800 });
     expect(patched.status).toBe(200);
     expect((await leases()).filter((l) => l.status === 'held')).toEqual([]);
@@ -157,7 +148,7 @@ describe('requests through the API drawn from a lease', () => {
     const r = await chat();
     expect(r.status).toBe(200);
     await s.settled(org.organizationId);
-    await until(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    await waitUntil(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
     const a = await audit(s.t.db);
     expect(a.problems).toEqual([]);
   });
