@@ -187,8 +187,9 @@ export class GenerationGateway {
     // A waiting client without an Idempotency-Key (whose reservation may turn out to be a replay): from a lease, or
     // reserve and enqueue at once.
     if (AT_ONCE_QUEUES.has(queue) && opts.listen && !gen.idempotency && !opts.delayMs) {
-      const lease = this.leases?.draw({ organizationId: gen.organizationId, apiKeyId: gen.apiKeyId ?? null, userId: gen.userId ?? null }, money(gen.bound));
-      if (lease) return this.submitDrawn(this.leases!, lease, queue, gen, job, opts);
+      const bound = money(gen.bound);
+      const lease = this.leases?.draw({ organizationId: gen.organizationId, apiKeyId: gen.apiKeyId ?? null, userId: gen.userId ?? null }, bound);
+      if (lease) return this.submitDrawn(this.leases!, lease, bound, queue, gen, job, opts);
       if (this.grants) return this.submitAtOnce(this.grants, queue, gen, job, opts);
     }
     const created = await this.reserve(gen);
@@ -239,8 +240,7 @@ export class GenerationGateway {
    * has committed: a reply never goes out for a generation the database does not hold. A record that fails ends the
    * generation for its client as unavailable, and its job is stopped (it settles nothing: there is no record).
    */
-  private async submitDrawn<T extends object>(leases: LeaseDesk, lease: string, queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { forget?: boolean }): Promise<Submission> {
-    const granted = money(gen.bound);
+  private async submitDrawn<T extends object>(leases: LeaseDesk, lease: string, granted: Decimal, queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { forget?: boolean }): Promise<Submission> {
     const recorded = this.generations.createDrawn(gen, lease);
     const mailbox = new Mailbox();
     let lost = false;

@@ -129,13 +129,13 @@ export class Ledger {
     const opens = items.flatMap((i) => (i.kind === 'open' ? [i.row] : []));
     const closes = items.flatMap((i) => (i.kind === 'close' ? [i.row] : []));
     const drawn = items.flatMap((i) => (i.kind === 'drawn' ? [i.row] : []));
+    const params: unknown[] = [JSON.stringify(opens), JSON.stringify(closes), this.clock()];
+    // Drawn opens go to the four-argument overload (the migration reservation_leases).
+    if (drawn.length) params.push(JSON.stringify(drawn));
     const out = await this.sql<BatchRow>(
-      drawn.length === 0
-        ? `SELECT kind, id, granted::text AS granted, reason, existing_id, outcome, charged::text AS charged, applied
-             FROM sy_ledger_batch($1::jsonb, $2::jsonb, $3::timestamptz)`
-        : `SELECT kind, id, granted::text AS granted, reason, existing_id, outcome, charged::text AS charged, applied
-             FROM sy_ledger_batch($1::jsonb, $2::jsonb, $4::jsonb, $3::timestamptz)`,
-      drawn.length === 0 ? [JSON.stringify(opens), JSON.stringify(closes), this.clock()] : [JSON.stringify(opens), JSON.stringify(closes), this.clock(), JSON.stringify(drawn)],
+      `SELECT kind, id, granted::text AS granted, reason, existing_id, outcome, charged::text AS charged, applied
+         FROM sy_ledger_batch($1::jsonb, $2::jsonb, ${drawn.length ? '$4::jsonb, ' : ''}$3::timestamptz)`,
+      params,
     );
     const byItem = new Map(out.map((r) => [`${r.kind}:${r.id}`, r]));
     return items.map((i) => byItem.get(`${i.kind}:${i.row.id}`)!);
