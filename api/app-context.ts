@@ -112,9 +112,11 @@ export function buildContext(deps: AppDeps): AppContext {
   const metrics = deps.metrics ?? createMetrics();
   const ledger = deps.ledger ?? new Ledger(deps.db, clock, { pool: deps.pool, metrics });
   const generations = new GenerationService(deps.db, clock, ledger);
+  // A promise whose generation is not recorded yet (granted from a lease, its record still committing) still runs.
   const settlements = new SettlementJournal(deps.redis, deps.config.queuePrefix, async (ids) => {
-    const rows = await deps.db.generation.findMany({ where: { id: { in: ids }, status: { in: ['pending', 'processing'] } }, select: { id: true } });
-    return new Set(rows.map((r) => r.id));
+    const ended = await deps.db.generation.findMany({ where: { id: { in: ids }, status: { notIn: ['pending', 'processing'] } }, select: { id: true } });
+    const spent = new Set(ended.map((r) => r.id));
+    return new Set(ids.filter((id) => !spent.has(id)));
   });
   const grants = new GrantDesk(deps.redis, deps.config.queuePrefix, { inProcess: deps.grantsInProcess });
   const leases = deps.config.leases.requests > 0 ? new LeaseDesk(ledger, deps.config.leases, deps.logger, clock) : undefined;

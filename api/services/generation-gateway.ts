@@ -14,7 +14,7 @@ import { Mailbox } from './mailbox';
 import type Redis from 'ioredis';
 import { publishStop, type StopReason } from '../../shared/queue/cancel-channel';
 import type { SettlementJournal } from '../../shared/billing/settlement-journal';
-import type { GrantDesk, GrantOutcome } from '../../shared/queue/grants';
+import { PendingRecord, type GrantDesk, type GrantOutcome } from '../../shared/queue/grants';
 import { addJob } from '../../shared/queue/claims';
 import type { LeaseDesk } from '../../shared/billing/leases';
 
@@ -236,36 +236,51 @@ export class GenerationGateway {
    * so the job goes to the queue while the generation's record commits (its bound moving from the lease to its own
    * reservation), and its outcome is told as soon as it is added. The job is marked `awaitsGrant` as at once: a
    * re-run after this process died finds no outcome and ends the generation as orphaned, with no second provider
-   * call for a client that is gone (shared/queue/grants.ts). Its final message reaches the client only once the record
-   * has committed: a reply never goes out for a generation the database does not hold. A record that fails ends the
-   * generation for its client as unavailable, and its job is stopped (it settles nothing: there is no record).
+   * call for a client that is gone (shared/queue/grants.ts), unless its run had promised a reply (then that promise is
+   * kept). A reply never goes out for a generation that neither the database nor a settlement promise holds: a job
+   * claimed here gets the record's row with its outcome, and its `done` may leave once its promise carries the record
+   * (workers/services/attempt-loop.ts endCompleted); every other final message waits for the record's commit. A record
+   * that fails before any `done` went out ends the generation for its client as unavailable, and its job is stopped
+   * (it settles nothing: there is no record); after a `done`, the promise is kept by the run, its re-run or the reaper.
    */
   private async submitDrawn<T extends object>(leases: LeaseDesk, lease: string, granted: Decimal, queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { forget?: boolean }): Promise<Submission> {
-    const recorded = this.generations.createDrawn(gen, lease);
+    const row = this.generations.drawnRow(gen, lease);
+    const recorded = this.generations.createDrawn(row);
+    const record = new PendingRecord(row, recorded);
     const mailbox = new Mailbox();
-    let lost = false;
     recorded.then(
       (g) => leases.opened(lease, g),
       (err: unknown) => {
         leases.opened(lease, null);
-        lost = true;
+        if (record.replied) {
+          this.logger.error('the record of a generation replied to on its promise failed: the promise keeps it', { err, generationId: gen.id, trace_id: gen.traceId });
+          return;
+        }
+        record.lost = true;
         this.logger.error('a generation granted from a lease could not be recorded', { err, generationId: gen.id, trace_id: gen.traceId });
         mailbox.put({ type: 'failed', error: new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable: repeat later').toStored(), id: gen.id, seq: Number.MAX_SAFE_INTEGER });
         void this.stop(gen.id, 'cancelled').catch(() => undefined);
       },
     );
     const detach = this.bus.listen(gen.id, (m) => {
-      if (m.type !== 'done' && m.type !== 'failed' && m.type !== 'cancelled') return mailbox.put(m);
-      recorded.then(() => !lost && mailbox.put(m), () => undefined);
+      if (m.type === 'done') {
+        // Sent only once the record committed or a promise carries it (a worker elsewhere ran it after the commit).
+        if (record.lost) return;
+        record.replied = true;
+        return mailbox.put(m);
+      }
+      if (m.type !== 'failed' && m.type !== 'cancelled') return mailbox.put(m);
+      recorded.then(() => !record.lost && mailbox.put(m), () => undefined);
     });
     const grants = this.grants;
     grants?.expect(gen.id);
     try {
       const data = job(granted);
       const added = await this.enqueue(queue, gen.id, grants ? Object.assign(data, { awaitsGrant: true }) : data, { ...opts, claim: true });
-      // Claimed here, its close goes through this process's ledger, which commits it after the record (batcher.ts);
-      // a worker elsewhere is told only once the record has committed (or ends without running if it failed).
-      if (grants && added === 'claimed') this.tell(grants, gen, { granted: toStorage(granted) }, true);
+      // Claimed here, its worker gets the record's row (and its close goes through this process's ledger, which
+      // commits it after the record: batcher.ts); a worker elsewhere is told only once the record has committed (or
+      // ends without running if it failed).
+      if (grants && added === 'claimed') this.tell(grants, gen, { granted: toStorage(granted), record }, true);
       else if (grants) recorded.then(() => this.tell(grants, gen, { granted: toStorage(granted) }), () => this.tell(grants, gen, { refused: true }));
     } catch (e) {
       detach();

@@ -134,8 +134,9 @@ export class StoredResponses {
 
   async find(principal: Principal, id: string): Promise<Generation | null> {
     const g = await this.lookup(principal, id);
-    if (!g || hasEnded(g) || !this.settlements) return g;
-    return (await this.settlements.waitSettled(g.organizationId, { generationIds: [g.id] })) ? this.lookup(principal, id) : g;
+    if ((g && hasEnded(g)) || !this.settlements) return g;
+    // Running and promised, or not recorded yet but promised (granted from a lease: the promise carries its record).
+    return (await this.settlements.waitSettled(principal.organizationId, { generationIds: [id] })) ? this.lookup(principal, id) : g;
   }
 
   private lookup(principal: Principal, id: string): Promise<Generation | null> {

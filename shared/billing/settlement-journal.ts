@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
-import type { CloseRow } from './ledger';
+import type { CloseRow, DrawnRow } from './ledger';
 import { GenerationPublisher, type GenerationEvent } from '../queue/generation-bus';
+import { scanKeys } from '../queue/redis';
 
 /**
  * A settlement whose reply went out before its commit (docs/architecture.md "Reply, then settle"): the ledger close
@@ -11,6 +12,19 @@ export interface PromisedSettlement {
   /** The API process's reply channel (the job's `replyTo`) and the final message it was sent. */
   replyTo: string | null;
   message: GenerationEvent;
+  /**
+   * The generation's record, when it was granted from a lease and its record had not committed yet (docs/architecture.md
+   * "Leases"): whoever keeps the promise records it first (idempotent: a record already there is left as it is).
+   */
+  open?: DrawnRow;
+  /** When it was made (ms since the epoch): the reaper keeps a promise of a generation never recorded once it is old. */
+  at?: number;
+}
+
+/** The generations a promise keeper writes to: the record of a drawn generation, then its close. */
+export interface PromiseKeeper {
+  createDrawn(row: DrawnRow): Promise<unknown>;
+  finishRow(row: CloseRow): Promise<unknown>;
 }
 
 /** How long a read waits for an organization's promised settlements before it answers anyway. */
@@ -80,13 +94,31 @@ export class SettlementJournal {
    * (the run may have died between the two). The job re-run after a stall, the reaper and a cancel call it first, so
    * a generation whose reply showed a cost is settled at that cost and its provider is not called again.
    */
-  async keep(organizationId: string, generationId: string, generations: { finishRow(row: CloseRow): Promise<unknown> }): Promise<boolean> {
+  async keep(organizationId: string, generationId: string, generations: PromiseKeeper): Promise<boolean> {
     const s = await this.read(organizationId, generationId);
     if (!s) return false;
+    if (s.open) await generations.createDrawn(s.open);
     await generations.finishRow(s.row);
     await new GenerationPublisher(this.redis, s.replyTo, generationId).send(s.message);
     await this.kept(organizationId, generationId);
     return true;
+  }
+
+  /**
+   * Promises that carry a record and are older than `minAgeMs`, in every organization (SCAN over the journal's keys):
+   * the reaper keeps those whose job no longer runs, since a generation never recorded is not among the stuck
+   * generations it finds in the database.
+   */
+  async withRecordsOlderThan(minAgeMs: number, now = Date.now()): Promise<Array<{ organizationId: string; generationId: string; open: DrawnRow }>> {
+    const found: Array<{ organizationId: string; generationId: string; open: DrawnRow }> = [];
+    const keyPrefix = this.key('');
+    for (const key of await scanKeys(this.redis, `${keyPrefix}*`)) {
+      for (const [generationId, text] of Object.entries(await this.redis.hgetall(key))) {
+        const s = JSON.parse(text) as PromisedSettlement;
+        if (s.open && (s.at ?? 0) <= now - minAgeMs) found.push({ organizationId: key.slice(keyPrefix.length), generationId, open: s.open });
+      }
+    }
+    return found;
   }
 
   /**

@@ -1,4 +1,5 @@
 import type Redis from 'ioredis';
+import type { DrawnRow } from '../billing/ledger';
 
 /**
  * Reserve and enqueue at once (docs/architecture.md): a generation whose client waits for it goes to its queue while
@@ -17,7 +18,37 @@ import type Redis from 'ioredis';
  *   was ended by someone else; a reservation committed without an outcome following within `orphanAfterMs` was
  *   left by a dead API process (its client is gone); nothing reserved within the wait means nothing will run.
  */
-export type GrantOutcome = { granted: string; job?: Record<string, unknown> } | { refused: true };
+export type GrantOutcome = { granted: string; job?: Record<string, unknown>; record?: PendingRecord } | { refused: true };
+
+/**
+ * The record of a generation granted from a lease (shared/billing/leases.ts), still committing while its job runs in
+ * the process that drew it: handed to that process's worker with its outcome, in memory only (never to Redis: a worker
+ * elsewhere is told only once the record has committed). Its row lets the worker's settlement promise carry the record
+ * (docs/architecture.md "Leases"), so the reply need not wait for that commit; the gateway and the worker, one event
+ * loop, agree through it on who tells the client what when the record fails.
+ */
+export class PendingRecord {
+  /** A `done` reached the client before the record was known to have failed: the promise must be kept. */
+  replied = false;
+  /** The record failed first: the client was told 503, and nothing is to be settled. */
+  lost = false;
+  constructor(
+    readonly row: DrawnRow,
+    /** Settles once the record's commit is known (rejects when it failed). */
+    readonly committed: Promise<unknown>,
+  ) {}
+
+  /** The record pending for the job data its worker runs (set by the worker when it takes its outcome from memory). */
+  static of(jobData: object): PendingRecord | undefined {
+    return byJob.get(jobData);
+  }
+
+  attachTo(jobData: object): void {
+    byJob.set(jobData, this);
+  }
+}
+
+const byJob = new WeakMap<object, PendingRecord>();
 
 /** What a worker learns: an outcome (`inMemory` from its own process's API), or what the database says when none came. */
 export type Grant = (GrantOutcome & { inMemory?: true }) | { ended: true } | { orphaned: true } | { timedOut: true };
@@ -89,7 +120,9 @@ export class GrantDesk {
     local?.resolve(outcome);
     if (local && !local.claimed && claimedHere) return;
     localGrants.delete(generationId);
-    if (!local?.claimed) await this.redis.set(this.key(generationId), JSON.stringify(outcome), 'PX', GRANT_TTL_MS);
+    if (local?.claimed) return;
+    const { record: _, ...stored } = outcome as { record?: PendingRecord };
+    await this.redis.set(this.key(generationId), JSON.stringify(stored), 'PX', GRANT_TTL_MS);
   }
 
   /** The worker: the job's run is over; an outcome it read from Redis is not needed again. */

@@ -119,6 +119,21 @@ export function whenReady(redis: Redis, timeoutMs = 10_000): Promise<void> {
   });
 }
 
+/** The keys matching a pattern, SCANned on every master (a cluster connection's SCAN reaches one node only). */
+export async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {
+  const nodes = (redis as unknown) instanceof Cluster ? (redis as unknown as Cluster).nodes('master') : [redis];
+  const keys: string[] = [];
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, batch] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      keys.push(...batch);
+    } while (cursor !== '0');
+  }
+  return keys;
+}
+
 /**
  * Deletes the keys matching a pattern on every master (KEYS on a cluster connection reaches one node only).
  * For clean-up and tests; never on a hot path.

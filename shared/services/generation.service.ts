@@ -1,7 +1,7 @@
 import type { Db } from '../db/client';
 import { AppError, type StoredError } from '../errors/app-error';
 import { toStorage, type Decimal, type MoneyLike } from '../billing/money';
-import { Ledger, type CloseRow, type OpenRow } from '../billing/ledger';
+import { Ledger, type CloseRow, type DrawnRow, type OpenRow } from '../billing/ledger';
 
 export type RequestType = 'chat' | 'embedding' | 'image' | 'video' | 'audio' | 'upscale';
 export type ApiType = 'responses' | 'chat_completions' | 'embeddings' | 'images' | 'media' | 'systemone';
@@ -113,12 +113,17 @@ export class GenerationService {
     return opened;
   }
 
+  /** The ledger row that records a generation granted in memory from a lease (shared/billing/leases.ts). */
+  drawnRow(g: NewGeneration, lease: string): DrawnRow {
+    return Object.assign(openRowOf(g), { lease });
+  }
+
   /**
-   * Records a generation granted in memory from a lease (shared/billing/leases.ts); resolves to what its reservation
-   * holds (its bound, or 0 when the lease was gone).
+   * Records a generation granted in memory from a lease; resolves to what its reservation holds (its bound, or 0 when
+   * the lease was gone). Idempotent: a generation already recorded is left as it is (a kept promise records it again).
    */
-  createDrawn(g: NewGeneration, lease: string): Promise<Decimal> {
-    return this.ledger.openDrawn({ ...openRowOf(g), lease });
+  createDrawn(row: DrawnRow): Promise<Decimal> {
+    return this.ledger.openDrawn(row);
   }
 
   /** Releases the leases of processes that stopped renewing them (the reaper). */

@@ -137,6 +137,86 @@ describe('requests through the API drawn from a lease', () => {
     expect((await audit(s.t.db)).problems).toEqual([]);
   });
 
+  it('replies before its record commits: the promise carries the record, a read waits for it, and it is charged once', async () => {
+    const chat = () => request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'hi' }] });
+    for (let i = 0; i < 2; i++) expect((await chat()).status).toBe(200); // a lease is held now
+    await waitUntil(async () => ((await leases()).some((l) => l.status === 'held') ? true : undefined));
+    await s.settled(org.organizationId);
+    const before = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
+    // The organization's row locked from outside: every record of it waits in PostgreSQL.
+    const lock = await s.t.pool.connect();
+    let r;
+    let promised;
+    let balance;
+    try {
+      await lock.query('BEGIN');
+      await lock.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [org.organizationId]);
+      r = await chat();
+      expect(r.status).toBe(200);
+      expect(await s.t.db.generation.count({ where: { id: r.body.id } })).toBe(0);
+      promised = await s.ctx.settlements.read(org.organizationId, r.body.id);
+      expect(promised?.open).toMatchObject({ id: r.body.id, organization_id: org.organizationId });
+      expect(promised?.row).toMatchObject({ id: r.body.id, status: 'completed' });
+      // A read that shows money waits for the promise (read-your-writes), through the record's commit.
+      balance = request(s.app).get('/v2/balance').set(org.auth).then((res) => res);
+      await sleep(150);
+    } finally {
+      await lock.query('ROLLBACK');
+      lock.release();
+    }
+    const cost = money((r.body.usage as { cost_rub: number }).cost_rub);
+    expect(cost.greaterThan(0)).toBe(true);
+    expect(money((await balance).body.amount).toFixed(6)).toBe(money(before.balance).minus(cost).toFixed(6));
+    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    expect(g.status).toBe('completed');
+    expect(money(g.clientCost!).toFixed(6)).toBe(cost.toFixed(6));
+    expect(await s.ctx.settlements.read(org.organizationId, r.body.id)).toBeNull();
+
+    // A promise left behind whose job no longer runs (its process died before the record committed) is kept by the
+    // reaper: the generation recorded and charged the replied cost once. One whose record is there already changes
+    // nothing (kept twice, charged once).
+    const lost = `${r.body.id}-lost`;
+    await s.ctx.settlements.promise(org.organizationId, { ...promised!, replyTo: null, at: 0, open: { ...promised!.open!, id: lost }, row: { ...promised!.row, id: lost } });
+    await s.ctx.settlements.promise(org.organizationId, { ...promised!, replyTo: null, at: 0 });
+    await stuckGenerationReaper(s.workerDeps, { everyMs: 60_000, minAgeMs: 60_000 })();
+    const charges = (await s.t.pool.query(`SELECT generation_id, amount::text AS amount FROM ledger_entries WHERE kind = 'charge' AND generation_id = ANY ($1) ORDER BY generation_id`, [[r.body.id, lost]])).rows;
+    expect(charges.map((c: { generation_id: string }) => c.generation_id)).toEqual([r.body.id, lost]);
+    expect(charges.every((c: { amount: string }) => money(c.amount).abs().toFixed(6) === cost.toFixed(6))).toBe(true);
+    expect((await s.t.db.generation.findUniqueOrThrow({ where: { id: lost } })).status).toBe('completed');
+    expect(await s.ctx.settlements.read(org.organizationId, lost)).toBeNull();
+    expect(await s.ctx.settlements.read(org.organizationId, r.body.id)).toBeNull();
+    await waitUntil(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    expect((await audit(s.t.db)).problems).toEqual([]);
+  });
+
+  it('a record that fails after its reply went out on a promise is written by the promise: charged once, the reply stands', async () => {
+    const chat = () => request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'hi' }] });
+    for (let i = 0; i < 2; i++) expect((await chat()).status).toBe(200);
+    await waitUntil(async () => ((await leases()).some((l) => l.status === 'held') ? true : undefined));
+    await s.settled(org.organizationId);
+    // The API's record fails 300 ms after the reply; the worker's run keeps its promise (recording it itself).
+    const generations = s.ctx.generations as unknown as { createDrawn: (...a: unknown[]) => Promise<unknown> };
+    const real = generations.createDrawn;
+    generations.createDrawn = () => sleep(300).then(() => Promise.reject(new Error('the database went away')));
+    let r;
+    try {
+      r = await chat();
+    } finally {
+      generations.createDrawn = real;
+    }
+    expect(r.status).toBe(200);
+    const cost = money((r.body.usage as { cost_rub: number }).cost_rub);
+    await waitUntil(async () => ((await s.t.db.generation.findUnique({ where: { id: r.body.id } }))?.status === 'completed' ? true : undefined));
+    await s.settled(org.organizationId);
+    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    expect(money(g.clientCost!).toFixed(6)).toBe(cost.toFixed(6));
+    const charges = (await s.t.pool.query(`SELECT COUNT(*)::int AS n FROM ledger_entries WHERE kind = 'charge' AND generation_id = $1`, [r.body.id])).rows[0].n;
+    expect(charges).toBe(1);
+    expect(await s.ctx.settlements.read(org.organizationId, r.body.id)).toBeNull();
+    await waitUntil(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    expect((await audit(s.t.db)).problems).toEqual([]);
+  });
+
   it("a key's new limit releases its leases: nothing leased under the old limit is drawn again", async () => {
     const chat = () => request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'hi' }] });
     for (let i = 0; i < 3; i++) expect((await chat()).status).toBe(200);
@@ -242,7 +322,7 @@ describe('leases of two processes racing for one balance (the ledger, real Postg
     // Too close to the balance for a second lease of 8 (room 2 against a headroom of 8).
     expect(await ledger.takeLease({ id: 'lease_thin', organizationId, apiKeyId: key.id, userId: null, amount: '1', headroom: '8', expiresAt: new Date(Date.now() + 60_000) })).toEqual({ refused: 'thin' });
 
-    const reap = stuckGenerationReaper({ db: t.db, generations: { sweepLeases: () => ledger.sweepLeases() } as never, settlements: {} as never, redis: {} as never, config: {} as never, clock: () => new Date(), logger }, { everyMs: 60_000, minAgeMs: 60_000_000 });
+    const reap = stuckGenerationReaper({ db: t.db, generations: { sweepLeases: () => ledger.sweepLeases() } as never, settlements: { withRecordsOlderThan: async () => [] } as never, redis: {} as never, config: {} as never, clock: () => new Date(), logger }, { everyMs: 60_000, minAgeMs: 60_000_000 });
     expect(await reap()).toEqual({ reaped: 0, leases: 1 });
     const o = await t.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
     expect(money(o.reserved).isZero()).toBe(true);

@@ -22,7 +22,8 @@ const LIVE = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-ch
  * `minAgeMs`, and without a live job (the job was lost with a Redis outage, failed on a database outage before
  * it could record the ending, or stalled more often than allowed). A generation whose job still runs is left
  * alone: media jobs have their own task timeout. Nothing is charged for a reaped generation, except one whose worker
- * replied with its cost before the commit and then died (its promised settlement is kept). The same sweep releases
+ * replied with its cost before the commit and then died (its promised settlement is kept, and with it the record of a
+ * generation granted from a lease that was never recorded). The same sweep releases
  * the reservation leases of processes that died (shared/billing/leases.ts).
  */
 export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations' | 'settlements' | 'redis' | 'config' | 'clock' | 'logger'> & { metrics?: Pick<WorkerDeps['metrics'], 'generationsReaped'> }, opts: ReaperOptions = deps.config.reaper) {
@@ -44,6 +45,15 @@ export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations
       take: 500,
     });
     let reaped = 0;
+    // Promises that carry the record of a generation granted from a lease, whose job no longer runs: their records never
+    // committed, so no stuck generation names them; the reply they showed is kept (recorded, then charged).
+    for (const p of await deps.settlements.withRecordsOlderThan(opts.minAgeMs, deps.clock().getTime())) {
+      const state = await queue(queueOfGeneration({ apiType: String(p.open.api_type), requestType: String(p.open.request_type), routing: p.open.routing })).getJobState(p.generationId);
+      if (LIVE.has(state)) continue;
+      if (await deps.settlements.keep(p.organizationId, p.generationId, deps.generations)) {
+        deps.logger.warn('kept a settlement promised, with its record, by a job that ended before committing either', { generationId: p.generationId, jobState: state });
+      }
+    }
     for (const g of stuck) {
       const state = await queue(queueOfGeneration(g)).getJobState(g.id);
       if (LIVE.has(state)) continue;

@@ -14,6 +14,7 @@ import { AttemptOrder, retryAfterSeconds, waitFor } from './attempt-order';
 import { closeRowOf, type Finish } from '../../shared/services/generation.service';
 import { money } from '../../shared/billing/money';
 import type { StopSignal } from '../../shared/runtime/stop';
+import { PendingRecord } from '../../shared/queue/grants';
 
 /** One upstream call that did not answer (or an endpoint that could not be called): shared/queue/job-catalog.ts. */
 export type { Attempt };
@@ -220,13 +221,18 @@ export async function endCompleted(
     payload.cost = outcome.charged.toFixed(10);
     await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
   };
+  // Granted from a lease in this process, its record may still be committing: the promise then carries it.
+  const record = PendingRecord.of(data);
+  // The record failed before any reply: its client was told 503, and there is nothing to settle.
+  if (record?.lost) return;
   // A stream's client already holds the content: only its last event waits for the commit, and the client's next
-  // request then reserves without a settlement ahead of it (committing after would land on that request's first byte).
-  if (!data.replyTo || data.mode === 'stream' || data.reserved === undefined || money(row.cost).greaterThan(data.reserved)) return settleFirst();
+  // request then reserves without a settlement ahead of it (committing after would land on that request's first
+  // byte). Not so for a stream granted from a lease: the next request is granted in memory too.
+  if (!data.replyTo || (data.mode === 'stream' && !record) || data.reserved === undefined || money(row.cost).greaterThan(data.reserved)) return settleFirst();
   payload.cost = money(row.cost).toFixed(10);
   const message = { type: 'done', payload } as const;
   try {
-    await deps.settlements.promise(data.organizationId, { row, replyTo: data.replyTo, message });
+    await deps.settlements.promise(data.organizationId, { row, replyTo: data.replyTo, message, ...(record && { open: record.row, at: Date.now() }) });
   } catch (err) {
     // Redis refused the promise: nothing was replied yet, so settle first, as without it.
     deps.logger.warn('settlement not promised, settling before the reply', { generationId: data.generationId, err, trace_id: data.traceId });
@@ -236,6 +242,7 @@ export async function endCompleted(
     return;
   }
   await pub.send(message);
+  if (record && !(await record.committed.then(() => true, () => false))) return keepAfterLostRecord(deps, data, record);
   const outcome = await deps.generations.finishRow(row, { hold: true });
   // Another ending committed first (a cancel that raced the reply): it stands, and the client saw this one.
   if (!outcome.applied) deps.logger.warn('a generation replied to was ended otherwise first', { generationId: data.generationId, trace_id: data.traceId });
@@ -243,6 +250,32 @@ export async function endCompleted(
   deps.settlements.erase(data.organizationId, data.generationId).catch((err: unknown) =>
     deps.logger.warn('settlement promise not erased (a read waiting for it erases it)', { generationId: data.generationId, err, trace_id: data.traceId }),
   );
+}
+
+/** Tries to keep a promise whose record failed after its reply: 8 tries over about a minute, then the reaper's turn. */
+const KEEP_RETRY_MS = [250, 500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000];
+
+/**
+ * The record of a generation granted from a lease failed after its promise was made. When its `done` reached the client
+ * first, the promise (which carries the record) is kept: tried again with back-off while this run lives, then left to
+ * the reaper (`SettlementJournal.withRecordsOlderThan`). Otherwise the client was told 503 first: the promise is erased,
+ * nothing is charged.
+ */
+async function keepAfterLostRecord(deps: WorkerDeps, data: Pick<GenerationJobBase, 'generationId' | 'organizationId' | 'traceId'>, record: PendingRecord): Promise<void> {
+  if (!record.replied) {
+    await deps.settlements.kept(data.organizationId, data.generationId);
+    return;
+  }
+  for (const wait of [0, ...KEEP_RETRY_MS]) {
+    if (wait) await new Promise((r) => setTimeout(r, wait));
+    try {
+      await deps.settlements.keep(data.organizationId, data.generationId, deps.generations);
+      return;
+    } catch (err) {
+      deps.logger.warn('a promise whose record failed is not kept yet', { generationId: data.generationId, err, trace_id: data.traceId });
+    }
+  }
+  throw new Error(`the promise of generation ${data.generationId} could not be kept: the reaper keeps it`);
 }
 
 /**

@@ -5,6 +5,7 @@ import type { GenerationJobBase } from '../../shared/queue/job-catalog';
 import type { Grant } from '../../shared/queue/grants';
 import { RUNNING } from '../../shared/services/generation.service';
 import type { WorkerDeps } from '../worker-deps';
+import { keptEarlierPromise } from './attempt-loop';
 
 /**
  * The processor of a queue of AT_ONCE_QUEUES (shared/queue/job-catalog.ts), for jobs enqueued while their reservation committed (`awaitsGrant`:
@@ -18,6 +19,9 @@ export function afterGrant(deps: WorkerDeps, processor: Processor): Processor {
   return async (job, token) => {
     const data = job.data as GenerationJobBase;
     if (!data.awaitsGrant) return processor(job, token);
+    // A re-run after a stall whose first run promised its reply: kept before anything else (its generation may not
+    // even be recorded yet: a promise made from a lease carries its record).
+    if (await keptEarlierPromise(deps, job)) return;
     const grant: Grant = await deps.grants.wait(data.generationId, async (id) => {
       const g = await deps.generations.state(id);
       return g ? (RUNNING.has(g.status) ? 'running' : 'ended') : null;
@@ -26,6 +30,7 @@ export function afterGrant(deps: WorkerDeps, processor: Processor): Processor {
       if ('granted' in grant) {
         const { awaitsGrant: _, ...rest } = data;
         job.data = grant.job ?? { ...rest, reserved: grant.granted };
+        grant.record?.attachTo(job.data);
         return await processor(job, token);
       }
       if ('orphaned' in grant) return await endOrphaned(deps, data);
