@@ -15,14 +15,16 @@ import { MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { post, Tally, type Reply } from './helpers/http';
 import { Checks } from './helpers/report';
 import { childrenOf, startNpmStart } from './helpers/processes';
-import { waitFor } from './helpers/wait';
+import { queueSettled, waitFor } from './helpers/wait';
 import { lockOrganization, type RowLock } from './helpers/locks';
 
 let c: Cluster;
 
 beforeAll(async () => {
   // A sync request whose job the killed process ran waits for its re-run (stall detection + provider latency).
-  c = await startCluster({ name: 'ledger-batch-kill', env: { SYNC_WAIT_MS: '40000' } });
+  // A job of the killed process whose record never reached PostgreSQL (its open still in that process's batcher) ends
+  // without running after WORKER_GRANT_WAIT_MS (production 60 s).
+  c = await startCluster({ name: 'ledger-batch-kill', env: { SYNC_WAIT_MS: '40000', WORKER_GRANT_WAIT_MS: '8000' } });
 });
 afterAll(async () => {
   await c?.close();
@@ -179,8 +181,12 @@ it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a
     const costOf = new Map(costs.map((g) => [g.id, Number(g.clientCost)]));
     const wrong = served.filter((r) => costOf.get(r.json?.id) === undefined || Math.abs(costOf.get(r.json?.id)! - Number(r.json?.usage?.cost)) > 1e-9);
     checks.that(wrong.length === 0, `replies whose cost is not the history's: ${wrong.map((r) => `${r.json?.id} ${r.json?.usage?.cost} vs ${costOf.get(r.json?.id)}`).join(', ')}`);
+    await queueSettled(c.queues.text, 20_000);
     const live = await c.queues.text.getJobCounts('active', 'waiting', 'delayed');
-    checks.that(live.active + live.waiting + live.delayed === 0, `text queue not drained: ${JSON.stringify(live)}`);
+    const stillLive = live.active + live.waiting + live.delayed;
+    const liveJobs = stillLive ? await c.queues.text.getJobs(['active', 'waiting', 'delayed']) : [];
+    const liveGens = await c.db.generation.findMany({ where: { id: { in: liveJobs.map((j) => j.id!) } }, select: { id: true, status: true } });
+    checks.that(stillLive === 0, `text queue not drained: ${JSON.stringify(live)}; jobs ${liveJobs.map((j) => `${j.id} (attempts ${j.attemptsStarted}, stalled ${j.stalledCounter}, generation ${liveGens.find((g) => g.id === j.id)?.status ?? 'not recorded'})`).join(', ')}`);
 
     const code = await stop();
     checks.that(code === 0, `parent exit on SIGTERM: ${code}`);
