@@ -32,11 +32,18 @@ export class PendingRecord {
   replied = false;
   /** The record failed first: the client was told 503, and nothing is to be settled. */
   lost = false;
+  /** The record has committed (a promise made now need not carry it). */
+  done = false;
   constructor(
     readonly row: DrawnRow,
     /** Settles once the record's commit is known (rejects when it failed). */
     readonly committed: Promise<unknown>,
-  ) {}
+  ) {
+    committed.then(
+      () => (this.done = true),
+      () => undefined,
+    );
+  }
 
   /** The record pending for the job data its worker runs (set by the worker when it takes its outcome from memory). */
   static of(jobData: object): PendingRecord | undefined {
