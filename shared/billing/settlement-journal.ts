@@ -27,6 +27,9 @@ export interface PromiseKeeper {
   finishRow(row: CloseRow): Promise<unknown>;
 }
 
+/** A stored promise's `row.result` when it is the reply's payload (written once, in the message). */
+const RESULT_IS_PAYLOAD = '$message.payload';
+
 /** How long a read waits for an organization's promised settlements before it answers anyway. */
 export const SETTLE_WAIT_MS = 5_000;
 const POLL_MS = 2;
@@ -61,15 +64,22 @@ export class SettlementJournal {
     return `${this.prefix}:settling:${organizationId}`;
   }
 
-  /** Records the promise; resolves once Redis holds it (only then may the reply go out). */
+  /**
+   * Records the promise; resolves once Redis holds it (only then may the reply go out). A close whose result is the
+   * reply's payload itself (text keeps what it replied) is written once: the row names the payload instead.
+   */
   async promise(organizationId: string, s: PromisedSettlement): Promise<void> {
-    await this.redis.hset(this.key(organizationId), s.row.id, JSON.stringify(s));
+    const stored = s.message.type === 'done' && s.row.result === s.message.payload ? { ...s, row: { ...s.row, result: RESULT_IS_PAYLOAD } } : s;
+    await this.redis.hset(this.key(organizationId), s.row.id, JSON.stringify(stored));
   }
 
   /** The promise of one generation, or null. */
   async read(organizationId: string, generationId: string): Promise<PromisedSettlement | null> {
     const text = await this.redis.hget(this.key(organizationId), generationId);
-    return text ? (JSON.parse(text) as PromisedSettlement) : null;
+    if (!text) return null;
+    const s = JSON.parse(text) as PromisedSettlement;
+    if (s.row.result === RESULT_IS_PAYLOAD && s.message.type === 'done') s.row.result = s.message.payload;
+    return s;
   }
 
   /** The promise is kept (the close is committed, or another ending had won). */

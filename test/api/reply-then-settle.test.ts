@@ -164,6 +164,19 @@ describe('promised settlements are kept by whoever comes next', () => {
     expect(await s.ctx.settlements.read(org.organizationId, id)).toBeNull();
   }
 
+  it("writes a close whose result is the reply's payload once, and reads it back whole", async () => {
+    const g = gen(org.organizationId);
+    const payload = { cost: '0.25', result: { output: 'x'.repeat(2000) } };
+    const row = closeRowOf(g.id, { status: 'completed', cost: '0.25', result: payload });
+    await s.ctx.settlements.promise(org.organizationId, { row, replyTo: null, message: { type: 'done', payload } });
+    const stored = await s.ctx.redis.hget(`${s.ctx.config.queuePrefix}:settling:${org.organizationId}`, g.id);
+    expect(stored!.split('x'.repeat(2000)).length).toBe(2);
+    const back = await s.ctx.settlements.read(org.organizationId, g.id);
+    expect(back?.row).toEqual(JSON.parse(JSON.stringify(row)));
+    expect(back?.message).toEqual({ type: 'done', payload });
+    await s.ctx.settlements.kept(org.organizationId, g.id);
+  });
+
   it('the job run again after a stall commits the promise instead of calling the provider', async () => {
     const id = await promised();
     const job = { data: { generationId: id, organizationId: org.organizationId } as never, attemptsStarted: 2, stalledCounter: 1 };
