@@ -189,6 +189,37 @@ describe('requests through the API drawn from a lease', () => {
     expect((await audit(s.t.db)).problems).toEqual([]);
   });
 
+  it('a response replied to before its record commits is found by id and as previous_response_id once it commits', async () => {
+    const respond = (body: object) => request(s.app).post('/v1/responses').set(org.auth).send({ model: STACK_MODELS.chat, ...body });
+    for (let i = 0; i < 2; i++) expect((await respond({ input: 'warm' })).status).toBe(200);
+    await waitUntil(async () => ((await leases()).some((l) => l.status === 'held') ? true : undefined));
+    await s.settled(org.organizationId);
+    const lock = await s.t.pool.connect();
+    let r;
+    let byId;
+    let next;
+    try {
+      await lock.query('BEGIN');
+      await lock.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [org.organizationId]);
+      r = await respond({ input: 'remember 42' });
+      expect(r.status).toBe(200);
+      expect(await s.t.db.generation.count({ where: { id: r.body.id } })).toBe(0);
+      // Both wait for the promise that carries the record, through its commit.
+      byId = request(s.app).get(`/v1/responses/${r.body.id}`).set(org.auth).then((res) => res);
+      next = respond({ input: 'what number?', previous_response_id: r.body.id }).then((res) => res);
+      await sleep(150);
+    } finally {
+      await lock.query('ROLLBACK');
+      lock.release();
+    }
+    expect((await byId).status).toBe(200);
+    expect((await byId).body).toMatchObject({ id: r.body.id, status: 'completed' });
+    expect((await next).status).toBe(200);
+    await s.settled(org.organizationId);
+    await waitUntil(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    expect((await audit(s.t.db)).problems).toEqual([]);
+  });
+
   it('a record that fails after its reply went out on a promise is written by the promise: charged once, the reply stands', async () => {
     const chat = () => request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'hi' }] });
     for (let i = 0; i < 2; i++) expect((await chat()).status).toBe(200);
