@@ -29,6 +29,14 @@ describe('requests through the API drawn from a lease', () => {
   afterAll(() => s.close());
 
   const leases = async () => (await s.t.pool.query(`SELECT generation_id, status::text AS status, amount::text AS amount FROM reservations WHERE expires_at IS NOT NULL`)).rows;
+  const leasesReleased = () => waitUntil(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+  const chat = () => request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'hi' }] });
+  /** `requests` answered through `ask`, then a lease held and every settlement so far committed. */
+  const warmUntilLeased = async (ask: () => Promise<{ status: number }> = chat, requests = 2) => {
+    for (let i = 0; i < requests; i++) expect((await ask()).status).toBe(200);
+    await waitUntil(async () => ((await leases()).some((l) => l.status === 'held') ? true : undefined));
+    await s.settled(org.organizationId);
+  };
 
   it('answers through the OpenAI SDK, charges each generation exactly once, and shows no lease as reserved', async () => {
     const client = new OpenAI({ apiKey: org.key.key, baseURL: `${s.url}/v1`, maxRetries: 0 });
@@ -82,7 +90,7 @@ describe('requests through the API drawn from a lease', () => {
     }
 
     // Idle, the lease goes back: nothing stays reserved and the ledger adds up.
-    await waitUntil(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    await leasesReleased();
     const a = await audit(s.t.db);
     expect(a.problems).toEqual([]);
     const o = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
@@ -103,7 +111,7 @@ describe('requests through the API drawn from a lease', () => {
       }),
     );
     await s.settled(org.organizationId);
-    await waitUntil(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    await leasesReleased();
     await sleep(600); // pg_stat_database is updated as backends report
     expect(await deadlocks()).toBe(before);
     const charged = (await s.t.pool.query(`SELECT COUNT(*)::int AS n FROM ledger_entries WHERE kind = 'charge' AND generation_id = ANY ($1)`, [ids])).rows[0].n;
@@ -112,10 +120,7 @@ describe('requests through the API drawn from a lease', () => {
   });
 
   it('a request whose record cannot be written answers 503 in the envelope, charges nothing and leaves nothing held', async () => {
-    const chat = () => request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'hi' }] });
-    for (let i = 0; i < 2; i++) expect((await chat()).status).toBe(200); // a lease is held now
-    await waitUntil(async () => ((await leases()).some((l) => l.status === 'held') ? true : undefined));
-    await s.settled(org.organizationId);
+    await warmUntilLeased();
     const before = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
     const recordsBefore = await s.t.db.generation.count({ where: { organizationId: org.organizationId } });
     const generations = s.ctx.generations as unknown as { createDrawn: (...a: unknown[]) => Promise<unknown> };
@@ -130,7 +135,7 @@ describe('requests through the API drawn from a lease', () => {
     expect(r.status).toBe(503);
     expect(r.body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
     await s.settled(org.organizationId);
-    await waitUntil(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    await leasesReleased();
     const after = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
     expect(money(after.balance).equals(money(before.balance))).toBe(true);
     expect(await s.t.db.generation.count({ where: { organizationId: org.organizationId } })).toBe(recordsBefore);
@@ -138,10 +143,7 @@ describe('requests through the API drawn from a lease', () => {
   });
 
   it('replies before its record commits: the promise carries the record, a read waits for it, and it is charged once', async () => {
-    const chat = () => request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'hi' }] });
-    for (let i = 0; i < 2; i++) expect((await chat()).status).toBe(200); // a lease is held now
-    await waitUntil(async () => ((await leases()).some((l) => l.status === 'held') ? true : undefined));
-    await s.settled(org.organizationId);
+    await warmUntilLeased();
     const before = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
     // The organization's row locked from outside: every record of it waits in PostgreSQL.
     const lock = await s.t.pool.connect();
@@ -185,15 +187,13 @@ describe('requests through the API drawn from a lease', () => {
     expect((await s.t.db.generation.findUniqueOrThrow({ where: { id: lost } })).status).toBe('completed');
     expect(await s.ctx.settlements.read(org.organizationId, lost)).toBeNull();
     expect(await s.ctx.settlements.read(org.organizationId, r.body.id)).toBeNull();
-    await waitUntil(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    await leasesReleased();
     expect((await audit(s.t.db)).problems).toEqual([]);
   });
 
   it('a response replied to before its record commits is found by id and as previous_response_id once it commits', async () => {
     const respond = (body: object) => request(s.app).post('/v1/responses').set(org.auth).send({ model: STACK_MODELS.chat, ...body });
-    for (let i = 0; i < 2; i++) expect((await respond({ input: 'warm' })).status).toBe(200);
-    await waitUntil(async () => ((await leases()).some((l) => l.status === 'held') ? true : undefined));
-    await s.settled(org.organizationId);
+    await warmUntilLeased(() => respond({ input: 'warm' }));
     const lock = await s.t.pool.connect();
     let r;
     let byId;
@@ -216,15 +216,12 @@ describe('requests through the API drawn from a lease', () => {
     expect((await byId).body).toMatchObject({ id: r.body.id, status: 'completed' });
     expect((await next).status).toBe(200);
     await s.settled(org.organizationId);
-    await waitUntil(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    await leasesReleased();
     expect((await audit(s.t.db)).problems).toEqual([]);
   });
 
   it('a record that fails after its reply went out on a promise is written by the promise: charged once, the reply stands', async () => {
-    const chat = () => request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'hi' }] });
-    for (let i = 0; i < 2; i++) expect((await chat()).status).toBe(200);
-    await waitUntil(async () => ((await leases()).some((l) => l.status === 'held') ? true : undefined));
-    await s.settled(org.organizationId);
+    await warmUntilLeased();
     // The API's record fails 300 ms after the reply; the worker's run keeps its promise (recording it itself).
     const generations = s.ctx.generations as unknown as { createDrawn: (...a: unknown[]) => Promise<unknown> };
     const real = generations.createDrawn;
@@ -244,14 +241,12 @@ describe('requests through the API drawn from a lease', () => {
     const charges = (await s.t.pool.query(`SELECT COUNT(*)::int AS n FROM ledger_entries WHERE kind = 'charge' AND generation_id = $1`, [r.body.id])).rows[0].n;
     expect(charges).toBe(1);
     expect(await s.ctx.settlements.read(org.organizationId, r.body.id)).toBeNull();
-    await waitUntil(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    await leasesReleased();
     expect((await audit(s.t.db)).problems).toEqual([]);
   });
 
   it("a key's new limit releases its leases: nothing leased under the old limit is drawn again", async () => {
-    const chat = () => request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'hi' }] });
-    for (let i = 0; i < 3; i++) expect((await chat()).status).toBe(200);
-    await waitUntil(async () => ((await leases()).some((l) => l.status === 'held') ? true : undefined));
+    await warmUntilLeased(chat, 3);
     const patched = await request(s.app).patch(`/v1/keys/${org.key.id}`).set({ Authorization: `Bearer ${org.ownerToken}` }).send({ limit: 800 });
     expect(patched.status).toBe(200);
     expect((await leases()).filter((l) => l.status === 'held')).toEqual([]);
@@ -259,7 +254,7 @@ describe('requests through the API drawn from a lease', () => {
     const r = await chat();
     expect(r.status).toBe(200);
     await s.settled(org.organizationId);
-    await waitUntil(async () => ((await leases()).every((l) => l.status === 'released') ? true : undefined));
+    await leasesReleased();
     const a = await audit(s.t.db);
     expect(a.problems).toEqual([]);
   });

@@ -1,7 +1,6 @@
 import type { Job } from 'bullmq';
 import type { EmbeddingsJobData } from '../../shared/queue/job-catalog';
 import { EmbeddingsExecutor } from '../services/embeddings-executor';
-import { keptEarlierPromise } from '../services/attempt-loop';
 import type { WorkerDeps } from '../worker-deps';
 
 export function embeddingsProcessor(deps: WorkerDeps) {
@@ -9,7 +8,6 @@ export function embeddingsProcessor(deps: WorkerDeps) {
   // Two parameters: BullMQ then makes no AbortSignal for the job; its stop signal is ours (cancel and timeout:
   // shared/queue/cancel-channel.ts JobStops, aborted from worker-pool.ts).
   return async (job: Job<EmbeddingsJobData>) => {
-    if (await keptEarlierPromise(deps, job)) return;
     const signal = deps.stops.start(job.data.generationId);
     try {
       await executor.run(job.data, { enqueuedAt: job.timestamp, startedAt: job.processedOn ?? Date.now() }, signal);

@@ -3,7 +3,6 @@ import type { TypedQuestionsJobData, TextJobData } from '../../shared/queue/job-
 import { TextExecutor } from '../services/text-executor';
 import { isTypedQuestionsJob, TypedQuestionsExecutor } from '../services/typed-questions-executor';
 import type { WorkerDeps } from '../worker-deps';
-import { keptEarlierPromise } from '../services/attempt-loop';
 
 export function textProcessor(deps: WorkerDeps) {
   const executor = new TextExecutor(deps);
@@ -11,7 +10,6 @@ export function textProcessor(deps: WorkerDeps) {
   // Two parameters: BullMQ then makes no AbortSignal for the job; its stop signal is ours (cancel, timeout, client
   // gone: shared/queue/cancel-channel.ts JobStops, aborted from worker-pool.ts).
   return async (job: Job<TextJobData | TypedQuestionsJobData>) => {
-    if (await keptEarlierPromise(deps, job)) return;
     const timing = { enqueuedAt: job.timestamp, startedAt: job.processedOn ?? Date.now() };
     const signal = deps.stops.start(job.data.generationId);
     try {

@@ -12,16 +12,17 @@ import { keptEarlierPromise } from './attempt-loop';
  * shared/queue/grants.ts): nothing runs before the outcome is known. Granted: the job runs with the amount reserved
  * (and the job as built for it). Refused, or its generation already ended: there is nothing to run. Orphaned (the API
  * process that reserved it died before telling the outcome): a promise its run made is kept, else the generation
- * ends failed and its reservation is released. Nothing reserved within the wait: nothing will run.
+ * ends failed and its reservation is released. Nothing reserved within the wait: nothing will run. Every job of those
+ * queues, awaiting a grant or not, first keeps a promise an earlier run of it made (a re-run after a stall).
  */
 export function afterGrant(deps: WorkerDeps, processor: Processor): Processor {
   // Two parameters, as the processors it wraps: BullMQ then makes no AbortSignal per job (shared/queue/cancel-channel.ts JobStops).
   return async (job, token) => {
     const data = job.data as GenerationJobBase;
-    if (!data.awaitsGrant) return processor(job, token);
-    // A re-run after a stall whose first run promised its reply: kept before anything else (its generation may not
-    // even be recorded yet: a promise made from a lease carries its record).
+    // A re-run after a stall whose first run promised its reply: kept before anything else, instead of calling the
+    // provider again (its generation may not even be recorded yet: a promise made from a lease carries its record).
     if (await keptEarlierPromise(deps, job)) return;
+    if (!data.awaitsGrant) return processor(job, token);
     const grant: Grant = await deps.grants.wait(data.generationId, async (id) => {
       const g = await deps.generations.state(id);
       return g ? (RUNNING.has(g.status) ? 'running' : 'ended') : null;
