@@ -10,96 +10,60 @@
  * uncharged, with no second call; the survivor's own requests answer 200; nothing is left queued, reserved or lost.
  */
 import { settledAudit } from './helpers/audit';
-import { MODELS, PREFIX, startCluster, type Cluster } from './helpers/cluster';
-import { post, Tally } from './helpers/http';
-import { Checks } from './helpers/report';
-import { childrenOf, startNpmStart } from './helpers/processes';
-import { queueSettled, waitFor } from './helpers/wait';
+import { PREFIX, useCluster } from './helpers/cluster';
+import { checkNothingReserved, endings, killOneMidCall, runKillCase } from './helpers/kill-case';
+import { waitFor } from './helpers/wait';
 import { QUEUES } from '../../shared/queue/queue-names';
 
-let c: Cluster;
+const cluster = useCluster({ name: 'claim-kill' });
 
-beforeAll(async () => {
-  c = await startCluster({ name: 'claim-kill' });
-});
-afterAll(async () => {
-  await c?.close();
-});
+it('17. jobs claimed at enqueue, their process SIGKILLed mid-call: re-run by the survivor, keyed ones charged once, the others released', () =>
+  runKillCase(
+    cluster(),
+    {
+      name: '17. claimed at enqueue, process SIGKILL',
+      injected: 'npm start, WEB_CONCURRENCY=2; 8 text requests (4 with an Idempotency-Key) whose jobs were claimed at enqueue by the worker of their own process; one process SIGKILLed inside their provider calls (2 s)',
+      input: 'claimed',
+    },
+    async (k) => {
+      const { c, checks, tally, org } = k;
+      const warm = await Promise.all(Array.from({ length: 4 }, (_, i) => k.ask(i)));
+      tally.addAll(warm);
+      checks.that(warm.every((r) => r.status === 200), `warm-up: ${warm.map((r) => r.status).join(',')}`);
 
-it('17. jobs claimed at enqueue, their process SIGKILLed mid-call: re-run by the survivor, keyed ones charged once, the others released', async () => {
-  const checks = new Checks(
-    '17. claimed at enqueue, process SIGKILL',
-    'npm start, WEB_CONCURRENCY=2; 8 text requests (4 with an Idempotency-Key) whose jobs were claimed at enqueue by the worker of their own process; one process SIGKILLed inside their provider calls (2 s)',
-  );
-  const tally = new Tally();
-  const { parent, url, tail, kill, stop } = await startNpmStart(c, 2);
-  try {
-    const first = childrenOf(parent.pid!);
-    const org = await c.seed({ balance: '100' });
-    const ask = (i: number, key?: string) =>
-      post(`${url}/v1/responses`, { model: MODELS.chat, input: `claimed ${i}`, max_output_tokens: 32 }, { ...org.auth, ...(key && { 'Idempotency-Key': key }) }, 30_000);
-    const warm = await Promise.all(Array.from({ length: 4 }, (_, i) => ask(i)));
-    tally.addAll(warm);
-    checks.that(warm.every((r) => r.status === 200), `warm-up: ${warm.map((r) => r.status).join(',')}`);
+      const before = k.upstreamPosts();
+      c.fake.setKnobs({ latencyMs: 2000 });
+      const keys = Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? `claim-kill-${i}-${Date.now()}` : undefined));
+      const pending = keys.map((key, i) => k.ask(100 + i, key ? { 'Idempotency-Key': key } : {}));
+      const text = c.queues[QUEUES.text];
+      await waitFor('8 jobs inside their provider calls', async () => (await text.getJobCounts('active')).active === 8 && k.upstreamPosts() - before === 8, 15_000);
+      const active = await text.getActive();
+      const locks = await Promise.all(active.map((j) => c.conn.get(`${PREFIX}:${QUEUES.text}:${j.id}:lock`)));
+      const claimed = locks.filter((l) => l?.includes(':claim:')).length;
+      checks.that(claimed === 8, `jobs claimed at enqueue: ${claimed} of 8 (locks ${JSON.stringify(locks)})`);
+      const waited = (await text.getJobCounts('waiting')).waiting;
+      checks.that(waited === 0, `jobs waiting in the queue: ${waited}`);
 
-    const posts = () => c.fake.requests.filter((r) => r.method === 'POST').length;
-    const before = posts();
-    c.fake.setKnobs({ latencyMs: 2000 });
-    const keys = Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? `claim-kill-${i}-${Date.now()}` : undefined));
-    const pending = keys.map((k, i) => ask(100 + i, k));
-    const text = c.queues[QUEUES.text];
-    await waitFor('8 jobs inside their provider calls', async () => (await text.getJobCounts('active')).active === 8 && posts() - before === 8, 15_000);
-    const active = await text.getActive();
-    const locks = await Promise.all(active.map((j) => c.conn.get(`${PREFIX}:${QUEUES.text}:${j.id}:lock`)));
-    const claimed = locks.filter((l) => l?.includes(':claim:')).length;
-    checks.that(claimed === 8, `jobs claimed at enqueue: ${claimed} of 8 (locks ${JSON.stringify(locks)})`);
-    const waited = (await text.getJobCounts('waiting')).waiting;
-    checks.that(waited === 0, `jobs waiting in the queue: ${waited}`);
+      const { replies, cut } = await killOneMidCall(k, pending);
+      const cutKeyed = cut.filter((i) => keys[i]).length;
+      const audit = await settledAudit(c.db, 30_000);
 
-    process.kill(first[0]!, 'SIGKILL');
-    const replies = await Promise.all(pending);
-    tally.addAll(replies);
-    c.fake.setKnobs({});
-    const cut = replies.map((r, i) => ({ r, key: keys[i] })).filter(({ r }) => r.status !== 200);
-    const cutKeyed = cut.filter((x) => x.key).length;
-    checks.that(cut.length > 0 && cut.length < 8, `replies: ${replies.map((r) => r.status).join(',')} (the killed process should hold some, not all)`);
-    checks.that(cut.every(({ r }) => r.status === 0), `cut replies that were not connection errors: ${cut.map(({ r }) => r.status).join(',')}`);
-
-    await waitFor('the killed process replaced', async () => childrenOf(parent.pid!).filter((p) => !first.includes(p)).length === 1 && childrenOf(parent.pid!).length === 2, 30_000);
-    const counts = await queueSettled(text, 40_000);
-    checks.that(Object.values(counts).every((v) => v === 0), `text jobs left: ${JSON.stringify(counts)}`);
-    const a = await settledAudit(c.db, 30_000);
-
-    const warmIds = warm.map((r) => String(r.json?.id));
-    const gens = await c.db.generation.findMany({ where: { organizationId: org.organizationId, id: { notIn: warmIds } }, select: { id: true, status: true, error: true, clientCost: true } });
-    const keyed = new Set((await c.db.idempotencyKey.findMany({ where: { organizationId: org.organizationId }, select: { generationId: true } })).map((k) => k.generationId));
-    checks.that(gens.length === 8, `generations of the 8 requests: ${gens.length}`);
-    const answered = new Set(replies.filter((r) => r.status === 200).map((r) => String(r.json?.id)));
-    const failedUncharged = gens.filter((g) => g.status === 'failed' && (g.error as { code?: string } | null)?.code === 'SERVICE_UNAVAILABLE' && Number(g.clientCost) === 0);
-    const completed = gens.filter((g) => g.status === 'completed' && Number(g.clientCost) > 0);
-    checks.that(failedUncharged.every((g) => !keyed.has(g.id)), `keyed generations ended failed: ${failedUncharged.filter((g) => keyed.has(g.id)).map((g) => g.id).join(',')}`);
-    checks.that(failedUncharged.length === cut.length - cutKeyed, `unkeyed cut requests ${cut.length - cutKeyed}, generations failed and released ${failedUncharged.length}`);
-    checks.that(completed.length === 8 - failedUncharged.length, `completed and charged: ${completed.length}; statuses ${gens.map((g) => g.status).join(',')}`);
-    checks.that([...answered].every((id) => completed.some((g) => g.id === id)), 'a 200 reply whose generation is not completed and charged');
-    const upstream = posts() - before;
-    checks.that(upstream === 8 + cutKeyed, `upstream calls for the 8 requests: ${upstream}, expected ${8 + cutKeyed} (a second call for each cut keyed request only)`);
-    const o = await c.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
-    checks.that(Number(o.reserved) === 0, `reserved left on the organization: ${o.reserved}`);
-
-    const after = await Promise.all(Array.from({ length: 4 }, (_, i) => ask(200 + i)));
-    tally.addAll(after);
-    checks.that(after.every((r) => r.status === 200), `after the replacement: ${after.map((r) => r.status).join(',')}`);
-
-    const code = await stop();
-    checks.that(code === 0, `parent exit on SIGTERM: ${code}`);
-    const failures = checks.finishAudited(a, {
-      requests: tally.total,
-      errors: tally.errors(),
-      holds: `8 jobs claimed at enqueue (claim tokens on their locks, none waiting in the queue); one process SIGKILLed inside their provider calls: ${cut.length} replies cut (${cutKeyed} keyed); its jobs re-run by the survivor after their locks lapsed: the ${cutKeyed} keyed completed and were charged once (a second upstream call each), the ${cut.length - cutKeyed} others ended failed and released (no second call); the survivor's ${8 - cut.length} answered 200; ${upstream} upstream calls; no job, reservation or money left over; SIGTERM stopped all (exit ${code})`,
-    });
-    if (failures.length) console.error(tail());
-    expect(failures).toEqual([]);
-  } finally {
-    kill();
-  }
-});
+      const warmIds = warm.map((r) => String(r.json?.id));
+      const ids = (await c.db.generation.findMany({ where: { organizationId: org.organizationId, id: { notIn: warmIds } }, select: { id: true } })).map((g) => g.id);
+      const { gens, failedUncharged, completed } = await endings(k, ids);
+      const keyed = new Set((await c.db.idempotencyKey.findMany({ where: { organizationId: org.organizationId }, select: { generationId: true } })).map((g) => g.generationId));
+      checks.that(gens.length === 8, `generations of the 8 requests: ${gens.length}`);
+      const answered = new Set(replies.filter((r) => r.status === 200).map((r) => String(r.json?.id)));
+      checks.that(failedUncharged.every((g) => !keyed.has(g.id)), `keyed generations ended failed: ${failedUncharged.filter((g) => keyed.has(g.id)).map((g) => g.id).join(',')}`);
+      checks.that(failedUncharged.length === cut.length - cutKeyed, `unkeyed cut requests ${cut.length - cutKeyed}, generations failed and released ${failedUncharged.length}`);
+      checks.that(completed.length === 8 - failedUncharged.length, `completed and charged: ${completed.length}; statuses ${gens.map((g) => g.status).join(',')}`);
+      checks.that([...answered].every((id) => completed.some((g) => g.id === id)), 'a 200 reply whose generation is not completed and charged');
+      const upstream = k.upstreamPosts() - before;
+      checks.that(upstream === 8 + cutKeyed, `upstream calls for the 8 requests: ${upstream}, expected ${8 + cutKeyed} (a second call for each cut keyed request only)`);
+      await checkNothingReserved(k);
+      return {
+        audit,
+        holds: `8 jobs claimed at enqueue (claim tokens on their locks, none waiting in the queue); one process SIGKILLed inside their provider calls: ${cut.length} replies cut (${cutKeyed} keyed); its jobs re-run by the survivor after their locks lapsed: the ${cutKeyed} keyed completed and were charged once (a second upstream call each), the ${cut.length - cutKeyed} others ended failed and released (no second call); the survivor's ${8 - cut.length} answered 200; ${upstream} upstream calls; no job, reservation or money left over`,
+      };
+    },
+  ));

@@ -293,3 +293,18 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   };
   return cluster;
 }
+
+/**
+ * The cluster of a fault case file: started before its case, closed after it. Returns the getter its case reads the
+ * cluster through (jest runs the hooks before the case).
+ */
+export function useCluster(opts: ClusterOptions): () => Cluster {
+  let c: Cluster | undefined;
+  beforeAll(async () => {
+    c = await startCluster(opts);
+  });
+  afterAll(async () => {
+    await c?.close();
+  });
+  return () => c!;
+}

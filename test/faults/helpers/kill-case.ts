@@ -1,0 +1,173 @@
+import type { Audit } from './audit';
+import { MODELS, type Cluster, type SeededOrg } from './cluster';
+import { post, Tally, type Reply } from './http';
+import { ledgerBatchesWaiting, lockOrganization, type RowLock } from './locks';
+import { Checks } from './report';
+import { childrenOf, startNpmStart, type NpmStart } from './processes';
+import { queueSettled, waitFor } from './wait';
+import { QUEUES } from '../../../shared/queue/queue-names';
+
+/** What a process-kill case (15-19) works with: `npm start` with two processes, an organization, its requests. */
+export interface KillCase {
+  c: Cluster;
+  checks: Checks;
+  tally: Tally;
+  npm: NpmStart;
+  /** The processes `npm start` forked first (the ones a case kills). */
+  first: number[];
+  org: SeededOrg;
+  /** POST /v1/responses for the organization, input `<prefix> <i>`; extra headers (an Idempotency-Key). */
+  ask(i: number, headers?: Record<string, string>): Promise<Reply>;
+  /** Requests the fake provider has taken (POSTs). */
+  upstreamPosts(): number;
+  /** Reservation leases held, by any process. */
+  leasesHeld(): Promise<number>;
+  /** Locks the organization's row from outside (released when the case ends, if the case has not). */
+  lockOrganization(): Promise<RowLock>;
+  /** Waits until `npm start` has replaced the `n` first processes that were killed. */
+  replaced(n: number, timeoutMs?: number): Promise<void>;
+}
+
+/** What the case tells the frame when its own checks are done: the money audit and the report row's "holds". */
+export interface KillCaseEnd {
+  audit: Pick<Audit, 'problems' | 'lost'>;
+  holds: string;
+}
+
+/**
+ * Runs a process-kill case: starts `npm start` (WEB_CONCURRENCY=2) on the cluster, seeds an organization (100 RUB),
+ * runs `body`, then ends as every such case does: 4 requests after the replacement answer 200, SIGTERM stops all
+ * (exit 0), the audit's problems and the checks are reported (the log's tail on a failure), and the case fails on any.
+ */
+export async function runKillCase(c: Cluster, o: { name: string; injected: string; input: string }, body: (k: KillCase) => Promise<KillCaseEnd>): Promise<void> {
+  const checks = new Checks(o.name, o.injected);
+  const tally = new Tally();
+  const npm = await startNpmStart(c, 2);
+  const locks: RowLock[] = [];
+  try {
+    const first = childrenOf(npm.parent.pid!);
+    const org = await c.seed({ balance: '100' });
+    const ask = (i: number, headers: Record<string, string> = {}) => post(`${npm.url}/v1/responses`, { model: MODELS.chat, input: `${o.input} ${i}`, max_output_tokens: 32 }, { ...org.auth, ...headers }, 30_000);
+    const k: KillCase = {
+      c,
+      checks,
+      tally,
+      npm,
+      first,
+      org,
+      ask,
+      upstreamPosts: () => c.fake.requests.filter((r) => r.method === 'POST').length,
+      leasesHeld: async () => (await c.db.$queryRawUnsafe<Array<{ n: number }>>(`SELECT COUNT(*)::int AS n FROM reservations WHERE expires_at IS NOT NULL AND status = 'held'`))[0]!.n,
+      lockOrganization: async () => {
+        const lock = await lockOrganization(c.pg.url, org.organizationId);
+        locks.push(lock);
+        return lock;
+      },
+      replaced: (n, timeoutMs = 30_000) =>
+        waitFor(`${n} replacement process(es)`, async () => {
+          const now = childrenOf(npm.parent.pid!);
+          return now.filter((p) => !first.includes(p)).length === n && now.length === 2;
+        }, timeoutMs),
+    };
+    const end = await body(k);
+
+    const after = await Promise.all(Array.from({ length: 4 }, (_, i) => ask(200 + i)));
+    tally.addAll(after);
+    checks.that(after.every((r) => r.status === 200), `after the replacement: ${after.map((r) => r.status).join(',')}`);
+    const code = await npm.stop();
+    checks.that(code === 0, `parent exit on SIGTERM: ${code}`);
+    const failures = checks.finishAudited(end.audit, { requests: tally.total, errors: tally.errors(), holds: `${end.holds}; SIGTERM stopped all (exit ${code})` });
+    if (failures.length) console.error(npm.tail());
+    expect(failures).toEqual([]);
+  } finally {
+    for (const lock of locks) await lock.release().catch(() => undefined);
+    npm.kill();
+  }
+}
+
+/** Warm-up in pairs, so that both processes serve some and each takes a lease (cases 18 and 19). */
+export async function warmBothProcesses(k: KillCase): Promise<void> {
+  for (let i = 0; i < 6; i++) {
+    const warm = await Promise.all([k.ask(2 * i), k.ask(2 * i + 1)]);
+    k.tally.addAll(warm);
+    k.checks.that(warm.every((r) => r.status === 200), `warm-up: ${warm.map((r) => r.status).join(',')}`);
+  }
+}
+
+/**
+ * SIGKILLs every first process while their ledger batches wait on the organization's row lock, then ends those
+ * backends, so PostgreSQL commits none of them (cases 15 and 19). Returns how many batches waited.
+ */
+export async function killWhileBatchesWait(k: KillCase): Promise<number> {
+  const { c, npm, first } = k;
+  const waiting = () => ledgerBatchesWaiting(c.db);
+  await waitFor('ledger batches waiting on the row lock', async () => (await waiting()).length > 0, 10_000).catch(() => undefined);
+  const backends = await waiting();
+  k.checks.that(backends.length > 0, 'no ledger batch waited on the row lock');
+  for (const p of first) process.kill(p, 'SIGKILL');
+  await waitFor('the killed processes gone', async () => childrenOf(npm.parent.pid!).every((p) => !first.includes(p)), 10_000);
+  await c.db.$queryRawUnsafe(`SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid`, backends);
+  await waitFor('their backends gone', async () => (await waiting()).every((p) => !backends.includes(p)), 10_000);
+  return backends.length;
+}
+
+/**
+ * The promise checks of cases 15 and 19, once the re-runs have kept the promises: every replied generation completed
+ * and charged exactly the cost its reply showed, settled once; no second provider call (`upstream`, the calls since
+ * the replied requests went out); no promise left in Redis.
+ */
+export async function checkPromisesKept(k: KillCase, replies: Reply[], upstream: number): Promise<void> {
+  const { c, checks, org } = k;
+  const ids = replies.map((r) => String(r.json?.id));
+  const rows = await c.db.generation.findMany({ where: { id: { in: ids } }, select: { id: true, status: true, clientCost: true } });
+  const byId = new Map(rows.map((g) => [g.id, g]));
+  const wrong = replies.filter((r) => {
+    const g = byId.get(String(r.json?.id));
+    return !g || g.status !== 'completed' || Math.abs(Number(g.clientCost) - Number(r.json?.usage?.cost)) > 1e-9;
+  });
+  checks.that(wrong.length === 0, `replies whose cost is not the charge: ${wrong.map((r) => `${r.json?.id} ${r.json?.usage?.cost} vs ${JSON.stringify(byId.get(String(r.json?.id)))}`).join(', ')}`);
+  const settlements = await c.db.$queryRawUnsafe<Array<{ n: number }>>(
+    `SELECT COUNT(l.id)::int AS n FROM generations g LEFT JOIN ledger_entries l ON l.generation_id = g.id AND l.kind IN ('charge', 'release') WHERE g.id = ANY ($1::text[]) GROUP BY g.id`,
+    ids,
+  );
+  checks.that(settlements.length === ids.length && settlements.every((s) => s.n === 1), `settlements per generation: ${settlements.map((s) => s.n).join(',')}`);
+  checks.that(upstream === ids.length, `upstream calls for the ${ids.length} replied requests: ${upstream} (a re-run must not call the provider again)`);
+  const promisedAfter = await c.conn.hlen(`${c.env.QUEUE_PREFIX}:settling:${org.organizationId}`);
+  checks.that(promisedAfter === 0, `promises left in Redis: ${promisedAfter}`);
+}
+
+/**
+ * SIGKILLs one first process while the `pending` requests are inside their provider calls, then waits for its
+ * replacement and for the text queue to settle (cases 17 and 18). Checks that it held some of the requests but not all,
+ * cut as connection errors; returns the replies and the indexes of the cut ones.
+ */
+export async function killOneMidCall(k: KillCase, pending: Array<Promise<Reply>>): Promise<{ replies: Reply[]; cut: number[] }> {
+  const { c, checks } = k;
+  process.kill(k.first[0]!, 'SIGKILL');
+  const replies = await Promise.all(pending);
+  k.tally.addAll(replies);
+  c.fake.setKnobs({});
+  const cut = replies.flatMap((r, i) => (r.status !== 200 ? [i] : []));
+  checks.that(cut.length > 0 && cut.length < replies.length, `replies: ${replies.map((r) => r.status).join(',')} (the killed process should hold some, not all)`);
+  checks.that(cut.every((i) => replies[i]!.status === 0), `cut replies that were not connection errors: ${cut.map((i) => replies[i]!.status).join(',')}`);
+  await k.replaced(1);
+  const counts = await queueSettled(c.queues[QUEUES.text], 40_000);
+  checks.that(Object.values(counts).every((v) => v === 0), `text jobs left: ${JSON.stringify(counts)}`);
+  return { replies, cut };
+}
+
+/** The organization holds no reserved money. */
+export async function checkNothingReserved(k: KillCase): Promise<void> {
+  const o = await k.c.db.organization.findUniqueOrThrow({ where: { id: k.org.organizationId } });
+  k.checks.that(Number(o.reserved) === 0, `reserved left on the organization: ${o.reserved}`);
+}
+
+/** The generations of `ids` as the kill cases judge them: failed and released (503, nothing charged), or completed and charged. */
+export async function endings(k: KillCase, ids: string[]) {
+  const gens = await k.c.db.generation.findMany({ where: { id: { in: ids } }, select: { id: true, status: true, error: true, clientCost: true } });
+  return {
+    gens,
+    failedUncharged: gens.filter((g) => g.status === 'failed' && (g.error as { code?: string } | null)?.code === 'SERVICE_UNAVAILABLE' && Number(g.clientCost) === 0),
+    completed: gens.filter((g) => g.status === 'completed' && Number(g.clientCost) > 0),
+  };
+}
