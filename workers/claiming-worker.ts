@@ -16,6 +16,8 @@ export class ClaimingWorker extends Worker implements Claimer {
   private busy = 0;
   /** Tickets handed out, not yet started or released. */
   private holding = 0;
+  /** Claimed jobs waiting for the event loop's next turn to start. */
+  private starting = 0;
   private tickets = 0;
   private readonly claimed = new Set<Promise<unknown>>();
   private withdraw?: () => void;
@@ -28,7 +30,7 @@ export class ClaimingWorker extends Worker implements Claimer {
 
   hold(): ClaimTicket | null {
     // A rate-limited worker leaves every job to its fetch, which applies the limit.
-    if (this.closing || !this.isRunning() || this.isPaused() || this.opts.limiter || this.busy + this.holding >= this.concurrency) return null;
+    if (this.closing || !this.isRunning() || this.isPaused() || this.opts.limiter || this.busy + this.holding + this.starting >= this.concurrency) return null;
     this.holding++;
     const token = `${this.id}:claim:${this.tickets++}`;
     let open = true;
@@ -41,7 +43,7 @@ export class ClaimingWorker extends Worker implements Claimer {
     return {
       token,
       lockDuration: this.opts.lockDuration ?? 30_000,
-      start: (raw, jobId) => settle() && this.runClaimed(raw, jobId, token),
+      start: (raw, jobId, nextTurn) => settle() && this.runClaimed(raw, jobId, token, nextTurn === true),
       release: () => void settle(),
     };
   }
@@ -55,20 +57,30 @@ export class ClaimingWorker extends Worker implements Claimer {
     }
   }
 
-  private runClaimed(raw: string[], jobId: string, token: string): true {
-    let job: Job;
-    try {
-      // Decoded as BullMQ decodes what its fetch returns (numbers, options, short field names).
-      job = this.createJob(raw2NextJobData([raw])[0] as JobJson, jobId);
-    } catch (err) {
-      // Not run here: the job is active under a lock nobody renews, so a stalled check hands it to a worker again.
-      this.emit('error', err as Error);
-      return true;
-    }
-    job.token = token;
-    this.emit('active', job, 'waiting');
-    // Completed or failed here, never fetching a next job (that is the loop's business).
-    const run: Promise<unknown> = this.processJob(job, token, () => false)
+  /** Runs a claimed job now, or on the event loop's next turn (`nextTurn`); `close` waits for it either way. */
+  private runClaimed(raw: string[], jobId: string, token: string, nextTurn: boolean): true {
+    const go = () => {
+      let job: Job;
+      try {
+        // Decoded as BullMQ decodes what its fetch returns (numbers, options, short field names).
+        job = this.createJob(raw2NextJobData([raw])[0] as JobJson, jobId);
+      } catch (err) {
+        // Not run here: the job is active under a lock nobody renews, so a stalled check hands it to a worker again.
+        this.emit('error', err as Error);
+        return;
+      }
+      job.token = token;
+      this.emit('active', job, 'waiting');
+      // Completed or failed here, never fetching a next job (that is the loop's business).
+      return this.processJob(job, token, () => false);
+    };
+    if (nextTurn) this.starting++;
+    const later = () =>
+      new Promise<void>((r) => setImmediate(r)).then(() => {
+        this.starting--;
+        return go();
+      });
+    const run: Promise<unknown> = (nextTurn ? later() : Promise.resolve(go()))
       .catch((err: unknown) => this.emit('error', err as Error))
       .finally(() => this.claimed.delete(run));
     this.claimed.add(run);

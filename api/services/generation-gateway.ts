@@ -198,7 +198,7 @@ export class GenerationGateway {
     const mailbox = opts.listen ? new Mailbox() : undefined;
     const detach = mailbox ? this.bus.listen(gen.id, (m) => mailbox.put(m)) : () => {};
     try {
-      await this.enqueue(queue, gen.id, job(granted), { ...opts, claim: opts.listen });
+      await this.enqueue(queue, gen, job(granted), { ...opts, claim: opts.listen });
     } catch (e) {
       detach();
       return this.enqueueFailed(gen, e);
@@ -218,7 +218,7 @@ export class GenerationGateway {
     const mailbox = new Mailbox();
     const detach = this.bus.listen(gen.id, (m) => mailbox.put(m));
     grants.expect(gen.id);
-    const [reserved, added] = await Promise.allSettled([this.reserve(gen), this.enqueue(queue, gen.id, data, { ...opts, claim: true })]);
+    const [reserved, added] = await Promise.allSettled([this.reserve(gen), this.enqueue(queue, gen, data, { ...opts, claim: true })]);
     const granted = reserved.status === 'fulfilled' && 'granted' in reserved.value ? reserved.value.granted : undefined;
     if (!granted || added.status === 'rejected') {
       detach();
@@ -276,7 +276,7 @@ export class GenerationGateway {
     grants?.expect(gen.id);
     try {
       const data = job(granted);
-      const added = await this.enqueue(queue, gen.id, grants ? Object.assign(data, { awaitsGrant: true }) : data, { ...opts, claim: true });
+      const added = await this.enqueue(queue, gen, grants ? Object.assign(data, { awaitsGrant: true }) : data, { ...opts, claim: true });
       // Claimed here, its worker gets the record's row (and its close goes through this process's ledger, which
       // commits it after the record: batcher.ts); a worker elsewhere is told only once the record has committed (or
       // ends without running if it failed).
@@ -298,11 +298,12 @@ export class GenerationGateway {
 
   /**
    * Adds the job. A waiting client's job for a queue of AT_ONCE_QUEUES is claimed by a worker of this process when one
-   * has a free slot (shared/queue/claims.ts), unless outcomes stay out of process (grants.ts `inProcess`).
+   * has a free slot (shared/queue/claims.ts), unless outcomes stay out of process (grants.ts `inProcess`); a stream's
+   * claimed job starts once its route has gone on to write the stream's head (`next-turn`).
    */
-  private async enqueue(queue: QueueName, id: string, data: object, opts: { delayMs?: number; forget?: boolean; claim?: boolean }): Promise<'claimed' | 'queued'> {
-    const claim = opts.claim === true && !opts.delayMs && AT_ONCE_QUEUES.has(queue) && this.grants?.inProcess === true;
-    return addJob(this.queues[queue], data, { ...JOB_OPTIONS[queue], jobId: id, delay: opts.delayMs, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) }, claim);
+  private async enqueue(queue: QueueName, gen: Pick<NewGeneration, 'id' | 'responseMode'>, data: object, opts: { delayMs?: number; forget?: boolean; claim?: boolean }): Promise<'claimed' | 'queued'> {
+    const claim = opts.claim === true && !opts.delayMs && AT_ONCE_QUEUES.has(queue) && this.grants?.inProcess === true && (gen.responseMode === 'stream' ? 'next-turn' : true);
+    return addJob(this.queues[queue], data, { ...JOB_OPTIONS[queue], jobId: gen.id, delay: opts.delayMs, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) }, claim);
   }
 
   /** The job could not be enqueued: the generation ends failed (its reservation released) and the client is told to repeat. */

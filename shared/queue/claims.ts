@@ -50,8 +50,11 @@ export interface ClaimTicket {
   /** The lock token the job gets, as if this worker had fetched it. */
   token: string;
   lockDuration: number;
-  /** The job is active with this ticket's token: run it (`raw` is its hash, as BullMQ's fetch returns it). */
-  start(raw: string[], jobId: string): void;
+  /**
+   * The job is active with this ticket's token: run it (`raw` is its hash, as BullMQ's fetch returns it), at once or,
+   * `nextTurn`, on the event loop's next turn.
+   */
+  start(raw: string[], jobId: string, nextTurn?: boolean): void;
   /** Not claimed: the slot is free again. */
   release(): void;
 }
@@ -100,11 +103,18 @@ async function addStandardJobArgs(queue: Queue, data: object, opts: JobsOptions 
 }
 
 /**
+ * Whether a job may be claimed at enqueue, and when a claimed job starts: `true`, inside `addJob` before its caller
+ * goes on (the provider is called soonest); `next-turn`, on the event loop's next turn, once the caller has gone on
+ * (a stream's head leaves before the job's own work runs).
+ */
+export type Claim = boolean | 'next-turn';
+
+/**
  * Adds a job (`queue.add`'s options; `jobId` required). With `claim`, a worker of this process with a free slot
  * takes it in the same script (above): 'claimed'. Otherwise, or when BullMQ's fetch would not give it now, it waits
  * in the queue: 'queued'.
  */
-export async function addJob(queue: Queue, data: object, opts: JobsOptions & { jobId: string }, claim: boolean): Promise<'claimed' | 'queued'> {
+export async function addJob(queue: Queue, data: object, opts: JobsOptions & { jobId: string }, claim: Claim): Promise<'claimed' | 'queued'> {
   const ticket = claim ? holdSlot(queue.qualifiedName) : null;
   let started = false;
   try {
@@ -122,7 +132,7 @@ export async function addJob(queue: Queue, data: object, opts: JobsOptions & { j
     if (typeof added === 'number' && added < 0) throw new Error(`BullMQ refused the job (code ${added})`);
     if (!Array.isArray(raw)) return 'queued';
     started = true;
-    ticket.start(raw as string[], opts.jobId);
+    ticket.start(raw as string[], opts.jobId, claim === 'next-turn');
     return 'claimed';
   } finally {
     if (!started) ticket?.release();

@@ -155,6 +155,24 @@ describe('claim at enqueue (real Redis)', () => {
     expect(tokens.next).not.toContain(':claim:');
   });
 
+  it("'next-turn' starts a claimed job only after the caller has gone on (a stream's head first); true starts it before", async () => {
+    const q = newQueue();
+    const order: string[] = [];
+    const w = worker(new ClaimingWorker(q.name, async (job: Job) => void order.push(`ran ${job.id}`), { connection: conn(), prefix, concurrency: 2 }).offerClaims());
+    await until(() => w.isRunning());
+    const added = (id: string, claim: true | 'next-turn') => addJob(q, {}, { jobId: id, ...keep }, claim).then((r) => void order.push(`${r} ${id}`));
+    await added('soon', true);
+    await until(async () => (await q.getJobState('soon')) === 'completed');
+    await added('later', 'next-turn');
+    await until(async () => (await q.getJobState('later')) === 'completed');
+    expect(order).toEqual(['ran soon', 'claimed soon', 'claimed later', 'ran later']);
+    // A worker closed right after a claim whose start waits for the next turn still runs that job before it closes.
+    await added('closing', 'next-turn');
+    await w.close();
+    expect(order.slice(-2)).toEqual(['claimed closing', 'ran closing']);
+    expect(await q.getJobState('closing')).toBe('completed');
+  });
+
   it('a claimed job whose process died is re-run by another worker once its lock lapses, once', async () => {
     const q = newQueue();
     const dead = deadClaimer(q);
