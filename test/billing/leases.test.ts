@@ -37,6 +37,18 @@ describe('requests through the API drawn from a lease', () => {
     await waitUntil(async () => ((await leases()).some((l) => l.status === 'held') ? true : undefined));
     await s.settled(org.organizationId);
   };
+  /** Runs `body` while the organization's row is locked from outside (every record of it waits in PostgreSQL), then unlocks it. */
+  const whileRowLocked = async <T>(body: () => Promise<T>): Promise<T> => {
+    const lock = await s.t.pool.connect();
+    try {
+      await lock.query('BEGIN');
+      await lock.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [org.organizationId]);
+      return await body();
+    } finally {
+      await lock.query('ROLLBACK');
+      lock.release();
+    }
+  };
 
   it('answers through the OpenAI SDK, charges each generation exactly once, and shows no lease as reserved', async () => {
     const client = new OpenAI({ apiKey: org.key.key, baseURL: `${s.url}/v1`, maxRetries: 0 });
@@ -145,27 +157,18 @@ describe('requests through the API drawn from a lease', () => {
   it('replies before its record commits: the promise carries the record, a read waits for it, and it is charged once', async () => {
     await warmUntilLeased();
     const before = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
-    // The organization's row locked from outside: every record of it waits in PostgreSQL.
-    const lock = await s.t.pool.connect();
-    let r;
-    let promised;
-    let balance;
-    try {
-      await lock.query('BEGIN');
-      await lock.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [org.organizationId]);
-      r = await chat();
+    const { r, promised, balance } = await whileRowLocked(async () => {
+      const r = await chat();
       expect(r.status).toBe(200);
       expect(await s.t.db.generation.count({ where: { id: r.body.id } })).toBe(0);
-      promised = await s.ctx.settlements.read(org.organizationId, r.body.id);
+      const promised = await s.ctx.settlements.read(org.organizationId, r.body.id);
       expect(promised?.open).toMatchObject({ id: r.body.id, organization_id: org.organizationId });
       expect(promised?.row).toMatchObject({ id: r.body.id, status: 'completed' });
       // A read that shows money waits for the promise (read-your-writes), through the record's commit.
-      balance = request(s.app).get('/v2/balance').set(org.auth).then((res) => res);
+      const balance = request(s.app).get('/v2/balance').set(org.auth).then((res) => res);
       await sleep(150);
-    } finally {
-      await lock.query('ROLLBACK');
-      lock.release();
-    }
+      return { r, promised, balance };
+    });
     const cost = money((r.body.usage as { cost_rub: number }).cost_rub);
     expect(cost.greaterThan(0)).toBe(true);
     expect(money((await balance).body.amount).toFixed(6)).toBe(money(before.balance).minus(cost).toFixed(6));
@@ -194,24 +197,16 @@ describe('requests through the API drawn from a lease', () => {
   it('a response replied to before its record commits is found by id and as previous_response_id once it commits', async () => {
     const respond = (body: object) => request(s.app).post('/v1/responses').set(org.auth).send({ model: STACK_MODELS.chat, ...body });
     await warmUntilLeased(() => respond({ input: 'warm' }));
-    const lock = await s.t.pool.connect();
-    let r;
-    let byId;
-    let next;
-    try {
-      await lock.query('BEGIN');
-      await lock.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [org.organizationId]);
-      r = await respond({ input: 'remember 42' });
+    const { r, byId, next } = await whileRowLocked(async () => {
+      const r = await respond({ input: 'remember 42' });
       expect(r.status).toBe(200);
       expect(await s.t.db.generation.count({ where: { id: r.body.id } })).toBe(0);
       // Both wait for the promise that carries the record, through its commit.
-      byId = request(s.app).get(`/v1/responses/${r.body.id}`).set(org.auth).then((res) => res);
-      next = respond({ input: 'what number?', previous_response_id: r.body.id }).then((res) => res);
+      const byId = request(s.app).get(`/v1/responses/${r.body.id}`).set(org.auth).then((res) => res);
+      const next = respond({ input: 'what number?', previous_response_id: r.body.id }).then((res) => res);
       await sleep(150);
-    } finally {
-      await lock.query('ROLLBACK');
-      lock.release();
-    }
+      return { r, byId, next };
+    });
     expect((await byId).status).toBe(200);
     expect((await byId).body).toMatchObject({ id: r.body.id, status: 'completed' });
     expect((await next).status).toBe(200);
