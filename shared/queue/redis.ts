@@ -119,11 +119,15 @@ export function whenReady(redis: Redis, timeoutMs = 10_000): Promise<void> {
   });
 }
 
-/** The keys matching a pattern, SCANned on every master (a cluster connection's SCAN reaches one node only). */
+/** The nodes a keyspace command must visit: every master of a cluster connection (it reaches one node only), else the one. */
+function masters(redis: Redis): Redis[] {
+  return (redis as unknown) instanceof Cluster ? (redis as unknown as Cluster).nodes('master') : [redis];
+}
+
+/** The keys matching a pattern, SCANned on every master. */
 export async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {
-  const nodes = (redis as unknown) instanceof Cluster ? (redis as unknown as Cluster).nodes('master') : [redis];
   const keys: string[] = [];
-  for (const node of nodes) {
+  for (const node of masters(redis)) {
     let cursor = '0';
     do {
       const [next, batch] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
@@ -139,9 +143,8 @@ export async function scanKeys(redis: Redis, pattern: string): Promise<string[]>
  * For clean-up and tests; never on a hot path.
  */
 export async function deleteKeys(redis: Redis, pattern: string): Promise<number> {
-  const nodes = (redis as unknown) instanceof Cluster ? (redis as unknown as Cluster).nodes('master') : [redis];
   let n = 0;
-  for (const node of nodes) {
+  for (const node of masters(redis)) {
     const keys = await node.keys(pattern);
     if (!keys.length) continue;
     // One DEL per key: keys of different slots may share a node, and a multi-key DEL across slots is refused.
