@@ -34,6 +34,7 @@ it('19. replies granted from leases sent on promises carrying their records, nev
       checks.that(held >= 2, `leases held after the warm-up: ${held}`);
 
       const before = k.upstreamPosts();
+      await k.settled();
       const lock = await k.lockOrganization();
       const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => k.ask(100 + i)));
       tally.addAll(replies);

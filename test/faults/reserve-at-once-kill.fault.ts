@@ -37,6 +37,7 @@ it('16. jobs enqueued with their reservations, the API processes SIGKILLed befor
       checks.that(warm.every((r) => r.status === 200), `warm-up: ${warm.map((r) => r.status).join(',')}`);
       const warmIds = warm.map((r) => String(r.json?.id));
 
+      await k.settled();
       const lock = await k.lockOrganization();
       const before = k.upstreamPosts();
       const pending = Array.from({ length: 8 }, (_, i) => k.ask(100 + i));

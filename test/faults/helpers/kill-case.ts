@@ -22,6 +22,12 @@ export interface KillCase {
   upstreamPosts(): number;
   /** Reservation leases held, by any process. */
   leasesHeld(): Promise<number>;
+  /**
+   * Waits until the earlier requests' jobs have ended. A reply goes out before its settlement commits and its job
+   * stays active until then (workers/services/attempt-loop.ts endCompleted): a row lock taken sooner would hold that
+   * settlement and its job too.
+   */
+  settled(): Promise<void>;
   /** Locks the organization's row from outside (released when the case ends, if the case has not). */
   lockOrganization(): Promise<RowLock>;
   /** Waits until `npm start` has replaced the `n` first processes that were killed. */
@@ -58,6 +64,11 @@ export async function runKillCase(c: Cluster, o: { name: string; injected: strin
       ask,
       upstreamPosts: () => c.fake.requests.filter((r) => r.method === 'POST').length,
       leasesHeld: async () => (await c.db.$queryRawUnsafe<Array<{ n: number }>>(`SELECT COUNT(*)::int AS n FROM reservations WHERE expires_at IS NOT NULL AND status = 'held'`))[0]!.n,
+      settled: () =>
+        waitFor('the earlier requests settled', async () => {
+          const jobs = await c.queues[QUEUES.text].getJobCounts('active', 'waiting', 'delayed', 'prioritized');
+          return Object.values(jobs).every((v) => v === 0) && (await c.conn.hlen(`${c.env.QUEUE_PREFIX}:settling:${org.organizationId}`)) === 0;
+        }, 15_000),
       lockOrganization: async () => {
         const lock = await lockOrganization(c.pg.url, org.organizationId);
         locks.push(lock);
