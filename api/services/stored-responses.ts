@@ -120,6 +120,21 @@ export function turnInput(g: Generation): Array<{ id: string; item: InputItem }>
   return r.input.slice(start).map((item, i) => ({ id: inputItemId(g.id, item, i), item }));
 }
 
+/** A stored response's items by public id, as the next turn's input: its turn's input items, its output items. */
+interface StoredItems {
+  input: Map<string, InputItem[]>;
+  /** Empty unless it completed. */
+  output: Map<string, InputItem[]>;
+}
+
+function storedItems(g: Generation | null): StoredItems | null {
+  if (!g || !isStored(g)) return null;
+  const input = new Map(turnInput(g).map((t) => [t.id, [t.item]]));
+  const payload = g.result as unknown as TextDonePayload | null;
+  const output = g.status === 'completed' && payload ? new Map(withPublicIds(g.id, payload.result).output.map((o) => [o.id, asInput([o])])) : new Map<string, InputItem[]>();
+  return { input, output };
+}
+
 /**
  * Stored responses as a principal may see them, scoped exactly as media and history are: an API key sees its own;
  * a personal-account token the whole organization (owner, admin) or its own (member: its keys' and key-less).
@@ -171,26 +186,17 @@ export class StoredResponses {
    */
   async resolve(principal: Principal, ids: readonly string[]): Promise<Map<string, InputItem[]>> {
     const out = new Map<string, InputItem[]>();
-    const responses = new Map<string, Generation | null>();
+    // Each response's items are listed once, not once per reference to it: a request may name thousands.
+    const responses = new Map<string, StoredItems | null>();
     for (const id of ids) {
       const m = ITEM_ID.exec(id);
       const notFound = () => AppError.validation([{ path: '/input', message: `no stored item '${id}'` }], `Item reference '${id}' not found`);
       if (!m) throw notFound();
       const responseId = `resp_${m[2]}`;
-      if (!responses.has(responseId)) responses.set(responseId, await this.find(principal, responseId));
-      const g = responses.get(responseId);
-      if (!g || !isStored(g)) throw notFound();
-      if (m[3]) {
-        const found = turnInput(g).find((t) => t.id === id);
-        if (!found) throw notFound();
-        out.set(id, [found.item]);
-        continue;
-      }
-      const payload = g.result as unknown as TextDonePayload | null;
-      if (g.status !== 'completed' || !payload) throw notFound();
-      const item = withPublicIds(g.id, payload.result).output.find((o) => o.id === id);
-      if (!item) throw notFound();
-      out.set(id, asInput([item]));
+      if (!responses.has(responseId)) responses.set(responseId, storedItems(await this.find(principal, responseId)));
+      const found = responses.get(responseId)?.[m[3] ? 'input' : 'output'].get(id);
+      if (!found) throw notFound();
+      out.set(id, found);
     }
     return out;
   }

@@ -66,6 +66,23 @@ describe('stored responses are scoped like media and history (issue 10.3)', () =
   });
 });
 
+describe('item references at scale', () => {
+  it("resolves thousands of references to one response's items, each to its own, in the order given", async () => {
+    const n = 3_000;
+    const first = await client.responses.create({ model: STACK_MODELS.chat, input: Array.from({ length: n }, (_, i) => ({ role: 'user' as const, content: `line ${i}` })) });
+    const ids: string[] = [];
+    for await (const item of client.responses.inputItems.list(first.id, { limit: 100, order: 'asc' })) ids.push(item.id);
+    expect(ids).toHaveLength(n);
+
+    const refs = [...ids].reverse().map((id) => ({ type: 'item_reference' as const, id }));
+    const second = await client.responses.create({ model: STACK_MODELS.chat, input: [...refs, { role: 'user', content: 'and?' }] });
+    expect(second.status).toBe('completed');
+    const sent = lastSent().messages.map((m) => JSON.stringify(m.content));
+    expect(sent).toHaveLength(n + 1);
+    expect(sent.filter((c, i) => (i < n ? !c.includes(`"line ${n - 1 - i}"`) : !c.includes('and?')))).toEqual([]);
+  });
+});
+
 describe('a cut-off answer is incomplete (issue 9.2)', () => {
   const long = 'word '.repeat(200);
 
