@@ -20,6 +20,8 @@ export interface PlanRequest {
   principal: Principal;
   model?: string;
   models?: string[];
+  /** The first model parsed already (`RoutePlanner.spec`). */
+  spec?: ModelSpec;
   provider?: ProviderPreferences;
   requestedParameters?: string[];
   modelType: ModelType | ModelType[];
@@ -51,11 +53,20 @@ export class RoutePlanner {
     private readonly stats: EndpointStatsStore,
   ) {}
 
-  async plan(r: PlanRequest): Promise<PlannedRoute> {
+  /** The first model of a request (`model`, else `models[0]`) split into its id and inline options; 400 when bad. */
+  spec(r: Pick<PlanRequest, 'model' | 'models'>): ModelSpec {
     try {
       const first = r.model ?? r.models?.[0];
       if (!first) throw new RoutingInputError('model', 'model is required');
-      const spec = parseModelSpec(first, { isKnownModel: (id) => Object.hasOwn(this.catalog.models, id) });
+      return parseModelSpec(first, { isKnownModel: (id) => Object.hasOwn(this.catalog.models, id) });
+    } catch (e) {
+      return routingFailure(e);
+    }
+  }
+
+  async plan(r: PlanRequest): Promise<PlannedRoute> {
+    const spec = r.spec ?? this.spec(r);
+    try {
       const models = [spec.model, ...(r.models ?? []).filter((m) => m !== spec.model)];
       for (const m of models) assertModelAllowed(r.principal, m);
       const preferences = applyModelSpec(r.provider, spec);

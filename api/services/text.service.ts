@@ -3,6 +3,7 @@ import { OUTPUT_TOKENS_CEILING } from '../../shared/schemas/responses.schema';
 import type { TextRequest } from '../../shared/providers/provider.types';
 import type { ProviderPreferences } from '../../shared/routing';
 import { newId } from '../../shared/auth/api-keys';
+import { requestedParameters, withReasoningEffort } from '../../shared/formats/format-utils';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../shared/providers/provider.types';
 import { estimateInputTokens, maxBound, outputTokensFor, textBound } from '../../shared/billing/pricing';
 import { QUEUES } from '../../shared/queue/queue-names';
@@ -89,17 +90,21 @@ export class TextService {
   constructor(private readonly d: TextDeps) {}
 
   async submit(s: TextSubmit): Promise<TextSubmitted> {
+    const spec = this.d.planner.spec(s);
+    // An inline reasoning_effort is the body's `reasoning.effort`: mapped alike, and requested alike (routing drops or,
+    // with require_parameters, excludes endpoints without reasoning).
+    const request = spec.reasoningEffort ? { ...s.request, reasoning: withReasoningEffort(s.request.reasoning, spec.reasoningEffort) } : { ...s.request };
     const route = await this.d.planner.plan({
       principal: s.principal,
       model: s.model,
       models: s.models,
+      spec,
       provider: s.provider,
-      requestedParameters: s.requestedParameters,
+      requestedParameters: spec.reasoningEffort ? requestedParameters(request) : s.requestedParameters,
       modelType: 'chat',
       requireCapabilities: s.requireCapabilities,
       stickiness: s.stickiness,
     });
-    const request = { ...s.request };
     // A limit above what the model can produce is refused (not silently lowered): the catalog's maxOutputTokens of
     // the most generous candidate endpoint, or the ceiling for an endpoint that does not say.
     const modelLimit = Math.max(...route.endpoints.map((e) => e.maxOutputTokens ?? OUTPUT_TOKENS_CEILING));
@@ -110,7 +115,6 @@ export class TextService {
         `${field} ${request.maxOutputTokens} is above the output limit of ${route.primary.id}: at most ${modelLimit}`,
       );
     }
-    if (route.spec.reasoningEffort) request.reasoning = { ...request.reasoning, effort: route.spec.reasoningEffort as NonNullable<TextRequest['reasoning']>['effort'] };
     const warnings = [...(s.warnings ?? []), ...route.plan.warnings];
 
     const inputTokens = estimateInputTokens(request);

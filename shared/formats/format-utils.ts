@@ -72,6 +72,15 @@ export function canonicalReasoning(r: ResponsesReasoning | null | undefined): Ca
 }
 
 /**
+ * `reasoning` with the effort of an inline `reasoning_effort` option (decisions.md section 6): it stands for the
+ * body's `reasoning.effort` and wins over it; `none` turns reasoning off.
+ */
+export function withReasoningEffort(r: CanonicalReasoning | undefined, effort: PublicReasoningEffort): CanonicalReasoning {
+  const { effort: _effort, enabled: _enabled, ...rest } = r ?? {};
+  return { ...rest, ...canonicalReasoning({ effort }) };
+}
+
+/**
  * The catalog `supports` vocabulary, in a fixed order: `requestedParameters` lists the optional features a
  * request uses, so routing can drop (or, with `require_parameters`, exclude) endpoints lacking them.
  */

@@ -25,6 +25,7 @@ beforeAll(async () => {
       models: {
         'acme/duo': { displayName: 'Duo', type: 'chat', endpoints: [chat('primary'), chat('backup', { prompt: 20, completion: 80 })] },
         'acme/solo': { displayName: 'Solo', type: 'chat', endpoints: [chat('primary')] },
+        'acme/think': { displayName: 'Think', type: 'chat', endpoints: [{ ...chat('primary'), supports: [...TEXT_PARAMS, 'reasoning'] }] },
       },
     }),
   });
@@ -152,6 +153,30 @@ describe('routing constraints', () => {
     expect(res.status).toBe(200);
     expect(res.body.switchyard.warnings.join(' ')).toMatch(/top_k/);
     expect(s.fake.requests.at(-1)?.body).not.toHaveProperty('top_k');
+  });
+
+  it("maps the inline reasoning_effort as the body's reasoning.effort: none turns reasoning off, xhigh is the most", async () => {
+    const sentEffort = () => (s.fake.requests.at(-1)?.body as Record<string, unknown>).reasoning_effort;
+    const sent: Record<string, unknown> = {};
+    for (const effort of ['none', 'low', 'xhigh']) {
+      expect((await post({ model: `acme/think@reasoning_effort=${effort}`, input: 'a' })).status).toBe(200);
+      sent[effort] = sentEffort();
+      expect((await post({ model: 'acme/think', input: 'a', reasoning: { effort } })).status).toBe(200);
+      expect(sent[effort]).toEqual(sentEffort());
+    }
+    expect(sent).toEqual({ none: undefined, low: 'low', xhigh: 'high' }); // OpenAI's chat completions top out at high
+  });
+
+  it('counts the inline reasoning_effort as asking for reasoning: dropped with a warning where unsupported, or excluded', async () => {
+    const res = await post({ model: 'acme/solo@reasoning_effort=high', input: 'a' });
+    expect(res.status).toBe(200);
+    expect(res.body.switchyard.warnings.join(' ')).toMatch(/reasoning/);
+    expect(s.fake.requests.at(-1)?.body).not.toHaveProperty('reasoning_effort');
+    const excluded = await post({ model: 'acme/solo@reasoning_effort=high', input: 'a', provider: { require_parameters: true } });
+    expect(excluded.status).toBe(400);
+    expect(excluded.body.error.metadata.reason).toBe('parameters_unsupported');
+    // `none` asks for no reasoning: nothing to drop.
+    expect((await post({ model: 'acme/solo@reasoning_effort=none', input: 'a', provider: { require_parameters: true } })).status).toBe(200);
   });
 
   it('sticks to the endpoint that served the same prompt_cache_key', async () => {
