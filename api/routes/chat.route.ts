@@ -15,7 +15,7 @@ export function chatRoutes(ctx: TextRouteDeps): Router {
     const { requestedParameters, warnings: formatWarnings, ...request } = chatToCanonical(body);
     const created = Math.floor(ctx.clock().getTime() / 1000);
     const mode = body.stream ? 'stream' : 'sync';
-    const { submission } = await ctx.text.submit({
+    const { submission, route } = await ctx.text.submit({
       id: newId('gen'),
       ...callerOf(res),
       ...textRouting(body),
@@ -38,10 +38,15 @@ export function chatRoutes(ctx: TextRouteDeps): Router {
       res.json(buildChatCompletion({ id, created, model: p.model, result: p.result, usage: usage(p), logprobs: request.logprobs === true, warnings: warningsOf(p) }));
       return;
     }
-    const f = createChatStreamFormatter({ id, created, model: body.model ?? body.models![0], includeUsage: body.stream_options?.include_usage === true });
+    // The head goes out before any endpoint answers: it names the model asked for (without inline options).
+    const f = createChatStreamFormatter({ id, created, model: route.primary.id, includeUsage: body.stream_options?.include_usage === true });
     await ctx.text.stream(res, submission, f.start().map(encodeChatSse), {
+      started: (model) => f.answeredBy(model),
       delta: (ev) => f.push(ev).map(encodeChatSse),
-      done: (p) => [...f.complete({ usage: usage(p), finishReason: p.result.finishReason, warnings: warningsOf(p) }).map(encodeChatSse), encodeChatSse(CHAT_STREAM_DONE)],
+      done: (p) => {
+        f.answeredBy(p.model);
+        return [...f.complete({ usage: usage(p), finishReason: p.result.finishReason, warnings: warningsOf(p) }).map(encodeChatSse), encodeChatSse(CHAT_STREAM_DONE)];
+      },
       failed: (e, p) => f.fail({ code: e.code, message: e.message, metadata: e.metadata }, p ? usage(p) : undefined).map(encodeChatSse),
     });
   });

@@ -18,7 +18,6 @@ import type { TextDonePayload } from '../../shared/queue/job-catalog';
 import { BackgroundStreams } from '../services/background-streams';
 import { ResponseStreamLog } from '../services/response-stream-log';
 import {
-  askedModel,
   finishedStatus,
   hasEnded,
   publicError,
@@ -62,7 +61,7 @@ export function responsesRoutes(ctx: AppContext): Router {
     // `store: false`: the record keeps what billing and history need, not the conversation (nor the instructions).
     const record: StoredResponsesRequest =
       body.store === false ? { body: unstoredBody(body), input: [] } : { body, input: request.input, inputStart: prior.length };
-    const { submission, warnings } = await ctx.text.submit({
+    const { submission, warnings, route } = await ctx.text.submit({
       id: newResponseId,
       ...callerOf(res),
       ...textRouting(body),
@@ -81,7 +80,8 @@ export function responsesRoutes(ctx: AppContext): Router {
       submission.detach();
       throw new AppError('CONFLICT', `Response ${id} of this Idempotency-Key was made with store: false: its text was not kept and cannot be replayed`, { metadata: { generation_id: id } });
     }
-    const base = { id, createdAt, model: askedModel(body), request: body, warnings: warnings.length ? warnings : undefined };
+    // Until an endpoint answers, the response names the model asked for (without inline options), as its record does.
+    const base = { id, createdAt, model: route.primary.id, request: body, warnings: warnings.length ? warnings : undefined };
 
     if (mode === 'async') {
       res.json(buildResponseObject({ ...base, status: 'queued' }));

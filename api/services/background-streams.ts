@@ -8,7 +8,7 @@ import type { TextResult } from '../../shared/providers/provider.types';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
 import type { Submission } from './generation-gateway';
 import { TERMINAL_EVENTS, type ResponseStreamLog } from './response-stream-log';
-import { askedModel, finishedStatus, hasEnded, publicError, responseObjectOf, storedRequest, unix, usageOf, withPublicIds } from './stored-responses';
+import { finishedStatus, hasEnded, publicError, responseObjectOf, storedRequest, unix, usageOf, withPublicIds } from './stored-responses';
 import type { StoredError } from '../../shared/errors/app-error';
 
 /** How often a reader looks for new events, and how long it waits for a response that never ends. */
@@ -89,7 +89,7 @@ export class BackgroundStreams {
   /** The stream base of a stored response, as its creating request built it. */
   static base(g: Generation): ResponsesStreamBase {
     const body = storedRequest(g).body;
-    return { id: g.id, createdAt: unix(g.createdAt), model: askedModel(body), request: body };
+    return { id: g.id, createdAt: unix(g.createdAt), model: g.unifiedModelId, request: body };
   }
 
   /** Serves the events after `after` of a background response until its final event (or the client leaves). */

@@ -49,9 +49,6 @@ export function publicError(e: StoredError): PublicError {
   return { code: e.code, message: e.message, metadata: e.metadata };
 }
 
-/** The model a response names before any endpoint answered: what the caller asked for. */
-export const askedModel = (body: ResponsesBody) => body.model ?? body.models?.[0] ?? '';
-
 /** A stored response as the Response object (GET /v1/responses/{id}, cancel). */
 export function responseObjectOf(g: Generation): ResponseObject {
   const record = storedRequest(g);

@@ -47,6 +47,8 @@ export async function awaitText<T = TextDonePayload>(gateway: GenerationGateway,
 }
 
 export interface StreamHandlers {
+  /** The model whose endpoint answers, before its first delta (after a fallback, not the one asked for). */
+  started?(model: string): void;
   delta(ev: TextStreamEvent): string[];
   done(payload: TextDonePayload): string[];
   failed(error: StoredError, payload?: TextDonePayload): string[];
@@ -119,7 +121,8 @@ export async function pumpStream(
         else write(h.failed({ code: 'REQUEST_TIMEOUT', message: 'Timed out waiting for the model', metadata: { reason: 'upstream_timeout' } }));
         break;
       }
-      if (m.type === 'delta') {
+      if (m.type === 'started') h.started?.(m.model);
+      else if (m.type === 'delta') {
         produced = true;
         write(h.delta(m.event));
       }

@@ -42,13 +42,15 @@ export interface ChatStreamBase {
   id: string;
   /** Unix seconds. */
   created: number;
-  /** Public model id that answers. */
+  /** Public model id: the one asked for, until `answeredBy` names the one that answers. */
   model: string;
   /** `stream_options.include_usage`. */
   includeUsage?: boolean;
 }
 
 export interface ChatStreamFormatter {
+  /** The model that answers (after a fallback, not the one asked for): the chunks from here on name it. */
+  answeredBy(model: string): void;
   /** The first chunk: the assistant role with empty content. `push` sends it first when not yet sent. */
   start(): ChatCompletionChunk[];
   push(event: TextStreamEvent): ChatCompletionChunk[];
@@ -61,7 +63,8 @@ export interface ChatStreamFormatter {
   fail(error: PublicError, usage?: ChatUsage): Array<ChatCompletionChunk | ChatErrorChunk>;
 }
 
-export function createChatStreamFormatter(base: ChatStreamBase): ChatStreamFormatter {
+export function createChatStreamFormatter(streamBase: ChatStreamBase): ChatStreamFormatter {
+  const base = { ...streamBase };
   let started = false;
   let ended = false;
   let finishReason: FinishReason | undefined;
@@ -151,7 +154,8 @@ export function createChatStreamFormatter(base: ChatStreamBase): ChatStreamForma
     return out;
   }
 
-  return { start, push, complete, fail };
+  const answeredBy = (model: string) => void (base.model = model);
+  return { answeredBy, start, push, complete, fail };
 }
 
 /** One chunk (or the `[DONE]` marker) on the wire. */

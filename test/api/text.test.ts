@@ -103,6 +103,37 @@ describe('fallbacks', () => {
     expect(res.body.model).toBe(STACK_MODELS.chat);
   });
 
+  it('names the model that answered in every streamed chat chunk after the head, and never an inline option', async () => {
+    s.fake.setKnobs({ status: 500, failTimes: 1, text: 'one two three', streamChunks: 3 });
+    const res = await request(s.app)
+      .post('/v1/chat/completions')
+      .set(org.auth)
+      .send({ model: 'acme/solo@allow_fallbacks=true', models: [STACK_MODELS.chat], messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } })
+      .buffer(true)
+      .parse((r, cb) => {
+        let data = '';
+        r.on('data', (c: Buffer) => (data += c.toString()));
+        r.on('end', () => cb(null, data));
+      });
+    const chunks = (res.body as string).split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)) as { model: string; choices: Array<{ delta: { content?: string } }> });
+    // The head left before any endpoint answered: the model asked for, without its options.
+    expect(chunks[0]!.model).toBe('acme/solo');
+    expect(chunks.slice(1).map((c) => c.model)).toEqual(chunks.slice(1).map(() => STACK_MODELS.chat));
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('one two three');
+  });
+
+  it('names the model asked for, without inline options, until an endpoint answers (background, response.created)', async () => {
+    const queued = await post({ model: 'acme/solo@provider=primary', input: 'hi', background: true });
+    expect(queued.body).toMatchObject({ status: 'queued', model: 'acme/solo' });
+    const streamed = await post({ model: 'acme/solo@provider=primary', input: 'hi', stream: true }).buffer(true).parse((r, cb) => {
+      let data = '';
+      r.on('data', (c: Buffer) => (data += c.toString()));
+      r.on('end', () => cb(null, data));
+    });
+    const created = (streamed.body as string).split('\n').find((l) => l.startsWith('data: {') && l.includes('"response.created"'));
+    expect(JSON.parse(created!.slice(6)).response.model).toBe('acme/solo');
+  });
+
   it('falls back to nothing with allow_fallbacks false', async () => {
     s.fake.setKnobs({ status: 500, failTimes: 1 });
     const res = await post({ model: 'acme/duo', input: 'hi', provider: { allow_fallbacks: false } });
