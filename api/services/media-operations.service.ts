@@ -67,14 +67,15 @@ export class MediaOperationsService {
       const sub = await this.d.gateway.order<MediaJobData>({
         ...common,
         requestType: 'video',
-        // interface.md: a just-created asynchronous generation may carry the literal `pending` as its model.
-        model: 'pending',
+        // The record names the model that runs it (the source's, its only candidate) from the start, so every
+        // ending (completed, failed, cancelled, reaped) shows it; only the async reply shows the literal `pending`.
         primary: sourceModel,
         request: { operation: body.operation, params: body.params, source: source.id },
         candidates: [{ model: sourceModel.id, slug: resolved!.endpoint.slug, dropParams: [] }],
         bound: mediaCost(resolved!.endpoint.price, { videoSeconds: boundSeconds(resolved!.endpoint, params.duration) ?? DEFAULT_VIDEO_SECONDS }),
         job: () => ({ kind: 'video', input, inputUnits: 1, expectedSeconds: params.duration, callBackUrl: callBackUrl ?? null }),
       });
+      // interface.md: a just-created asynchronous generation may carry the literal `pending` as its model.
       return this.d.records.answer(sub, body.async, { model: 'pending' });
     }
 

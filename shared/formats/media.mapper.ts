@@ -30,9 +30,9 @@ export interface MediaUsage {
   total_tokens?: number;
 }
 
-/** What a completed media generation keeps in its `result` column. */
+/** What a completed media generation keeps in its `result` column (no `data` when the model answered text only). */
 export interface MediaResult {
-  data: MediaData;
+  data?: MediaData;
   outputs: MediaOutput[];
   provider: string;
   endpoint: string;
@@ -224,8 +224,9 @@ export function boundUnits(kind: MediaKind, a: { images?: number; seconds?: numb
   return { characters: a.prompt?.length ?? 0 };
 }
 
-/** The units actually produced. */
+/** The units actually produced: none for a text-only answer (no file), which costs the `request` price alone. */
 export function producedUnits(kind: MediaKind, outputs: readonly MediaOutput[], a: { seconds?: number; prompt?: string; sourceIsImage?: boolean }): MediaUnits {
+  if (outputs.length === 0) return {};
   if (kind === 'image' || (kind === 'upscale' && a.sourceIsImage)) return { images: outputs.length };
   if (kind === 'video' || kind === 'upscale') return { videoSeconds: a.seconds ?? 0 };
   return { characters: a.prompt?.length ?? 0 };

@@ -198,6 +198,11 @@ export function ignoredParameterWarnings(parameters: readonly string[], model: s
   return parameters.map((p) => `Parameter '${p}' is not supported by ${model} via ${provider} and was ignored`);
 }
 
+/** The same for a value the endpoint does not take of a parameter it does (an unknown `quality`). */
+export function ignoredValueWarnings(values: ReadonlyArray<readonly [parameter: string, value: unknown]>, model: string, provider: string): string[] {
+  return values.map(([p, v]) => `Value ${JSON.stringify(v)} of parameter '${p}' is not supported by ${model} via ${provider} and was ignored`);
+}
+
 /** Plan-wide warnings plus those of the endpoint that answered. */
 export function warningsFor(plan: RoutePlan, slug: string): string[] {
   return [...plan.warnings, ...(plan.warningsByEndpoint[slug] ?? [])];

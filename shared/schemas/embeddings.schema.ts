@@ -1,7 +1,8 @@
 /**
  * POST /v1/embeddings body (interface.md; OpenAI https://platform.openai.com/docs/api-reference/embeddings/create).
  * `input` is a string, 1..2048 items each a string or a multimodal block, or token ids as OpenAI takes them:
- * one array of integers, or 1..2048 arrays of integers (the Python LangChain client sends these by default).
+ * one array of 1..8192 integers (one input), or 1..2048 arrays of integers (the Python LangChain client sends these
+ * by default).
  */
 import { embeddingsRoutingSchema, type EmbeddingsRouting } from './routing.schema';
 
@@ -56,7 +57,10 @@ export const embeddingsSchema = {
       type: ['string', 'array'],
       minLength: 1,
       minItems: 1,
-      maxItems: MAX_EMBEDDING_INPUTS,
+      // At most 2048 inputs; one array of token ids is a single input, as long as a token array may be.
+      if: { type: 'array', contains: { type: 'number' } },
+      then: { maxItems: MAX_TOKENS_PER_INPUT },
+      else: { maxItems: MAX_EMBEDDING_INPUTS },
       // Each item: a non-empty string, a token id (the whole input is one token array), a token array, else a
       // multimodal block. Mixing the forms is refused by `embeddingsInputIssues`.
       items: {

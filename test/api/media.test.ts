@@ -14,8 +14,22 @@ const ENV = { SYNC_WAIT_MS: '3000', MEDIA_POLL_MS: '30', MEDIA_POLL_MAX_MS: '80'
 let s: TestStack;
 let org: StackOrg;
 
+/** An OpenAI image model whose catalog entry supports quality and output_format (the stack's gpt-image-1 supports none). */
+const IMAGE_WITH_OPTIONS = 'acme/gpt-image-options';
+
 beforeAll(async () => {
-  s = await createTestStack({ env: ENV });
+  s = await createTestStack({
+    env: ENV,
+    catalogOverrides: {
+      models: {
+        [IMAGE_WITH_OPTIONS]: {
+          displayName: 'GPT Image 1 with options',
+          type: 'image',
+          endpoints: [{ provider: 'openai', upstreamModel: 'gpt-image-1', price: { image: 6 }, supports: ['quality', 'output_format', 'max_images', 'background'], maxImages: 10 }],
+        },
+      },
+    },
+  });
   org = await s.seed({ balance: '5000' });
 });
 afterEach(() => s.fake.setKnobs({}));
@@ -115,6 +129,23 @@ describe('POST /v1/media, synchronous', () => {
     expect(sent).toEqual({ model: 'gpt-image-1', prompt: 'A kite' });
   });
 
+  it('reports in warnings the values and fields an OpenAI-style image model cannot take, and sends those it can', async () => {
+    const r = await media({ model: IMAGE_WITH_OPTIONS, input: { prompt: 'A kite', quality: 'ultra', output_format: 'gif', background: 'transparent' } });
+    expect(r.body).toMatchObject({ status: 'completed', data: { mime_type: 'image/png' } });
+    expect(r.body.warnings).toEqual([
+      `Parameter 'background' is not supported by ${IMAGE_WITH_OPTIONS} via openai and was ignored`,
+      `Value "gif" of parameter 'output_format' is not supported by ${IMAGE_WITH_OPTIONS} via openai and was ignored`,
+      `Value "ultra" of parameter 'quality' is not supported by ${IMAGE_WITH_OPTIONS} via openai and was ignored`,
+    ]);
+    expect((await read(r.body.id)).body.warnings).toEqual(r.body.warnings);
+    expect(s.fake.requests.filter((q) => q.path === '/openai/v1/images/generations').at(-1)!.body).toEqual({ model: 'gpt-image-1', prompt: 'A kite' });
+
+    const honoured = await media({ model: IMAGE_WITH_OPTIONS, input: { prompt: 'A kite', quality: 'high', output_format: 'webp' } });
+    expect(honoured.body).toMatchObject({ status: 'completed', data: { mime_type: 'image/webp' } });
+    expect(honoured.body.warnings).toBeUndefined();
+    expect(s.fake.requests.filter((q) => q.path === '/openai/v1/images/generations').at(-1)!.body).toEqual({ model: 'gpt-image-1', prompt: 'A kite', quality: 'high', output_format: 'webp' });
+  });
+
   it('reports a failed generation inside the record (200, status failed, error without trace_id) and charges nothing', async () => {
     s.fake.setKnobs({ replicateFail: true, text: 'CUDA out of memory' });
     const before = await account();
@@ -210,6 +241,39 @@ describe('POST /v1/media, asynchronous, and the states a poller sees', () => {
   });
 });
 
+describe('text in a media reply (interface.md: `content`, the text a model returns instead of or with its file)', () => {
+  it('keeps the text that comes with a file in content, next to data; billed as without it', async () => {
+    s.fake.setKnobs({ replicateText: 'Here are your cats' });
+    const before = await account();
+    const r = await media({ model: STACK_MODELS.imageHosted, input: { prompt: 'Cats', max_images: 2 } });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ status: 'completed', content: 'Here are your cats', usage: { output_units: 2, cost_rub: 3 } });
+    expect(r.body.data.items).toHaveLength(2);
+    expect((await read(r.body.id)).body.content).toBe('Here are your cats');
+    await s.settled(org.organizationId);
+    expect((await account()).balance).toBeCloseTo(before.balance - 3, 6);
+  });
+
+  it('completes a text-only answer with content and no file, charged the request price alone (no seconds produced)', async () => {
+    s.fake.setKnobs({ replicateText: 'I cannot film that, but here is a description.', replicateTextOnly: true });
+    const before = await account();
+    const r = await media({ model: STACK_MODELS.video, input: { prompt: 'A wave', duration: 4 }, async: true });
+    const done = await finished(r.body.id);
+    expect(done.body).toMatchObject({ status: 'completed', model: STACK_MODELS.video, content: 'I cannot film that, but here is a description.' });
+    expect(done.body.error).toBeUndefined();
+    expect(done.body.data).toBeUndefined();
+    // veo-3 in the stack: 1 RUB a request + 10 a second; no video came back.
+    expect(done.body.usage).toEqual({ input_units: 0, output_units: 0, cost_rub: 1, cost: 1 });
+    expect(await s.t.db.storedFile.count({ where: { generationId: r.body.id } })).toBe(0);
+    await s.settled(org.organizationId);
+    expect(await account()).toEqual({ balance: expect.closeTo(before.balance - 1, 6), reserved: before.reserved });
+    const history = await request(s.app).get(`/v1/history/generations/${r.body.id}`).set(org.auth);
+    expect(history.body).toMatchObject({ status: 'completed', clientCost: '1.000000', unifiedModelId: STACK_MODELS.video });
+    // A source without a file cannot be operated on.
+    expect((await operate(r.body.id, { operation: 'upscale_1080p' })).status).toBe(409);
+  });
+});
+
 describe('POST /v1/media validation', () => {
   it.each([
     ['no model', { input: { prompt: 'x' } }, '/model'],
@@ -264,6 +328,24 @@ describe('POST /v1/media/{id}/operations', () => {
     expect(predictionsCreated('google/veo-3').at(-1)!.body).toEqual({ input: { prompt: 'Then a storm', video: expect.stringContaining(`${video.data.url.split('?')[0]}?exp=`), seed: 42, duration: 6 } });
     const row = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
     expect(row.sourceGenerationId).toBe(video.id);
+  });
+
+  it('an extend that fails or is cancelled names the model it ran on, not the literal pending', async () => {
+    s.fake.setKnobs({ replicateFail: true });
+    const failed = await operate(video.id, { operation: 'extend', params: { prompt: 'A storm' }, async: true });
+    expect(failed.body).toMatchObject({ status: 'pending', model: 'pending' });
+    expect((await finished(failed.body.id)).body).toMatchObject({ status: 'failed', model: STACK_MODELS.video });
+
+    s.fake.setKnobs({ replicateSteps: 1000 });
+    const running = await operate(video.id, { operation: 'extend', params: { prompt: 'A storm' }, async: true });
+    expect(running.body).toMatchObject({ status: 'pending', model: 'pending' });
+    expect((await cancel(running.body.id)).body).toMatchObject({ status: 'cancelled', model: STACK_MODELS.video });
+    expect((await read(running.body.id)).body).toMatchObject({ status: 'cancelled', model: STACK_MODELS.video });
+    const listed = await request(s.app).get('/v1/history/generations?limit=2').set(org.auth);
+    expect(listed.body.items.map((i: { id: string; model: string }) => [i.id, i.model])).toEqual([
+      [running.body.id, STACK_MODELS.video],
+      [failed.body.id, STACK_MODELS.video],
+    ]);
   });
 
   it('extend without async waits for the result', async () => {

@@ -64,6 +64,10 @@ export interface FakeKnobs {
   fileLatencyMs?: number;
   /** Replicate predictions report no output duration in `metrics` (the duration then comes from the request or the file). */
   replicateNoDuration?: boolean;
+  /** A Replicate image, video or audio prediction also answers this text: its output is `{<kind>: file(s), text}`. */
+  replicateText?: string;
+  /** With `replicateText`: the text is the whole output, no file (a model that answers in words instead). */
+  replicateTextOnly?: boolean;
 }
 
 export interface RecordedRequest {

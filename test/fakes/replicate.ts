@@ -124,6 +124,10 @@ function finish(ctx: Ctx, p: Prediction): void {
     p.output = field ? Array.from({ length: count }, (_, i) => file(`-${i}`)) : file('');
     p.metrics.image_output_count = count;
   }
+  if (k.replicateText !== undefined && p.kind !== 'text') {
+    p.output = k.replicateTextOnly ? k.replicateText : { [p.kind]: p.output, text: k.replicateText };
+    if (k.replicateTextOnly) p.metrics = { predict_time: p.metrics.predict_time, total_time: p.metrics.total_time };
+  }
 }
 
 /** One poll: `replicateSteps` polls report "processing", the next one finishes. */

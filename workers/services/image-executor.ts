@@ -3,31 +3,50 @@ import { imageMimeType, type MediaOutput } from '../../shared/formats/media.mapp
 import type { PlannedCandidate } from '../../shared/queue/job-catalog';
 import type { MediaJobData } from '../../shared/queue/job-catalog';
 import { upstreamError } from '../../shared/providers/upstream-error';
+import { ignoredParameterWarnings, ignoredValueWarnings } from '../../shared/routing/plan-route';
 import type { WorkerDeps } from '../worker-deps';
 import type { OutputStore } from './output-store';
 import { upstreamRequest, type EndpointCall } from './attempt-loop';
 
 const IMAGE_FORMATS = new Set(['png', 'jpeg', 'webp']);
 const QUALITIES = new Set(['auto', 'low', 'medium', 'high', 'standard', 'hd']);
+/** The media input fields an images request carries; any other one left in the input is ignored (with a warning). */
+const CARRIED = new Set(['prompt', 'max_images', 'output_format', 'quality']);
+
+/** An image request and what of the media input it could not carry: whole fields, and values outside a field's set. */
+export interface ImageRequestFor {
+  request: ImageRequest;
+  ignoredParameters: string[];
+  ignoredValues: Array<[parameter: string, value: unknown]>;
+}
 
 /**
  * The image request for one endpoint: the /images/generations request as the caller gave it, or (POST
  * /v1/media with an image model) the media input mapped onto it, minus what the endpoint does not support.
  */
-export function imageRequestFor(data: MediaJobData, candidate: PlannedCandidate, upstreamModel: string): ImageRequest {
-  if (data.image) return { ...data.image.request, model: upstreamModel };
+export function imageRequestFor(data: MediaJobData, candidate: PlannedCandidate, upstreamModel: string): ImageRequestFor {
+  if (data.image) return { request: { ...data.image.request, model: upstreamModel }, ignoredParameters: [], ignoredValues: [] };
   const drop = new Set(candidate.dropParams);
-  const input = Object.fromEntries(Object.entries(data.input).filter(([k]) => !drop.has(k)));
+  const input = Object.fromEntries(Object.entries(data.input).filter(([k, v]) => !drop.has(k) && v !== undefined));
   const req: ImageRequest = { model: upstreamModel, prompt: String(input.prompt ?? '') };
+  const ignoredValues: ImageRequestFor['ignoredValues'] = [];
   if (typeof input.max_images === 'number') req.n = input.max_images;
-  if (typeof input.output_format === 'string' && IMAGE_FORMATS.has(input.output_format)) req.outputFormat = input.output_format as ImageRequest['outputFormat'];
-  if (typeof input.quality === 'string' && QUALITIES.has(input.quality)) req.quality = input.quality;
-  return req;
+  if (input.output_format !== undefined) {
+    if (typeof input.output_format === 'string' && IMAGE_FORMATS.has(input.output_format)) req.outputFormat = input.output_format as ImageRequest['outputFormat'];
+    else ignoredValues.push(['output_format', input.output_format]);
+  }
+  if (input.quality !== undefined) {
+    if (typeof input.quality === 'string' && QUALITIES.has(input.quality)) req.quality = input.quality;
+    else ignoredValues.push(['quality', input.quality]);
+  }
+  return { request: req, ignoredParameters: Object.keys(input).filter((k) => !CARRIED.has(k)), ignoredValues };
 }
 
 export interface ImagesCallResult {
   outputs: MediaOutput[];
   tokens?: { input: number; output: number };
+  /** The media input the images request could not carry (interface.md: reported in `warnings`). */
+  warnings: string[];
 }
 
 /**
@@ -43,7 +62,7 @@ export class ImageExecutor {
   /** `signal` aborts the upstream call and the downloads (the generation was cancelled). */
   async generate(data: MediaJobData, c: EndpointCall, signal?: AbortSignal): Promise<ImagesCallResult> {
     const images = c.adapter.images!;
-    const req = imageRequestFor(data, c.candidate, c.resolved.endpoint.upstreamModel);
+    const { request: req, ignoredParameters, ignoredValues } = imageRequestFor(data, c.candidate, c.resolved.endpoint.upstreamModel);
     const reply = await upstreamRequest(this.deps, c, images.buildRequest(req, c.resolved.provider.apiKey ?? ''), signal);
     const result = images.parseResponse(reply.json);
     if (result.images.length === 0) throw upstreamError({ kind: 'malformed', message: 'the images reply holds no image', raw: reply.text.slice(0, 2000) });
@@ -53,6 +72,7 @@ export class ImageExecutor {
       const saved = image.b64 !== undefined ? await this.store.saveBytes(data, Buffer.from(image.b64, 'base64'), mime) : await this.store.download(data, image.url ?? '', 'image', signal);
       outputs.push({ url: saved.url, fileId: saved.fileId, mimeType: saved.mimeType, ...(image.revisedPrompt !== undefined && { revisedPrompt: image.revisedPrompt }) });
     }
-    return { outputs, ...(result.usage && { tokens: { input: result.usage.inputTokens, output: result.usage.outputTokens } }) };
+    const warnings = [...ignoredParameterWarnings(ignoredParameters, c.candidate.model, c.resolved.provider.id), ...ignoredValueWarnings(ignoredValues, c.candidate.model, c.resolved.provider.id)];
+    return { outputs, warnings, ...(result.usage && { tokens: { input: result.usage.inputTokens, output: result.usage.outputTokens } }) };
   }
 }

@@ -34,6 +34,8 @@ interface Completion {
   tokens?: { input: number; output: number };
   taskId?: string;
   content?: string;
+  /** What the endpoint's request could not carry, beyond the plan's dropped parameters. */
+  warnings?: string[];
 }
 
 /**
@@ -126,7 +128,10 @@ export class MediaExecutor {
     if (out.kind !== 'answered') return this.fail(data, failureError(this.deps, out.attempts, out.kind === 'failed' ? out.last : undefined), out.attempts);
     const { candidate, resolved } = out.call;
     const attempts = out.attempts as MediaAttempt[];
-    if ('images' in out.value) return this.complete(data, { candidate, resolved, outputs: out.value.images.outputs, tokens: out.value.images.tokens, attempts });
+    if ('images' in out.value) {
+      const { outputs, tokens, warnings } = out.value.images;
+      return this.complete(data, { candidate, resolved, outputs, tokens, warnings, attempts });
+    }
     const { task } = out.value;
     const step: MediaStep = { phase: 'polling', candidate: data.candidates.indexOf(candidate), taskId: task.id, polls: 0, pollErrors: 0, createdAt: Date.now(), attempts, saved: [] };
     await job.updateData({ ...data, step });
@@ -199,7 +204,8 @@ export class MediaExecutor {
     const data = job.data;
     const candidate = data.candidates[step.candidate];
     const resolved = endpointBySlug(this.deps.catalog, candidate.slug)!;
-    if (task.outputs.length === 0) return this.failTask(data, step, { reason: 'malformed_reply', message: 'The provider finished without an output file', raw: task.text });
+    // Text instead of a file is an answer too (interface.md: the record's `content`); nothing at all is not.
+    if (task.outputs.length === 0 && !task.text) return this.failTask(data, step, { reason: 'malformed_reply', message: 'The provider finished without an output file or text' });
     const saved = [...step.saved];
     await this.whileNotCancelled(data, async (signal) => {
       for (const url of task.outputs) {
@@ -208,7 +214,7 @@ export class MediaExecutor {
         await job.updateData({ ...data, step: { ...step, saved } });
       }
     });
-    const timed = data.kind === 'video' || data.kind === 'audio' || (data.kind === 'upscale' && !data.sourceIsImage);
+    const timed = saved.length > 0 && (data.kind === 'video' || data.kind === 'audio' || (data.kind === 'upscale' && !data.sourceIsImage));
     // duration_seconds: from the provider's output, else from the request, else from the file (interface.md).
     const seconds = timed ? (task.metrics.durationSeconds ?? data.expectedSeconds ?? saved.find((s) => s.durationSeconds !== undefined)?.durationSeconds) : undefined;
     if (timed && seconds === undefined) this.deps.logger.warn('no duration for a timed media output', { generationId: data.generationId, trace_id: data.traceId });
@@ -231,14 +237,14 @@ export class MediaExecutor {
     if (c.seconds !== undefined) usage.duration_seconds = c.seconds;
     if (c.tokens) Object.assign(usage, { input_tokens: c.tokens.input, output_tokens: c.tokens.output, total_tokens: c.tokens.input + c.tokens.output });
     const result: MediaResult = {
-      data: mediaData(c.outputs),
+      ...(c.outputs.length > 0 && { data: mediaData(c.outputs) }),
       outputs: c.outputs,
       provider: c.resolved.provider.id,
       endpoint: c.candidate.slug,
       ...(c.taskId !== undefined && { taskId: c.taskId }),
       ...(c.content !== undefined && { content: c.content }),
     };
-    const warnings = [...data.warnings, ...ignoredParameterWarnings(c.candidate.dropParams, c.candidate.model, c.resolved.provider.id)];
+    const warnings = [...data.warnings, ...ignoredParameterWarnings(c.candidate.dropParams, c.candidate.model, c.resolved.provider.id), ...(c.warnings ?? [])];
     const outcome = await this.deps.generations.finish(data.generationId, {
       status: 'completed',
       cost,

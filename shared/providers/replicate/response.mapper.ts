@@ -14,13 +14,16 @@ export const REPLICATE_STATUS: ReadonlyMap<string, MediaTaskStatus> = new Map<st
 
 const FILE_URL = /^(https?:|data:)/i;
 
-/** `output` is a URL, an array of URLs, text chunks, or an object of those. */
+/**
+ * `output` is a URL, an array of URLs, text chunks, or an object of those. Files and text are read apart: a model
+ * may answer text with its file, or instead of one (interface.md, `content` of the media record).
+ */
 function readOutput(output: unknown): { urls: string[]; text?: string } {
-  const values: unknown[] = Array.isArray(output) ? output : isRecord(output) ? Object.values(output) : output == null ? [] : [output];
+  const values: unknown[] = Array.isArray(output) ? output : isRecord(output) ? Object.values(output).flat() : output == null ? [] : [output];
   const strings = values.filter((v): v is string => typeof v === 'string');
   const urls = strings.filter((s) => FILE_URL.test(s));
-  if (urls.length > 0 || strings.length === 0) return { urls };
-  return { urls, text: strings.join('') };
+  const text = strings.filter((s) => !FILE_URL.test(s));
+  return text.length === 0 ? { urls } : { urls, text: text.join('') };
 }
 
 export function parsePrediction(json: unknown): MediaTask {

@@ -195,6 +195,7 @@ describe('POST /v1/embeddings body', () => {
     ['strings', ['a', 'b']],
     ['multimodal blocks', [{ content: [{ type: 'text', text: 'a cat' }, { type: 'image_url', image_url: { url: 'https://x/cat.png' } }] }]],
     ['a token array', [1, 2, 3]],
+    ['a token array of 8192 tokens (one input, however many ids)', Array.from({ length: 8192 }, () => 7)],
     ['token arrays', [[1, 2, 3], [0]]],
   ])('accepts %s', (_name, input) => {
     const body = { model: 'm', input, encoding_format: 'base64', dimensions: 256, user: 'u', provider: { only: ['a'], data_residency: 'eu' } };
@@ -206,6 +207,8 @@ describe('POST /v1/embeddings body', () => {
     ['a fractional token id', { input: [[1, 2.5]] }, '/input/0/1'],
     ['an empty token array', { input: [[1], []] }, '/input/1'],
     ['a token array over 8192 tokens', { input: [Array.from({ length: 8193 }, () => 1)] }, '/input/0'],
+    ['one flat token array over 8192 tokens', { input: Array.from({ length: 8193 }, () => 1) }, '/input'],
+    ['2049 token arrays', { input: Array.from({ length: 2049 }, () => [1]) }, '/input'],
     ['a token id past 2^31-1', { input: [2 ** 31] }, '/input/0'],
     ['an empty string', { input: '' }, '/input'],
     ['no inputs', { input: [] }, '/input'],

@@ -36,6 +36,14 @@ describe('Replicate response mapper', () => {
     expect(t).toMatchObject({ outputs: [], text: 'Hello', metrics: { inputTokens: 3, outputTokens: 2 } });
   });
 
+  it('keeps text that comes with a file (interface.md `content`), and reads files listed under an object key', () => {
+    const one = parsePrediction({ ...base, status: 'succeeded', output: { image: 'https://r/a.png', text: 'A cat, as asked' } });
+    expect(one).toMatchObject({ outputs: ['https://r/a.png'], text: 'A cat, as asked' });
+    const several = parsePrediction({ ...base, status: 'succeeded', output: { images: ['https://r/a.png', 'https://r/b.png'], text: ['Two ', 'cats'] } });
+    expect(several).toMatchObject({ outputs: ['https://r/a.png', 'https://r/b.png'], text: 'Two cats' });
+    expect(parsePrediction({ ...base, status: 'succeeded', output: 'I cannot draw that' })).toMatchObject({ outputs: [], text: 'I cannot draw that' });
+  });
+
   it('carries the error text of a failed prediction', () => {
     expect(parsePrediction({ ...base, status: 'failed', error: 'CUDA out of memory' }).error).toBe('CUDA out of memory');
   });
