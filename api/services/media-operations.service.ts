@@ -2,6 +2,7 @@ import { newId } from '../../shared/auth/api-keys';
 import { maxBound } from '../../shared/billing/pricing';
 import { endpointBySlug } from '../../shared/catalog/catalog-index';
 import type { Catalog, EndpointConfig, ModelConfig } from '../../shared/catalog/catalog.types';
+import { assertModelAllowed } from '../../shared/auth/principal';
 import { AppError } from '../../shared/errors/app-error';
 import { boundSeconds, DEFAULT_VIDEO_SECONDS, mediaCost, mediaRecord, type MediaResult } from '../../shared/formats/media.mapper';
 import type { MediaInput } from '../../shared/providers/adapter.types';
@@ -47,6 +48,10 @@ export class MediaOperationsService {
     const sourceIsImage = data.mime_type?.startsWith('image/') ?? false;
     const sourceSeconds = data.duration_seconds;
     const sourceModel = resolved!.model;
+    // What runs on the source's model (an extend, an upscale without an upscale model) is a use of it: a key no longer
+    // allowed that model may not run it (the upscale model is checked by its plan).
+    const upscaler = Object.values(this.d.catalog.models).find((m) => m.type === 'upscale');
+    if (body.operation === 'extend' || !upscaler) assertModelAllowed(c.principal, sourceModel.id);
     const common = {
       queue: QUEUES.media,
       id: newId('gen'),
@@ -82,7 +87,6 @@ export class MediaOperationsService {
     // Upscales run on the catalog's upscale model when there is one, else on the source's own endpoint.
     const target = body.operation === 'upscale_4k' ? '4k' : '1080p';
     const input: MediaInput = { [sourceIsImage ? 'image' : 'video']: data.url, target_resolution: target };
-    const upscaler = Object.values(this.d.catalog.models).find((m) => m.type === 'upscale');
     let primary: ModelConfig = sourceModel;
     let endpoints = [resolved!.endpoint];
     let candidates: PlannedCandidate[] = [{ model: sourceModel.id, slug: resolved!.endpoint.slug, dropParams: [] }];

@@ -9,6 +9,7 @@ import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '..
 import { TEST_REDIS_URL } from '../helpers/test-env';
 import { MP4_FILE_SECONDS } from '../fakes/synth';
 import { waitUntil } from '../helpers/until';
+import { seedKey } from '../helpers/fixtures';
 
 const ENV = { SYNC_WAIT_MS: '3000', MEDIA_POLL_MS: '30', MEDIA_POLL_MAX_MS: '80' };
 let s: TestStack;
@@ -346,6 +347,21 @@ describe('POST /v1/media/{id}/operations', () => {
       [running.body.id, STACK_MODELS.video],
       [failed.body.id, STACK_MODELS.video],
     ]);
+  });
+
+  it("refuses an extend (403, uncharged, nothing sent) to a key no longer allowed the source's model", async () => {
+    const k = await seedKey(org.accounts, org.organizationId, { models: [STACK_MODELS.video], name: 'video only' });
+    const auth = { Authorization: `Bearer ${k.key}` };
+    const own = await media({ model: STACK_MODELS.video, input: { prompt: 'A beach', duration: 5 } }, auth);
+    expect(own.body.status).toBe('completed');
+    await request(s.app).patch(`/v1/keys/${k.id}`).set({ Authorization: `Bearer ${org.ownerToken}` }).send({ allowed_models: [STACK_MODELS.imageHosted] }).expect(200);
+    const sent = predictionsCreated('google/veo-3').length;
+    const before = await account();
+    const r = await request(s.app).post(`/v1/media/${own.body.id}/operations`).set(auth).send({ operation: 'extend', params: { prompt: 'More' } });
+    expect(r.status).toBe(403);
+    expect(r.body.error.message).toContain(STACK_MODELS.video);
+    expect(predictionsCreated('google/veo-3')).toHaveLength(sent);
+    expect(await account()).toEqual(before);
   });
 
   it('extend without async waits for the result', async () => {
