@@ -124,6 +124,18 @@ export class AccountsService {
     return { id, revoked: true as const };
   }
 
+  /**
+   * A new period for a key's present limit, as `limitColumns` sets one with a limit: none (null) is `never`; a
+   * period without a limit is refused (a key without a limit shows none: interface.md, GET /v1/key).
+   */
+  private async periodFor(id: string, reset: LimitReset | null): Promise<LimitReset | null> {
+    const found = await this.db.apiKey.findUnique({ where: { id }, select: { limit: true } });
+    if (!found) throw new AppError('NOT_FOUND', `Key ${id} not found`);
+    if (found.limit !== null) return reset ?? 'never';
+    if (reset !== null) throw new AppError('BAD_REQUEST', 'A limit period needs a limit');
+    return null;
+  }
+
   /** Changes a key that is not revoked (revocation is final: a revoked key is a 409). */
   async updateKey(id: string, patch: { name?: string; allowedModels?: string[]; rateLimitPerMinute?: number | null; disabled?: boolean; lockedFields?: string[] } & LimitInput) {
     const data: Record<string, unknown> = { updatedAt: this.clock() };
@@ -131,7 +143,7 @@ export class AccountsService {
     if (patch.allowedModels !== undefined) data.allowedModels = patch.allowedModels;
     if (patch.rateLimitPerMinute !== undefined) data.rateLimitPerMinute = patch.rateLimitPerMinute;
     if (patch.limit !== undefined) Object.assign(data, limitColumns(patch));
-    else if (patch.reset !== undefined) data.limitReset = patch.reset;
+    else if (patch.reset !== undefined) data.limitReset = await this.periodFor(id, patch.reset);
     if (patch.disabled !== undefined) data.disabledAt = patch.disabled ? this.clock() : null;
     if (patch.lockedFields !== undefined) data.lockedFields = patch.lockedFields;
     // Conditional on "not revoked": a revocation racing this update wins.

@@ -166,3 +166,19 @@ describe('with the authentication cache on (1 s)', () => {
     }
   });
 });
+
+describe('a limit and its period go together (interface.md: limit_reset is null when no limit is set)', () => {
+  it('PATCH limit_reset null on a key with a limit makes the period never, not null; a period without a limit is a 400', async () => {
+    const created = await request(h.app).post('/v1/keys').set(bearer(org.ownerToken)).send({ name: 'limited', limit: 5, limit_reset: 'daily' });
+    expect(created.status).toBe(201);
+    expect((await patch(created.body.id, org.ownerToken, { limit_reset: null })).status).toBe(200);
+    expect((await request(h.app).get('/v1/key').set(bearer(created.body.key))).body).toMatchObject({ limit: 5, limit_reset: 'never' });
+
+    const unlimited = await request(h.app).post('/v1/keys').set(bearer(org.ownerToken)).send({ name: 'unlimited' });
+    const refused = await patch(unlimited.body.id, org.ownerToken, { limit_reset: 'weekly' });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.message).toMatch(/needs a limit/);
+    expect((await patch(unlimited.body.id, org.ownerToken, { limit_reset: null })).status).toBe(200);
+    expect((await request(h.app).get('/v1/key').set(bearer(unlimited.body.key))).body).toMatchObject({ limit: null, limit_reset: null });
+  });
+});
