@@ -115,9 +115,35 @@ export function estimateTokens(text: string): number {
 }
 
 /**
+ * What an image is reserved for besides its characters: about the most one image costs among the providers' models
+ * (OpenAI's gpt-4.1-mini at full detail: 1,536 patches × 1.62; Anthropic's largest image about 1,600). Its URL is a
+ * few characters of the request, its tokens are not.
+ */
+export const IMAGE_INPUT_TOKENS = 2_500;
+/** What a file given by reference (a PDF by URL) is reserved for: about ten pages. */
+export const FILE_INPUT_TOKENS = 10_000;
+
+/** The images and files of the input's messages, at IMAGE_INPUT_TOKENS and FILE_INPUT_TOKENS each. */
+function attachmentTokens(input: unknown): number {
+  if (!Array.isArray(input)) return 0;
+  let tokens = 0;
+  for (const item of input as Array<{ content?: unknown }>) {
+    if (!Array.isArray(item.content)) continue;
+    for (const part of item.content as Array<{ type?: string; file_url?: string }>) {
+      if (part.type === 'input_image') tokens += IMAGE_INPUT_TOKENS;
+      // A file sent inline is counted by its characters already (base64: more than its tokens).
+      else if (part.type === 'input_file' && part.file_url !== undefined) tokens += FILE_INPUT_TOKENS;
+    }
+  }
+  return tokens;
+}
+
+/**
  * The one estimate of a text request's input tokens: what the reservation is sized for, and what a stream that
- * ended without the provider's usage is billed for.
+ * ended without the provider's usage is billed for. Images and files by reference count at an allowance each: a
+ * request of many image URLs reserved a few tokens apiece, and its provider's charge then went past the balance and
+ * the limits (what no reservation holds is not collected).
  */
 export function estimateInputTokens(req: { input: unknown; instructions?: string; tools?: unknown }): number {
-  return estimateTokens(JSON.stringify(req.input) + (req.instructions ?? '') + JSON.stringify(req.tools ?? ''));
+  return estimateTokens(JSON.stringify(req.input) + (req.instructions ?? '') + JSON.stringify(req.tools ?? '')) + attachmentTokens(req.input);
 }

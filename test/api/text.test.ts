@@ -240,6 +240,19 @@ describe('money', () => {
     expect(money((await generation(res.body.id)).clientCost).toNumber()).toBeCloseTo(cost, 10);
   });
 
+  it('reserves for the images of a request, not for their URLs: what the balance cannot hold is refused (402), not served uncollected', async () => {
+    // 100 images at 40 RUB per million input tokens: about 10 RUB of input; their URLs alone are about 0.1 RUB.
+    const modest = await s.seed({ balance: '2' });
+    const images = Array.from({ length: 100 }, (_, i) => ({ type: 'input_image', image_url: `https://example.com/${i}.png`, detail: 'high' }));
+    const sent = s.fake.requests.length;
+    const refused = await post({ model: 'acme/solo', input: [{ role: 'user', content: [{ type: 'input_text', text: 'Describe them' }, ...images] }], max_output_tokens: 16 }, modest.auth);
+    expect(refused.status).toBe(402);
+    expect(refused.body.error.code).toBe('INSUFFICIENT_BALANCE');
+    expect(s.fake.requests.length).toBe(sent);
+    const few = await post({ model: 'acme/solo', input: [{ role: 'user', content: [{ type: 'input_text', text: 'Describe it' }, images[0]] }], max_output_tokens: 16 }, modest.auth);
+    expect(few.status).toBe(200);
+  });
+
   it('answers 402 when the balance cannot pay even a short answer, and lowers max_output_tokens when it can', async () => {
     const poor = await s.seed({ balance: '0.00001' });
     const refused = await post({ model: 'acme/solo', input: 'a' }, poor.auth);

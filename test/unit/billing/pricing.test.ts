@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { decimalTokenCost, tokenCost, textBound } from '../../../shared/billing/pricing';
+import { decimalTokenCost, estimateInputTokens, FILE_INPUT_TOKENS, IMAGE_INPUT_TOKENS, tokenCost, textBound } from '../../../shared/billing/pricing';
 import type { Price } from '../../../shared/catalog/catalog.types';
 
 // tokenCost works in integers over the price's power of ten; decimal.js's arithmetic (decimalTokenCost) is the
@@ -44,5 +44,22 @@ describe('tokenCost', () => {
     const p: Price = { prompt: '3', completion: '9' };
     expect(tokenCost(p, { inputTokens: 1.5, outputTokens: 2 }).toFixed()).toBe(decimalTokenCost(p, { inputTokens: 1.5, outputTokens: 2 }).toFixed());
     expect(tokenCost(p, { inputTokens: 1.5, outputTokens: 2 }).toFixed()).toBe('0.0000225');
+  });
+});
+
+describe('estimateInputTokens', () => {
+  const message = (content: unknown[]) => ({ input: [{ type: 'message', role: 'user', content }] });
+
+  it('counts each image, and each file by URL, at its allowance: their URLs are a few characters, their tokens are not', () => {
+    const text = estimateInputTokens(message([{ type: 'input_text', text: 'What is in these?' }]));
+    const image = { type: 'input_image', image_url: 'https://example.com/a.png', detail: 'high' };
+    const withImages = estimateInputTokens(message([{ type: 'input_text', text: 'What is in these?' }, image, image, image]));
+    expect(withImages - text).toBeGreaterThanOrEqual(3 * IMAGE_INPUT_TOKENS);
+    const byUrl = estimateInputTokens(message([{ type: 'input_file', file_url: 'https://example.com/a.pdf' }]));
+    expect(byUrl).toBeGreaterThanOrEqual(FILE_INPUT_TOKENS);
+    // A file inline is counted by its characters (base64), with no allowance on top.
+    const inline = { type: 'input_file', file_data: `data:application/pdf;base64,${'A'.repeat(3_000)}`, filename: 'a.pdf' };
+    expect(estimateInputTokens(message([inline]))).toBeLessThan(FILE_INPUT_TOKENS);
+    expect(estimateInputTokens(message([inline]))).toBeGreaterThan(1_000);
   });
 });
