@@ -203,6 +203,11 @@ export function ignoredValueWarnings(values: ReadonlyArray<readonly [parameter: 
   return values.map(([p, v]) => `Value ${JSON.stringify(v)} of parameter '${p}' is not supported by ${model} via ${provider} and was ignored`);
 }
 
+/** The same for a value the endpoint does not offer, sent as the nearest one it does (an image `size`). */
+export function substitutedValueWarnings(values: ReadonlyArray<readonly [parameter: string, value: unknown, used: unknown]>, model: string, provider: string): string[] {
+  return values.map(([p, v, used]) => `Value ${JSON.stringify(v)} of parameter '${p}' is not offered by ${model} via ${provider}: ${JSON.stringify(used)} was used instead`);
+}
+
 /** Plan-wide warnings plus those of the endpoint that answered. */
 export function warningsFor(plan: RoutePlan, slug: string): string[] {
   return [...plan.warnings, ...(plan.warningsByEndpoint[slug] ?? [])];

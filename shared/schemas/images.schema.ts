@@ -16,7 +16,11 @@ export const IMAGE_N_MAX = 10;
 export const IMAGE_SIZES = ['auto', '256x256', '512x512', '1024x1024', '1536x1024', '1024x1536', '1792x1024', '1024x1792'] as const;
 export const IMAGE_QUALITIES = ['auto', 'low', 'medium', 'high', 'standard', 'hd'] as const;
 
-/** What each model generation accepts (`auto` is the default everywhere and always accepted). */
+/**
+ * What each model generation accepts (`auto` is the default everywhere and always accepted). Every size of
+ * IMAGE_SIZES is accepted for every model (interface.md lists them without a model's qualifier): a size the
+ * endpoint's generation does not offer is sent as the nearest one it does (`nearestImageSize`), with a warning.
+ */
 export const IMAGE_RULES = {
   legacy: {
     sizes: ['auto', '256x256', '512x512', '1024x1024', '1792x1024', '1024x1792'],
@@ -27,6 +31,15 @@ export const IMAGE_RULES = {
     qualities: ['auto', 'low', 'medium', 'high'],
   },
 } as const;
+
+/** The size of `offered` nearest in aspect ratio to `size` (`WxH`), the larger of two as near; `auto` is never chosen. */
+export function nearestImageSize(size: string, offered: readonly string[]): string {
+  const dims = (s: string) => s.split('x').map(Number) as [number, number];
+  const [w, h] = dims(size);
+  const distance = (s: string) => Math.abs(Math.log(dims(s)[0] / dims(s)[1]) - Math.log(w / h));
+  const area = (s: string) => dims(s)[0] * dims(s)[1];
+  return offered.filter((s) => s !== 'auto').reduce((best, s) => (distance(s) < distance(best) - 1e-9 || (Math.abs(distance(s) - distance(best)) <= 1e-9 && area(s) > area(best)) ? s : best));
+}
 
 export const imageGenerationSchema = {
   $id: 'ImageGenerationRequest',
@@ -68,7 +81,7 @@ export interface ImageGenerationBody {
 
 /**
  * The rules of the model generation, once the model is known. A value outside what the generation accepts is
- * a 400 (never silently dropped): `legacy` is the catalog flag of the model's endpoints; `maxImages` the
+ * a 400 (never silently dropped), but for `size` (IMAGE_RULES): `legacy` is the catalog flag of the model's endpoints; `maxImages` the
  * smallest `maxImages` of the endpoints that may serve the request.
  */
 export function imageGenerationIssues(body: ImageGenerationBody, model: { legacy: boolean; maxImages?: number; id: string }): ValidationIssue[] {
@@ -88,7 +101,6 @@ export function imageGenerationIssues(body: ImageGenerationBody, model: { legacy
     if (model.maxImages !== undefined && body.n > model.maxImages) issues.push({ path: '/n', message: `must be at most ${model.maxImages} for ${which}` });
     if (body.background === 'transparent' && body.output_format === 'jpeg') issues.push({ path: '/background', message: 'transparent needs output_format png or webp' });
   }
-  if (!(rules.sizes as readonly string[]).includes(body.size)) issues.push({ path: '/size', message: `must be one of ${allowed(rules.sizes)} for ${which}` });
   if (!(rules.qualities as readonly string[]).includes(body.quality)) issues.push({ path: '/quality', message: `must be one of ${allowed(rules.qualities)} for ${which}` });
   return issues;
 }

@@ -105,8 +105,6 @@ describe('request fields per model generation', () => {
     ['no prompt', { model: STACK_MODELS.image }, '/prompt'],
     ['no model', { prompt: 'x' }, '/model'],
     ['an unknown size', { model: STACK_MODELS.image, prompt: 'x', size: '100x100' }, '/size'],
-    ['a legacy size on a newer model', { model: STACK_MODELS.image, prompt: 'x', size: '1792x1024' }, '/size'],
-    ['a newer size on the legacy model', { model: STACK_MODELS.imageLegacy, prompt: 'x', size: '1536x1024' }, '/size'],
     ['an unknown quality', { model: STACK_MODELS.image, prompt: 'x', quality: 'ultra' }, '/quality'],
     ['hd on a newer model', { model: STACK_MODELS.image, prompt: 'x', quality: 'hd' }, '/quality'],
     ['high on the legacy model', { model: STACK_MODELS.imageLegacy, prompt: 'x', quality: 'high' }, '/quality'],
@@ -142,6 +140,35 @@ describe('request fields per model generation', () => {
   it('treats null optional fields as absent', async () => {
     const r = await gen({ model: STACK_MODELS.image, prompt: 'x', style: null, n: null, user: null });
     expect(r.status).toBe(200);
+  });
+});
+
+describe('a size the model does not offer (interface.md lists every size for every model)', () => {
+  it('is sent as the nearest size the model offers, with a warning; a hosted model takes it as its aspect ratio', async () => {
+    const last = async () => {
+      await s.settled(org.organizationId);
+      return s.t.db.generation.findFirstOrThrow({ where: { organizationId: org.organizationId }, orderBy: { createdAt: 'desc' } });
+    };
+    const cases = [
+      [STACK_MODELS.image, '1792x1024', '1536x1024'],
+      [STACK_MODELS.image, '512x512', '1024x1024'],
+      [STACK_MODELS.imageLegacy, '1024x1536', '1024x1792'],
+    ] as const;
+    for (const [model, size, sent] of cases) {
+      const r = await gen({ model, prompt: 'x', size });
+      expect(r.status).toBe(200);
+      expect(upstreamImageCalls().at(-1)!.body).toMatchObject({ size: sent });
+      expect((await last()).warnings).toEqual([`Value "${size}" of parameter 'size' is not offered by ${model} via openai: "${sent}" was used instead`]);
+    }
+    const offered = await gen({ model: STACK_MODELS.image, prompt: 'x', size: '1536x1024' });
+    expect(upstreamImageCalls().at(-1)!.body).toMatchObject({ size: '1536x1024' });
+    expect(offered.status).toBe(200);
+    expect((await last()).warnings ?? []).toEqual([]);
+
+    const hosted = await gen({ model: STACK_MODELS.imageHosted, prompt: 'x', size: '1792x1024' });
+    expect(hosted.status).toBe(200);
+    const creates = s.fake.requests.filter((q) => q.method === 'POST' && q.path === '/replicate/v1/models/black-forest-labs/flux-schnell/predictions');
+    expect(creates.at(-1)!.body).toMatchObject({ input: { aspect_ratio: '16:9' } });
   });
 });
 

@@ -3,7 +3,9 @@ import { imageMimeType, type MediaOutput } from '../../shared/formats/media.mapp
 import type { PlannedCandidate } from '../../shared/queue/job-catalog';
 import type { MediaJobData } from '../../shared/queue/job-catalog';
 import { upstreamError } from '../../shared/providers/upstream-error';
-import { ignoredParameterWarnings, ignoredValueWarnings } from '../../shared/routing/plan-route';
+import { ignoredParameterWarnings, ignoredValueWarnings, substitutedValueWarnings } from '../../shared/routing/plan-route';
+import { IMAGE_RULES, nearestImageSize } from '../../shared/schemas/images.schema';
+import type { EndpointConfig } from '../../shared/catalog/catalog.types';
 import type { WorkerDeps } from '../worker-deps';
 import type { OutputStore } from './output-store';
 import { upstreamRequest, type EndpointCall } from './attempt-loop';
@@ -13,19 +15,31 @@ const QUALITIES = new Set(['auto', 'low', 'medium', 'high', 'standard', 'hd']);
 /** The media input fields an images request carries; any other one left in the input is ignored (with a warning). */
 const CARRIED = new Set(['prompt', 'max_images', 'output_format', 'quality']);
 
-/** An image request and what of the media input it could not carry: whole fields, and values outside a field's set. */
+/**
+ * An image request and what of the caller's it could not carry: whole fields, values outside a field's set, and
+ * values sent as the nearest the endpoint offers.
+ */
 export interface ImageRequestFor {
   request: ImageRequest;
   ignoredParameters: string[];
   ignoredValues: Array<[parameter: string, value: unknown]>;
+  substituted: Array<[parameter: string, value: unknown, used: unknown]>;
 }
 
 /**
  * The image request for one endpoint: the /images/generations request as the caller gave it, or (POST
  * /v1/media with an image model) the media input mapped onto it, minus what the endpoint does not support.
  */
-export function imageRequestFor(data: MediaJobData, candidate: PlannedCandidate, upstreamModel: string): ImageRequestFor {
-  if (data.image) return { request: { ...data.image.request, model: upstreamModel }, ignoredParameters: [], ignoredValues: [] };
+export function imageRequestFor(data: MediaJobData, candidate: PlannedCandidate, endpoint: Pick<EndpointConfig, 'upstreamModel' | 'legacy'>): ImageRequestFor {
+  const upstreamModel = endpoint.upstreamModel;
+  if (data.image) {
+    const request: ImageRequest = { ...data.image.request, model: upstreamModel };
+    const offered: readonly string[] = (endpoint.legacy ? IMAGE_RULES.legacy : IMAGE_RULES.newer).sizes;
+    if (request.size === undefined || offered.includes(request.size)) return { request, ignoredParameters: [], ignoredValues: [], substituted: [] };
+    const used = nearestImageSize(request.size, offered);
+    const substituted: ImageRequestFor['substituted'] = [['size', request.size, used]];
+    return { request: { ...request, size: used }, ignoredParameters: [], ignoredValues: [], substituted };
+  }
   const drop = new Set(candidate.dropParams);
   const input = Object.fromEntries(Object.entries(data.input).filter(([k, v]) => !drop.has(k) && v !== undefined));
   const req: ImageRequest = { model: upstreamModel, prompt: String(input.prompt ?? '') };
@@ -39,7 +53,7 @@ export function imageRequestFor(data: MediaJobData, candidate: PlannedCandidate,
     if (typeof input.quality === 'string' && QUALITIES.has(input.quality)) req.quality = input.quality;
     else ignoredValues.push(['quality', input.quality]);
   }
-  return { request: req, ignoredParameters: Object.keys(input).filter((k) => !CARRIED.has(k)), ignoredValues };
+  return { request: req, ignoredParameters: Object.keys(input).filter((k) => !CARRIED.has(k)), ignoredValues, substituted: [] };
 }
 
 export interface ImagesCallResult {
@@ -62,7 +76,7 @@ export class ImageExecutor {
   /** `signal` aborts the upstream call and the downloads (the generation was cancelled). */
   async generate(data: MediaJobData, c: EndpointCall, signal?: AbortSignal): Promise<ImagesCallResult> {
     const images = c.adapter.images!;
-    const { request: req, ignoredParameters, ignoredValues } = imageRequestFor(data, c.candidate, c.resolved.endpoint.upstreamModel);
+    const { request: req, ignoredParameters, ignoredValues, substituted } = imageRequestFor(data, c.candidate, c.resolved.endpoint);
     const reply = await upstreamRequest(this.deps, c, images.buildRequest(req, c.resolved.provider.apiKey ?? ''), signal);
     const result = images.parseResponse(reply.json);
     if (result.images.length === 0) throw upstreamError({ kind: 'malformed', message: 'the images reply holds no image', raw: reply.text.slice(0, 2000) });
@@ -72,7 +86,8 @@ export class ImageExecutor {
       const saved = image.b64 !== undefined ? await this.store.saveBytes(data, Buffer.from(image.b64, 'base64'), mime) : await this.store.download(data, image.url ?? '', 'image', signal);
       outputs.push({ url: saved.url, fileId: saved.fileId, mimeType: saved.mimeType, ...(image.revisedPrompt !== undefined && { revisedPrompt: image.revisedPrompt }) });
     }
-    const warnings = [...ignoredParameterWarnings(ignoredParameters, c.candidate.model, c.resolved.provider.id), ...ignoredValueWarnings(ignoredValues, c.candidate.model, c.resolved.provider.id)];
+    const [model, provider] = [c.candidate.model, c.resolved.provider.id];
+    const warnings = [...ignoredParameterWarnings(ignoredParameters, model, provider), ...ignoredValueWarnings(ignoredValues, model, provider), ...substitutedValueWarnings(substituted, model, provider)];
     return { outputs, warnings, ...(result.usage && { tokens: { input: result.usage.inputTokens, output: result.usage.outputTokens } }) };
   }
 }
