@@ -8,8 +8,12 @@ import { typedQuestionRoutingSchema, type TypedQuestionRouting } from './routing
 
 /** decisions.md section 6: at most 32 questions a request. */
 export const MAX_QUESTIONS = 32;
-export const QUESTION_NAME = '^[A-Za-z0-9_.-]+$';
-export const MAX_QUESTION_NAME = 64;
+/**
+ * Question names are the caller's (interface.md): any text but control characters. They key the reply's `answers`
+ * and are never sent to a provider.
+ */
+export const QUESTION_NAME = '^[^\\x00-\\x1f\\x7f]+$';
+export const MAX_QUESTION_NAME = 128;
 export const MAX_INSTRUCTIONS = 4000;
 /** Labels a `choice` or `score` question may have (each maps to one answer token: see typed-questions.mapper.ts). */
 export const MIN_LABELS = 2;
@@ -112,8 +116,8 @@ function nameIssues(body: unknown): ValidationIssue[] {
   const questions = (body as { questions?: unknown } | null)?.questions;
   if (!questions || typeof questions !== 'object' || Array.isArray(questions)) return [];
   return Object.keys(questions)
-    .filter((n) => n.length === 0 || n.length > MAX_QUESTION_NAME || !NAME_RE.test(n))
-    .map((n) => ({ path: `/questions/${n}`, message: `question names are 1..${MAX_QUESTION_NAME} characters of A-Z, a-z, 0-9, '_', '.', '-'` }));
+    .filter((n) => n.length === 0 || [...n].length > MAX_QUESTION_NAME || !NAME_RE.test(n))
+    .map((n) => ({ path: `/questions/${n.replace(/~/g, '~0').replace(/\//g, '~1')}`, message: `question names are 1..${MAX_QUESTION_NAME} characters, none of them a control character` }));
 }
 
 /** What Ajv says about a bad question name, replaced by `nameIssues`. */

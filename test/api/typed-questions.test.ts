@@ -186,6 +186,14 @@ describe('routing and validation', () => {
     expect(s.fake.requests).toHaveLength(0);
   });
 
+  it("answers under the caller's own question names: spaces, punctuation, Cyrillic", async () => {
+    const name = 'Вежливо ли сообщение? (да/нет)';
+    const res = await post({ state: { message: 'Спасибо!' }, model: 'acme/judge', questions: { [name]: QUESTIONS.polite } });
+    expect(res.status).toBe(200);
+    expect(Object.keys(res.body.answers)).toEqual([name]);
+    expect(res.body.answers[name].type).toBe('noul');
+  });
+
   it('honours the inline form and the routing object', async () => {
     const inline = await ask('acme/judge@provider=primary');
     expect(inline.status).toBe(200);

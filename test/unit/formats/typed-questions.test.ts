@@ -175,8 +175,11 @@ describe('request body', () => {
     expect(paths({ ...valid(), model: undefined })).toContain('/model');
     expect(paths({ ...valid(), questions: {} })).toContain('/questions');
     expect(paths({ ...valid(), provider: { data_residency: 'eu' } })).toContain('/provider/data_residency');
-    expect(paths({ ...valid(), questions: { 'bad name!': { type: 'noul', instructions: 'x' } } })).toEqual(['/questions/bad name!']);
-    expect(paths({ ...valid(), questions: { ['n'.repeat(65)]: { type: 'noul', instructions: 'x' } } })).toEqual([`/questions/${'n'.repeat(65)}`]);
+    expect(paths({ ...valid(), questions: { 'bad\nname': { type: 'noul', instructions: 'x' } } })).toEqual(['/questions/bad\nname']);
+    expect(paths({ ...valid(), questions: { 'a/b~\t': { type: 'noul', instructions: 'x' } } })).toEqual(['/questions/a~1b~0\t']);
+    expect(paths({ ...valid(), questions: { ['n'.repeat(129)]: { type: 'noul', instructions: 'x' } } })).toEqual([`/questions/${'n'.repeat(129)}`]);
+    // The caller's names: any text without control characters, up to 128 characters.
+    expect(paths({ ...valid(), questions: { 'Вежливо ли сообщение? (да/нет)': { type: 'noul', instructions: 'x' }, ['й'.repeat(128)]: { type: 'noul', instructions: 'x' } } })).toEqual([]);
     expect(paths({ ...valid(), questions: { q: { type: 'rank', instructions: 'x' } } })).toContain('/questions/q/type');
     expect(paths({ ...valid(), questions: { q: { type: 'noul' } } })).toContain('/questions/q/instructions');
     expect(paths({ ...valid(), questions: { q: { type: 'noul', instructions: 'x'.repeat(4001) } } })).toContain('/questions/q/instructions');
