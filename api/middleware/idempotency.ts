@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
+import { ownerOf } from '../../shared/auth/principal';
 import { AppError } from '../../shared/errors/app-error';
 import type { IdempotencyClaim } from '../../shared/services/generation.service';
 
@@ -20,9 +21,13 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value ?? null);
 }
 
-/** What makes two requests "the same" under one key: method, path and body. */
-export function requestHash(method: string, path: string, body: unknown): string {
-  return createHash('sha256').update(`${method} ${path}\n${canonicalJson(body)}`).digest('hex');
+/**
+ * What makes two requests "the same" under one key: who sends it (the API key, else the member), method, path and
+ * body. Another key or member of the organization reusing a key sends another request (409): a repeat never hands
+ * one caller a generation that is not theirs to read.
+ */
+export function requestHash(caller: string, method: string, path: string, body: unknown): string {
+  return createHash('sha256').update(`${caller}\n${method} ${path}\n${canonicalJson(body)}`).digest('hex');
 }
 
 /**
@@ -35,7 +40,8 @@ export function idempotencyKey(req: Request, res: Response, next: NextFunction):
   if (!KEY.test(key)) {
     return next(AppError.validation([{ path: '/headers/idempotency-key', message: 'must be 1 to 255 printable ASCII characters' }], 'Invalid Idempotency-Key header'));
   }
-  const claim: IdempotencyClaim = { key, hash: requestHash(req.method, req.path, req.body) };
+  const owner = ownerOf(res.locals.principal);
+  const claim: IdempotencyClaim = { key, hash: requestHash(owner.apiKeyId ?? `user ${owner.userId}`, req.method, req.path, req.body) };
   res.locals.idempotency = claim;
   next();
 }

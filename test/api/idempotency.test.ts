@@ -168,6 +168,19 @@ describe('Idempotency-Key (issue 9.16)', () => {
     expect(await generationsOf(stranger.organizationId)).toBe(1);
   });
 
+  it("another key of the organization reusing a key gets 409, never the first key's generation", async () => {
+    const key = newKey();
+    s.fake.setKnobs({ promptTokens: 1000, completionTokens: 500, text: 'for the first key only' });
+    const first = await post('/v1/responses', { model: STACK_MODELS.chat, input: 'private' }, key);
+    expect(first.status).toBe(200);
+    const second = await org.accounts.createKey({ organizationId: org.organizationId, name: 'second' });
+    const other = await post('/v1/responses', { model: STACK_MODELS.chat, input: 'private' }, key, { Authorization: `Bearer ${second.key}` });
+    expect(other.status).toBe(409);
+    expect(JSON.stringify(other.body)).not.toContain('for the first key only');
+    // The first key still replays its own.
+    expect((await post('/v1/responses', { model: STACK_MODELS.chat, input: 'private' }, key)).body.id).toBe(first.body.id);
+  });
+
   it('rejects a malformed key with 400', async () => {
     const r = await post('/v1/responses', { model: STACK_MODELS.chat, input: 'x' }, 'a'.repeat(256));
     expect(r.status).toBe(400);
