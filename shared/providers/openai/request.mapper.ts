@@ -161,8 +161,14 @@ function userContent(parts: InputContentPart[]): string | ChatContentPart[] {
 
 /** https://platform.openai.com/docs/api-reference/embeddings/create — always float; the gateway encodes base64 itself. */
 export function buildEmbeddingRequest(req: EmbeddingRequest, apiKey: string): HttpRequestSpec {
-  // Text inputs, or token arrays (`number[][]`); the gateway never mixes the two in one request.
-  const input = req.inputs.map((i) => (i.type === 'text' ? i.text : i.type === 'tokens' ? i.tokens : unsupported('OpenAI embeddings take text or token inputs only')));
+  // Text inputs, or token arrays (`number[][]`); the gateway never mixes the two in one request. A multimodal block of
+  // text parts only is its text (lines joined); one with an image is not for OpenAI.
+  const input = req.inputs.map((i) => {
+    if (i.type === 'text') return i.text;
+    if (i.type === 'tokens') return i.tokens;
+    const texts = i.content.flatMap((c) => (c.type === 'text' ? [c.text] : []));
+    return texts.length === i.content.length ? texts.join('\n') : unsupported('OpenAI embeddings take no images: text or token inputs only');
+  });
   const body: Record<string, unknown> = { model: req.model, input, encoding_format: 'float' };
   if (req.dimensions !== undefined) body.dimensions = req.dimensions;
   if (req.user !== undefined) body.user = req.user;

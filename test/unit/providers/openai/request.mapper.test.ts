@@ -145,6 +145,10 @@ describe('OpenAI embeddings and images requests', () => {
     expect(spec.body).toEqual({ model: 'text-embedding-3-small', input: ['a', 'b'], encoding_format: 'float', dimensions: 256, user: 'u' });
     const tokens = buildEmbeddingRequest({ model: 'text-embedding-3-small', inputs: [{ type: 'tokens', tokens: [1, 2] }, { type: 'tokens', tokens: [3] }] }, 'k');
     expect(tokens.body).toEqual({ model: 'text-embedding-3-small', input: [[1, 2], [3]], encoding_format: 'float' });
+    // A multimodal block of text parts only is its text; one with an image is refused before any call.
+    const blocks = buildEmbeddingRequest({ model: 'text-embedding-3-small', inputs: [{ type: 'multimodal', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }, { type: 'text', text: 'c' }] }, 'k');
+    expect(blocks.body).toMatchObject({ input: ['a\nb', 'c'] });
+    expect(() => buildEmbeddingRequest({ model: 'm', inputs: [{ type: 'multimodal', content: [{ type: 'text', text: 'a' }, { type: 'image_url', url: 'https://x/y.png' }] }] }, 'k')).toThrow(/no images/);
   });
 
   it('maps every image option', () => {
