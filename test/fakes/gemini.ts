@@ -148,7 +148,7 @@ function countTokens(ctx: Ctx): void {
   sendJson(ctx, 200, { totalTokens: total, promptTokensDetails: [{ modality: 'TEXT', tokenCount: total }] });
 }
 
-const MODELS = ['gemini-2.5-pro', 'gemini-2.5-flash', 'gemini-2.0-flash', 'gemini-embedding-001', 'text-embedding-004'];
+const MODELS = ['gemini-2.5-pro', 'gemini-2.5-flash', 'gemini-2.0-flash', 'gemini-embedding-001', 'gemini-embedding-2', 'text-embedding-004'];
 const modelInfo = (name: string): Json => ({
   name: `models/${name}`,
   version: '001',

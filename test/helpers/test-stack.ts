@@ -45,6 +45,7 @@ export const STACK_MODELS = {
   chatAnthropic: 'anthropic/claude-sonnet-4',
   chatGemini: 'google/gemini-2.5-flash',
   embedding: 'openai/text-embedding-3-small',
+  embeddingMultimodal: 'google/gemini-embedding-2',
   imageLegacy: 'openai/dall-e-3',
   image: 'openai/gpt-image-1',
   imageHosted: 'black-forest-labs/flux-schnell',
@@ -86,6 +87,11 @@ export function stackCatalog(fakeUrl: string): RawCatalog {
         displayName: 'Text Embedding 3 small',
         type: 'embedding',
         endpoints: [{ provider: 'openai', upstreamModel: 'text-embedding-3-small', price: { prompt: 2 }, supports: [], defaultDimensions: 1536, maxDimensions: 1536 }],
+      },
+      [STACK_MODELS.embeddingMultimodal]: {
+        displayName: 'Gemini Embedding 2',
+        type: 'embedding',
+        endpoints: [{ provider: 'gemini', upstreamModel: 'gemini-embedding-2', price: { prompt: 20 }, supports: ['dimensions'], defaultDimensions: 3072, maxDimensions: 3072, multimodal: true }],
       },
       [STACK_MODELS.imageLegacy]: {
         displayName: 'DALL·E 3',
