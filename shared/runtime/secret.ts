@@ -20,16 +20,20 @@ export function resolveSecret(config: Pick<Config, 'secret' | 'homeDir'>): strin
   if (existing) return existing;
   fs.mkdirSync(config.homeDir, { recursive: true });
   const secret = randomBytes(32).toString('hex');
+  // Written whole under a name of its own, then linked into place: if processes generate at once (replicas sharing a
+  // volume), the first link wins and the others read a complete file, never one still being written.
+  const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
   try {
-    // 'wx': if two processes generate at once, the first one wins and the other reads it.
-    fs.writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
-    fs.chmodSync(file, 0o600);
+    fs.writeFileSync(draft, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+    fs.linkSync(draft, file);
     return secret;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new Error(`cannot write ${file}: ${(e as Error).message}`);
     const other = readSecret(file);
     if (!other) throw new Error(`${file} is empty: delete it (a new secret is generated) or set SWITCHYARD_SECRET`);
     return other;
+  } finally {
+    fs.rmSync(draft, { force: true });
   }
 }
 

@@ -64,3 +64,14 @@ describe('deploy/', () => {
     expect(age('text')).toBe(0);
   });
 });
+
+describe('docker-compose.yml', () => {
+  const compose = fs.readFileSync(path.resolve(__dirname, '../../docker-compose.yml'), 'utf8');
+
+  it('never signs with a secret anyone knows: unset, one is generated into the home every process shares', () => {
+    const secret = /SWITCHYARD_SECRET: \$\{SWITCHYARD_SECRET:-([^}]*)\}/.exec(compose);
+    expect(secret?.[1]).toBe('');
+    // API and worker replicas mount the same home (the generated secret, and local files without S3).
+    expect(compose.match(/volumes: \[home:\/app\/\.switchyard\]/g)).toHaveLength(2);
+  });
+});

@@ -308,5 +308,27 @@ describe('resolveSecret', () => {
     expect(generated).toMatch(/^[0-9a-f]{64}$/);
     expect(fs.statSync(path.join(homeDir, 'secret')).mode & 0o777).toBe(0o600);
     expect(resolveSecret({ homeDir })).toBe(generated);
+    // Written under a name of its own and linked into place: nothing else is left beside it.
+    expect(fs.readdirSync(homeDir)).toEqual(['secret']);
+  });
+
+  it('several processes generating at once all get the one secret that was linked first', async () => {
+    const homeDir = path.join(root, 'home-secret-race');
+    const register = JSON.stringify(path.resolve(__dirname, '../../bin/ts-register.js'));
+    const source = JSON.stringify(path.resolve(__dirname, '../../shared/runtime/secret.ts'));
+    const script = `require(${register}).register(); process.stdout.write(require(${source}).resolveSecret({ homeDir: ${JSON.stringify(homeDir)} }));`;
+    const run = () =>
+      new Promise<string>((resolve, reject) => {
+        const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+        let out = '';
+        child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+        child.on('error', reject);
+        child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`exit ${code}`))));
+      });
+    const secrets = await Promise.all(Array.from({ length: 6 }, run));
+    expect(new Set(secrets).size).toBe(1);
+    expect(secrets[0]).toMatch(/^[0-9a-f]{64}$/);
+    expect(fs.readFileSync(path.join(homeDir, 'secret'), 'utf8').trim()).toBe(secrets[0]);
+    expect(fs.readdirSync(homeDir)).toEqual(['secret']);
   });
 });
