@@ -82,7 +82,9 @@ export function withReasoningEffort(r: CanonicalReasoning | undefined, effort: P
 
 /**
  * The catalog `supports` vocabulary, in a fixed order: `requestedParameters` lists the optional features a
- * request uses, so routing can drop (or, with `require_parameters`, exclude) endpoints lacking them.
+ * request uses, so routing can drop (or, with `require_parameters`, exclude) endpoints lacking them. An output limit
+ * is not one: every endpoint takes it and the reservation is sized by it, so a catalog need not list `max_tokens`
+ * (decisions.md section 1: the contract's names must work unchanged).
  */
 export const REQUEST_PARAMETERS = [
   'temperature',
@@ -99,15 +101,14 @@ export const REQUEST_PARAMETERS = [
   'response_format',
   'logprobs',
   'top_logprobs',
-  'max_tokens',
   'stream',
 ] as const;
 export type RequestParameter = (typeof REQUEST_PARAMETERS)[number];
 
 /**
  * Each parameter's canonical request fields: what is left out of the call to an endpoint that does not support
- * the parameter (the plan names them in this vocabulary, `PlannedCandidate.dropParams`). `max_tokens` and
- * `stream` are never left out: the reservation and the reply mode depend on them.
+ * the parameter (the plan names them in this vocabulary, `PlannedCandidate.dropParams`). `stream` is never left
+ * out: the reply mode depends on it.
  */
 export const PARAMETER_FIELDS: Readonly<Record<RequestParameter, ReadonlyArray<keyof TextRequest>>> = {
   temperature: ['temperature'],
@@ -124,7 +125,6 @@ export const PARAMETER_FIELDS: Readonly<Record<RequestParameter, ReadonlyArray<k
   response_format: ['textFormat'],
   logprobs: ['logprobs', 'topLogprobs'],
   top_logprobs: ['topLogprobs'],
-  max_tokens: [],
   stream: [],
 };
 
@@ -159,7 +159,6 @@ export function requestedParameters(req: Omit<TextRequest, 'model'>): RequestPar
   if (req.textFormat !== undefined && req.textFormat.type !== 'text') used.add('response_format');
   if (req.logprobs === true) used.add('logprobs');
   if (req.logprobs === true && (req.topLogprobs ?? 0) > 0) used.add('top_logprobs');
-  if (req.maxOutputTokens !== undefined) used.add('max_tokens');
   if (req.stream) used.add('stream');
   return REQUEST_PARAMETERS.filter((p) => used.has(p));
 }

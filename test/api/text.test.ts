@@ -25,6 +25,8 @@ beforeAll(async () => {
       models: {
         'acme/duo': { displayName: 'Duo', type: 'chat', endpoints: [chat('primary'), chat('backup', { prompt: 20, completion: 80 })] },
         'acme/solo': { displayName: 'Solo', type: 'chat', endpoints: [chat('primary')] },
+        // An endpoint as decisions.md's catalog example writes one: no `max_tokens` in `supports`.
+        'acme/plain': { displayName: 'Plain', type: 'chat', endpoints: [{ ...chat('primary'), supports: ['temperature', 'top_p', 'tools', 'reasoning', 'logprobs', 'stream'] }] },
         'acme/think': { displayName: 'Think', type: 'chat', endpoints: [{ ...chat('primary'), supports: [...TEXT_PARAMS, 'reasoning'] }] },
       },
     }),
@@ -208,6 +210,13 @@ describe('routing constraints', () => {
     expect(excluded.body.error.metadata.reason).toBe('parameters_unsupported');
     // `none` asks for no reasoning: nothing to drop.
     expect((await post({ model: 'acme/solo@reasoning_effort=none', input: 'a', provider: { require_parameters: true } })).status).toBe(200);
+  });
+
+  it('needs no max_tokens in supports: every endpoint takes an output limit (a catalog with the contract names works unchanged)', async () => {
+    const res = await post({ model: 'acme/plain', input: 'a', max_output_tokens: 50, provider: { require_parameters: true } });
+    expect(res.status).toBe(200);
+    expect(res.body.switchyard.warnings).toBeUndefined();
+    expect(s.fake.requests.at(-1)?.body).toMatchObject({ max_completion_tokens: 50 });
   });
 
   it('sticks to the endpoint that served the same prompt_cache_key', async () => {

@@ -75,7 +75,6 @@ describe('responsesToCanonical', () => {
       'response_format',
       'logprobs',
       'top_logprobs',
-      'max_tokens',
       'stream',
     ]);
     expect(req.warnings).toEqual([
@@ -282,7 +281,6 @@ describe('chatToCanonical', () => {
       'response_format',
       'logprobs',
       'top_logprobs',
-      'max_tokens',
       'stream',
     ]);
   });
