@@ -1,8 +1,8 @@
 import { bootstrap, onShutdown, type Runtime } from '../shared/runtime/bootstrap';
 import { buildWorkerDeps } from './worker-deps';
-import { startMetricsServer } from '../shared/metrics/metrics-server';
+import { startMetricsServer, type MetricsServer } from '../shared/metrics/metrics-server';
 import { Queue } from 'bullmq';
-import { QUEUES } from '../shared/queue/queue-names';
+import { QUEUE_NAMES, QUEUES } from '../shared/queue/queue-names';
 import { scheduleMaintenance } from './processors/maintenance.processor';
 import { scheduleReaper } from './processors/reap-stuck-generations.processor';
 import { startWorkerPool, type WorkerPool } from './worker-pool';
@@ -22,18 +22,32 @@ export async function startWorkers(rt: Runtime): Promise<WorkerPool> {
   return pool;
 }
 
+/**
+ * A worker-only process's own /metrics: job durations, provider attempts, money charged, and the queue depth too, so
+ * an autoscaler scraping worker pods sees the backlog it scales on (deploy/README.md). A second worker on the same
+ * host finds the port taken: it logs that and runs on without its own endpoint (null).
+ */
+export async function serveWorkerMetrics(rt: Pick<Runtime, 'redis' | 'config' | 'metrics' | 'logger' | 'onClose'>, host?: string): Promise<MetricsServer | null> {
+  const depth = QUEUE_NAMES.map((name) => new Queue(name, { connection: rt.redis, prefix: rt.config.queuePrefix }));
+  rt.metrics.trackQueues(depth);
+  rt.onClose(async () => void (await Promise.all(depth.map((q) => q.close()))));
+  const port = rt.config.worker.metricsPort;
+  try {
+    const server = await startMetricsServer(rt.metrics.registry, port, { token: rt.config.metricsToken, host });
+    rt.onClose(() => server.close());
+    return server;
+  } catch (e) {
+    rt.logger.warn(`worker metrics endpoint not started on port ${port}: ${(e as Error).message} (set WORKER_METRICS_PORT per process)`);
+    return null;
+  }
+}
+
 if (require.main === module) {
   bootstrap('worker')
     .then(async (rt) => {
       const pool = await startWorkers(rt);
       rt.onClose(() => pool.close());
-      // A worker-only process exposes its own /metrics (job durations, provider attempts, money charged).
-      // A second worker on the same host finds the port taken: it logs that and runs on without its own endpoint.
-      const port = rt.config.worker.metricsPort;
-      await startMetricsServer(rt.metrics.registry, port, { token: rt.config.metricsToken }).then(
-        (m) => rt.onClose(() => m.close()),
-        (e: Error) => rt.logger.warn(`worker metrics endpoint not started on port ${port}: ${e.message} (set WORKER_METRICS_PORT per process)`),
-      );
+      await serveWorkerMetrics(rt);
       onShutdown(rt.logger, () => rt.close(), rt.config.shutdownTimeoutMs);
     })
     .catch((e: Error) => {

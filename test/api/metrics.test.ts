@@ -8,7 +8,8 @@ import { createRedis } from '../../shared/queue/redis';
 import { createMetrics, instrumentWorker } from '../../shared/metrics/metrics';
 import { startMetricsServer } from '../../shared/metrics/metrics-server';
 import { metricsMiddleware } from '../../api/middleware/metrics';
-import { QUEUE_NAMES } from '../../shared/queue/queue-names';
+import { QUEUE_NAMES, QUEUES } from '../../shared/queue/queue-names';
+import { serveWorkerMetrics } from '../../workers/main';
 
 interface Sample {
   name: string;
@@ -202,6 +203,35 @@ describe('worker-side metrics', () => {
       await queue.obliterate({ force: true });
       await queue.close();
       connection.disconnect();
+    }
+  });
+
+  it("a worker-only process's /metrics reports the depth of every queue (what an autoscaler scraping workers scales on)", async () => {
+    const redis = createRedis(TEST_REDIS_URL, { name: 'test-worker-depth' });
+    const prefix = `${h.prefix.slice(0, -1)}-depth}`;
+    const closers: Array<() => unknown> = [];
+    const metrics = createMetrics();
+    const rt = {
+      redis,
+      metrics,
+      config: { ...h.config, queuePrefix: prefix, metricsToken: undefined, worker: { ...h.config.worker, metricsPort: 0 } },
+      logger: { warn: () => undefined },
+      onClose: (fn: () => unknown) => void closers.unshift(fn),
+    } as unknown as Parameters<typeof serveWorkerMetrics>[0];
+    const text = new Queue(QUEUES.text, { connection: redis, prefix });
+    try {
+      await text.add('waiting', { n: 1 });
+      await text.add('waiting', { n: 2 });
+      const server = await serveWorkerMetrics(rt, '127.0.0.1');
+      const s = parse(await (await fetch(`http://127.0.0.1:${server!.port}/metrics`)).text());
+      expect(value(s, 'switchyard_queue_jobs', { queue: QUEUES.text, state: 'waiting' })).toBe(2);
+      // Every queue is reported, not only those with jobs.
+      for (const q of QUEUE_NAMES) expect(value(s, 'switchyard_queue_jobs', { queue: q, state: 'active' })).toBe(0);
+    } finally {
+      for (const close of closers) await close();
+      await text.obliterate({ force: true });
+      await text.close();
+      redis.disconnect();
     }
   });
 });
