@@ -21,56 +21,77 @@ interface RawCatalog {
 
 /**
  * Validates a catalog and resolves provider keys (`apiKeyEnv`) from `keys`: Config.providerKeys, or a test's own. Every problem is named: a missing
- * provider, an unknown kind, a negative price, a duplicate id (decisions.md section 1).
+ * provider, an unknown kind, a negative price, a duplicate id (decisions.md section 1), and what the schema refuses,
+ * all in one report (a schema problem does not hide the others).
  */
 export function parseCatalog(raw: unknown, keys: Readonly<Record<string, string | undefined>>, sourceText?: string): Catalog {
   const problems: string[] = [];
-  if (!validateShape(raw)) {
-    for (const e of validateShape.errors ?? []) problems.push(`${e.instancePath || '/'} ${e.message}`);
-    throw new CatalogError(problems);
-  }
-  const data = raw as unknown as RawCatalog;
+  if (!validateShape(raw)) for (const e of validateShape.errors ?? []) problems.push(`${e.instancePath || '/'} ${e.message}`);
   if (sourceText) problems.push(...findDuplicateKeys(sourceText));
+  problems.push(...referenceProblems(raw));
+  if (problems.length) throw new CatalogError(problems);
+  const data = raw as unknown as RawCatalog;
 
   // Null-prototype maps: an id such as `valueOf` or `__proto__` must never find something inherited.
   const providers: Record<string, ProviderConfig> = Object.create(null);
   for (const [id, p] of Object.entries(data.providers)) {
-    if (!(PROVIDER_KINDS as readonly string[]).includes(p.kind)) problems.push(`provider "${id}": unknown kind "${p.kind}" (known: ${PROVIDER_KINDS.join(', ')})`);
     providers[id] = { ...p, id, kind: p.kind, timeoutMs: p.timeoutMs ?? 60_000, apiKey: p.apiKeyEnv ? keys[p.apiKeyEnv] || undefined : undefined };
   }
-
   const models: Record<string, ModelConfig> = Object.create(null);
   for (const [id, m] of Object.entries(data.models)) {
-    const slugs = new Set<string>();
-    const endpoints: EndpointConfig[] = m.endpoints.map((e, i) => {
-      if (!providers[e.provider]) problems.push(`model "${id}" endpoint ${i}: provider "${e.provider}" is not defined`);
-      const slug = `${id}:${e.provider}`;
-      if (slugs.has(slug)) problems.push(`model "${id}": duplicate endpoint for provider "${e.provider}"`);
-      slugs.add(slug);
+    const endpoints: EndpointConfig[] = m.endpoints.map((e) => {
       const price: Price = {};
-      for (const [field, value] of Object.entries(e.price)) {
-        const text = String(value);
-        if (text.startsWith('-')) problems.push(`model "${id}" endpoint ${i}: negative price ${field} = ${text}`);
-        price[field as keyof Price] = text;
-      }
-      return { ...e, slug, price, supports: expandSupports(e.supports ?? []) };
+      for (const [field, value] of Object.entries(e.price)) price[field as keyof Price] = String(value);
+      return { ...e, slug: `${id}:${e.provider}`, price, supports: expandSupports(e.supports ?? []) };
     });
     models[id] = { id, displayName: m.displayName, type: m.type, endpoints };
   }
-  if (problems.length) throw new CatalogError(problems);
   return { providers, models };
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The problems between the catalog's parts: an unknown kind, an endpoint's provider not defined, two endpoints of a
+ * model on one provider, a negative price. Read defensively: it runs on a catalog the schema may have refused too.
+ */
+function referenceProblems(raw: unknown): string[] {
+  const problems: string[] = [];
+  const providers = isRecord(raw) && isRecord(raw.providers) ? raw.providers : {};
+  for (const [id, p] of Object.entries(providers)) {
+    const kind = isRecord(p) ? p.kind : undefined;
+    if (typeof kind === 'string' && !(PROVIDER_KINDS as readonly string[]).includes(kind)) problems.push(`provider "${id}": unknown kind "${kind}" (known: ${PROVIDER_KINDS.join(', ')})`);
+  }
+  const models = isRecord(raw) && isRecord(raw.models) ? raw.models : {};
+  for (const [id, m] of Object.entries(models)) {
+    const endpoints = isRecord(m) && Array.isArray(m.endpoints) ? m.endpoints : [];
+    const slugs = new Set<string>();
+    endpoints.forEach((e: unknown, i) => {
+      if (!isRecord(e)) return;
+      if (typeof e.provider === 'string') {
+        if (!Object.hasOwn(providers, e.provider)) problems.push(`model "${id}" endpoint ${i}: provider "${e.provider}" is not defined`);
+        if (slugs.has(e.provider)) problems.push(`model "${id}": duplicate endpoint for provider "${e.provider}"`);
+        slugs.add(e.provider);
+      }
+      for (const [field, value] of Object.entries(isRecord(e.price) ? e.price : {})) {
+        if (String(value).startsWith('-')) problems.push(`model "${id}" endpoint ${i}: negative price ${field} = ${String(value)}`);
+      }
+    });
+  }
+  return problems;
 }
 
 /** JSON.parse silently keeps the last of two equal keys; a catalog must not have any. */
 function findDuplicateKeys(text: string): string[] {
   const problems: string[] = [];
   const stack: Array<Set<string>> = [];
-  const re = /"((?:[^"\\]|\\.)*)"\s*:|[{}]/g;
+  // Every string is read whole (a brace inside one is text); a string followed by `:` is a key.
+  const re = /"((?:[^"\\]|\\.)*)"(\s*:)?|[{}]/g;
   let m: RegExpExecArray | null;
   while ((m = re.exec(text))) {
     if (m[0] === '{') stack.push(new Set());
     else if (m[0] === '}') stack.pop();
-    else {
+    else if (m[2] !== undefined) {
       const keys = stack[stack.length - 1];
       if (!keys) continue;
       if (keys.has(m[1])) problems.push(`duplicate id "${m[1]}"`);

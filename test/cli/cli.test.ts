@@ -373,6 +373,31 @@ describe('catalog check', () => {
     expect(lines.slice(1).join('\n')).toMatch(/negative price completion = -2/);
   });
 
+  it('names what the schema refuses together with every other problem', async () => {
+    const file = write(
+      'schema-and-more.json',
+      bad((c) => {
+        c.providers.acme.kind = 'telepathy';
+        c.models['anthropic/claude'].endpoints[0].maxDimension = 5; // misspelled
+        c.models['openai/gpt-4.1-mini'].endpoints[0].price.prompt = '-1';
+      }),
+    );
+    const stderr = await failure(`catalog check --file ${file}`, /3 problem\(s\)/, noDb());
+    expect(stderr).toMatch(/must NOT have additional properties/);
+    expect(stderr).toMatch(/unknown kind "telepathy"/);
+    expect(stderr).toMatch(/negative price prompt = -1/);
+  });
+
+  it('finds a duplicate id after a brace inside a string', async () => {
+    const braced = bad((c) => (c.models['openai/gpt-4.1-mini'].displayName = 'GPT mini (v2}'));
+    const text = JSON.stringify(braced, null, 2).replace(
+      '"anthropic/claude": {',
+      '"openai/gpt-4.1-mini": { "displayName": "again", "type": "chat", "endpoints": [{ "provider": "acme", "upstreamModel": "x", "price": {} }] },\n    "anthropic/claude": {',
+    );
+    const file = write('duplicate-after-brace.json', text);
+    await failure(`catalog check --file ${file}`, /duplicate id "openai\/gpt-4.1-mini"/, noDb());
+  });
+
   it('refuses a missing or malformed file', async () => {
     await failure(`catalog check --file ${path.join(dir, 'absent.json')}`, /cannot read/, noDb());
     await failure(`catalog check --file ${write('broken.json', '{ "providers": ')}`, /is not valid JSON/, noDb());
