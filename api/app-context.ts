@@ -148,7 +148,7 @@ export function buildContext(deps: AppDeps): AppContext {
     embeddings: new EmbeddingsService({ catalog: deps.catalog, planner, gateway, syncWaitMs }),
     questions: new TypedQuestionsService({ db: deps.db, planner, gateway, syncWaitMs }),
     images: new ImagesService({ planner, gateway, records, files }),
-    media: new MediaService({ planner, gateway, records, files, callbacks: new CallbackService(queues.callbacks) }),
+    media: new MediaService({ planner, gateway, records, files, callbacks: new CallbackService(queues.callbacks, { backoffMs: deps.config.media.callbackBackoffMs }) }),
     mediaOperations: new MediaOperationsService({ catalog: deps.catalog, planner, gateway, records }),
     metrics,
     files,

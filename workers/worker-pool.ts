@@ -21,7 +21,7 @@ function processors(deps: WorkerDeps, callbacks: CallbackService): Partial<Recor
   return {
     [QUEUES.text]: afterGrant(deps, textProcessor(deps) as Processor),
     [QUEUES.embeddings]: afterGrant(deps, embeddingsProcessor(deps) as Processor),
-    [QUEUES.maintenance]: maintenanceProcessor(deps) as Processor,
+    [QUEUES.maintenance]: maintenanceProcessor(deps, callbacks) as Processor,
     [QUEUES.image]: imageProcessor(deps, callbacks) as Processor,
     [QUEUES.media]: mediaProcessor(deps, callbacks) as Processor,
     [QUEUES.callbacks]: callbackProcessor(deps) as Processor,

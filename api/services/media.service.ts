@@ -83,10 +83,12 @@ export class MediaService {
     if (!RUNNING.has(g.status)) throw notCancellable(g.status);
     const queue = queueOfGeneration(g);
     if (!(await this.d.gateway.cancel(id, queue))) throw notCancellable((await this.d.records.load(id)).status);
+    // First after the commit, so that nothing failing after it loses the callback (a job still running queues it
+    // again when it finds the cancel, deduped).
+    if (g.callBackUrl) await this.d.callbacks.enqueue({ generationId: id, organizationId: g.organizationId, url: g.callBackUrl, status: 'cancelled' });
     // A cancelled generation keeps no output: whatever the worker stored before the cancel won goes now, and
     // what it stores after is removed by the worker when its settlement finds the generation cancelled.
     await this.d.files.discardUnkept(id);
-    if (g.callBackUrl) await this.d.callbacks.enqueue({ generationId: id, organizationId: g.organizationId, url: g.callBackUrl, status: 'cancelled' });
     const after = await this.d.records.load(id);
     return { status: 200, body: mediaRecord(after) };
   }

@@ -188,6 +188,8 @@ export interface CallbackJobData {
   organizationId: string;
   url: string;
   status: 'completed' | 'failed' | 'cancelled';
+  /** When the first attempt signed the record's file URLs (ms): every retry sends the same body. */
+  signedAt?: number;
 }
 
 /** Payload and result of each queue (see the table at the top). */

@@ -131,6 +131,9 @@ export class CallbackUrlError extends Error {
   override readonly name = 'CallbackUrlError';
 }
 
+/** The host did not resolve: refused when a request names it, retried at delivery (DNS may fail for a while). */
+export class CallbackHostUnresolved extends CallbackUrlError {}
+
 export type HostLookup = (host: string) => Promise<Array<{ address: string; family: number }>>;
 
 const systemLookup: HostLookup = (host) => dns.promises.lookup(host, { all: true, verbatim: true });
@@ -158,9 +161,9 @@ export async function checkCallbackUrl(raw: string, opts: { allowPrivate: boolea
   try {
     addresses = await (opts.lookup ?? systemLookup)(host);
   } catch {
-    throw new CallbackUrlError(`host ${host} does not resolve`);
+    throw new CallbackHostUnresolved(`host ${host} does not resolve`);
   }
-  if (addresses.length === 0) throw new CallbackUrlError(`host ${host} does not resolve`);
+  if (addresses.length === 0) throw new CallbackHostUnresolved(`host ${host} does not resolve`);
   const bad = addresses.find((a) => isPrivateAddress(a.address));
   if (bad) throw new CallbackUrlError(`host ${host} resolves to a private or loopback address (${bad.address})`);
   return url;
@@ -188,18 +191,23 @@ export interface CallbackDelivery {
   status: CallbackJobData['status'];
 }
 
-/** POSTs one signed callback; resolves with the receiver's HTTP status (any status), rejects on network errors. */
+/**
+ * POSTs one signed callback; resolves with the receiver's HTTP status (any status), rejects on network errors and
+ * when the whole exchange (connection, reply, its body) takes more than `timeoutMs` (10 s): a receiver trickling
+ * bytes holds no delivery slot longer.
+ */
 export async function postCallback(d: CallbackDelivery, opts: { allowPrivate: boolean; timeoutMs?: number }): Promise<number> {
   const url = await checkCallbackUrl(d.url, { allowPrivate: opts.allowPrivate });
   const body = Buffer.from(d.body, 'utf8');
   const client = url.protocol === 'https:' ? https : http;
+  const timeoutMs = opts.timeoutMs ?? 10_000;
   return new Promise<number>((resolve, reject) => {
     const req = client.request(
       url,
       {
         method: 'POST',
         lookup: guardedLookup(opts.allowPrivate) as unknown as net.LookupFunction,
-        timeout: opts.timeoutMs ?? 10_000,
+        timeout: timeoutMs,
         headers: {
           'content-type': 'application/json',
           'content-length': String(body.length),
@@ -214,6 +222,8 @@ export async function postCallback(d: CallbackDelivery, opts: { allowPrivate: bo
         res.on('error', reject);
       },
     );
+    const deadline = setTimeout(() => req.destroy(new Error(`callback receiver did not answer within ${timeoutMs} ms`)), timeoutMs);
+    req.on('close', () => clearTimeout(deadline));
     req.on('timeout', () => req.destroy(new Error('callback receiver did not answer in time')));
     req.on('error', reject);
     req.end(body);

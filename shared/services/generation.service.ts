@@ -34,7 +34,7 @@ export interface NewGeneration {
 
 export interface IdempotencyClaim {
   key: string;
-  /** sha256 of the method, path and canonical body: the same key with another request is 409. */
+  /** sha256 of the caller, method, path and canonical body: the same key with another request is 409. */
   hash: string;
 }
 

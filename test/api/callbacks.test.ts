@@ -4,7 +4,11 @@ import type { AddressInfo } from 'node:net';
 import { UnrecoverableError, type Job } from 'bullmq';
 import request from 'supertest';
 import type { CallbackJobData } from '../../shared/queue/job-catalog';
-import { checkCallbackUrl, CallbackUrlError, isPrivateAddress, postCallback, signCallback } from '../../shared/services/callbacks.service';
+import { checkCallbackUrl, CallbackHostUnresolved, CallbackService, CallbackUrlError, isPrivateAddress, postCallback, signCallback } from '../../shared/services/callbacks.service';
+import { newId } from '../../shared/auth/api-keys';
+import type { MediaJobData } from '../../shared/queue/job-catalog';
+import { MediaExecutor } from '../../workers/services/media-executor';
+import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';
 import { callbackProcessor } from '../../workers/processors/callback.processor';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 
@@ -87,6 +91,34 @@ describe('the private-address guard', () => {
 
   it('signs with HMAC-SHA256 of the exact body, hex, prefixed sha256=', () => {
     expect(signCallback('key', 'The quick brown fox jumps over the lazy dog')).toBe('sha256=f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8');
+  });
+
+  it('tells a host that does not resolve apart (refused in a request, retried at delivery)', async () => {
+    const failing = async () => {
+      throw new Error('EAI_AGAIN');
+    };
+    const e = await checkCallbackUrl('https://flaky.example/hook', { allowPrivate: false, lookup: failing }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(CallbackHostUnresolved);
+    expect(e).toBeInstanceOf(CallbackUrlError);
+  });
+
+  it('gives a delivery 10 s (here 300 ms) in all: a receiver trickling its reply does not hold it longer', async () => {
+    const trickler = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      const t = setInterval(() => res.write('.'), 50);
+      res.on('close', () => clearInterval(t));
+    });
+    await new Promise<void>((resolve) => trickler.listen(0, '127.0.0.1', resolve));
+    try {
+      const started = Date.now();
+      const url = `http://127.0.0.1:${(trickler.address() as AddressInfo).port}/slow`;
+      await expect(postCallback({ url, body: '{}', secret: 's', status: 'completed' }, { allowPrivate: true, timeoutMs: 300 })).rejects.toThrow(/within 300 ms/);
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      trickler.closeAllConnections();
+      await new Promise((r) => trickler.close(r));
+    }
   });
 
   it('does not deliver to a private address unless allowed', async () => {
@@ -188,10 +220,52 @@ describe('callbacks end to end (CALLBACK_ALLOW_PRIVATE=true, a local receiver)',
     expect(received.filter((x) => x.path === '/cancelled')).toHaveLength(1);
   });
 
+  /** A media generation recorded (reserved) with a callback, and no job: what a worker that died leaves behind. */
+  async function recorded(path: string): Promise<string> {
+    const id = newId('gen');
+    await s.ctx.generations.create({
+      id,
+      organizationId: org.organizationId,
+      apiKeyId: null,
+      userId: null,
+      model: STACK_MODELS.video,
+      unifiedModelId: STACK_MODELS.video,
+      modelDisplayName: 'Veo 3',
+      requestType: 'video',
+      apiType: 'media',
+      responseMode: 'async',
+      request: { input: { prompt: 'x' } },
+      routing: { queue: 'media', candidates: [`${STACK_MODELS.video}:replicate`] },
+      callBackUrl: `${hook}${path}`,
+      bound: '1',
+    });
+    return id;
+  }
+
+  it('a re-run that finds its generation ended (its worker died before queueing the callback) queues it', async () => {
+    const id = await recorded('/rerun');
+    await s.ctx.generations.finish(id, { status: 'failed', error: { code: 'BAD_GATEWAY', message: 'the provider failed' } });
+    const executor = new MediaExecutor(s.workerDeps, s.workerDeps.config.media, new CallbackService(s.ctx.queues.callbacks, { backoffMs: 50 }));
+    const job = { data: { generationId: id, organizationId: org.organizationId, callBackUrl: `${hook}/rerun`, kind: 'video', candidates: [], warnings: [] }, attemptsMade: 0, opts: {} };
+    await executor.run(job as unknown as Job<MediaJobData>);
+    const [d] = await deliveries('/rerun', 1);
+    expect(d.headers['x-switchyard-event']).toBe('media.generation.failed');
+    expect(JSON.parse(d.raw.toString())).toMatchObject({ id, status: 'failed' });
+  });
+
+  it('announces a generation the reaper ends (no job will finish it) as media.generation.failed', async () => {
+    const id = await recorded('/reaped');
+    const reap = stuckGenerationReaper(s.workerDeps, { everyMs: 60_000, minAgeMs: 0 }, new CallbackService(s.ctx.queues.callbacks, { backoffMs: 50 }));
+    expect((await reap()).reaped).toBeGreaterThanOrEqual(1);
+    const [d] = await deliveries('/reaped', 1);
+    expect(d.headers['x-switchyard-event']).toBe('media.generation.failed');
+    expect(JSON.parse(d.raw.toString())).toMatchObject({ id, status: 'failed', error: { code: 'SERVICE_UNAVAILABLE' } });
+  });
+
   it('refuses, at delivery, an address that became private when private addresses are not allowed (no retry)', async () => {
     const deps = { ...s.workerDeps, config: { ...s.workerDeps.config, callbackAllowPrivate: false } };
     const g = await s.t.db.generation.findFirstOrThrow({ where: { organizationId: org.organizationId, status: 'completed' } });
-    const job = { data: { generationId: g.id, organizationId: org.organizationId, url: `${hook}/never`, status: 'completed' } } as Job<CallbackJobData>;
+    const job = { data: { generationId: g.id, organizationId: org.organizationId, url: `${hook}/never`, status: 'completed' }, updateData: async () => undefined } as unknown as Job<CallbackJobData>;
     await expect(callbackProcessor(deps)(job)).rejects.toBeInstanceOf(UnrecoverableError);
     expect(received.filter((x) => x.path === '/never')).toHaveLength(0);
   });

@@ -1,13 +1,13 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import { mediaRecord } from '../../shared/formats/media.mapper';
 import type { CallbackJobData } from '../../shared/queue/job-catalog';
-import { CallbackUrlError, postCallback } from '../../shared/services/callbacks.service';
+import { CallbackHostUnresolved, CallbackUrlError, postCallback } from '../../shared/services/callbacks.service';
 import type { WorkerDeps } from '../worker-deps';
 
 /**
  * Queue `callbacks`: POSTs the generation's media record, signed (shared/services/callbacks.service.ts).
  * A non-2xx reply or a network error throws, so BullMQ retries with exponential back-off (at most 8 attempts,
- * job catalog); a refused URL (private address, bad scheme) fails at once.
+ * job catalog); a refused URL (private address, bad scheme) fails at once, a host that does not resolve is retried.
  */
 export function callbackProcessor(deps: WorkerDeps) {
   return async (job: Job<CallbackJobData>): Promise<void> => {
@@ -17,14 +17,17 @@ export function callbackProcessor(deps: WorkerDeps) {
       deps.db.organization.findUnique({ where: { id: organizationId }, select: { callbackSecret: true } }),
     ]);
     if (!generation || !org) return;
-    // Signed as of the job's creation: every retry sends the same signed body (its URLs expire FILE_URL_TTL_SECONDS
-    // after the first attempt, docs/callbacks.md).
-    const body = JSON.stringify(mediaRecord(deps.files.withFreshUrls(generation, new Date(job.timestamp))));
+    // Signed at the first attempt, whose time the job keeps: every retry sends the same signed body (its URLs expire
+    // FILE_URL_TTL_SECONDS after the first attempt, docs/callbacks.md), however long the job waited in the queue.
+    const signedAt = job.data.signedAt ?? Date.now();
+    if (job.data.signedAt === undefined) await job.updateData({ ...job.data, signedAt });
+    const body = JSON.stringify(mediaRecord(deps.files.withFreshUrls(generation, new Date(signedAt))));
     let code: number;
     try {
       code = await postCallback({ url, body, secret: org.callbackSecret, status }, { allowPrivate: deps.config.callbackAllowPrivate });
     } catch (e) {
-      const refused = e instanceof CallbackUrlError || (e as { code?: string }).code === 'ECALLBACKPRIVATE';
+      // A host that does not resolve now may resolve later: retried like a network error.
+      const refused = (e instanceof CallbackUrlError && !(e instanceof CallbackHostUnresolved)) || (e as { code?: string }).code === 'ECALLBACKPRIVATE';
       if (refused) throw new UnrecoverableError(`callback URL refused: ${(e as Error).message}`);
       throw e;
     }

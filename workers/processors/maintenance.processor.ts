@@ -2,6 +2,7 @@ import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import { JOB_OPTIONS } from '../../shared/queue/job-catalog';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { WorkerDeps } from '../worker-deps';
+import type { CallbackService } from '../../shared/services/callbacks.service';
 import { REAP_STUCK_GENERATIONS, stuckGenerationReaper } from './reap-stuck-generations.processor';
 
 /** Job names of the `maintenance` queue. Never rename one: schedulers in Redis refer to them. */
@@ -14,9 +15,9 @@ export const MAINTENANCE_JOBS = {
 export const DELETE_EXPIRED_FILES_EVERY_MS = 15 * 60_000;
 
 /** The `maintenance` queue's processor: one handler per job name. */
-export function maintenanceProcessor(deps: Pick<WorkerDeps, 'files' | 'clock' | 'logger'> & Partial<WorkerDeps>) {
+export function maintenanceProcessor(deps: Pick<WorkerDeps, 'files' | 'clock' | 'logger'> & Partial<WorkerDeps>, callbacks?: CallbackService) {
   // The reaper needs the database and the queues; a processor built with files only (tests) has no reaper.
-  const reap = deps.db && deps.generations && deps.redis && deps.config ? stuckGenerationReaper(deps as WorkerDeps) : undefined;
+  const reap = deps.db && deps.generations && deps.redis && deps.config ? stuckGenerationReaper(deps as WorkerDeps, deps.config.reaper, callbacks) : undefined;
   const handlers: Record<string, (job: Job) => Promise<unknown>> = {
     ...(reap && { [MAINTENANCE_JOBS.reapStuckGenerations]: reap }),
     [MAINTENANCE_JOBS.deleteExpiredFiles]: async () => {

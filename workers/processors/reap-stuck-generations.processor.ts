@@ -4,6 +4,7 @@ import { JOB_OPTIONS, queueOfGeneration } from '../../shared/queue/job-catalog';
 import { QUEUES, type QueueName } from '../../shared/queue/queue-names';
 import type { WorkerDeps } from '../worker-deps';
 import type { ReaperSettings } from '../../shared/config/env';
+import type { CallbackService } from '../../shared/services/callbacks.service';
 
 /** Job name in the `maintenance` queue. Never rename it: the scheduler in Redis refers to it. */
 export const REAP_STUCK_GENERATIONS = 'reap-stuck-generations';
@@ -26,7 +27,12 @@ const LIVE = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-ch
  * generation granted from a lease that was never recorded). The same sweep releases
  * the reservation leases of processes that died (shared/billing/leases.ts).
  */
-export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations' | 'settlements' | 'redis' | 'config' | 'clock' | 'logger'> & { metrics?: Pick<WorkerDeps['metrics'], 'generationsReaped'> }, opts: ReaperOptions = deps.config.reaper) {
+export function stuckGenerationReaper(
+  deps: Pick<WorkerDeps, 'db' | 'generations' | 'settlements' | 'redis' | 'config' | 'clock' | 'logger'> & { metrics?: Pick<WorkerDeps['metrics'], 'generationsReaped'> },
+  opts: ReaperOptions = deps.config.reaper,
+  /** A reaped generation with a `callBackUrl` is POSTed there like any other ending (docs/callbacks.md). */
+  callbacks?: Pick<CallbackService, 'enqueue'>,
+) {
   const queues = new Map<QueueName, Queue>();
   const queue = (name: QueueName) => {
     let q = queues.get(name);
@@ -40,7 +46,7 @@ export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations
     const before = new Date(deps.clock().getTime() - opts.minAgeMs);
     const stuck = await deps.db.generation.findMany({
       where: { status: { in: ['pending', 'processing'] }, createdAt: { lt: before } },
-      select: { id: true, organizationId: true, apiType: true, requestType: true, routing: true },
+      select: { id: true, organizationId: true, apiType: true, requestType: true, routing: true, callBackUrl: true },
       orderBy: { createdAt: 'asc' },
       take: 500,
     });
@@ -68,6 +74,11 @@ export function stuckGenerationReaper(deps: Pick<WorkerDeps, 'db' | 'generations
         reaped++;
         deps.metrics?.generationsReaped.inc();
         deps.logger.warn('reaped a generation no job will finish', { generationId: g.id, jobState: state });
+        if (g.callBackUrl && callbacks) {
+          await callbacks
+            .enqueue({ generationId: g.id, organizationId: g.organizationId, url: g.callBackUrl, status: 'failed' })
+            .catch((err: unknown) => deps.logger.error('callback of a reaped generation not queued', { generationId: g.id, err }));
+        }
       }
     }
     return { reaped, leases };

@@ -100,6 +100,8 @@ export class MediaExecutor {
       // A run that stored files and died before settling: the outcome decides what stays (cancelled: nothing).
       if (gen.status === 'cancelled' && data.step) await this.cancelUpstream(data, data.step);
       await this.discardUnkept(data);
+      // A run that died between its ending's commit and queueing the callback: queued now (its job id dedupes).
+      await this.callback(data, gen.status);
       if (gen.status === 'cancelled') await this.publisher(data).send({ type: 'cancelled' });
       return;
     }
@@ -287,8 +289,10 @@ export class MediaExecutor {
     // Storing and settling are one decision: a generation cancelled while its output was being stored ends
     // cancelled and free, and the files this run stored go (the cancel route removes those it found).
     if (!outcome.applied) await this.discardUnkept(data);
-    await this.publisher(data).send(outcome.applied ? { type: 'done', payload: { id: data.generationId } } : { type: 'cancelled' });
+    // The callback is queued before anything else can fail: a re-run after this point finds the ending and queues
+    // it again (deduped), never loses it.
     if (outcome.applied) await this.callback(data, 'completed');
+    await this.publisher(data).send(outcome.applied ? { type: 'done', payload: { id: data.generationId } } : { type: 'cancelled' });
   }
 
   private failTask(data: MediaJobData, step: MediaStep, f: Pick<UpstreamFailure, 'reason' | 'message' | 'status' | 'raw'>): Promise<void> {
@@ -305,17 +309,17 @@ export class MediaExecutor {
   private async fail(data: MediaJobData, err: AppError, attempts: MediaAttempt[]): Promise<void> {
     const error = err.toStored();
     const outcome = await this.deps.generations.finish(data.generationId, { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, generationTimeMs: await this.elapsed(data.generationId) });
+    if (outcome.applied) await this.callback(data, 'failed');
     await this.discardUnkept(data);
     await this.publisher(data).send(outcome.applied ? { type: 'failed', error } : { type: 'cancelled' });
-    if (outcome.applied) await this.callback(data, 'failed');
   }
 
   /** The provider cancelled the task on its side. */
   private async endCancelled(data: MediaJobData): Promise<void> {
     const outcome = await this.deps.generations.finish(data.generationId, { status: 'cancelled' });
+    if (outcome.applied) await this.callback(data, 'cancelled');
     await this.discardUnkept(data);
     await this.publisher(data).send({ type: 'cancelled' });
-    if (outcome.applied) await this.callback(data, 'cancelled');
   }
 
   /**
@@ -351,6 +355,8 @@ export class MediaExecutor {
     if (g?.status !== 'cancelled') return false;
     if (data.step) await this.cancelUpstream(data, data.step);
     await this.discardUnkept(data);
+    // Cancelled by the API, which queued the callback too: again here (deduped) in case it died before it could.
+    await this.callback(data, 'cancelled');
     await this.publisher(data).send({ type: 'cancelled' });
     return true;
   }
