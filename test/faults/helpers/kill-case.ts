@@ -143,7 +143,11 @@ export async function checkPromisesKept(k: KillCase, replies: Reply[], upstream:
   );
   checks.that(settlements.length === ids.length && settlements.every((s) => s.n === 1), `settlements per generation: ${settlements.map((s) => s.n).join(',')}`);
   checks.that(upstream === ids.length, `upstream calls for the ${ids.length} replied requests: ${upstream} (a re-run must not call the provider again)`);
-  const promisedAfter = await c.conn.hlen(`${c.env.QUEUE_PREFIX}:settling:${org.organizationId}`);
+  // A re-run keeps a promise by committing its close, sending its reply again, then erasing it: the erase may land a
+  // moment after the commit the checks above saw.
+  const promised = () => c.conn.hlen(`${c.env.QUEUE_PREFIX}:settling:${org.organizationId}`);
+  await waitFor('the kept promises erased', async () => (await promised()) === 0, 10_000).catch(() => undefined);
+  const promisedAfter = await promised();
   checks.that(promisedAfter === 0, `promises left in Redis: ${promisedAfter}`);
 }
 
