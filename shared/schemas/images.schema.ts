@@ -80,9 +80,9 @@ export interface ImageGenerationBody {
 }
 
 /**
- * The rules of the model generation, once the model is known. A value outside what the generation accepts is
- * a 400 (never silently dropped), but for `size` (IMAGE_RULES): `legacy` is the catalog flag of the model's endpoints; `maxImages` the
- * smallest `maxImages` of the endpoints that may serve the request.
+ * The rules of the model generation, once the model is known. A value outside what the generation accepts is a 400
+ * (never silently dropped), `size` excepted (IMAGE_RULES). `legacy` is the catalog flag of the model's endpoints;
+ * `maxImages` the smallest `maxImages` of the endpoints that may serve the request.
  */
 export function imageGenerationIssues(body: ImageGenerationBody, model: { legacy: boolean; maxImages?: number; id: string }): ValidationIssue[] {
   const issues: ValidationIssue[] = [];

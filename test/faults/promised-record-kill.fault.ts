@@ -27,7 +27,7 @@ it('19. replies granted from leases sent on promises carrying their records, nev
       input: 'record',
     },
     async (k) => {
-      const { c, checks, tally, org } = k;
+      const { c, checks, tally } = k;
       await warmBothProcesses(k);
       await waitFor('a lease held by each process', async () => (await k.leasesHeld()) >= 2, 10_000).catch(() => undefined);
       const held = await k.leasesHeld();
@@ -42,8 +42,7 @@ it('19. replies granted from leases sent on promises carrying their records, nev
       const ids = replies.map((r) => String(r.json?.id));
       const recorded = await c.db.generation.count({ where: { id: { in: ids } } });
       checks.that(recorded === 0, `generations replied to and already recorded: ${recorded} of ${ids.length} (expected none: their records wait on the lock)`);
-      const journal = `${c.env.QUEUE_PREFIX}:settling:${org.organizationId}`;
-      const promises = (await c.conn.hmget(journal, ...ids)).map((t) => (t ? (JSON.parse(t) as { open?: { id: string } }) : null));
+      const promises = (await c.conn.hmget(k.journal, ...ids)).map((t) => (t ? (JSON.parse(t) as { open?: { id: string } }) : null));
       checks.that(promises.every((p, i) => p?.open?.id === ids[i]), `promises carrying their records: ${promises.filter((p) => p?.open).length} of ${ids.length}`);
 
       const batches = await killWhileBatchesWait(k);

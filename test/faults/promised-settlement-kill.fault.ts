@@ -25,7 +25,7 @@ it('15. replies sent, their settlements promised but never committed (process SI
       input: 'promise',
     },
     async (k) => {
-      const { c, checks, tally, org } = k;
+      const { c, checks, tally } = k;
       const warm = await Promise.all(Array.from({ length: 4 }, (_, i) => k.ask(i)));
       tally.addAll(warm);
 
@@ -41,7 +41,7 @@ it('15. replies sent, their settlements promised but never committed (process SI
       const ids = replies.map((r) => String(r.json?.id));
       const open = await c.db.generation.count({ where: { id: { in: ids }, status: { in: ['pending', 'processing'] } } });
       checks.that(open === ids.length, `generations replied to but not yet settled: ${open} of ${ids.length}`);
-      const promisedBefore = await c.conn.hlen(`${c.env.QUEUE_PREFIX}:settling:${org.organizationId}`);
+      const promisedBefore = await c.conn.hlen(k.journal);
       checks.that(promisedBefore === ids.length, `promised settlements in Redis: ${promisedBefore}`);
 
       const batches = await killWhileBatchesWait(k);

@@ -4,7 +4,7 @@ import { post, Tally, type Reply } from './http';
 import { ledgerBatchesWaiting, lockOrganization, type RowLock } from './locks';
 import { Checks } from './report';
 import { childrenOf, startNpmStart, type NpmStart } from './processes';
-import { queueSettled, waitFor } from './wait';
+import { queueIdle, queueSettled, waitFor } from './wait';
 import { QUEUES } from '../../../shared/queue/queue-names';
 
 /** What a process-kill case (15-19) works with: `npm start` with two processes, an organization, its requests. */
@@ -18,6 +18,8 @@ export interface KillCase {
   org: SeededOrg;
   /** POST /v1/responses for the organization, input `<prefix> <i>`; extra headers (an Idempotency-Key). */
   ask(i: number, headers?: Record<string, string>): Promise<Reply>;
+  /** The organization's settlement journal in Redis: a hash of the settlements promised, by generation id. */
+  journal: string;
   /** Requests the fake provider has taken (POSTs). */
   upstreamPosts(): number;
   /** Reservation leases held, by any process. */
@@ -54,6 +56,7 @@ export async function runKillCase(c: Cluster, o: { name: string; injected: strin
     const first = childrenOf(npm.parent.pid!);
     const org = await c.seed({ balance: '100' });
     const ask = (i: number, headers: Record<string, string> = {}) => post(`${npm.url}/v1/responses`, { model: MODELS.chat, input: `${o.input} ${i}`, max_output_tokens: 32 }, { ...org.auth, ...headers }, 30_000);
+    const journal = `${c.env.QUEUE_PREFIX}:settling:${org.organizationId}`;
     const k: KillCase = {
       c,
       checks,
@@ -62,13 +65,10 @@ export async function runKillCase(c: Cluster, o: { name: string; injected: strin
       first,
       org,
       ask,
+      journal,
       upstreamPosts: () => c.fake.requests.filter((r) => r.method === 'POST').length,
       leasesHeld: async () => (await c.db.$queryRawUnsafe<Array<{ n: number }>>(`SELECT COUNT(*)::int AS n FROM reservations WHERE expires_at IS NOT NULL AND status = 'held'`))[0]!.n,
-      settled: () =>
-        waitFor('the earlier requests settled', async () => {
-          const jobs = await c.queues[QUEUES.text].getJobCounts('active', 'waiting', 'delayed', 'prioritized');
-          return Object.values(jobs).every((v) => v === 0) && (await c.conn.hlen(`${c.env.QUEUE_PREFIX}:settling:${org.organizationId}`)) === 0;
-        }, 15_000),
+      settled: () => waitFor('the earlier requests settled', async () => (await queueIdle(c.queues[QUEUES.text])) && (await c.conn.hlen(journal)) === 0, 15_000),
       lockOrganization: async () => {
         const lock = await lockOrganization(c.pg.url, org.organizationId);
         locks.push(lock);
@@ -145,7 +145,7 @@ export async function checkPromisesKept(k: KillCase, replies: Reply[], upstream:
   checks.that(upstream === ids.length, `upstream calls for the ${ids.length} replied requests: ${upstream} (a re-run must not call the provider again)`);
   // A re-run keeps a promise by committing its close, sending its reply again, then erasing it: the erase may land a
   // moment after the commit the checks above saw.
-  const promised = () => c.conn.hlen(`${c.env.QUEUE_PREFIX}:settling:${org.organizationId}`);
+  const promised = () => c.conn.hlen(k.journal);
   await waitFor('the kept promises erased', async () => (await promised()) === 0, 10_000).catch(() => undefined);
   const promisedAfter = await promised();
   checks.that(promisedAfter === 0, `promises left in Redis: ${promisedAfter}`);

@@ -8,8 +8,13 @@ export async function waitFor(what: string, fn: () => Promise<boolean>, timeoutM
   }
 }
 
+/** Whether a queue holds no job waiting or running. */
+export async function queueIdle(queue: Queue): Promise<boolean> {
+  return Object.values(await queue.getJobCounts('active', 'waiting', 'delayed', 'prioritized')).every((v) => v === 0);
+}
+
 /** Waits (up to `timeoutMs`) until a queue holds no job waiting or running; its counts then, failed jobs included. */
 export async function queueSettled(queue: Queue, timeoutMs: number): Promise<Record<string, number>> {
-  await waitFor('the jobs ended', async () => Object.values(await queue.getJobCounts('active', 'waiting', 'delayed', 'prioritized')).every((v) => v === 0), timeoutMs).catch(() => undefined);
+  await waitFor('the jobs ended', () => queueIdle(queue), timeoutMs).catch(() => undefined);
   return queue.getJobCounts('active', 'waiting', 'delayed', 'prioritized', 'failed');
 }
