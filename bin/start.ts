@@ -73,6 +73,10 @@ async function startCluster(config: Config, n: number): Promise<void> {
       setTimeout(() => stopping || fork(), 1000); // a process that keeps dying does not spin the machine
     });
   };
+  // Each process accepts its own connections from the shared socket. node:cluster's default (round robin) has the
+  // parent accept and hand each connection to a process, keeping its copy until that process says it took it: a
+  // process killed with a connection on its way left that connection open and unanswered (fault case 13b).
+  cluster.schedulingPolicy = cluster.SCHED_NONE;
   for (let i = 0; i < n; i++) fork();
   for (const s of ['SIGTERM', 'SIGINT'] as const) process.once(s, () => void stopAll(0));
 }

@@ -6,6 +6,7 @@
  * re-run by the survivor, never charged twice); SIGTERM stops the parent and both children.
  */
 import fs from 'node:fs';
+import http from 'node:http';
 import { settledAudit } from './helpers/audit';
 import { MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { post, Tally } from './helpers/http';
@@ -77,3 +78,37 @@ it('13. npm start with WEB_CONCURRENCY=2 serves on both processes, replaces a ki
     kill();
   }
 });
+
+it('13b. a process that stops and is then SIGKILLed leaves no connection unanswered', async () => {
+  // The parent hands each new connection to one process (node:cluster's round robin keeps its copy until that
+  // process says it took it): a process frozen, then killed, with a connection on its way left that connection open
+  // in the parent and answered by nobody (a client waited 35 s). A frozen process must not be handed connections.
+  const checks = new Checks('13b. npm start: a frozen process killed', 'WEB_CONCURRENCY=2; one process SIGSTOPped, 8 new connections, then SIGKILL');
+  const { parent, url, tail, kill } = await startNpmStart(c, 2);
+  try {
+    const [frozen] = childrenOf(parent.pid!);
+    process.kill(frozen, 'SIGSTOP');
+    const replies = Array.from({ length: 8 }, () => freshGet(`${url}/readyz`, 20_000));
+    await sleep(500);
+    process.kill(frozen, 'SIGKILL');
+    const got = await Promise.all(replies);
+    checks.that(got.every((s) => s === 200), `new connections while one process was frozen, then killed: ${got.join(',')} (-1: no answer in 20 s)`);
+    const failures = checks.finish({ requests: got.length, errors: got.filter((s) => s !== 200).length ? got.join(',') : 'none', moneyLost: '0', holds: 'every new connection was answered by the process that was not frozen' });
+    if (failures.length) console.error(tail());
+    expect(failures).toEqual([]);
+  } finally {
+    kill();
+  }
+});
+
+/** A GET on a connection of its own (no keep-alive pool): its status, or -1 when nothing answered in time. */
+function freshGet(url: string, timeoutMs: number): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.get(url, { agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.setTimeout(timeoutMs, () => (req.destroy(), resolve(-1)));
+    req.on('error', () => resolve(0));
+  });
+}
