@@ -21,7 +21,8 @@
  * the catalog and its first endpoint serve every request. Not a product: it answers nothing but that one route.
  */
 import http from 'node:http';
-import { Job, Queue, raw2NextJobData, type JobJson } from 'bullmq';
+import { Job, Queue } from 'bullmq';
+import { claimedJobJson } from '../shared/queue/bullmq-claim';
 import { connectDb } from '../shared/db/client';
 import { createRedis } from '../shared/queue/redis';
 import { addJob, offerClaims } from '../shared/queue/claims';
@@ -80,7 +81,7 @@ async function main(): Promise<void> {
     await journal.kept(organizationId, id);
     const c = claimed.get(id);
     claimed.delete(id);
-    if (c) await Job.fromJSON(queue, raw2NextJobData([c.raw])[0] as JobJson, id).moveToCompleted('done', c.token, false);
+    if (c) await Job.fromJSON(queue, claimedJobJson(c.raw), id).moveToCompleted('done', c.token, false);
   };
 
   const serve = async (req: http.IncomingMessage, res: http.ServerResponse) => {

@@ -1,4 +1,5 @@
-import { Worker, raw2NextJobData, type Job, type JobJson } from 'bullmq';
+import { Worker, type Job } from 'bullmq';
+import { claimedJobJson } from '../shared/queue/bullmq-claim';
 import { offerClaims, type Claimer, type ClaimTicket } from '../shared/queue/claims';
 
 /**
@@ -63,7 +64,7 @@ export class ClaimingWorker extends Worker implements Claimer {
       let job: Job;
       try {
         // Decoded as BullMQ decodes what its fetch returns (numbers, options, short field names).
-        job = this.createJob(raw2NextJobData([raw])[0] as JobJson, jobId);
+        job = this.createJob(claimedJobJson(raw), jobId);
       } catch (err) {
         // Not run here: the job is active under a lock nobody renews, so a stalled check hands it to a worker again.
         this.emit('error', err as Error);

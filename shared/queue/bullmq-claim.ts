@@ -1,0 +1,94 @@
+import { Job, raw2NextJobData, type JobJson, type JobsOptions, type Queue } from 'bullmq';
+
+/**
+ * The one place that reaches into BullMQ below its public API: claim at enqueue (shared/queue/claims.ts) adds a job
+ * and makes it active in one Redis script, which must store the job exactly as `queue.add` does and do for it what
+ * BullMQ's fetch (`moveToActive`) does. It was written against the BullMQ version below, pinned exactly in
+ * package.json; test/unit/bullmq-claim.test.ts fails when the installed BullMQ or the scripts the claim copies
+ * (`addStandardJob`, run as is; `moveToActive` with `prepareJobForProcessing`, whose steps the claim repeats) differ,
+ * so an upgrade re-reads them before it lands.
+ */
+export const WRITTEN_FOR = {
+  version: '6.7.0',
+  /** SHA-256 of each script's `content` as the installed BullMQ ships it. */
+  scripts: {
+    'addStandardJob-9': '2eee45c9ffc54d24681b737f926016a7f7464f0d32a5f87f623bffa2fc55413c',
+    'moveToActive-11': '7d35069db0b831af1bd1b2d5eb8d524e86fc7d3280b8c684a96b6614bad7d79a',
+  },
+} as const;
+
+type ScriptModule = Record<string, { name: string; keys: number; content: string }>;
+
+/** A script of the installed BullMQ (a module of its package; no export map restricts it). */
+export function bullmqScript(file: keyof typeof WRITTEN_FOR.scripts): { name: string; keys: number; content: string } {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return Object.values(require(`bullmq/dist/cjs/scripts/${file}`) as ScriptModule)[0]!;
+}
+
+/**
+ * BullMQ's own `addStandardJob`, run as a function, then the claim. The claim moves the job from `wait` to `active`
+ * only when BullMQ's fetch would give it now: the queue is not paused, rate limited or at its global concurrency, no
+ * older job waits (a claim never overtakes one), and the job is new. It then does for this one job what
+ * `moveToActive` does through `prepareJobForProcessing`: the lock with the worker's token, the `active` event,
+ * `processedOn` and the started-attempts count. The marker the add left for blocked workers goes when nothing else is
+ * left to fetch; blocked clients are served only once a script ends, so no worker wakes. Otherwise the job stays in
+ * `wait`, where any worker fetches it as usual.
+ */
+const CLAIM_JOB = `
+local function bullmqAddStandardJob()
+${bullmqScript('addStandardJob-9').content}
+end
+local rcall = redis.call
+local args = cmsgpack.unpack(ARGV[1])
+local keyPrefix, jobId = args[1], args[2]
+if jobId == "" or rcall("EXISTS", keyPrefix .. jobId) == 1 then return {bullmqAddStandardJob(), 0} end
+local added = bullmqAddStandardJob()
+local waitKey, metaKey, activeKey, eventsKey, markerKey = KEYS[1], KEYS[3], KEYS[7], KEYS[8], KEYS[9]
+local meta = rcall("HMGET", metaKey, "paused", "concurrency", "max")
+if meta[1] or meta[3] then return {added, 0} end
+if meta[2] and rcall("LLEN", activeKey) >= tonumber(meta[2]) then return {added, 0} end
+if rcall("LLEN", waitKey) ~= 1 or rcall("LINDEX", waitKey, 0) ~= jobId then return {added, 0} end
+rcall("RPOPLPUSH", waitKey, activeKey)
+if rcall("ZCARD", keyPrefix .. "prioritized") == 0 then rcall("ZREM", markerKey, "0") end
+local jobKey = keyPrefix .. jobId
+rcall("SET", jobKey .. ":lock", ARGV[4], "PX", ARGV[5])
+rcall("XADD", eventsKey, "*", "event", "active", "jobId", jobId, "prev", "waiting")
+rcall("HSET", jobKey, "processedOn", ARGV[6])
+rcall("HINCRBY", jobKey, "ats", 1)
+return {added, rcall("HGETALL", jobKey)}
+`;
+const COMMAND = 'switchyardAddClaimed';
+const defined = new WeakSet<object>();
+
+/**
+ * The arguments BullMQ gives its `addStandardJob` script for this job (as `queue.add` builds them: Queue.addJob,
+ * Job.create, addJobToTransaction), caught on their way out; null when BullMQ would use another script (a delayed,
+ * prioritized or child job).
+ */
+export async function addStandardJobArgs(queue: Queue, data: object, opts: JobsOptions & { jobId: string }): Promise<unknown[] | null> {
+  const job = new Job(queue, queue.name, data, { ...queue.jobsOpts, ...opts }, opts.jobId);
+  let caught: { name: string; args: unknown[] } | undefined;
+  const catcher = { runCommand: (name: string, args: unknown[]) => ((caught = { name, args }), '') };
+  await queue.backend.addJobToTransaction(catcher as never, job.asJSON(), opts.jobId);
+  return caught?.name.startsWith('addStandardJob:') ? caught.args : null;
+}
+
+/**
+ * Adds the job with `addStandardJob`'s arguments and claims it for `token`: the job's hash as BullMQ's fetch returns
+ * it when it is now active under that token, null when it stays in `wait`.
+ */
+export async function addClaimed(queue: Queue, args: unknown[], token: string, lockDuration: number): Promise<string[] | null> {
+  const client = (await queue.backend.client) as unknown as Record<string, (...a: unknown[]) => Promise<unknown>> & { defineCommand(name: string, d: { numberOfKeys: number; lua: string }): void };
+  if (!defined.has(client)) {
+    client.defineCommand(COMMAND, { numberOfKeys: 9, lua: CLAIM_JOB });
+    defined.add(client);
+  }
+  const [added, raw] = (await client[COMMAND]!(...args, token, lockDuration, Date.now())) as [unknown, unknown];
+  if (typeof added === 'number' && added < 0) throw new Error(`BullMQ refused the job (code ${added})`);
+  return Array.isArray(raw) ? (raw as string[]) : null;
+}
+
+/** A claimed job's hash decoded as BullMQ decodes what its fetch returns (numbers, options, short field names). */
+export function claimedJobJson(raw: string[]): JobJson {
+  return raw2NextJobData([raw])[0] as JobJson;
+}
