@@ -7,6 +7,7 @@ import { loadConfig, type Config } from '../shared/config/env';
 import { createLogger } from '../shared/logger';
 import { resolveServices } from '../shared/runtime/services';
 import { resolveSecret } from '../shared/runtime/secret';
+import { serveClusterMetrics } from '../shared/metrics/cluster-metrics';
 
 /**
  * `npm start`: API and workers, with embedded PostgreSQL and Redis unless DATABASE_URL and REDIS_URL are set
@@ -15,7 +16,8 @@ import { resolveSecret } from '../shared/runtime/secret';
  * It uses the machine's cores: `WEB_CONCURRENCY` processes (default: the core count), each serving the API and
  * the workers, share the port (node:cluster). The parent starts the embedded PostgreSQL and Redis once, applies
  * the migrations and settles the secret, then starts the processes on those URLs; it restarts one that dies and
- * stops them all on SIGTERM. `WEB_CONCURRENCY=1` (and demo mode) runs everything in this one process.
+ * stops them all on SIGTERM. `/metrics`, whichever process takes the scrape, answers with all the processes' series
+ * aggregated by the parent. `WEB_CONCURRENCY=1` (and demo mode) runs everything in this one process.
  * On SIGTERM the API stops taking requests and finishes those in flight, then the workers finish their jobs.
  */
 const CHILD = 'SWITCHYARD_CLUSTER_CHILD';
@@ -77,6 +79,7 @@ async function startCluster(config: Config, n: number): Promise<void> {
   // parent accept and hand each connection to a process, keeping its copy until that process says it took it: a
   // process killed with a connection on its way left that connection open and unanswered (fault case 13b).
   cluster.schedulingPolicy = cluster.SCHED_NONE;
+  serveClusterMetrics(); // a scrape of any process answers for all of them
   for (let i = 0; i < n; i++) fork();
   for (const s of ['SIGTERM', 'SIGINT'] as const) process.once(s, () => void stopAll(0));
 }

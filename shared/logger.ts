@@ -1,6 +1,6 @@
 import winston from 'winston';
 
-const SECRET_KEYS = /^(authorization|api[-_]?key|x-api-key|x-goog-api-key|token|ownerToken|key|secret|callbackSecret|password|cookie)$/i;
+const SECRET_KEYS = /^(authorization|api[-_]?key|x-api-key|x-goog-api-key|token|ownerToken|key|secret|callbackSecret|webhookSecret|password|cookie)$/i;
 const SECRET_VALUES = /\b(sy_[A-Za-z0-9]{40}|eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)\b/g;
 
 /** Removes secrets from anything we log: known secret fields and anything shaped like our keys or tokens. */

@@ -11,7 +11,7 @@ export function metricsRoutes(ctx: AppContext): Router {
     if (token && !bearerMatches(req.headers.authorization, token)) {
       throw new AppError('UNAUTHORIZED', 'GET /metrics needs "Authorization: Bearer <METRICS_TOKEN>"', { headers: { 'WWW-Authenticate': 'Bearer' } });
     }
-    const body = await ctx.metrics.registry.metrics();
+    const body = await ctx.metrics.scrape();
     res.setHeader('Content-Type', ctx.metrics.registry.contentType);
     res.setHeader('Cache-Control', 'no-store');
     res.send(body);

@@ -100,7 +100,7 @@ const COMMANDS: Command[] = [
     group: 'org',
     action: 'create',
     usage: 'org create --name NAME [--balance RUB]',
-    summary: 'create an organization with its owner; prints the owner token and the callback secret',
+    summary: 'create an organization with its owner; prints the owner token and the callback and webhook secrets',
     flags: ['name', 'balance'],
     required: ['name'],
     needsDb: true,
@@ -109,8 +109,8 @@ const COMMANDS: Command[] = [
       return async (accounts) => {
         const r = await accounts.createOrganization(input);
         return {
-          json: { organizationId: r.organizationId, ownerUserId: r.ownerUserId, ownerToken: r.ownerToken, callbackSecret: r.callbackSecret },
-          text: `organization ${r.organizationId} created; owner ${r.ownerUserId}; owner token: ${r.ownerToken}; callback secret: ${r.callbackSecret}`,
+          json: { organizationId: r.organizationId, ownerUserId: r.ownerUserId, ownerToken: r.ownerToken, callbackSecret: r.callbackSecret, webhookSecret: r.webhookSecret },
+          text: `organization ${r.organizationId} created; owner ${r.ownerUserId}; owner token: ${r.ownerToken}; callback secret: ${r.callbackSecret}; webhook secret: ${r.webhookSecret}`,
         };
       };
     },

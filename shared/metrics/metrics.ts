@@ -16,6 +16,8 @@ export type ProviderOutcome = 'ok' | UpstreamFailure['reason'] | 'unavailable' |
  */
 export interface Metrics {
   registry: Registry;
+  /** What GET /metrics answers: this registry, or under `npm start`'s cluster the whole machine's (cluster-metrics.ts). */
+  scrape(): Promise<string>;
   httpRequests: Counter<'method' | 'route' | 'status'>;
   httpDuration: Histogram<'method' | 'route' | 'status'>;
   queueJobs: Gauge<'queue' | 'state'>;
@@ -44,6 +46,8 @@ export interface MetricsOptions {
   queueTimeoutMs?: number;
   /** Also export Node's process metrics (CPU, memory, event loop lag) with the `switchyard_` prefix. */
   processMetrics?: boolean;
+  /** How a scrape reads the registry (default: `registry.metrics()`; a process of the cluster: clusterScrape). */
+  scrape?: (registry: Registry) => () => Promise<string>;
 }
 
 function within<T>(p: Promise<T>, ms: number): Promise<T> {
@@ -61,6 +65,7 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     help: 'Jobs per queue and state (waiting includes prioritized), read from Redis at scrape time',
     labelNames: ['queue', 'state'],
     registers,
+    aggregator: 'max', // every process reads the same Redis: summed across npm start's processes it would multiply
     async collect() {
       // Reset first: a queue whose count could not be read this time is absent rather than stale.
       this.reset();
@@ -88,6 +93,7 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     help: 'Age of the oldest job waiting in each queue (0 when none waits), read from Redis at scrape time',
     labelNames: ['queue'],
     registers,
+    aggregator: 'max',
     async collect() {
       this.reset();
       const now = Date.now();
@@ -108,6 +114,7 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
 
   const metrics: Metrics = {
     registry,
+    scrape: opts.scrape ? opts.scrape(registry) : () => registry.metrics(),
     httpRequests: new Counter({
       name: 'switchyard_http_requests_total',
       help: 'HTTP requests by method, route pattern and status',

@@ -12,6 +12,7 @@ import { createUpstreamClient, type UpstreamClient } from '../providers/api';
 import { resolveServices, type Services } from './services';
 import { resolveSecret } from './secret';
 import { createMetrics, type Metrics } from '../metrics/metrics';
+import { clusterScrape } from '../metrics/cluster-metrics';
 import { Ledger } from '../billing/ledger';
 
 export type Role = 'all' | 'web' | 'worker';
@@ -87,7 +88,8 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
   const patients: Redis[] = [];
   await whenReady(redis);
   const upstream = createUpstreamClient();
-  const metrics = createMetrics({ processMetrics: true });
+  // A process `npm start` forked answers /metrics for the whole machine (shared/metrics/cluster-metrics.ts).
+  const metrics = createMetrics({ processMetrics: true, scrape: config.clusterChild ? clusterScrape : undefined });
 
   let closing: Promise<void> | undefined;
   return {

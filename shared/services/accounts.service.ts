@@ -6,6 +6,7 @@ import type { LimitReset } from '../billing/periods';
 import { generateApiKey, hashApiKey, keyLabel, newId, newSecret } from '../auth/api-keys';
 import { signToken, type Role } from '../auth/tokens';
 import { AppError } from '../errors/app-error';
+import { webhookSecret } from './callbacks.service';
 
 export const DEFAULT_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
 
@@ -55,7 +56,8 @@ export class AccountsService {
       this.db.user.create({ data: { id: ownerUserId, organizationId, email: `owner@${organizationId}`, role: 'owner' } }),
     ]);
     if (input.balance !== undefined && money(input.balance).greaterThan(0)) await this.ledger.topUp(organizationId, input.balance);
-    return { organizationId, ownerUserId, ownerToken: this.issueTokenFor(ownerUserId, organizationId, 'owner'), callbackSecret };
+    const ownerToken = this.issueTokenFor(ownerUserId, organizationId, 'owner');
+    return { organizationId, ownerUserId, ownerToken, callbackSecret, webhookSecret: webhookSecret(callbackSecret) };
   }
 
   async topUp(organizationId: string, amount: MoneyLike) {

@@ -5,6 +5,13 @@
  *   X-Switchyard-Signature: sha256=<hex HMAC-SHA256 of the exact body bytes>
  *   X-Switchyard-Event: media.generation.<status>
  *
+ * and with the Standard Webhooks headers (https://www.standardwebhooks.com/), so receivers can verify with the
+ * `standardwebhooks` libraries and refuse replays (a timestamp older than 5 minutes):
+ *
+ *   webhook-id: cb-<generation id>                        (the delivery: the same on every retry)
+ *   webhook-timestamp: <Unix seconds of this attempt>
+ *   webhook-signature: v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}" with the organization's webhook key>
+ *
  * Deliveries run on the `callbacks` queue (non-2xx and network errors retried with exponential back-off, at
  * most 8 attempts). URLs that resolve to private, loopback, link-local or unique-local addresses are refused
  * unless CALLBACK_ALLOW_PRIVATE=true, both when the request names the URL and again at delivery, where the
@@ -25,6 +32,30 @@ export const EVENT_HEADER = 'X-Switchyard-Event';
 /** `sha256=<hex>`: HMAC-SHA256 of the exact body with the organization's callback secret. */
 export function signCallback(secret: string, body: string | Buffer): string {
   return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
+
+/**
+ * The organization's Standard Webhooks key, derived from its callback secret: every organization has one, those
+ * created before it too, with no column to keep in step. A key of its own (not the callback secret's bytes), so a
+ * `v1` signature over "{id}.{timestamp}.{body}" can never pass as the X-Switchyard-Signature of another body.
+ */
+export function webhookKey(callbackSecret: string): Buffer {
+  return createHmac('sha256', callbackSecret).update('switchyard standard webhooks key').digest();
+}
+
+/** `whsec_<base64 key>`: the form the `standardwebhooks` libraries take (printed as `webhookSecret` by `org create`). */
+export function webhookSecret(callbackSecret: string): string {
+  return `whsec_${webhookKey(callbackSecret).toString('base64')}`;
+}
+
+/** `v1,<base64>`: HMAC-SHA256 of "{id}.{timestamp}.{body}" (Standard Webhooks, symmetric signature). */
+export function signWebhook(key: Buffer, id: string, timestamp: number, body: string | Buffer): string {
+  return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest('base64')}`;
+}
+
+/** The callback job of a generation, and the `webhook-id` of its delivery: one per generation ending. */
+export function callbackJobId(generationId: string): string {
+  return `cb-${generationId}`;
 }
 
 export function callbackEvent(status: CallbackJobData['status']): string {
@@ -187,8 +218,13 @@ function guardedLookup(allowPrivate: boolean) {
 export interface CallbackDelivery {
   url: string;
   body: string;
+  /** The organization's callback secret (both signatures derive from it). */
   secret: string;
   status: CallbackJobData['status'];
+  /** `webhook-id`: the same on every attempt of one delivery. */
+  id: string;
+  /** This attempt's time (`webhook-timestamp`). */
+  sentAt: Date;
 }
 
 /**
@@ -201,6 +237,7 @@ export async function postCallback(d: CallbackDelivery, opts: { allowPrivate: bo
   const body = Buffer.from(d.body, 'utf8');
   const client = url.protocol === 'https:' ? https : http;
   const timeoutMs = opts.timeoutMs ?? 10_000;
+  const timestamp = Math.floor(d.sentAt.getTime() / 1000);
   return new Promise<number>((resolve, reject) => {
     const req = client.request(
       url,
@@ -214,6 +251,9 @@ export async function postCallback(d: CallbackDelivery, opts: { allowPrivate: bo
           'user-agent': 'Switchyard-Callbacks/1.0',
           [SIGNATURE_HEADER]: signCallback(d.secret, body),
           [EVENT_HEADER]: callbackEvent(d.status),
+          'webhook-id': d.id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signWebhook(webhookKey(d.secret), d.id, timestamp, body),
         },
       },
       (res) => {
@@ -238,7 +278,7 @@ export class CallbackService {
   ) {}
 
   async enqueue(data: CallbackJobData): Promise<void> {
-    const options = { ...JOB_OPTIONS.callbacks, jobId: `cb-${data.generationId}` };
+    const options = { ...JOB_OPTIONS.callbacks, jobId: callbackJobId(data.generationId) };
     if (this.opts.backoffMs !== undefined) options.backoff = { type: 'exponential', delay: this.opts.backoffMs };
     await this.queue.add('callback', data, options);
   }

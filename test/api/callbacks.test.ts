@@ -3,6 +3,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { UnrecoverableError, type Job } from 'bullmq';
 import request from 'supertest';
+import { Webhook } from 'standardwebhooks';
 import type { CallbackJobData } from '../../shared/queue/job-catalog';
 import { checkCallbackUrl, CallbackHostUnresolved, CallbackService, CallbackUrlError, isPrivateAddress, postCallback, signCallback } from '../../shared/services/callbacks.service';
 import { newId } from '../../shared/auth/api-keys';
@@ -11,6 +12,11 @@ import { MediaExecutor } from '../../workers/services/media-executor';
 import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';
 import { callbackProcessor } from '../../workers/processors/callback.processor';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+
+/** The Standard Webhooks headers a receiver passes to `Webhook.verify` (docs/callbacks.md). */
+function webhookHeaders(h: IncomingHttpHeaders): Record<string, string> {
+  return { 'webhook-id': String(h['webhook-id']), 'webhook-timestamp': String(h['webhook-timestamp']), 'webhook-signature': String(h['webhook-signature']) };
+}
 
 /** What docs/callbacks.md tells a receiver to do. */
 function verifySignature(rawBody: Buffer, header: string | undefined, secret: string): boolean {
@@ -113,7 +119,7 @@ describe('the private-address guard', () => {
     try {
       const started = Date.now();
       const url = `http://127.0.0.1:${(trickler.address() as AddressInfo).port}/slow`;
-      await expect(postCallback({ url, body: '{}', secret: 's', status: 'completed' }, { allowPrivate: true, timeoutMs: 300 })).rejects.toThrow(/within 300 ms/);
+      await expect(postCallback({ url, body: '{}', secret: 's', status: 'completed', id: 'cb-gen_x', sentAt: new Date() }, { allowPrivate: true, timeoutMs: 300 })).rejects.toThrow(/within 300 ms/);
       expect(Date.now() - started).toBeLessThan(2_000);
     } finally {
       trickler.closeAllConnections();
@@ -122,7 +128,7 @@ describe('the private-address guard', () => {
   });
 
   it('does not deliver to a private address unless allowed', async () => {
-    await expect(postCallback({ url: 'http://127.0.0.1:9/hook', body: '{}', secret: 's', status: 'completed' }, { allowPrivate: false })).rejects.toThrow(CallbackUrlError);
+    await expect(postCallback({ url: 'http://127.0.0.1:9/hook', body: '{}', secret: 's', status: 'completed', id: 'cb-gen_x', sentAt: new Date() }, { allowPrivate: false })).rejects.toThrow(CallbackUrlError);
   });
 });
 
@@ -188,12 +194,48 @@ describe('callbacks end to end (CALLBACK_ALLOW_PRIVATE=true, a local receiver)',
     expect(record).toMatchObject({ id: r.body.id, object: 'media.generation', status: 'completed' });
   });
 
+  it('carries Standard Webhooks headers that the standardwebhooks library verifies with the org create webhookSecret', async () => {
+    const r = await request(s.app).post('/v1/media').set(org.auth).send({ model: STACK_MODELS.audio, input: { prompt: 'x', callBackUrl: `${hook}/standard` }, async: true });
+    const [d] = await deliveries('/standard', 1);
+    const headers = webhookHeaders(d.headers);
+    expect(headers['webhook-id']).toBe(`cb-${r.body.id}`);
+    expect(Math.abs(Number(headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(60);
+    expect(org.webhookSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(new Webhook(org.webhookSecret).verify(d.raw.toString('utf8'), headers)).toMatchObject({ id: r.body.id, status: 'completed' });
+    expect(() => new Webhook(`whsec_${Buffer.from('another key').toString('base64')}`).verify(d.raw.toString('utf8'), headers)).toThrow(/signature/i);
+    // Derived from the callback secret as docs/callbacks.md shows an organization created before it, and not the
+    // callback secret itself: a v1 signature never doubles as an X-Switchyard-Signature.
+    expect(org.webhookSecret).toBe(`whsec_${createHmac('sha256', org.callbackSecret).update('switchyard standard webhooks key').digest('base64')}`);
+  });
+
+  it('a captured delivery replayed later, or with a fresh timestamp, fails verification', async () => {
+    await request(s.app).post('/v1/media').set(org.auth).send({ model: STACK_MODELS.audio, input: { prompt: 'x', callBackUrl: `${hook}/replayed` }, async: true });
+    const [d] = await deliveries('/replayed', 1);
+    const body = d.raw.toString('utf8');
+    const headers = webhookHeaders(d.headers);
+    const wh = new Webhook(org.webhookSecret);
+    expect(() => wh.verify(body, headers)).not.toThrow();
+    // Replayed as captured ten minutes later: the library refuses a timestamp older than 5 minutes.
+    const sent = Number(headers['webhook-timestamp']) * 1000;
+    const later = jest.spyOn(Date, 'now').mockReturnValue(sent + 10 * 60_000);
+    try {
+      expect(() => wh.verify(body, headers)).toThrow(/too old/i);
+    } finally {
+      later.mockRestore();
+    }
+    // The timestamp is signed: a replay that freshens it no longer matches the signature.
+    expect(() => wh.verify(body, { ...headers, 'webhook-timestamp': String(Math.floor(Date.now() / 1000) + 1) })).toThrow(/signature/i);
+  });
+
   it('retries a failing receiver with back-off until it answers 2xx, sending the same signed body', async () => {
     failNext = 2;
     await request(s.app).post('/v1/media').set(org.auth).send({ model: STACK_MODELS.audio, input: { prompt: 'x', callBackUrl: `${hook}/flaky` } });
     const got = await deliveries('/flaky', 3);
     expect(new Set(got.map((g) => g.raw.toString())).size).toBe(1);
     for (const g of got) expect(verifySignature(g.raw, g.headers['x-switchyard-signature'] as string, org.callbackSecret)).toBe(true);
+    // One delivery, one webhook-id; each attempt carries its own timestamp and a signature that verifies.
+    expect(new Set(got.map((g) => g.headers['webhook-id'])).size).toBe(1);
+    for (const g of got) expect(() => new Webhook(org.webhookSecret).verify(g.raw.toString('utf8'), webhookHeaders(g.headers))).not.toThrow();
     await new Promise((r) => setTimeout(r, 300));
     expect(received.filter((x) => x.path === '/flaky')).toHaveLength(3);
   });

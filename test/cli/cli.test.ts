@@ -98,10 +98,12 @@ describe('help and usage errors', () => {
 describe('org', () => {
   it('org create --json prints exactly the contract keys, and the owner token verifies', async () => {
     const out = await json('org create --name "Acme Corp" --balance 100.50');
-    expect(keys(out)).toEqual(['callbackSecret', 'organizationId', 'ownerToken', 'ownerUserId']);
+    expect(keys(out)).toEqual(['callbackSecret', 'organizationId', 'ownerToken', 'ownerUserId', 'webhookSecret']);
     expect(out.organizationId).toMatch(/^org_/);
     expect(out.ownerUserId).toMatch(/^usr_/);
     expect(out.callbackSecret).toMatch(/^[0-9a-f]{64}$/);
+    // whsec_ + base64 of a 32-byte key: what the standardwebhooks libraries take (test/api/callbacks.test.ts verifies with it).
+    expect(out.webhookSecret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const claims = verifyToken(out.ownerToken as string, TEST_SECRET);
     expect(claims).toMatchObject({ sub: out.ownerUserId, org: out.organizationId, role: 'owner' });
     const org = await t.db.organization.findUniqueOrThrow({ where: { id: out.organizationId as string } });
@@ -111,7 +113,7 @@ describe('org', () => {
 
   it('org create without --json prints one readable line', async () => {
     const text = await line('org create --name Plain');
-    expect(text).toMatch(/^organization org_\w+ created; owner usr_\w+; owner token: eyJ\S+; callback secret: [0-9a-f]{64}$/);
+    expect(text).toMatch(/^organization org_\w+ created; owner usr_\w+; owner token: eyJ\S+; callback secret: [0-9a-f]{64}; webhook secret: whsec_[A-Za-z0-9+/]{43}=$/);
   });
 
   it('org topup adds exactly and prints the balance as a decimal string', async () => {
@@ -457,7 +459,7 @@ describe('the switchyard bin right after npm install (no build)', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout) as Record<string, string>;
-    expect(keys(out)).toEqual(['callbackSecret', 'organizationId', 'ownerToken', 'ownerUserId']);
+    expect(keys(out)).toEqual(['callbackSecret', 'organizationId', 'ownerToken', 'ownerUserId', 'webhookSecret']);
     const org = await t.db.organization.findUniqueOrThrow({ where: { id: out.organizationId } });
     expect(org.name).toBe('FromSources');
   }, 60_000);

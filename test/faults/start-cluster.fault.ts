@@ -4,12 +4,13 @@
  * What must hold: both processes serve; the parent starts a replacement for the killed one and the port keeps
  * answering; every generation ends settled exactly once (a request the killed process held may fail or be
  * re-run by the survivor, never charged twice); SIGTERM stops the parent and both children.
+ * Beside it (no fault injected): one scrape of /metrics answers for both processes.
  */
 import fs from 'node:fs';
 import http from 'node:http';
 import { settledAudit } from './helpers/audit';
 import { MODELS, startCluster, type Cluster } from './helpers/cluster';
-import { post, Tally } from './helpers/http';
+import { get, post, Tally } from './helpers/http';
 import { Checks } from './helpers/report';
 import { childrenOf, startNpmStart } from './helpers/processes';
 
@@ -112,3 +113,47 @@ function freshGet(url: string, timeoutMs: number): Promise<number> {
     req.on('error', () => resolve(0));
   });
 }
+
+/** A GET on a connection of its own: new connections spread over the processes (each accepts from the shared socket). */
+function getOnNewConnection(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http.get(url, { agent: false }, (res) => res.resume().on('end', () => resolve(res.statusCode ?? 0))).on('error', reject);
+  });
+}
+
+/** The value of one series in a Prometheus text exposition (undefined when absent). */
+function series(text: string, name: string, labels: Record<string, string>): number | undefined {
+  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && wanted.every((w) => l.includes(w)));
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
+it('one scrape of /metrics under npm start (WEB_CONCURRENCY=2) counts the requests of both processes, behind METRICS_TOKEN', async () => {
+  const token = 'cluster-metrics-token';
+  const { url, tail, kill, stop } = await startNpmStart(c, 2, { METRICS_TOKEN: token });
+  const parked = await c.queues.callbacks.add('parked', { generationId: 'gen_parked' }, { delay: 10 * 60_000 });
+  try {
+    const requests = 20;
+    const codes = await Promise.all(Array.from({ length: requests }, () => getOnNewConnection(`${url}/healthz`)));
+    expect(codes.every((code) => code === 200)).toBe(true);
+
+    expect((await get(`${url}/metrics`)).status).toBe(401);
+    // Consecutive scrapes land on either process: each must show the whole machine.
+    const delayed = (await c.queues.callbacks.getJobCounts('delayed')).delayed;
+    for (let i = 0; i < 4; i++) {
+      const scrape = await get(`${url}/metrics`, { Authorization: `Bearer ${token}` });
+      expect(scrape.status).toBe(200);
+      expect({ scrape: i, healthz: series(scrape.text, 'switchyard_http_requests_total', { route: '/healthz', status: '200' }) }).toEqual({ scrape: i, healthz: requests });
+      // Both processes read the same Redis: the queue depth is the queue's, not twice it.
+      expect(series(scrape.text, 'switchyard_queue_jobs', { queue: 'callbacks', state: 'delayed' })).toBe(delayed);
+    }
+    expect(delayed).toBeGreaterThanOrEqual(1);
+    expect(await stop()).toBe(0);
+  } catch (e) {
+    console.error(tail());
+    throw e;
+  } finally {
+    await parked.remove();
+    kill();
+  }
+});

@@ -142,6 +142,8 @@ export interface StackOrg {
   ownerUserId: string;
   ownerToken: string;
   callbackSecret: string;
+  /** `whsec_...`, as `switchyard org create` prints it: the Standard Webhooks key of the callbacks. */
+  webhookSecret: string;
   key: { id: string; key: string; label: string };
   /** `{ Authorization: 'Bearer <key>' }` for supertest's `.set(...)`. */
   auth: { Authorization: string };
@@ -261,6 +263,7 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
         ownerUserId: org.ownerUserId,
         ownerToken: org.ownerToken,
         callbackSecret: org.callbackSecret,
+        webhookSecret: org.webhookSecret,
         key,
         auth: { Authorization: `Bearer ${key.key}` },
         accounts: org.accounts,

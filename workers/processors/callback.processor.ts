@@ -1,11 +1,12 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import { mediaRecord } from '../../shared/formats/media.mapper';
 import type { CallbackJobData } from '../../shared/queue/job-catalog';
-import { CallbackHostUnresolved, CallbackUrlError, postCallback } from '../../shared/services/callbacks.service';
+import { callbackJobId, CallbackHostUnresolved, CallbackUrlError, postCallback } from '../../shared/services/callbacks.service';
 import type { WorkerDeps } from '../worker-deps';
 
 /**
- * Queue `callbacks`: POSTs the generation's media record, signed (shared/services/callbacks.service.ts).
+ * Queue `callbacks`: POSTs the generation's media record, signed (shared/services/callbacks.service.ts): the same
+ * body and `webhook-id` on every attempt, each attempt with its own `webhook-timestamp`.
  * A non-2xx reply or a network error throws, so BullMQ retries with exponential back-off (at most 8 attempts,
  * job catalog); a refused URL (private address, bad scheme) fails at once, a host that does not resolve is retried.
  */
@@ -24,7 +25,8 @@ export function callbackProcessor(deps: WorkerDeps) {
     const body = JSON.stringify(mediaRecord(deps.files.withFreshUrls(generation, new Date(signedAt))));
     let code: number;
     try {
-      code = await postCallback({ url, body, secret: org.callbackSecret, status }, { allowPrivate: deps.config.callbackAllowPrivate });
+      const delivery = { url, body, secret: org.callbackSecret, status, id: callbackJobId(generationId), sentAt: deps.clock() };
+      code = await postCallback(delivery, { allowPrivate: deps.config.callbackAllowPrivate });
     } catch (e) {
       // A host that does not resolve now may resolve later: retried like a network error.
       const refused = (e instanceof CallbackUrlError && !(e instanceof CallbackHostUnresolved)) || (e as { code?: string }).code === 'ECALLBACKPRIVATE';

@@ -34,16 +34,16 @@ export interface NpmStart {
 }
 
 /**
- * Starts `dist/bin/start.js` with WEB_CONCURRENCY=`processes` on the cluster's PostgreSQL, Redis and catalog, and
- * waits until it answers /readyz with all its processes forked.
+ * Starts `dist/bin/start.js` with WEB_CONCURRENCY=`processes` on the cluster's PostgreSQL, Redis and catalog (and
+ * `env` over them), and waits until it answers /readyz with all its processes forked.
  */
-export async function startNpmStart(c: Cluster, processes: number): Promise<NpmStart> {
+export async function startNpmStart(c: Cluster, processes: number, env: Record<string, string> = {}): Promise<NpmStart> {
   const port = await freePort();
   const log = path.join(c.dir, 'start.log');
   const fd = fs.openSync(log, 'a');
   const parent = spawn(process.execPath, [path.join(ROOT, 'dist/bin/start.js')], {
     cwd: c.dir,
-    env: { ...process.env, ...c.env, PORT: String(port), WEB_CONCURRENCY: String(processes), WORKER_METRICS_PORT: '0', NODE_ENV: 'production' },
+    env: { ...process.env, ...c.env, PORT: String(port), WEB_CONCURRENCY: String(processes), WORKER_METRICS_PORT: '0', NODE_ENV: 'production', ...env },
     stdio: ['ignore', fd, fd],
   });
   fs.closeSync(fd);
