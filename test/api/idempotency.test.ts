@@ -4,6 +4,7 @@ import request from 'supertest';
 import { MAINTENANCE_JOBS, maintenanceProcessor } from '../../workers/processors/maintenance.processor';
 import { money } from '../../shared/billing/money';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { orgMoney as heldMoney } from '../helpers/fixtures';
 
 const SYNC_WAIT_MS = 1500;
 let s: TestStack;
@@ -30,8 +31,7 @@ const upstreamCalls = (path = '/openai/v1/chat/completions') => s.fake.requests.
 const generationsOf = (organizationId = org.organizationId) => s.t.db.generation.count({ where: { organizationId } });
 async function spent(organizationId = org.organizationId) {
   await s.settled(organizationId);
-  const o = await s.t.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
-  return { balance: money(o.balance), reserved: money(o.reserved) };
+  return heldMoney(s.t.db, organizationId);
 }
 const ledgerEntries = async (generationId: string) => (await s.settled(org.organizationId), s.t.db.ledgerEntry.count({ where: { generationId, kind: 'charge' } }));
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));

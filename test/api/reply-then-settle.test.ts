@@ -5,6 +5,7 @@ import { keptEarlierPromise } from '../../workers/services/attempt-loop';
 import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';
 import { QUEUES } from '../../shared/queue/queue-names';
 import { createTestStack, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { orgMoney as heldMoney } from '../helpers/fixtures';
 
 // Reply, then settle (docs/architecture.md): a worker replies once the settlement is promised in Redis and commits
 // it after the reply. Reads through the API keep read-your-writes; a run that dies keeps its promise through the
@@ -12,10 +13,7 @@ import { createTestStack, type StackOrg, type TestStack } from '../helpers/test-
 
 const HOLD_MS = 400;
 
-async function orgMoney(s: TestStack, id: string) {
-  const o = await s.t.db.organization.findUniqueOrThrow({ where: { id } });
-  return { balance: money(o.balance), reserved: money(o.reserved) };
-}
+const orgMoney = (s: TestStack, id: string) => heldMoney(s.t.db, id);
 
 describe('reads right after the reply see the settlement the reply showed', () => {
   let s: TestStack;

@@ -4,6 +4,7 @@ import { closeRowOf, type NewGeneration } from '../../shared/services/generation
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { orgMoney as heldMoney } from '../helpers/fixtures';
 
 // Reserve and enqueue at once (docs/architecture.md, shared/queue/grants.ts): a waiting client's text or embeddings job
 // is enqueued while its reservation commits; its worker calls no provider before the outcome reaches it, in memory
@@ -13,10 +14,7 @@ const CHAT = STACK_MODELS.chat;
 const grantKey = (s: TestStack, id: string) => `${s.ctx.config.queuePrefix}:grant:${id}`;
 const providerCalls = (s: TestStack) => s.fake.requests.filter((r) => r.method === 'POST').length;
 
-async function orgMoney(s: TestStack, id: string) {
-  const o = await s.t.db.organization.findUniqueOrThrow({ where: { id } });
-  return { balance: money(o.balance), reserved: money(o.reserved) };
-}
+const orgMoney = (s: TestStack, id: string) => heldMoney(s.t.db, id);
 
 /** Until the text queue holds no job (a refused one must still end, without running). */
 async function queueDrained(s: TestStack) {

@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { money } from '../../shared/billing/money';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { orgMoney as heldMoney } from '../helpers/fixtures';
 
 const TEXT_PARAMS = ['temperature', 'top_p', 'tools', 'tool_choice', 'response_format', 'max_tokens', 'stream'];
 const chat = (provider: string, price: Record<string, number> = { prompt: 40, completion: 160 }) => ({
@@ -46,8 +47,7 @@ async function generation(id: string) {
 
 async function orgMoney(id = org.organizationId) {
   await s.settled(id);
-  const o = await s.t.db.organization.findUniqueOrThrow({ where: { id } });
-  return { balance: money(o.balance), reserved: money(o.reserved) };
+  return heldMoney(s.t.db, id);
 }
 
 describe('fallbacks', () => {

@@ -2,6 +2,7 @@ import request from 'supertest';
 import { money } from '../../shared/billing/money';
 import { startFakeProvider, type FakeProvider } from '../fakes/fake-provider';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { orgMoney as heldMoney } from '../helpers/fixtures';
 
 const WITH_LOGPROBS = ['temperature', 'max_tokens', 'logprobs', 'top_logprobs'];
 const WITHOUT_LOGPROBS = ['temperature', 'max_tokens'];
@@ -68,8 +69,7 @@ const close = (actual: number, want: number) => expect(Math.abs(actual - want)).
 
 async function orgMoney(id = org.organizationId) {
   await s.settled(id);
-  const o = await s.t.db.organization.findUniqueOrThrow({ where: { id } });
-  return { balance: money(o.balance), reserved: money(o.reserved) };
+  return heldMoney(s.t.db, id);
 }
 
 describe('answers from log-probabilities', () => {

@@ -26,7 +26,9 @@ export async function createTestApp(
 ): Promise<TestApp> {
   const t = await createTestDb();
   const prefix = `{t-${randomBytes(5).toString('hex')}}`;
-  const config: Config = { ...loadConfig({ QUEUE_PREFIX: prefix, LEASE_REQUESTS: process.env.TEST_LEASES ?? '0', ...opts.env }, []), redisUrl: TEST_REDIS_URL, databaseUrl: t.url };
+  // npm start's defaults (leases on); `TEST_LEASES=0 npm test` runs the suite with leases off (a CI leg of its own).
+  const leases = process.env.TEST_LEASES === undefined ? {} : { LEASE_REQUESTS: process.env.TEST_LEASES };
+  const config: Config = { ...loadConfig({ QUEUE_PREFIX: prefix, ...leases, ...opts.env }, []), redisUrl: TEST_REDIS_URL, databaseUrl: t.url };
   const redis = createRedis(TEST_REDIS_URL, { name: 'test-api' });
   const subscriber = createRedis(TEST_REDIS_URL, { name: 'test-api-sub', patient: true });
   const app = createApp({
