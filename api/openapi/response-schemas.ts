@@ -15,10 +15,12 @@ export const errorResponseSchema = {
   properties: {
     error: {
       type: 'object',
-      required: ['code', 'message', 'trace_id'],
+      required: ['code', 'message', 'type', 'param', 'trace_id'],
       properties: {
         code: { enum: Object.keys(ERROR_CODES) },
-        message: { type: 'string' },
+        message: { type: 'string', description: 'A validation message names the first failing field' },
+        type: { enum: [...new Set(Object.values(ERROR_CODES).map((c) => c.type))], description: "OpenAI's error type of the code (the SDKs' err.type)" },
+        param: { type: ['string', 'null'], description: "The first failing field in OpenAI's notation (messages[0].content), or null (the SDKs' err.param)" },
         trace_id: { type: 'string', description: 'Also in the X-Trace-Id and X-Request-Id response headers' },
         details: {
           type: 'object',

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { AppContext } from '../app-context';
 import { AppError } from '../../shared/errors/app-error';
 import type { ModelConfig } from '../../shared/catalog/catalog.types';
+import { catalogModelId } from '../../shared/catalog/catalog-index';
 
 const CREATED = 1_767_225_600; // 2026-01-01: catalog entries carry no date of their own
 
@@ -24,8 +25,12 @@ export function modelsRoutes(ctx: AppContext): Router {
   r.get('/v1/models/*id', ...ctx.guard, (req, res) => {
     const raw = req.params.id as unknown;
     const id = Array.isArray(raw) ? raw.join('/') : String(raw);
-    const m = Object.hasOwn(ctx.catalog.models, id) ? ctx.catalog.models[id] : undefined;
-    if (!m) throw new AppError('NOT_FOUND', `Model ${id} not found`, { metadata: { reason: 'model_not_found' } });
+    const found = catalogModelId(ctx.catalog, id);
+    const m = found && 'id' in found ? ctx.catalog.models[found.id] : undefined;
+    if (!m) {
+      const named = found && 'candidates' in found ? `: it is ambiguous, name one of ${found.candidates.join(', ')}` : ' not found';
+      throw new AppError('NOT_FOUND', `Model ${id}${named}`, { metadata: { reason: 'model_not_found' } });
+    }
     res.json(view(m));
   });
   return r;

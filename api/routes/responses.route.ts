@@ -32,7 +32,11 @@ import {
   type StoredResponsesRequest,
 } from '../services/stored-responses';
 import { textRouting } from '../services/text.service';
+import type { PlannedRoute } from '../services/route-planner';
+import { parametersIgnored } from '../../shared/routing';
 import { callerOf } from './caller';
+
+const withoutReasoning = ({ reasoning: _reasoning, ...rest }: ResponsesBody): ResponsesBody => rest;
 
 /**
  * OpenAI's Responses API through the queue: create, retrieve (or stream a background response again), its input
@@ -59,8 +63,11 @@ export function responsesRoutes(ctx: AppContext): Router {
     const newResponseId = `resp_${randomBase62(24)}`;
     const createdAt = unix(ctx.clock());
     // `store: false`: the record keeps what billing and history need, not the conversation (nor the instructions).
-    const record: StoredResponsesRequest =
-      body.store === false ? { body: unstoredBody(body), input: [] } : { body, input: request.input, inputStart: prior.length };
+    // A reasoning effort no endpoint of the model takes is dropped with a warning, and not echoed either.
+    const record = (route: PlannedRoute): StoredResponsesRequest => {
+      const kept = parametersIgnored(route.plan).includes('reasoning') ? withoutReasoning(body) : body;
+      return body.store === false ? { body: unstoredBody(kept), input: [] } : { body: kept, input: request.input, inputStart: prior.length };
+    };
     const { submission, warnings, route } = await ctx.text.submit({
       id: newResponseId,
       ...callerOf(res),
@@ -81,7 +88,7 @@ export function responsesRoutes(ctx: AppContext): Router {
       throw new AppError('CONFLICT', `Response ${id} of this Idempotency-Key was made with store: false: its text was not kept and cannot be replayed`, { metadata: { generation_id: id } });
     }
     // Until an endpoint answers, the response names the model asked for (without inline options), as its record does.
-    const base = { id, createdAt, model: route.primary.id, request: body, warnings: warnings.length ? warnings : undefined };
+    const base = { id, createdAt, model: route.primary.id, request: record(route).body, warnings: warnings.length ? warnings : undefined };
 
     if (mode === 'async') {
       res.json(buildResponseObject({ ...base, status: 'queued' }));

@@ -15,6 +15,7 @@ import {
 import type { PlannedCandidate } from '../../shared/queue/job-catalog';
 import type { EndpointStatsStore } from '../../shared/services/endpoint-stats.store';
 import { assertModelAllowed, type Principal } from '../../shared/auth/principal';
+import { catalogModelId } from '../../shared/catalog/catalog-index';
 
 export interface PlanRequest {
   principal: Principal;
@@ -58,16 +59,26 @@ export class RoutePlanner {
     try {
       const first = r.model ?? r.models?.[0];
       if (!first) throw new RoutingInputError('model', 'model is required');
-      return parseModelSpec(first, { isKnownModel: (id) => Object.hasOwn(this.catalog.models, id) });
+      const spec = parseModelSpec(first, { isKnownModel: (id) => Object.hasOwn(this.catalog.models, id) });
+      return { ...spec, model: this.modelId(spec.model) };
     } catch (e) {
       return routingFailure(e);
     }
   }
 
+  /** A model id as the catalog spells it: a bare id (`o4-mini`) names the one catalog model of that name. */
+  private modelId(id: string): string {
+    const found = typeof id === 'string' ? catalogModelId(this.catalog, id) : undefined;
+    if (found && 'candidates' in found) {
+      throw new RoutingError('model_not_found', `Model '${id}' is ambiguous: name one of ${found.candidates.join(', ')}`, [], id);
+    }
+    return found?.id ?? id;
+  }
+
   async plan(r: PlanRequest): Promise<PlannedRoute> {
     const spec = r.spec ?? this.spec(r);
     try {
-      const models = [spec.model, ...(r.models ?? []).filter((m) => m !== spec.model)];
+      const models = [...new Set([spec.model, ...(r.models ?? []).map((m) => this.modelId(m))])];
       for (const m of models) assertModelAllowed(r.principal, m);
       const preferences = applyModelSpec(r.provider, spec);
       const slugs = models.flatMap((m) => (Object.hasOwn(this.catalog.models, m) ? this.catalog.models[m].endpoints.map((e) => e.slug) : []));

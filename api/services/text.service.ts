@@ -33,8 +33,11 @@ export interface TextSubmit {
   /** What the request mapper noted (parts accepted without effect): the generation keeps them with the rest. */
   warnings?: string[];
   requireCapabilities?: string[];
-  /** What the caller sent, kept on the generation (echo fields, conversations, history). */
-  record: unknown;
+  /**
+   * What the caller sent, kept on the generation (echo fields, conversations, history); a function of the planned
+   * route when it depends on it (a response does not echo a parameter no endpoint takes).
+   */
+  record: object | ((route: PlannedRoute) => object);
   stickiness?: string;
   previousResponseId?: string;
   /** An id chosen by the caller (responses use `resp_...`). */
@@ -130,7 +133,7 @@ export class TextService {
       apiType: s.apiType,
       mode: s.mode,
       primary: route.primary,
-      request: s.record,
+      request: typeof s.record === 'function' ? s.record(route) : s.record,
       candidates: route.candidates,
       dropped: route.plan.dropped,
       warnings,

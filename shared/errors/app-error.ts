@@ -1,4 +1,4 @@
-import { ERROR_CODES, REASON_CODES, type ErrorCode, type ErrorReason } from './error-codes';
+import { ERROR_CODES, REASON_CODES, type ErrorCode, type ErrorReason, type ErrorType } from './error-codes';
 
 export interface ValidationIssue {
   path: string;
@@ -30,6 +30,8 @@ export interface StoredError {
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
+  /** OpenAI's error type of the code (the SDKs' `err.type`). */
+  readonly type: ErrorType;
   readonly details?: { errors: ValidationIssue[] } & Record<string, unknown>;
   readonly metadata?: ErrorMetadata;
   /** Whether repeating the request can help (`x-should-retry`); from the code table. */
@@ -46,6 +48,7 @@ export class AppError extends Error {
     this.name = 'AppError';
     this.code = code;
     this.status = ERROR_CODES[code].status;
+    this.type = ERROR_CODES[code].type;
     this.retry = opts.retry ?? ERROR_CODES[code].retry;
     this.details = opts.details;
     const reason = ERROR_CODES[code].reason;
@@ -59,7 +62,8 @@ export class AppError extends Error {
     return new AppError(code, message, { metadata: { reason, ...metadata } });
   }
 
-  static validation(errors: ValidationIssue[], message = 'Invalid request: check parameters and body'): AppError {
+  /** A 400 naming its fields in `details.errors`; the message names the first (`Invalid request: messages must not be empty`). */
+  static validation(errors: ValidationIssue[], message = validationMessage(errors)): AppError {
     return new AppError('BAD_REQUEST', message, { details: { errors }, metadata: { reason: 'validation_failed' } });
   }
 
@@ -79,13 +83,35 @@ export class AppError extends Error {
     return new AppError(code, e.message, { metadata: e.metadata, headers });
   }
 
-  /** The JSON body of decisions.md section 3. */
+  /** The first failing field in the SDKs' notation (`messages[0].content`), or null. */
+  get param(): string | null {
+    return paramOf(this.details?.errors?.[0]?.path);
+  }
+
+  /** The JSON body of decisions.md section 3, with OpenAI's `type` and `param` beside our `code`. */
   toBody(traceId: string): { error: Record<string, unknown>; trace_id: string } {
-    const error: Record<string, unknown> = { code: this.code, message: this.message, trace_id: traceId };
+    const error: Record<string, unknown> = { code: this.code, message: this.message, type: this.type, param: this.param, trace_id: traceId };
     if (this.details && this.status < 500) error.details = this.details;
     if (this.metadata) error.metadata = this.metadata;
     return { error, trace_id: traceId };
   }
+}
+
+/**
+ * A JSON pointer of a request field (`/messages/0/content`) in OpenAI's `param` notation (`messages[0].content`); the
+ * whole body (`/`) is null.
+ */
+export function paramOf(pointer: string | undefined): string | null {
+  const parts = (pointer ?? '').split('/').slice(1).filter((p) => p !== '').map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (parts.length === 0) return null;
+  return parts.reduce((out, p, i) => (/^\d+$/.test(p) && i > 0 ? `${out}[${p}]` : i === 0 ? p : `${out}.${p}`), '');
+}
+
+function validationMessage(errors: ValidationIssue[]): string {
+  const first = errors[0];
+  if (!first) return 'Invalid request: check parameters and body';
+  const more = errors.length > 1 ? ` (and ${errors.length - 1} more in error.details)` : '';
+  return `Invalid request: ${paramOf(first.path) ?? 'the body'} ${first.message}${more}`;
 }
 
 export function isAppError(e: unknown): e is AppError {

@@ -1,25 +1,34 @@
 /**
- * The one table of error codes (decisions.md section 3): code → HTTP status, default reason, and whether repeating
- * the same request can help. `retry` becomes the `x-should-retry` header that the openai SDKs obey: false where a
- * repeat gets the same answer or would start another paid generation (a 408's generation was already answered with
- * its id); true only for transient failures. A single error may say otherwise (`AppError` option `retry`), e.g. a
- * 408 whose request has an Idempotency-Key: a repeat joins the same generation.
+ * The one table of error codes (decisions.md section 3): code → HTTP status, OpenAI's error `type` (what the official
+ * SDKs read as `err.type`), default reason, and whether repeating the same request can help. `retry` becomes the
+ * `x-should-retry` header that the openai SDKs obey: false where a repeat gets the same answer or would start another
+ * paid generation (a 408's generation was already answered with its id); true only for transient failures. A single
+ * error may say otherwise (`AppError` option `retry`), e.g. a 408 whose request has an Idempotency-Key: a repeat joins
+ * the same generation.
  */
 export const ERROR_CODES = {
-  BAD_REQUEST: { status: 400, reason: 'validation_failed', retry: false },
-  UNAUTHORIZED: { status: 401, reason: undefined, retry: false },
-  api_key_revoked: { status: 401, reason: 'key_revoked', retry: false },
-  INSUFFICIENT_BALANCE: { status: 402, reason: 'balance_insufficient', retry: false },
-  FORBIDDEN: { status: 403, reason: undefined, retry: false },
-  NOT_FOUND: { status: 404, reason: undefined, retry: false },
-  REQUEST_TIMEOUT: { status: 408, reason: undefined, retry: false },
-  CONFLICT: { status: 409, reason: undefined, retry: false },
-  PAYLOAD_TOO_LARGE: { status: 413, reason: undefined, retry: false },
-  TOO_MANY_REQUESTS: { status: 429, reason: 'rate_limited', retry: true },
-  INTERNAL_ERROR: { status: 500, reason: undefined, retry: true },
-  BAD_GATEWAY: { status: 502, reason: 'provider_error', retry: true },
-  SERVICE_UNAVAILABLE: { status: 503, reason: undefined, retry: true },
+  BAD_REQUEST: { status: 400, type: 'invalid_request_error', reason: 'validation_failed', retry: false },
+  UNAUTHORIZED: { status: 401, type: 'authentication_error', reason: undefined, retry: false },
+  api_key_revoked: { status: 401, type: 'authentication_error', reason: 'key_revoked', retry: false },
+  INSUFFICIENT_BALANCE: { status: 402, type: 'insufficient_quota', reason: 'balance_insufficient', retry: false },
+  FORBIDDEN: { status: 403, type: 'permission_error', reason: undefined, retry: false },
+  NOT_FOUND: { status: 404, type: 'not_found_error', reason: undefined, retry: false },
+  REQUEST_TIMEOUT: { status: 408, type: 'timeout_error', reason: undefined, retry: false },
+  CONFLICT: { status: 409, type: 'conflict_error', reason: undefined, retry: false },
+  PAYLOAD_TOO_LARGE: { status: 413, type: 'invalid_request_error', reason: undefined, retry: false },
+  TOO_MANY_REQUESTS: { status: 429, type: 'rate_limit_error', reason: 'rate_limited', retry: true },
+  INTERNAL_ERROR: { status: 500, type: 'server_error', reason: undefined, retry: true },
+  BAD_GATEWAY: { status: 502, type: 'server_error', reason: 'provider_error', retry: true },
+  SERVICE_UNAVAILABLE: { status: 503, type: 'server_error', reason: undefined, retry: true },
 } as const;
+
+/** OpenAI's error types (https://platform.openai.com/docs/guides/error-codes), as the table above uses them. */
+export type ErrorType = (typeof ERROR_CODES)[keyof typeof ERROR_CODES]['type'];
+
+/** The type of a code; one from another version (a stored error) is a server error. */
+export function errorType(code: string): ErrorType {
+  return Object.hasOwn(ERROR_CODES, code) ? ERROR_CODES[code as keyof typeof ERROR_CODES].type : 'server_error';
+}
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 

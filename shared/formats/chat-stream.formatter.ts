@@ -5,6 +5,7 @@
  */
 import type { FinishReason, TextStreamEvent } from '../providers/provider.types';
 import type { PublicError } from './response-object.mapper';
+import { errorType, type ErrorType } from '../errors/error-codes';
 import { chatFinishReason, type ChatFinishReason } from './chat-response.mapper';
 import type { ChatUsage } from './usage.mapper';
 
@@ -35,7 +36,8 @@ export interface ChatCompletionChunk {
 }
 
 export interface ChatErrorChunk {
-  error: PublicError;
+  /** OpenAI's `type` beside our code: the SDKs throw this object as an APIError mid-stream. */
+  error: PublicError & { type: ErrorType };
 }
 
 export interface ChatStreamBase {
@@ -150,7 +152,7 @@ export function createChatStreamFormatter(streamBase: ChatStreamBase): ChatStrea
     ended = true;
     const out: Array<ChatCompletionChunk | ChatErrorChunk> = [];
     if (usage && base.includeUsage) out.push({ id: base.id, object: 'chat.completion.chunk', created: base.created, model: base.model, choices: [], usage });
-    out.push({ error: { code: error.code, message: error.message, ...(error.metadata && { metadata: error.metadata }) } });
+    out.push({ error: { code: error.code, message: error.message, type: errorType(error.code), ...(error.metadata && { metadata: error.metadata }) } });
     return out;
   }
 

@@ -218,6 +218,11 @@ export function parametersToDrop(plan: RoutePlan, slug: string): string[] {
   return plan.unsupportedByEndpoint[slug] ?? [];
 }
 
+/** The parameters no candidate endpoint takes: dropped (with a warning) whichever answers, so a reply does not echo them. */
+export function parametersIgnored(plan: RoutePlan): string[] {
+  return plan.droppedParameters.filter((p) => plan.candidates.every((c) => parametersToDrop(plan, c.endpoint.slug).includes(p)));
+}
+
 /**
  * Default `sort: price` key, compared field by field: prompt + completion first, then the per-unit
  * prices of media models. A missing price counts as 0.

@@ -1,6 +1,6 @@
 /**
  * An upstream `Retry-After` is honoured: the only endpoint that says "come back in 1 s" is asked again after
- * that second; one that says "30 s" is not called again before then, and the caller gets 502 with that
+ * that second; one that says "30 s" is not called again before then, and the caller gets 429 with that
  * `Retry-After`; with a second endpoint, the rate-limited one is tried last while its wait lasts.
  */
 import request from 'supertest';
@@ -42,11 +42,12 @@ it('the only endpoint answers 429 with Retry-After: 1: asked again after that se
   expect(s.fake.requests).toHaveLength(2);
 });
 
-it('Retry-After: 30 on the only endpoint: 502 carrying Retry-After, and the endpoint is not called again meanwhile', async () => {
+it('Retry-After: 30 on the only endpoint: 429 carrying Retry-After, and the endpoint is not called again meanwhile', async () => {
   const org = await s.seed();
   s.fake.setKnobs({ status: 429, retryAfterSeconds: 30 });
   const first = await ask(org, 'acme/long');
-  expect(first.status).toBe(502);
+  expect(first.status).toBe(429);
+  expect(first.body.error).toMatchObject({ code: 'TOO_MANY_REQUESTS', type: 'rate_limit_error' });
   expect(first.body.error.metadata.reason).toBe('all_providers_failed');
   expect(first.body.error.message).toContain('retry after 30 s');
   expect(first.body.error.metadata.retry_after_seconds).toBe(30);
@@ -54,7 +55,7 @@ it('Retry-After: 30 on the only endpoint: 502 carrying Retry-After, and the endp
   expect(s.fake.requests).toHaveLength(1);
 
   const second = await ask(org, 'acme/long');
-  expect(second.status).toBe(502);
+  expect(second.status).toBe(429);
   expect(Number(second.headers['retry-after'])).toBeGreaterThanOrEqual(28);
   expect(Number(second.headers['retry-after'])).toBeLessThanOrEqual(30);
   expect(second.body.error.metadata.attempts[0].message).toContain('Retry-After');

@@ -29,6 +29,8 @@ beforeAll(async () => {
         // An endpoint as decisions.md's catalog example writes one: no `max_tokens` in `supports`.
         'acme/plain': { displayName: 'Plain', type: 'chat', endpoints: [{ ...chat('primary'), supports: ['temperature', 'top_p', 'tools', 'reasoning', 'logprobs', 'stream'] }] },
         'acme/think': { displayName: 'Think', type: 'chat', endpoints: [{ ...chat('primary'), supports: [...TEXT_PARAMS, 'reasoning'] }] },
+        // `solo` is the name of two catalog models: a bare `solo` is ambiguous.
+        'other/solo': { displayName: 'Other solo', type: 'chat', endpoints: [chat('backup')] },
       },
     }),
   });
@@ -179,6 +181,36 @@ describe('routing constraints', () => {
     const unsupported = await post({ model: 'acme/duo', input: 'a', top_k: 5, provider: { require_parameters: true } });
     expect(unsupported.status).toBe(400);
     expect(unsupported.body.error.metadata.reason).toBe('parameters_unsupported');
+  });
+
+  it('takes a bare id for the one catalog model of that name; an ambiguous one is 404 naming the candidates', async () => {
+    const res = await post({ model: 'duo', input: 'a' });
+    expect(res.status).toBe(200);
+    expect(res.body.model).toBe('acme/duo');
+    expect((await generation(res.body.id)).unifiedModelId).toBe('acme/duo');
+    const inline = await post({ model: 'duo@provider=backup', input: 'a' });
+    expect([inline.status, inline.body.model]).toEqual([200, 'acme/duo']);
+    const fallback = await post({ models: ['none-such', 'duo'], input: 'a' });
+    expect(fallback.status).toBe(404);
+    const ambiguous = await post({ model: 'solo', input: 'a' });
+    expect(ambiguous.status).toBe(404);
+    expect(ambiguous.body.error).toMatchObject({ code: 'NOT_FOUND', type: 'not_found_error', metadata: { reason: 'model_not_found' } });
+    expect(ambiguous.body.error.message).toContain('acme/solo, other/solo');
+    const one = await request(s.app).get('/v1/models/duo').set(org.auth);
+    expect([one.status, one.body.id]).toEqual([200, 'acme/duo']);
+    expect((await request(s.app).get('/v1/models/solo').set(org.auth)).status).toBe(404);
+  });
+
+  it('a reasoning effort no endpoint takes is dropped with a warning and not echoed, in the reply or read back', async () => {
+    const res = await post({ model: 'acme/solo', input: 'a', reasoning: { effort: 'high' } });
+    expect(res.status).toBe(200);
+    expect(res.body.switchyard.warnings.join(' ')).toMatch(/reasoning/);
+    expect(s.fake.requests.at(-1)?.body).not.toHaveProperty('reasoning_effort');
+    expect(res.body.reasoning).toEqual({ effort: null, summary: null });
+    const read = await request(s.app).get(`/v1/responses/${res.body.id}`).set(org.auth);
+    expect(read.body.reasoning).toEqual({ effort: null, summary: null });
+    const think = await post({ model: 'acme/think', input: 'a', reasoning: { effort: 'high' } });
+    expect(think.body.reasoning).toEqual({ effort: 'high', summary: null });
   });
 
   it('drops an unsupported parameter with a warning when require_parameters is off', async () => {

@@ -1,11 +1,14 @@
 /**
  * The JavaScript clients people use, unchanged, against a running Switchyard (a test app on a real port, the
- * fake providers behind it): the Vercel AI SDK with `@ai-sdk/openai-compatible`, and LangChain JS
+ * fake providers behind it): the Vercel AI SDK with `@ai-sdk/openai-compatible` and with `@ai-sdk/openai` (bare
+ * model ids, reasoning effort), and LangChain JS
  * `@langchain/openai`. The Node `openai` SDK has its own file (text.sdk.test.ts); the Python one runs in
  * python-sdk.test.ts.
  */
 import { APICallError, embed, embedMany, generateText, streamText } from 'ai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { createOpenAI } from '@ai-sdk/openai';
+import OpenAI from 'openai';
 import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 
@@ -16,8 +19,21 @@ const EXPECTED_COST = (1000 * 40 + 500 * 160) / 1_000_000;
 let s: TestStack;
 let org: StackOrg;
 
+// A reasoning model and one without reasoning, as in the demo and default catalogs (openai/o4-mini, openai/gpt-4.1).
+const REASONING = 'openai/o4-mini';
+const PLAIN = 'openai/gpt-4.1';
+const endpoint = (upstreamModel: string, supports: string[]) => ({ provider: 'openai', upstreamModel, price: { prompt: 110, completion: 440 }, supports });
+
 beforeAll(async () => {
-  s = await createTestStack({ knobs: { promptTokens: 1000, completionTokens: 500, text: TEXT } });
+  s = await createTestStack({
+    knobs: { promptTokens: 1000, completionTokens: 500, text: TEXT },
+    catalogOverrides: {
+      models: {
+        [REASONING]: { displayName: 'o4-mini', type: 'chat', endpoints: [endpoint('o4-mini', ['tools', 'reasoning', 'max_tokens', 'stream'])] },
+        [PLAIN]: { displayName: 'GPT-4.1', type: 'chat', endpoints: [endpoint('gpt-4.1', ['temperature', 'tools', 'max_tokens', 'stream'])] },
+      },
+    },
+  });
   org = await s.seed({ balance: '100' });
 });
 afterAll(() => s.close());
@@ -61,6 +77,42 @@ describe('Vercel AI SDK (@ai-sdk/openai-compatible)', () => {
     expect(e.statusCode).toBe(404);
     expect(e.responseHeaders?.['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     expect(JSON.parse(e.responseBody ?? '{}').error.code).toBe('NOT_FOUND');
+  });
+});
+
+describe('Vercel AI SDK (@ai-sdk/openai) with bare model ids', () => {
+  const openai = () => createOpenAI({ baseURL: `${s.url}/v1`, apiKey: org.key.key });
+
+  it("openai('o4-mini') with a reasoning effort: the bare id is the catalog's openai/o4-mini, and the provider gets the effort", async () => {
+    s.fake.reset();
+    s.fake.setKnobs({ promptTokens: 1000, completionTokens: 500, text: TEXT });
+    const r = await generateText({ model: openai()('o4-mini'), prompt: 'Think, then say hello', providerOptions: { openai: { reasoningEffort: 'low' } }, maxRetries: 0 });
+    expect(r.text).toBe(TEXT);
+    expect(r.response.modelId).toBe(REASONING);
+    expect(s.fake.requests).toHaveLength(1);
+    const sent = s.fake.requests[0].body as Record<string, unknown>;
+    expect(sent.model).toBe('o4-mini');
+    expect(sent.reasoning_effort ?? (sent.reasoning as { effort?: string } | undefined)?.effort).toBe('low');
+  });
+
+  it('a bare id that names no catalog model stays 404', async () => {
+    const err = await generateText({ model: openai()('o9-nothing'), prompt: 'x', maxRetries: 0 }).catch((e: unknown) => e);
+    expect((err as APICallError).statusCode).toBe(404);
+  });
+
+  it('a reasoning effort for a model without reasoning is a warning and is not sent to the provider', async () => {
+    s.fake.reset();
+    s.fake.setKnobs({ text: TEXT });
+    const client = new OpenAI({ apiKey: org.key.key, baseURL: `${s.url}/v1`, maxRetries: 0 });
+    const r = await client.responses.create({ model: PLAIN, input: 'hello', reasoning: { effort: 'high' } });
+    expect(r.output_text).toBe(TEXT);
+    const warnings = (r as unknown as { switchyard: { warnings?: string[] } }).switchyard.warnings ?? [];
+    expect(warnings.some((w) => w.includes('reasoning'))).toBe(true);
+    expect(s.fake.requests).toHaveLength(1);
+    const sent = s.fake.requests[0].body as Record<string, unknown>;
+    expect(sent.reasoning_effort).toBeUndefined();
+    expect(sent.reasoning).toBeUndefined();
+    expect((r.reasoning as { effort?: unknown } | null)?.effort ?? null).toBeNull();
   });
 });
 

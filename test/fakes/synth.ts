@@ -48,7 +48,11 @@ export interface ComposeInput {
   wantLogprobs?: boolean;
 }
 
-const ALTERNATIVES = [' the', ' a', ',', '.', ' and', ' of', ' to', ' in', ' is', ' it', ' that', ' for', ' on', ' with', ' as', ' was', ' at', ' by', ' an', ' be', ' this'];
+/**
+ * The runners-up of every synthetic position: one-token answers first (yes/no, letters, digits: what a typed question
+ * of /v1/systemone reads among the top log-probabilities), then common words.
+ */
+const ALTERNATIVES = ['Y', 'N', 'A', 'B', 'C', 'D', '1', '2', '3', '4', '5', ' the', ' a', ',', '.', ' and', ' of', ' to', ' in', ' is', ' it'];
 
 function fromKnob(rec: Record<string, number>): TokenLogprob {
   const top = Object.entries(rec).sort((a, b) => b[1] - a[1]);
@@ -87,7 +91,9 @@ export function compose(knobs: FakeKnobs, input: ComposeInput): Completion {
   const fromKnobs = knobs.logprobs?.length ? knobs.logprobs.map(fromKnob) : null;
   let text = knobs.text ?? (fromKnobs ? fromKnobs.map((p) => p.token).join('') : `Echo: ${input.userText}`);
   const wantLp = input.wantLogprobs === true && knobs.noLogprobs !== true;
-  let positions = wantLp || fromKnobs ? (fromKnobs ?? synthetic(text)) : null;
+  // Knob positions are cut with the text below; synthetic ones are made from the final text, so a reply cut to one
+  // token (max_tokens 1) still has that token's log-probabilities.
+  let positions = fromKnobs;
   let finish: Finish = 'stop';
   let stopSequence: string | null = null;
 
@@ -108,14 +114,13 @@ export function compose(knobs: FakeKnobs, input: ComposeInput): Completion {
       text = knobs.text === undefined ? positions.map((p) => p.token).join('') : text.slice(0, input.maxTokens * 4);
     } else {
       text = text.slice(0, input.maxTokens * 4);
-      if (positions) positions = fitPositions(positions, text.length);
     }
     visible = input.maxTokens;
     finish = 'length';
     stopSequence = null;
   }
 
-  const logprobs = wantLp && positions ? positions : null;
+  const logprobs = wantLp ? (positions ?? synthetic(text)) : null;
   let pieces: Piece[];
   if (logprobs && logprobs.length > 0) {
     const groups = groupEven(logprobs, n);

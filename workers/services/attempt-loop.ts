@@ -161,8 +161,10 @@ function notCalled(deps: WorkerDeps, slug: string, waitMs: number): Omit<Attempt
  * - every endpoint tried refused to express the input (e.g. a `file_url` part a chat-completions provider
  *   cannot take): the caller's input is the problem, 400 `validation_failed`;
  * - the provider refused the request itself (a 4xx that forbids falling back): 400 `provider_error`;
- * - otherwise 502 `all_providers_failed`; when every provider rate-limited the request and one said when to
- *   come back, the error says so and carries that wait (`metadata.retry_after_seconds`, the `Retry-After` header).
+ * - every endpoint tried rate-limited the request: 429 `TOO_MANY_REQUESTS` (reason `all_providers_failed`, what the
+ *   SDKs retry) with `Retry-After` (`metadata.retry_after_seconds`): the soonest an endpoint said it takes calls
+ *   again, else 1 s;
+ * - otherwise 502 `all_providers_failed`.
  */
 export function failureError(deps: Pick<WorkerDeps, 'stats'>, attempts: Attempt[], last: UpstreamFailure | undefined): AppError {
   const tried = attempts.filter((a) => a.reason !== 'unavailable');
@@ -177,20 +179,16 @@ export function failureError(deps: Pick<WorkerDeps, 'stats'>, attempts: Attempt[
       metadata: { reason: 'provider_error', raw: last.raw ?? last.message, provider_name: provider, attempts },
     });
   }
-  const retryUntil = (slug: string) => deps.stats.retryAfterUntil(slug);
-  const wait = tried.length > 0 && tried.every((a) => a.reason === 'rate_limited') ? retryAfterSeconds(tried.map((a) => a.endpoint), retryUntil) : undefined;
-  const message =
-    wait !== undefined
-      ? `Every provider of this model is rate-limiting requests: retry after ${wait} s`
-      : attempts.length
-        ? `Every provider failed: ${[...new Set(attempts.map((a) => `${a.provider} (${a.reason})`))].join(', ')}`
-        : 'No provider could take the request';
-  return AppError.fromReason('all_providers_failed', message, {
-    attempts,
-    raw: last?.raw ?? attempts[attempts.length - 1]?.message,
-    provider_name: provider,
-    ...(wait !== undefined && { retry_after_seconds: wait }),
-  });
+  const metadata = { attempts, raw: last?.raw ?? attempts[attempts.length - 1]?.message, provider_name: provider };
+  if (tried.length > 0 && tried.every((a) => a.reason === 'rate_limited')) {
+    const wait = retryAfterSeconds(tried.map((a) => a.endpoint), (slug) => deps.stats.retryAfterUntil(slug)) ?? 1;
+    return new AppError('TOO_MANY_REQUESTS', `Every provider of this model is rate-limiting requests: retry after ${wait} s`, {
+      metadata: { reason: 'all_providers_failed', ...metadata, retry_after_seconds: wait },
+      headers: { 'Retry-After': String(wait) },
+    });
+  }
+  const message = attempts.length ? `Every provider failed: ${[...new Set(attempts.map((a) => `${a.provider} (${a.reason})`))].join(', ')}` : 'No provider could take the request';
+  return AppError.fromReason('all_providers_failed', message, metadata);
 }
 
 /** Timings every ending records. */

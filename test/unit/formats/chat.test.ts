@@ -140,7 +140,7 @@ describe('chat stream formatter', () => {
     const f = createChatStreamFormatter({ id: 'c', created: 1, model: 'm' });
     const chunks = [...f.push({ type: 'text_delta', text: 'par' })];
     const error = f.fail({ code: 'BAD_GATEWAY', message: 'Provider stream broke', metadata: { reason: 'provider_error' } });
-    expect(error).toEqual([{ error: { code: 'BAD_GATEWAY', message: 'Provider stream broke', metadata: { reason: 'provider_error' } } }]);
+    expect(error).toEqual([{ error: { code: 'BAD_GATEWAY', message: 'Provider stream broke', type: 'server_error', metadata: { reason: 'provider_error' } } }]);
     expect(f.complete({ usage })).toEqual([]);
     const wire = [...chunks, ...error].map(encodeChatSse).join('');
     const stream = await sdkAnswering(wire, 'text/event-stream').chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'Hi' }], stream: true });
@@ -153,6 +153,6 @@ describe('chat stream formatter', () => {
 
   it('encodes chunks and the [DONE] marker as data lines', () => {
     expect(encodeChatSse(CHAT_STREAM_DONE)).toBe('data: [DONE]\n\n');
-    expect(encodeChatSse({ error: { code: 'X', message: 'y' } })).toBe('data: {"error":{"code":"X","message":"y"}}\n\n');
+    expect(encodeChatSse({ error: { code: 'X', message: 'y', type: 'server_error' } })).toBe('data: {"error":{"code":"X","message":"y","type":"server_error"}}\n\n');
   });
 });
