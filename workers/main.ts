@@ -2,9 +2,8 @@ import { bootstrap, onShutdown, type Runtime } from '../shared/runtime/bootstrap
 import { buildWorkerDeps } from './worker-deps';
 import { startMetricsServer, type MetricsServer } from '../shared/metrics/metrics-server';
 import { Queue } from 'bullmq';
-import { QUEUE_NAMES, QUEUES } from '../shared/queue/queue-names';
-import { scheduleMaintenance } from './processors/maintenance.processor';
-import { scheduleReaper } from './processors/reap-stuck-generations.processor';
+import { QUEUE_NAMES } from '../shared/queue/queue-names';
+import { keepMaintenanceScheduled } from './schedules';
 import { startWorkerPool, type WorkerPool } from './worker-pool';
 
 /** Starts one BullMQ worker per queue on a bootstrapped runtime. */
@@ -13,11 +12,10 @@ export async function startWorkers(rt: Runtime): Promise<WorkerPool> {
   const deps = buildWorkerDeps({ config: rt.config, db: rt.db, pool: rt.pool, redis: rt.redis, catalog: rt.catalog, logger: rt.logger, upstream: rt.upstream, secret: rt.secret, metrics: rt.metrics, ledger: rt.ledger, jobConnection: connection });
   const pool = startWorkerPool(deps, connection);
   await pool.ready();
-  // The retention job (expired files) repeats every 15 minutes; installing it again on every start is harmless.
-  const maintenance = new Queue(QUEUES.maintenance, { connection, prefix: rt.config.queuePrefix });
-  await scheduleMaintenance(maintenance);
-  await scheduleReaper(maintenance, rt.config.reaper); // fails and releases generations whose job was lost (docs/faults.md)
-  await maintenance.close();
+  // The reaper (stuck generations, expired leases) and the sweep of expired files, installed again whenever Redis comes
+  // back without them (workers/schedules.ts); the pool stops first (rt.onClose runs the latest first).
+  const schedules = await keepMaintenanceScheduled(rt.redis, rt.config, rt.logger);
+  rt.onClose(() => schedules.close());
   rt.logger.info(`workers serving ${pool.workers.map((w) => `${w.name}×${w.opts.concurrency}`).join(', ')}`);
   return pool;
 }

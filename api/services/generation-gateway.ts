@@ -306,10 +306,17 @@ export class GenerationGateway {
     return addJob(this.queues[queue], data, { ...JOB_OPTIONS[queue], jobId: gen.id, delay: opts.delayMs, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) }, claim);
   }
 
-  /** The job could not be enqueued: the generation ends failed (its reservation released) and the client is told to repeat. */
+  /**
+   * The job could not be enqueued (no provider was called): the reservation is released and the record deleted, in one
+   * transaction, so a refused request leaves no generation in the history (docs/decisions.md); the client is told to
+   * repeat. Should that transaction fail too, the generation ends failed and released, as before, or the reaper ends it.
+   */
   private async enqueueFailed(gen: NewGeneration, e: unknown): Promise<never> {
     this.logger.error('enqueue failed', { err: e, generationId: gen.id, trace_id: gen.traceId });
-    await this.generations.finish(gen.id, { status: 'failed', error: new AppError('SERVICE_UNAVAILABLE', 'The queue is unavailable').toStored() }).catch(() => undefined);
+    await this.generations.discard(gen).catch(async (err: unknown) => {
+      this.logger.error('a generation refused at enqueue was not discarded', { err, generationId: gen.id, trace_id: gen.traceId });
+      await this.generations.finish(gen.id, { status: 'failed', error: new AppError('SERVICE_UNAVAILABLE', 'The queue is unavailable').toStored() }).catch(() => undefined);
+    });
     throw new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable: repeat later');
   }
 

@@ -119,6 +119,19 @@ export function whenReady(redis: Redis, timeoutMs = 10_000): Promise<void> {
   });
 }
 
+/**
+ * Warns (one log line) when the Redis behind `redis` keeps no append-only file: the queues, the settlement journal
+ * (replies promised before their commit) and the reservation outcomes live there, and a restart would lose them
+ * (README.md "Redis in production"). Silent when CONFIG is not permitted (managed Redis) or answers otherwise.
+ * Resolves to whether it warned.
+ */
+export async function warnWithoutAppendOnly(redis: Redis, logger: { warn(message: string): unknown }): Promise<boolean> {
+  const reply = (await redis.config('GET', 'appendonly').catch(() => null)) as unknown;
+  if (!Array.isArray(reply) || reply[1] !== 'no') return false;
+  logger.warn('Redis runs without an append-only file (appendonly no): a restart loses the queued jobs and the settlements promised before their commit; set `appendonly yes` (README.md "Redis in production")');
+  return true;
+}
+
 /** The nodes a keyspace command must visit: every master of a cluster connection (it reaches one node only), else the one. */
 function masters(redis: Redis): Redis[] {
   return (redis as unknown) instanceof Cluster ? (redis as unknown as Cluster).nodes('master') : [redis];

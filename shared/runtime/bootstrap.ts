@@ -7,7 +7,7 @@ import type { Pool } from 'pg';
 import { CatalogError, loadCatalog, providersWithoutKey } from '../catalog/load-catalog';
 import type { Catalog } from '../catalog/catalog.types';
 import { createLogger, type Logger } from '../logger';
-import { createRedis, whenReady } from '../queue/redis';
+import { createRedis, warnWithoutAppendOnly, whenReady } from '../queue/redis';
 import { createUpstreamClient, type UpstreamClient } from '../providers/api';
 import { resolveServices, type Services } from './services';
 import { resolveSecret } from './secret';
@@ -87,6 +87,7 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
   const redis = createRedis(services.redisUrl, { name: `switchyard-${role}` });
   const patients: Redis[] = [];
   await whenReady(redis);
+  await warnWithoutAppendOnly(redis, logger);
   const upstream = createUpstreamClient();
   // A process `npm start` forked answers /metrics for the whole machine (shared/metrics/cluster-metrics.ts).
   const metrics = createMetrics({ processMetrics: true, scrape: config.clusterChild ? clusterScrape : undefined });

@@ -159,6 +159,14 @@ export class GenerationService {
   }
 
   /**
+   * A generation whose job could not be enqueued (before any provider was called): its reservation released and its
+   * record gone, in one transaction (Ledger.discard). True when it was discarded, false when it had already ended.
+   */
+  discard(g: Pick<NewGeneration, 'id' | 'organizationId' | 'idempotency'>): Promise<boolean> {
+    return this.ledger.discard({ id: g.id, organizationId: g.organizationId, idempotencyKey: g.idempotency?.key });
+  }
+
+  /**
    * `finish` with the row already built (`closeRowOf`): a settlement promised before its commit
    * (shared/billing/settlement-journal.ts). `hold`: the reply went out, the commit may wait briefly for company.
    */

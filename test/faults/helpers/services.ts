@@ -16,6 +16,8 @@ export interface RedisServer {
   stop(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
   /** Starts it again on the same port and data; resolves once it answers PING. */
   start(): Promise<void>;
+  /** SIGKILL, its append-only files deleted, started again on the same port: a Redis back without its data. */
+  wipe(): Promise<void>;
   readonly running: boolean;
 }
 
@@ -41,6 +43,12 @@ export async function startRedis(dir: string): Promise<RedisServer> {
     }
   }
 
+  async function stop(signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    child.kill(signal);
+    await exited;
+  }
+
   await start();
   return {
     port,
@@ -48,12 +56,13 @@ export async function startRedis(dir: string): Promise<RedisServer> {
     get running() {
       return !!child && child.exitCode === null && child.signalCode === null;
     },
-    async stop(signal = 'SIGTERM') {
-      if (!child || child.exitCode !== null || child.signalCode !== null) return;
-      child.kill(signal);
-      await exited;
-    },
+    stop,
     start,
+    async wipe() {
+      await stop('SIGKILL');
+      fs.rmSync(path.join(dir, 'appendonlydir'), { recursive: true, force: true });
+      await start();
+    },
   };
 }
 

@@ -1,0 +1,67 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type Redis from 'ioredis';
+import { createRedis, warnWithoutAppendOnly, whenReady } from '../../shared/queue/redis';
+import { redisPing } from '../../shared/runtime/embedded-redis';
+import { freePort, sleep } from '../../shared/runtime/process-utils';
+
+// At start every process says so when its Redis keeps no append-only file (README.md "Redis in production"), and
+// says nothing where CONFIG is not permitted (managed Redis). A redis-server of this file's own: the shared one's
+// settings are not ours to change.
+
+describe('warnWithoutAppendOnly', () => {
+  let child: ChildProcess;
+  let dir: string;
+  let port: number;
+  let admin: Redis;
+  const connections: Redis[] = [];
+  const connect = async (url: string) => {
+    const r = createRedis(url, { name: 'test-appendonly' });
+    connections.push(r);
+    await whenReady(r);
+    return r;
+  };
+  const warnings: string[] = [];
+  const logger = { warn: (m: string) => void warnings.push(m) };
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-appendonly-'));
+    port = await freePort();
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+    const until = Date.now() + 10_000;
+    while (!(await redisPing(port, ''))) {
+      if (Date.now() > until) throw new Error('redis-server did not start');
+      await sleep(50);
+    }
+    admin = await connect(`redis://127.0.0.1:${port}`);
+    // A managed Redis's application user: everything but CONFIG.
+    await admin.call('ACL', 'SETUSER', 'app', 'on', '>app-password', '~*', '&*', '+@all', '-config');
+  });
+  afterAll(async () => {
+    for (const r of connections) r.disconnect();
+    child.kill('SIGKILL');
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  beforeEach(() => void (warnings.length = 0));
+
+  it('warns once, naming appendonly, when Redis keeps no append-only file', async () => {
+    expect(await warnWithoutAppendOnly(admin, logger)).toBe(true);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('appendonly yes');
+  });
+
+  it('says nothing when CONFIG is not permitted (managed Redis)', async () => {
+    const app = await connect(`redis://app:app-password@127.0.0.1:${port}`);
+    await expect(app.config('GET', 'appendonly')).rejects.toThrow(/NOPERM/);
+    expect(await warnWithoutAppendOnly(app, logger)).toBe(false);
+    expect(warnings).toEqual([]);
+  });
+
+  it('says nothing once appendonly is yes', async () => {
+    await admin.config('SET', 'appendonly', 'yes');
+    expect(await warnWithoutAppendOnly(admin, logger)).toBe(false);
+    expect(warnings).toEqual([]);
+  });
+});
