@@ -34,6 +34,8 @@ export interface NewGeneration {
 
 export interface IdempotencyClaim {
   key: string;
+  /** Whose key it is (the API key's id, else `user <member id>`): another caller's same key is another key. */
+  caller: string;
   /** sha256 of the caller, method, path and canonical body: the same key with another request is 409. */
   hash: string;
 }
@@ -192,6 +194,7 @@ function openRowOf(g: NewGeneration): OpenRow {
     previous_response_id: g.previousResponseId ?? null,
     trace_id: g.traceId ?? null,
     idempotency_key: g.idempotency?.key ?? null,
+    idempotency_caller: g.idempotency?.caller ?? null,
     request_hash: g.idempotency?.hash ?? null,
   };
 }
