@@ -40,8 +40,8 @@ export interface IdempotencyClaim {
   hash: string;
 }
 
-/** A new generation was reserved and recorded, or the Idempotency-Key already names one (`replayOf`). */
-export type Created = { granted: Decimal } | { replayOf: string };
+/** A new generation was reserved and recorded (at `createdAt`), or the Idempotency-Key already names one (`replayOf`). */
+export type Created = { granted: Decimal; createdAt: Date } | { replayOf: string };
 
 /** What a replay needs of an existing generation. */
 /** The states of a generation that has not ended yet: queued or running. */
@@ -52,6 +52,7 @@ export interface GenerationState {
   status: 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled';
   result: unknown;
   error: unknown;
+  createdAt: Date;
 }
 
 export interface Finish {
@@ -140,7 +141,7 @@ export class GenerationService {
 
   /** Status and stored outcome of a generation (replays of an Idempotency-Key), or null. */
   async state(id: string): Promise<GenerationState | null> {
-    return this.db.generation.findUnique({ where: { id }, select: { id: true, status: true, result: true, error: true } });
+    return this.db.generation.findUnique({ where: { id }, select: { id: true, status: true, result: true, error: true, createdAt: true } });
   }
 
   /** pending → processing (media and background jobs, so pollers see progress). */

@@ -209,6 +209,48 @@ describe('Idempotency-Key (issue 9.16)', () => {
     expect(await generationsOf()).toBe(gens + callers.length + 2);
   });
 
+  it('a replay answers the created timestamps of the first reply and of the stored generation, on every kind', async () => {
+    s.fake.setKnobs({ promptTokens: 1000, completionTokens: 500, text: 'Timed', streamChunks: 2 });
+    const sse = (text: string) => text.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)));
+    const chatCreated = (r: request.Response) => [...new Set(sse(r.text).map((e) => e.created))];
+    const responsesCreated = (r: request.Response) => [...new Set(sse(r.text).filter((e) => e.response).map((e) => e.response.created_at))];
+    // [name, send, the reply's creation timestamps]
+    const kinds: Array<[string, (key: string) => Promise<request.Response>, (r: request.Response) => unknown[] | object]> = [
+      ['responses', (k) => post('/v1/responses', { model: STACK_MODELS.chat, input: 'when' }, k), (r) => [r.body.created_at]],
+      ['responses stream', (k) => post('/v1/responses', { model: STACK_MODELS.chat, input: 'when', stream: true }, k), responsesCreated],
+      ['chat', (k) => post('/v1/chat/completions', { model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'when' }] }, k), (r) => [r.body.created]],
+      ['chat stream', (k) => post('/v1/chat/completions', { model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'when' }], stream: true }, k), chatCreated],
+      ['embeddings', (k) => post('/v1/embeddings', { model: STACK_MODELS.embedding, input: 'when' }, k), (r) => r.body],
+      ['images v2', (k) => post('/v2/images/generations', { model: STACK_MODELS.image, prompt: 'A clock' }, k), (r) => [r.body.created]],
+      ['images v1', (k) => post('/v1/images/generations', { model: STACK_MODELS.image, prompt: 'A clock' }, k), (r) => [r.body.created]],
+      ['media', (k) => post('/v1/media', { model: STACK_MODELS.audio, input: { prompt: 'A clock ticking', duration: 7 } }, k), (r) => [r.body.created]],
+      ['media async', (k) => post('/v1/media', { model: STACK_MODELS.audio, input: { prompt: 'A clock tocking', duration: 7 }, async: true }, k), (r) => [r.body.created]],
+    ];
+    const firsts = [];
+    for (const [name, send, created] of kinds) {
+      const key = newKey();
+      const r = await send(key);
+      expect([name, r.status < 300]).toEqual([name, true]);
+      const stamps = created(r);
+      expect([name, Array.isArray(stamps) ? stamps.every((t) => Number.isInteger(t)) : true]).toEqual([name, true]);
+      const id = (await s.t.db.idempotencyKey.findFirstOrThrow({ where: { key } })).generationId; // images replies name no id
+      firsts.push({ name, send, created, key, stamps, id });
+    }
+    // The repeats come in a later second than every first reply.
+    await wait(1100);
+    for (const f of firsts) {
+      const again = await f.send(f.key);
+      expect([f.name, f.created(again)]).toEqual([f.name, f.stamps]);
+      const stored = await request(s.app).get(`/v1/history/generations/${f.id}`).set(org.auth);
+      expect(stored.status).toBe(200);
+      if (Array.isArray(f.stamps)) expect([f.name, Math.floor(Date.parse(stored.body.createdAt) / 1000)]).toEqual([f.name, f.stamps[0]]);
+    }
+    const resp = firsts.find((f) => f.name === 'responses')!;
+    expect((await request(s.app).get(`/v1/responses/${resp.id}`).set(org.auth)).body.created_at).toBe((resp.stamps as number[])[0]);
+    const med = firsts.find((f) => f.name === 'media')!;
+    expect((await request(s.app).get(`/v1/media/${med.id}`).set(org.auth)).body.created).toBe((med.stamps as number[])[0]);
+  });
+
   it('rejects a malformed key with 400', async () => {
     const r = await post('/v1/responses', { model: STACK_MODELS.chat, input: 'x' }, 'a'.repeat(256));
     expect(r.status).toBe(400);
