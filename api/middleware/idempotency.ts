@@ -22,9 +22,8 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * What makes two requests "the same" under one key: who sends it (the API key, else the member), method, path and
- * body. Another key or member of the organization reusing a key sends another request (409): a repeat never hands
- * one caller a generation that is not theirs to read.
+ * What makes two requests "the same" under one caller's key: who sends it (the API key, else the member), method,
+ * path and body.
  */
 export function requestHash(caller: string, method: string, path: string, body: unknown): string {
   return createHash('sha256').update(`${caller}\n${method} ${path}\n${canonicalJson(body)}`).digest('hex');
@@ -40,8 +39,11 @@ export function idempotencyKey(req: Request, res: Response, next: NextFunction):
   if (!KEY.test(key)) {
     return next(AppError.validation([{ path: '/headers/idempotency-key', message: 'must be 1 to 255 printable ASCII characters' }], 'Invalid Idempotency-Key header'));
   }
+  // Keys are per caller (the API key, else the member; the idempotency_keys_per_caller migration names old rows so):
+  // another key or member of the organization using the same key sends a different key, never meets this one's generation.
   const owner = ownerOf(res.locals.principal);
-  const claim: IdempotencyClaim = { key, hash: requestHash(owner.apiKeyId ?? `user ${owner.userId}`, req.method, req.path, req.body) };
+  const caller = owner.apiKeyId ?? `user ${owner.userId}`;
+  const claim: IdempotencyClaim = { key, caller, hash: requestHash(caller, req.method, req.path, req.body) };
   res.locals.idempotency = claim;
   next();
 }

@@ -102,7 +102,7 @@ const IDEMPOTENCY_KEY: NonNullable<Operation['parameters']>[number] = {
   description:
     'Makes retries safe: the same key with the same body within 24 hours returns the same generation (a synchronous ' +
     'call waits for or replays its result, an asynchronous one answers its id) and is billed once; the same key with ' +
-    'another body is 409 CONFLICT. Keys belong to the organization. A stream still running under the key is 409; a ' +
+    'another body is 409 CONFLICT. Keys are per caller (the API key, else the member). A stream still running under the key is 409; a ' +
     'finished one is replayed as a stream. See docs/idempotency.md.',
 };
 

@@ -13,7 +13,6 @@ export function chatRoutes(ctx: TextRouteDeps): Router {
   r.post('/v1/chat/completions', ...ctx.guard, async (req, res) => {
     const body = check<ChatBody>(chatSchema, req.body ?? {});
     const { requestedParameters, warnings: formatWarnings, ...request } = chatToCanonical(body);
-    const created = Math.floor(ctx.clock().getTime() / 1000);
     const mode = body.stream ? 'stream' : 'sync';
     const { submission, route } = await ctx.text.submit({
       id: newId('gen'),
@@ -30,6 +29,8 @@ export function chatRoutes(ctx: TextRouteDeps): Router {
     const usage = (p: TextDonePayload) => chatUsage(p.result.usage, { totalRub: p.cost }, p.plugins ? { plugins: p.plugins } : undefined);
     // A repeat with the same Idempotency-Key answers with the generation of the first request.
     const id = submission.id;
+    // The generation's created_at (a replay's is the first request's), as its record answers it.
+    const created = Math.floor((submission.createdAt ?? ctx.clock()).getTime() / 1000);
     // The warnings the generation keeps (history shows the same): the request's, the plan's, the answering endpoint's.
     const warningsOf = (p: TextDonePayload) => (p.warnings.length ? p.warnings : undefined);
 

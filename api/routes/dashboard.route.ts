@@ -23,15 +23,34 @@ function cookieValue(header: string | undefined, name: string): string | undefin
 }
 
 const WITHHELD = '[withheld: customer content]';
+const WITHHELD_URL_PARTS = '[query, fragment and credentials withheld]';
 
 /**
- * Job data and return values keep the scalar fields of an object (ids, model, mode); nested values, and a bare
- * string or array (an output text), are customer content and withheld.
+ * A URL (a callBackUrl, a callback job's url) shows where it goes: scheme, host and path. Its query string and
+ * fragment (often a token) and any `user:pass@` are withheld.
+ */
+function withholdUrlSecrets(value: string): string {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return value;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return WITHHELD;
+  }
+  const hidden = url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '';
+  return `${url.protocol}//${url.host}${url.pathname}${hidden ? ` ${WITHHELD_URL_PARTS}` : ''}`;
+}
+
+/**
+ * Job data and return values keep the scalar fields of an object (ids, model, mode; a URL without its secrets);
+ * nested values, and a bare string or array (an output text), are customer content and withheld.
  */
 export function withholdContent(value: unknown): unknown {
   if (typeof value === 'string' || Array.isArray(value)) return WITHHELD;
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, v !== null && typeof v === 'object' ? WITHHELD : v]));
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k, v !== null && typeof v === 'object' ? WITHHELD : typeof v === 'string' ? withholdUrlSecrets(v) : v]),
+  );
 }
 
 /**

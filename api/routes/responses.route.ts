@@ -61,7 +61,6 @@ export function responsesRoutes(ctx: AppContext): Router {
     const { requestedParameters, warnings: formatWarnings, ...request } = canonical;
     const mode = body.stream ? 'stream' : body.background ? 'async' : 'sync';
     const newResponseId = `resp_${randomBase62(24)}`;
-    const createdAt = unix(ctx.clock());
     // `store: false`: the record keeps what billing and history need, not the conversation (nor the instructions).
     // A reasoning effort no endpoint of the model takes is dropped with a warning, and not echoed either.
     const record = (route: PlannedRoute): StoredResponsesRequest => {
@@ -88,7 +87,8 @@ export function responsesRoutes(ctx: AppContext): Router {
       throw new AppError('CONFLICT', `Response ${id} of this Idempotency-Key was made with store: false: its text was not kept and cannot be replayed`, { metadata: { generation_id: id } });
     }
     // Until an endpoint answers, the response names the model asked for (without inline options), as its record does.
-    const base = { id, createdAt, model: route.primary.id, request: record(route).body, warnings: warnings.length ? warnings : undefined };
+    // created_at is the generation's (a replay's is the first request's), as GET /v1/responses/{id} answers it.
+    const base = { id, createdAt: unix(submission.createdAt ?? ctx.clock()), model: route.primary.id, request: record(route).body, warnings: warnings.length ? warnings : undefined };
 
     if (mode === 'async') {
       res.json(buildResponseObject({ ...base, status: 'queued' }));

@@ -37,6 +37,11 @@ export interface Submission {
   /** The generation of an earlier request with the same Idempotency-Key (nothing new was reserved). */
   replayed?: boolean;
   /**
+   * The generation's created_at, as its record and every read of it answer (a replay: the first request's); absent
+   * for a request granted from a lease, whose record commits later (a route then takes its own clock).
+   */
+  createdAt?: Date;
+  /**
    * Resolves once the generation's record is committed: at once, except for a request granted from a lease, whose
    * record commits while its job runs (a route that reads the record back right away awaits it).
    */
@@ -194,7 +199,7 @@ export class GenerationGateway {
     }
     const created = await this.reserve(gen);
     if ('replayOf' in created) return this.attach(created.replayOf, queue, gen, opts.listen);
-    const granted = created.granted;
+    const { granted, createdAt } = created;
     const mailbox = opts.listen ? new Mailbox() : undefined;
     const detach = mailbox ? this.bus.listen(gen.id, (m) => mailbox.put(m)) : () => {};
     try {
@@ -203,7 +208,7 @@ export class GenerationGateway {
       detach();
       return this.enqueueFailed(gen, e);
     }
-    return { id: gen.id, queue, granted, mailbox, detach, keyed: gen.idempotency !== undefined };
+    return { id: gen.id, queue, granted, mailbox, detach, keyed: gen.idempotency !== undefined, createdAt };
   }
 
   /**
@@ -219,16 +224,17 @@ export class GenerationGateway {
     const detach = this.bus.listen(gen.id, (m) => mailbox.put(m));
     grants.expect(gen.id);
     const [reserved, added] = await Promise.allSettled([this.reserve(gen), this.enqueue(queue, gen, data, { ...opts, claim: true })]);
-    const granted = reserved.status === 'fulfilled' && 'granted' in reserved.value ? reserved.value.granted : undefined;
-    if (!granted || added.status === 'rejected') {
+    const opened = reserved.status === 'fulfilled' && 'granted' in reserved.value ? reserved.value : undefined;
+    if (!opened || added.status === 'rejected') {
       detach();
       this.tell(grants, gen, { refused: true });
       if (reserved.status === 'rejected') throw reserved.reason;
-      if (!granted) throw new Error('a reservation without an Idempotency-Key was answered as a replay');
+      if (!opened) throw new Error('a reservation without an Idempotency-Key was answered as a replay');
       return this.enqueueFailed(gen, (added as PromiseRejectedResult).reason);
     }
+    const { granted, createdAt } = opened;
     this.tell(grants, gen, granted.lessThan(bound) ? { granted: toStorage(granted), job: JSON.parse(JSON.stringify(job(granted))) as Record<string, unknown> } : { granted: toStorage(granted) });
-    return { id: gen.id, queue, granted, mailbox, detach, keyed: false };
+    return { id: gen.id, queue, granted, mailbox, detach, keyed: false, createdAt };
   }
 
   /**
@@ -352,7 +358,7 @@ export class GenerationGateway {
         retry: true,
       });
     }
-    const base = { id, queue, granted: ZERO, keyed: true, replayed: true };
+    const base = { id, queue, granted: ZERO, keyed: true, replayed: true, createdAt: first.createdAt };
     if (!listen) return { ...base, detach: () => {} };
     const mailbox = new Mailbox();
     let stopped = false;

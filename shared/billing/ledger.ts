@@ -46,8 +46,11 @@ export interface OpenRow {
   [column: string]: unknown;
 }
 
-/** A generation's reservation was granted, or its Idempotency-Key already names a generation (`replayOf`), or another request holds the key. */
-export type Opened = { granted: Decimal } | { replayOf: string } | { conflictWith: string };
+/**
+ * A generation's reservation was granted (`createdAt`: its record's created_at, the batch's time), or its
+ * Idempotency-Key already names a generation (`replayOf`), or another request holds the key.
+ */
+export type Opened = { granted: Decimal; createdAt: Date } | { replayOf: string } | { conflictWith: string };
 
 /** A generation's ending in the columns of `sy_ledger_batch`'s closes; `cost` absent releases the reservation. */
 export interface CloseRow {
@@ -79,6 +82,8 @@ interface BatchRow {
   outcome: string | null;
   charged: string | null;
   applied: boolean | null;
+  /** The batch's time (`p_now`, not a column): the created_at of the generations its opens insert. */
+  now: Date;
 }
 
 export interface LedgerOptions {
@@ -129,15 +134,16 @@ export class Ledger {
     const opens = items.flatMap((i) => (i.kind === 'open' ? [i.row] : []));
     const closes = items.flatMap((i) => (i.kind === 'close' ? [i.row] : []));
     const drawn = items.flatMap((i) => (i.kind === 'drawn' ? [i.row] : []));
-    const params: unknown[] = [JSON.stringify(opens), JSON.stringify(closes), this.clock()];
+    const now = this.clock();
+    const params: unknown[] = [JSON.stringify(opens), JSON.stringify(closes), now];
     // Drawn opens go to the four-argument overload (the migration reservation_leases).
     if (drawn.length) params.push(JSON.stringify(drawn));
-    const out = await this.sql<BatchRow>(
+    const out = await this.sql<Omit<BatchRow, 'now'>>(
       `SELECT kind, id, granted::text AS granted, reason, existing_id, outcome, charged::text AS charged, applied
          FROM sy_ledger_batch($1::jsonb, $2::jsonb, ${drawn.length ? '$4::jsonb, ' : ''}$3::timestamptz)`,
       params,
     );
-    const byItem = new Map(out.map((r) => [`${r.kind}:${r.id}`, r]));
+    const byItem = new Map(out.map((r) => [`${r.kind}:${r.id}`, Object.assign(r, { now })]));
     return items.map((i) => byItem.get(`${i.kind}:${i.row.id}`)!);
   }
 
@@ -152,12 +158,12 @@ export class Ledger {
    * generation its Idempotency-Key already names. Throws 402/403 when nothing fits, 404 for an unknown organization.
    */
   async open(row: OpenRow): Promise<Opened> {
-    const { granted, reason, existing_id } = await this.batch.submit({ kind: 'open', row });
+    const { granted, reason, existing_id, now } = await this.batch.submit({ kind: 'open', row });
     if (reason === 'idempotent_replay') return { replayOf: existing_id! };
     if (reason === 'idempotency_conflict') return { conflictWith: existing_id! };
     if (reason) refuse(reason);
     this.metrics?.moneyReserved.inc(rub(granted!));
-    return { granted: money(granted!) };
+    return { granted: money(granted!), createdAt: now };
   }
 
   /**

@@ -34,12 +34,14 @@ export interface NewGeneration {
 
 export interface IdempotencyClaim {
   key: string;
+  /** Whose key it is (the API key's id, else `user <member id>`): another caller's same key is another key. */
+  caller: string;
   /** sha256 of the caller, method, path and canonical body: the same key with another request is 409. */
   hash: string;
 }
 
-/** A new generation was reserved and recorded, or the Idempotency-Key already names one (`replayOf`). */
-export type Created = { granted: Decimal } | { replayOf: string };
+/** A new generation was reserved and recorded (at `createdAt`), or the Idempotency-Key already names one (`replayOf`). */
+export type Created = { granted: Decimal; createdAt: Date } | { replayOf: string };
 
 /** What a replay needs of an existing generation. */
 /** The states of a generation that has not ended yet: queued or running. */
@@ -50,6 +52,7 @@ export interface GenerationState {
   status: 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled';
   result: unknown;
   error: unknown;
+  createdAt: Date;
 }
 
 export interface Finish {
@@ -138,7 +141,7 @@ export class GenerationService {
 
   /** Status and stored outcome of a generation (replays of an Idempotency-Key), or null. */
   async state(id: string): Promise<GenerationState | null> {
-    return this.db.generation.findUnique({ where: { id }, select: { id: true, status: true, result: true, error: true } });
+    return this.db.generation.findUnique({ where: { id }, select: { id: true, status: true, result: true, error: true, createdAt: true } });
   }
 
   /** pending → processing (media and background jobs, so pollers see progress). */
@@ -200,6 +203,7 @@ function openRowOf(g: NewGeneration): OpenRow {
     previous_response_id: g.previousResponseId ?? null,
     trace_id: g.traceId ?? null,
     idempotency_key: g.idempotency?.key ?? null,
+    idempotency_caller: g.idempotency?.caller ?? null,
     request_hash: g.idempotency?.hash ?? null,
   };
 }

@@ -168,17 +168,87 @@ describe('Idempotency-Key (issue 9.16)', () => {
     expect(await generationsOf(stranger.organizationId)).toBe(1);
   });
 
-  it("another key of the organization reusing a key gets 409, never the first key's generation", async () => {
+  it("keys are per caller: other keys and members of the organization reusing a key get generations of their own, never a 409 or another's id", async () => {
     const key = newKey();
-    s.fake.setKnobs({ promptTokens: 1000, completionTokens: 500, text: 'for the first key only' });
-    const first = await post('/v1/responses', { model: STACK_MODELS.chat, input: 'private' }, key);
-    expect(first.status).toBe(200);
+    const body = { model: STACK_MODELS.chat, input: 'private' };
     const second = await org.accounts.createKey({ organizationId: org.organizationId, name: 'second' });
-    const other = await post('/v1/responses', { model: STACK_MODELS.chat, input: 'private' }, key, { Authorization: `Bearer ${second.key}` });
-    expect(other.status).toBe(409);
-    expect(JSON.stringify(other.body)).not.toContain('for the first key only');
-    // The first key still replays its own.
-    expect((await post('/v1/responses', { model: STACK_MODELS.chat, input: 'private' }, key)).body.id).toBe(first.body.id);
+    const member = await org.accounts.createUser({ organizationId: org.organizationId, email: `m-${key}@example.com`, role: 'member' });
+    const callers = [
+      { name: 'the first key', auth: org.auth },
+      { name: 'another key', auth: { Authorization: `Bearer ${second.key}` } },
+      { name: 'the owner', auth: { Authorization: `Bearer ${org.ownerToken}` } },
+      { name: 'a member', auth: { Authorization: `Bearer ${member.token}` } },
+    ];
+    const gens = await generationsOf();
+    const firsts = [];
+    for (const c of callers) {
+      s.fake.setKnobs({ promptTokens: 1000, completionTokens: 500, text: `only for ${c.name}` });
+      const r = await post('/v1/responses', body, key, c.auth);
+      expect([c.name, r.status]).toEqual([c.name, 200]);
+      expect(r.body.output_text).toBe(`only for ${c.name}`);
+      firsts.push(r);
+    }
+    const ids = firsts.map((r) => r.body.id as string);
+    expect(new Set(ids).size).toBe(callers.length);
+    expect(await generationsOf()).toBe(gens + callers.length);
+    // A hostile caller that used the key first with another body blocks nobody: the next caller's request runs.
+    const squatted = newKey();
+    expect((await post('/v1/responses', { model: STACK_MODELS.chat, input: 'squat' }, squatted, callers[3].auth)).status).toBe(200);
+    const victim = await post('/v1/responses', body, squatted, callers[0].auth);
+    expect(victim.status).toBe(200);
+    // Each repeat replays the caller's own generation, and nothing of another's shows in any reply.
+    for (const [i, c] of callers.entries()) {
+      const again = await post('/v1/responses', body, key, c.auth);
+      expect([c.name, again.status, again.body.id, again.body.output_text]).toEqual([c.name, 200, ids[i], `only for ${c.name}`]);
+      const foreign = ids.filter((_, j) => j !== i);
+      for (const r of [firsts[i], again]) {
+        const seen = JSON.stringify(r.body) + JSON.stringify(r.headers);
+        for (const id of [...foreign, victim.body.id]) expect(seen).not.toContain(id);
+      }
+    }
+    expect(await generationsOf()).toBe(gens + callers.length + 2);
+  });
+
+  it('a replay answers the created timestamps of the first reply and of the stored generation, on every kind', async () => {
+    s.fake.setKnobs({ promptTokens: 1000, completionTokens: 500, text: 'Timed', streamChunks: 2 });
+    const sse = (text: string) => text.split('\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)));
+    const chatCreated = (r: request.Response) => [...new Set(sse(r.text).map((e) => e.created))];
+    const responsesCreated = (r: request.Response) => [...new Set(sse(r.text).filter((e) => e.response).map((e) => e.response.created_at))];
+    // [name, send, the reply's creation timestamps]
+    const kinds: Array<[string, (key: string) => Promise<request.Response>, (r: request.Response) => unknown[] | object]> = [
+      ['responses', (k) => post('/v1/responses', { model: STACK_MODELS.chat, input: 'when' }, k), (r) => [r.body.created_at]],
+      ['responses stream', (k) => post('/v1/responses', { model: STACK_MODELS.chat, input: 'when', stream: true }, k), responsesCreated],
+      ['chat', (k) => post('/v1/chat/completions', { model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'when' }] }, k), (r) => [r.body.created]],
+      ['chat stream', (k) => post('/v1/chat/completions', { model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'when' }], stream: true }, k), chatCreated],
+      ['embeddings', (k) => post('/v1/embeddings', { model: STACK_MODELS.embedding, input: 'when' }, k), (r) => r.body],
+      ['images v2', (k) => post('/v2/images/generations', { model: STACK_MODELS.image, prompt: 'A clock' }, k), (r) => [r.body.created]],
+      ['images v1', (k) => post('/v1/images/generations', { model: STACK_MODELS.image, prompt: 'A clock' }, k), (r) => [r.body.created]],
+      ['media', (k) => post('/v1/media', { model: STACK_MODELS.audio, input: { prompt: 'A clock ticking', duration: 7 } }, k), (r) => [r.body.created]],
+      ['media async', (k) => post('/v1/media', { model: STACK_MODELS.audio, input: { prompt: 'A clock tocking', duration: 7 }, async: true }, k), (r) => [r.body.created]],
+    ];
+    const firsts = [];
+    for (const [name, send, created] of kinds) {
+      const key = newKey();
+      const r = await send(key);
+      expect([name, r.status < 300]).toEqual([name, true]);
+      const stamps = created(r);
+      expect([name, Array.isArray(stamps) ? stamps.every((t) => Number.isInteger(t)) : true]).toEqual([name, true]);
+      const id = (await s.t.db.idempotencyKey.findFirstOrThrow({ where: { key } })).generationId; // images replies name no id
+      firsts.push({ name, send, created, key, stamps, id });
+    }
+    // The repeats come in a later second than every first reply.
+    await wait(1100);
+    for (const f of firsts) {
+      const again = await f.send(f.key);
+      expect([f.name, f.created(again)]).toEqual([f.name, f.stamps]);
+      const stored = await request(s.app).get(`/v1/history/generations/${f.id}`).set(org.auth);
+      expect(stored.status).toBe(200);
+      if (Array.isArray(f.stamps)) expect([f.name, Math.floor(Date.parse(stored.body.createdAt) / 1000)]).toEqual([f.name, f.stamps[0]]);
+    }
+    const resp = firsts.find((f) => f.name === 'responses')!;
+    expect((await request(s.app).get(`/v1/responses/${resp.id}`).set(org.auth)).body.created_at).toBe((resp.stamps as number[])[0]);
+    const med = firsts.find((f) => f.name === 'media')!;
+    expect((await request(s.app).get(`/v1/media/${med.id}`).set(org.auth)).body.created).toBe((med.stamps as number[])[0]);
   });
 
   it('rejects a malformed key with 400', async () => {
@@ -260,7 +330,7 @@ describe('Idempotency-Key (issue 9.16)', () => {
     const key = newKey();
     const body = { model: STACK_MODELS.chat, input: 'yesterday' };
     const first = await post('/v1/responses', body, key);
-    await s.t.db.idempotencyKey.update({ where: { organizationId_key: { organizationId: org.organizationId, key } }, data: { createdAt: new Date(Date.now() - 25 * 3600_000) } });
+    await s.t.db.idempotencyKey.update({ where: { organizationId_caller_key: { organizationId: org.organizationId, caller: org.key.id, key } }, data: { createdAt: new Date(Date.now() - 25 * 3600_000) } });
     const second = await post('/v1/responses', body, key);
     expect(second.status).toBe(200);
     expect(second.body.id).not.toBe(first.body.id);
@@ -270,7 +340,7 @@ describe('Idempotency-Key (issue 9.16)', () => {
     const old = newKey();
     const fresh = newKey();
     for (const key of [old, fresh]) await post('/v1/responses', { model: STACK_MODELS.chat, input: 'sweep' }, key);
-    await s.t.db.idempotencyKey.update({ where: { organizationId_key: { organizationId: org.organizationId, key: old } }, data: { createdAt: new Date(Date.now() - 25 * 3600_000) } });
+    await s.t.db.idempotencyKey.update({ where: { organizationId_caller_key: { organizationId: org.organizationId, caller: org.key.id, key: old } }, data: { createdAt: new Date(Date.now() - 25 * 3600_000) } });
     const out = await maintenanceProcessor(s.workerDeps)({ name: MAINTENANCE_JOBS.deleteExpiredFiles } as Job);
     expect(out).toMatchObject({ idempotencyKeys: 1 });
     expect(await s.t.db.idempotencyKey.findMany({ where: { key: { in: [old, fresh] } }, select: { key: true } })).toEqual([{ key: fresh }]);

@@ -57,7 +57,7 @@ describe('GenerationService (batched reserve-and-record, settle-and-record)', ()
     const { organizationId } = await seedOrg(t.db, { balance: '100' });
     const a = new GenerationService(t.db);
     const b = new GenerationService(t.db);
-    const idempotency = { key: `dup-${Date.now()}`, hash: 'h1' };
+    const idempotency = { key: `dup-${Date.now()}`, caller: 'key_a', hash: 'h1' };
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).createOrReplay(gen(organizationId, { idempotency }))));
     const created = results.filter((r) => 'granted' in r);
     expect(created).toHaveLength(1);

@@ -105,6 +105,20 @@ describe('queue dashboard access', () => {
     expect(JSON.stringify(read.body)).toContain('gen_visible');
     expect(JSON.stringify(read.body)).not.toContain('a private prompt');
 
+    // A callback URL shows where it goes, never its query string (a token) nor user:pass@; the callback job's too.
+    const hook = 'https://ops:hunter2@hooks.example.com/cb?token=SECRET#FRAGSECRET';
+    const media = await h.app.locals.ctx.queues.media.add('media', { generationId: 'gen_media', kind: 'audio', callBackUrl: hook });
+    const callback = await h.app.locals.ctx.queues.callbacks.add('callback', { generationId: 'gen_media', url: hook });
+    for (const [queue, id] of [['media', media.id], ['callbacks', callback.id]]) {
+      const shown = JSON.stringify((await request(h.app).get(`/admin/queues/api/queues/${queue}/${id}`).set(bearer(operatorToken))).body);
+      const listed = JSON.stringify((await request(h.app).get(`/admin/queues/api/queues?activeQueue=${queue}&status=latest`).set(bearer(operatorToken))).body);
+      for (const seen of [shown, listed]) {
+        for (const secret of ['SECRET', 'hunter2', 'ops:', 'FRAGSECRET']) expect(seen).not.toContain(secret);
+        expect(seen).toContain('https://hooks.example.com/cb');
+      }
+    }
+    await Promise.all([media.remove(), callback.remove()]);
+
     // No action changes a queue, not even for an operator.
     expect((await request(h.app).put('/admin/queues/api/queues/text/pause').set(bearer(operatorToken))).status).toBe(403);
     expect((await request(h.app).put('/admin/queues/api/queues/pause').set(bearer(operatorToken))).status).toBe(403);
