@@ -152,7 +152,7 @@ export function responsesRoutes(ctx: AppContext): Router {
       throw new AppError('BAD_REQUEST', `Only a background response can be cancelled: ${g.id} was not created with background: true`);
     }
     // Cancelling twice answers the cancelled response again; a response that ended otherwise cannot be cancelled.
-    if (!hasEnded(g)) await ctx.gateway.cancel(g.id, QUEUES.text);
+    if (!hasEnded(g)) await ctx.gateway.cancel(g.id, QUEUES.text, { chargeStreamed: true });
     const now = await ctx.db.generation.findUniqueOrThrow({ where: { id: g.id } });
     if (now.status !== 'cancelled') throw new AppError('BAD_REQUEST', `Cannot cancel a response that has ended (status ${responseObjectOf(now).status})`);
     res.json(responseObjectOf(now));
@@ -161,7 +161,7 @@ export function responsesRoutes(ctx: AppContext): Router {
   r.delete('/v1/responses/:id', ...ctx.guard, async (req, res) => {
     const g = await stored.get(res.locals.principal, idOf(req));
     // A running response is cancelled first, so no later ending writes its text back.
-    if (!hasEnded(g)) await ctx.gateway.cancel(g.id, QUEUES.text);
+    if (!hasEnded(g)) await ctx.gateway.cancel(g.id, QUEUES.text, { chargeStreamed: true });
     const now = await ctx.db.generation.findUniqueOrThrow({ where: { id: g.id } });
     // The record stays for billing and history; the conversation and the answer's text go.
     const record: StoredResponsesRequest = { body: unstoredBody(storedRequest(now).body), input: [], deleted: true };

@@ -69,7 +69,8 @@ export class BackgroundStreams {
         const p = m.payload as TextDonePayload | undefined;
         return this.log.append(id, f.fail(publicError(m.error as StoredError), p ? { usage: usageOf(p), model: p.model } : undefined));
       } else if (m.type === 'cancelled') {
-        return this.log.append(id, f.fail(publicError(CANCELLED)));
+        const p = m.payload as TextDonePayload | undefined;
+        return this.log.append(id, f.fail(publicError(CANCELLED), p ? { usage: usageOf(p), model: p.model } : undefined));
       }
     }
   }
@@ -82,7 +83,7 @@ export class BackgroundStreams {
   private ending(f: ResponsesStreamFormatter, g: Generation): SseEvent[] {
     const p = g.result as unknown as TextDonePayload | null;
     if (g.status === 'completed' && p) return f.complete({ result: p.result, usage: usageOf(p), model: p.model, completedAt: g.completedAt ? unix(g.completedAt) : undefined, status: finishedStatus(p.result) });
-    if (g.status === 'cancelled') return f.fail(publicError(CANCELLED));
+    if (g.status === 'cancelled') return f.fail(publicError(CANCELLED), p ? { usage: usageOf(p), model: p.model } : undefined);
     return f.fail(g.error ? publicError(g.error as unknown as StoredError) : { code: 'INTERNAL_ERROR', message: 'The response failed' }, p ? { usage: usageOf(p), model: p.model } : undefined);
   }
 

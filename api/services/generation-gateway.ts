@@ -110,6 +110,11 @@ export interface GenerationOrder<T extends GenerationJobBase> {
 /** How often a repeated request reads the state of the generation it attached to. */
 const REPLAY_POLL_MS = 150;
 
+/** How long the API waits for a worker told to stop to settle its generation and report the cost (then it ends it itself, uncharged). */
+export const STOP_GRACE_MS = 5_000;
+/** How often a cancel that waits for the worker (`chargeStreamed`) reads the generation's state. */
+const CANCEL_POLL_MS = 50;
+
 /**
  * Turns a request into a queued generation: reserve and record (one statement), listen, enqueue. Then waits
  * for the worker's messages. Shared by every generation route.
@@ -366,7 +371,7 @@ export class GenerationGateway {
       if (RUNNING.has(g.status)) return false;
       if (g.status === 'completed') mailbox.put({ type: 'done', payload: g.result, id, seq: 1 });
       else if (g.status === 'failed') mailbox.put({ type: 'failed', error: g.error as unknown as StoredError, id, seq: 1 });
-      else mailbox.put({ type: 'cancelled', id, seq: 1 });
+      else mailbox.put({ type: 'cancelled', ...(g.result ? { payload: g.result } : {}), id, seq: 1 });
       return true;
     };
     if (!deliver(first)) {
@@ -406,14 +411,27 @@ export class GenerationGateway {
    * stands). A job still waiting is removed; a job holding an upstream task (a media step waiting for its next
    * poll) runs once more at once, to cancel that task; a running job is told to abort its upstream call. Whoever
    * waits for the generation's reply (any API process) is told it was cancelled.
+   *
+   * `chargeStreamed` (a cancel the caller asked for: DELETE /v1/responses/{id}, POST /v1/responses/{id}/cancel): a
+   * stream whose job is running may have sent content to its client, which is charged however the generation ends
+   * (decisions.md section 4). Only its worker knows what it sent and what its provider produced, so it is told to
+   * stop and ends the generation itself: cancelled, charged for what was produced once content went out, uncharged
+   * otherwise; its final message carries that cost. A worker that has not ended it within STOP_GRACE_MS (gone, or
+   * stuck) leaves it to this call, uncharged. Either ending is one settlement, and only the first one counts.
+   * True when the generation ended cancelled through this call.
    */
-  async cancel(id: string, queue: QueueName): Promise<boolean> {
+  async cancel(id: string, queue: QueueName, opts: { chargeStreamed?: boolean } = {}): Promise<boolean> {
     const job = await this.queues[queue].getJob(id).catch(() => undefined);
-    const data = job?.data as Partial<GenerationJobBase & { step: unknown }> | undefined;
+    const data = job?.data as Partial<GenerationJobBase & { step: unknown; mode: ResponseMode }> | undefined;
     // Its worker already replied with the cost (reply, then settle): that ending stands, and is committed now.
     if (data?.organizationId && (await this.settlements?.keep(data.organizationId, id, this.generations))) return false;
     const holdsTask = job !== undefined && data?.step !== undefined && (await job.getState().catch(() => 'unknown')) === 'delayed';
-    if (job && !holdsTask) await job.remove().catch(() => undefined); // fails harmlessly when the job is already running
+    // Removing fails when the job is running (locked by its worker).
+    const removed = job !== undefined && !holdsTask && (await job.remove().then(() => true, () => false));
+    if (opts.chargeStreamed && job && !removed && !holdsTask && data?.mode === 'stream') {
+      const ended = await this.stopUntilEnded(id);
+      if (ended) return ended === 'cancelled';
+    }
     const r = await this.generations.finish(id, { status: 'cancelled' });
     if (!r.applied) return false;
     // A job holding a task runs again now to cancel it upstream (it must not be stopped); a running job stops calling
@@ -425,9 +443,27 @@ export class GenerationGateway {
   }
 
   /**
+   * Tells the worker of a running stream to stop as cancelled, and waits up to STOP_GRACE_MS for the generation to
+   * end; the status it ended with, or null. The stop is repeated while waiting: one sent before the job's run took
+   * its stop signal (a job just fetched, or waiting for its reservation's outcome) reaches nobody.
+   */
+  private async stopUntilEnded(id: string): Promise<GenerationState['status'] | null> {
+    const deadline = Date.now() + STOP_GRACE_MS;
+    while (Date.now() < deadline) {
+      await this.stop(id, 'cancelled');
+      await new Promise((r) => setTimeout(r, CANCEL_POLL_MS));
+      const g = await this.generations.state(id).catch(() => null);
+      // No record yet: granted from a lease, it is still committing.
+      if (g && !RUNNING.has(g.status)) return g.status;
+    }
+    return null;
+  }
+
+  /**
    * Tells the worker running generation `id` to abort its upstream call. With `timeout` or `client_gone` (a
    * stream that already sent content) the worker settles the generation for what was produced and sends its
-   * final message; with `cancelled` the generation has already ended uncharged.
+   * final message; with `cancelled` it ends it as cancelled, charging what a stream produced after content went
+   * out, unless the generation has ended already (cancelled uncharged by the API: that ending stands).
    */
   stop(id: string, reason: StopReason): Promise<unknown> {
     return publishStop(this.stops.redis, this.stops.prefix, id, reason);

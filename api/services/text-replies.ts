@@ -3,7 +3,7 @@ import { openEventStream } from './event-stream';
 import { AppError, type StoredError } from '../../shared/errors/app-error';
 import type { TextResult, TextStreamEvent } from '../../shared/providers/provider.types';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
-import type { FinalMessage, GenerationGateway, Submission } from './generation-gateway';
+import { STOP_GRACE_MS, type FinalMessage, type GenerationGateway, type Submission } from './generation-gateway';
 
 
 /**
@@ -54,8 +54,10 @@ export interface StreamHandlers {
   failed(error: StoredError, payload?: TextDonePayload): string[];
 }
 
-/** How long a stopped stream waits for the worker to settle it and report the cost (then it cancels it itself). */
-export const STOP_GRACE_MS = 5_000;
+export { STOP_GRACE_MS };
+
+/** The error a cancelled stream ends with; with the cost charged when content had reached the client. */
+const CANCELLED: StoredError = { code: 'REQUEST_TIMEOUT', message: 'The generation was cancelled' };
 
 /**
  * Ends a stream after SYNC_WAIT_MS of silence. Content already sent: the worker is told to stop (its upstream
@@ -118,6 +120,7 @@ export async function pumpStream(
         const final = await endAfterTimeout(gateway, sub, produced, (ev) => write(h.delta(ev)));
         if (final?.type === 'done') write(h.done(final.payload as TextDonePayload));
         else if (final?.type === 'failed') write(h.failed(final.error, final.payload as TextDonePayload | undefined));
+        else if (final?.type === 'cancelled') write(h.failed(CANCELLED, final.payload as TextDonePayload | undefined));
         else write(h.failed({ code: 'REQUEST_TIMEOUT', message: 'Timed out waiting for the model', metadata: { reason: 'upstream_timeout' } }));
         break;
       }
@@ -135,7 +138,7 @@ export async function pumpStream(
         write(h.failed(m.error, m.payload as TextDonePayload | undefined));
         break;
       } else if (m.type === 'cancelled') {
-        write(h.failed({ code: 'REQUEST_TIMEOUT', message: 'The generation was cancelled' }));
+        write(h.failed(CANCELLED, m.payload as TextDonePayload | undefined));
         break;
       }
     }

@@ -3,10 +3,12 @@ import { Stop, type StopSignal } from '../runtime/stop';
 
 /**
  * Why a running job is told to stop (the reason its stop signal carries):
- * - `cancelled`: the generation already ended as cancelled (uncharged); the job only stops calling its provider.
+ * - `cancelled`: the generation is cancelled. Either the API ended it already (uncharged) and the job only stops
+ *   calling its provider, or (a stream cancelled through the API: GenerationGateway.cancel `chargeStreamed`) the job
+ *   ends it as cancelled, charging what it produced when content had gone out; the first ending stands.
  * - `timeout`: the API stopped waiting for a stream that had already sent content (SYNC_WAIT_MS of silence).
  * - `client_gone`: the client of a stream that had already received content disconnected.
- * For `timeout` and `client_gone` the job settles the generation itself, charging what was produced
+ * For `timeout` and `client_gone` (and `cancelled` after content) the job settles the generation itself, charging what was produced
  * (decisions.md section 4), and tells the API (its final message carries that cost).
  */
 export type StopReason = 'cancelled' | 'timeout' | 'client_gone';

@@ -10,7 +10,8 @@ export type GenerationEvent =
   | { type: 'delta'; event: TextStreamEvent }
   | { type: 'done'; payload: unknown }
   | { type: 'failed'; error: StoredError; payload?: unknown }
-  | { type: 'cancelled' }
+  /** `payload`: a stream cancelled after content went out, charged for what was produced (its cost is what was charged). */
+  | { type: 'cancelled'; payload?: unknown }
   /** Sent by the bus itself after the subscriber reconnects: messages may have been lost, read the database. */
   | { type: 'recheck' };
 

@@ -59,7 +59,7 @@ export interface Finish {
   status: 'completed' | 'failed' | 'cancelled';
   /**
    * Real cost to charge. Absent: the reservation is released (failed and cancelled generations cost nothing);
-   * a stream that failed after producing output passes what it produced.
+   * a stream that failed, or was cancelled through the API, after producing output passes what it produced.
    */
   cost?: MoneyLike;
   result?: unknown;

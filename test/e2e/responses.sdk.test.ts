@@ -340,7 +340,7 @@ describe('stored-response routes the SDKs expose (issue 9.5)', () => {
     expect(plain.output.map((o) => o.id)).toEqual(done.response.output.map((o) => o.id));
   });
 
-  it('a cancelled background stream ends with response.failed for every reader, and costs nothing', async () => {
+  it('a cancelled background stream ends with response.failed for every reader, charged for the text that reached its client (decisions.md section 4)', async () => {
     s.fake.setKnobs({ text: 'a b c d e f g h', streamChunks: 8, chunkDelayMs: 150 });
     const before = await orgMoney();
     const stream = await client.responses.create({ model: STACK_MODELS.chat, input: 'long', background: true, stream: true });
@@ -359,7 +359,9 @@ describe('stored-response routes the SDKs expose (issue 9.5)', () => {
     expect(types.at(-1)).toBe('response.failed');
     expect(final?.error?.message).toMatch(/cancelled/);
     const after = await orgMoney();
-    expect(after.balance.equals(before.balance)).toBe(true);
+    const cost = before.balance.minus(after.balance);
+    expect(cost.greaterThan(0)).toBe(true);
+    expect((final?.usage as unknown as { cost_rub: number }).cost_rub).toBeCloseTo(cost.toNumber(), 6);
     expect(after.reserved.isZero()).toBe(true);
   });
 

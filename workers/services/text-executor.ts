@@ -182,33 +182,38 @@ export class TextExecutor {
   }
 
   /**
-   * The job was told to stop (shared/queue/cancel-channel.ts) and its upstream call is aborted. `cancelled`: the
-   * generation already ended uncharged. `timeout` / `client_gone`: a stream that had sent content fails and is
-   * billed for what was produced (decisions.md section 4; a cancelled generation never costs anything), one that
-   * had not is cancelled uncharged.
+   * The job was told to stop (shared/queue/cancel-channel.ts) and its upstream call is aborted. Nothing streamed yet:
+   * the generation ends cancelled, uncharged. A stream that had sent content is charged for what was produced
+   * (decisions.md section 4): `cancelled` (through the API) ends it cancelled, `timeout` / `client_gone` failed.
+   * A generation that ended first (the API's uncharged cancel) keeps that ending.
    */
   private async stopped(data: TextJobData, partial: MidStreamFailure | undefined, attempts: Attempt[], pub: GenerationPublisher, signal: StopSignal, timing: RunTiming) {
     const reason = stopReasonOf(signal) ?? 'cancelled';
-    if (!partial || reason === 'cancelled') return endStopped(this.deps, pub, data.generationId, attempts, timing, data.traceId);
+    if (!partial) return endStopped(this.deps, pub, data.generationId, attempts, timing, data.traceId);
     this.deps.logger.info('generation stopped, upstream call aborted', { generationId: data.generationId, reason, trace_id: data.traceId });
     attempts.push({ provider: partial.providerId, endpoint: partial.candidate.slug, reason: 'provider_error', message: `stopped: ${reason}` });
-    const err =
-      reason === 'timeout'
-        ? new AppError('REQUEST_TIMEOUT', 'Timed out waiting for the model', { metadata: { reason: 'upstream_timeout' } })
-        : new AppError('REQUEST_TIMEOUT', 'The client disconnected: the stream was stopped and billed for what was produced');
-    await this.settlePartial(data, partial, attempts, pub, timing, err);
+    const ending =
+      reason === 'cancelled'
+        ? 'cancelled'
+        : reason === 'timeout'
+          ? new AppError('REQUEST_TIMEOUT', 'Timed out waiting for the model', { metadata: { reason: 'upstream_timeout' } })
+          : new AppError('REQUEST_TIMEOUT', 'The client disconnected: the stream was stopped and billed for what was produced');
+    await this.settlePartial(data, partial, attempts, pub, timing, ending);
   }
 
-  /** Charges what a cut stream produced, records the ending, and sends the final message with that same cost. */
-  private async settlePartial(data: TextJobData, e: MidStreamFailure, attempts: Attempt[], pub: GenerationPublisher, timing: RunTiming, err: AppError) {
+  /**
+   * Charges what a cut stream produced, records the ending (failed with `ending`, or cancelled), and sends the final
+   * message with that same cost.
+   */
+  private async settlePartial(data: TextJobData, e: MidStreamFailure, attempts: Attempt[], pub: GenerationPublisher, timing: RunTiming, ending: AppError | 'cancelled') {
     const { candidate, providerId } = e;
     const result = e.partial.result(estimateInputTokens(data.request));
     if (e.maxOutputTokens !== undefined) result.usage = { ...result.usage, outputTokens: Math.min(result.usage.outputTokens, e.maxOutputTokens) };
     const cost = tokenCost(e.resolved.endpoint.price, result.usage);
-    const error = err.toStored();
+    const error = ending === 'cancelled' ? undefined : ending.toStored();
     const payload: TextDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: providerId, cost: cost.toFixed(10), warnings: data.warnings, attempts };
     const outcome = await this.deps.generations.finish(data.generationId, {
-      status: 'failed',
+      status: error ? 'failed' : 'cancelled',
       cost,
       error,
       result: recorded(data, payload),
@@ -217,14 +222,16 @@ export class TextExecutor {
       provider: providerId,
       finalEndpointSlug: candidate.slug,
       routing: { attempts },
-      finishReason: 'error',
+      finishReason: error ? 'error' : 'cancelled',
       attemptsCount: attempts.length,
       queueTimeMs: timing.queueTimeMs,
       generationTimeMs: Date.now() - timing.startedAt,
     });
     // What the event shows is what was charged: when another ending won (a cancel), that ending's charge (0).
     payload.cost = outcome.charged.toFixed(10);
-    await pub.send({ type: 'failed', error, payload });
+    if (error) await pub.send({ type: 'failed', error, payload });
+    // The API's cancel that ended it first told its client already.
+    else if (outcome.applied) await pub.send({ type: 'cancelled', payload });
   }
 }
 
