@@ -297,7 +297,10 @@ async function endStream(
     await deps.settlements.promise(data.organizationId, { row, replyTo: data.replyTo, message, ...(record && { open: record.row, at: Date.now() }) });
   } catch (err) {
     deps.logger.warn('a stream settlement neither committed nor promised', { generationId: data.generationId, err, trace_id: data.traceId });
-    await pub.send({ type: 'failed', error: pending });
+    const unknown = new AppError('SERVICE_UNAVAILABLE', `The answer is complete, but its charge could not be recorded now: GET /v1/history/generations/${data.generationId} shows whether it was`, {
+      metadata: { generation_id: data.generationId },
+    }).toStored();
+    await pub.send({ type: 'failed', error: unknown });
     settledAfterReply(deps, data, await commit);
     return;
   }
