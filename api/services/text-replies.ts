@@ -4,6 +4,7 @@ import { AppError, type StoredError } from '../../shared/errors/app-error';
 import type { TextResult, TextStreamEvent } from '../../shared/providers/provider.types';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
 import { STOP_GRACE_MS, type FinalMessage, type GenerationGateway, type Submission } from './generation-gateway';
+import { toAppError } from '../middleware/error-handler';
 
 
 /**
@@ -74,7 +75,12 @@ async function endAfterTimeout(gateway: GenerationGateway, sub: Submission, prod
       else if (m.type === 'done' || m.type === 'failed' || m.type === 'cancelled') return m;
     }
   }
-  if (await gateway.cancel(sub.id, sub.queue)) return null;
+  // The cancel commits in PostgreSQL: one that does not answer within the grace ends the stream as unavailable.
+  const cancel = gateway.cancel(sub.id, sub.queue);
+  cancel.catch(() => undefined); // a late failure changes nothing more
+  const cancelled = await Promise.race([cancel, new Promise<'late'>((r) => setTimeout(() => r('late'), STOP_GRACE_MS).unref())]);
+  if (cancelled === 'late') throw new AppError('SERVICE_UNAVAILABLE', `Generation ${sub.id} could not be ended in time: repeat the request`);
+  if (cancelled) return null;
   // The worker ended it first: relay its own ending (and cost).
   return gateway.waitFinal(sub, STOP_GRACE_MS);
 }
@@ -82,7 +88,9 @@ async function endAfterTimeout(gateway: GenerationGateway, sub: Submission, prod
 /**
  * Relays a streamed generation as Server-Sent Events, event by event, as the worker publishes them (nothing is
  * buffered). A client that leaves stops the job and its upstream call: after content reached it, the generation
- * is billed for what was produced; before, it is cancelled uncharged (decisions.md section 4).
+ * is billed for what was produced; before, it is cancelled uncharged (decisions.md section 4). Every stream ends with
+ * a final event: one whose ending cannot be learned (PostgreSQL or Redis away) ends with `failed`, and the error is
+ * rethrown for the log.
  */
 export async function pumpStream(
   res: Response,
@@ -95,8 +103,13 @@ export async function pumpStream(
   const gone = openEventStream(res, () => sub.mailbox?.close());
   let produced = false;
   let lastSeq = 0;
+  let ended = false;
   const write = (chunks: string[]) => {
     if (!gone() && chunks.length) res.write(chunks.join(''));
+  };
+  const end = (chunks: string[]) => {
+    ended = true;
+    write(chunks);
   };
   write(head);
   try {
@@ -107,21 +120,21 @@ export async function pumpStream(
         // The numbering started over: the job is being re-run (its worker died) and would send the text again from
         // the start. What the client already has cannot be taken back, so the stream ends here, uncharged.
         await gateway.cancel(sub.id, sub.queue);
-        write(h.failed({ code: 'SERVICE_UNAVAILABLE', message: 'The worker running this stream stopped: repeat the request' }));
+        end(h.failed({ code: 'SERVICE_UNAVAILABLE', message: 'The worker running this stream stopped: repeat the request' }));
         break;
       }
       if (m) lastSeq = m.seq;
       if (!m) {
         if (sub.keyed) {
           // With an Idempotency-Key the generation goes on, and a repeat replays it once it has finished.
-          write(h.failed({ code: 'REQUEST_TIMEOUT', message: `Timed out waiting for the model: generation ${sub.id} keeps running; repeat with the same Idempotency-Key to replay it once finished`, metadata: { reason: 'upstream_timeout', generation_id: sub.id } }));
+          end(h.failed({ code: 'REQUEST_TIMEOUT', message: `Timed out waiting for the model: generation ${sub.id} keeps running; repeat with the same Idempotency-Key to replay it once finished`, metadata: { reason: 'upstream_timeout', generation_id: sub.id } }));
           break;
         }
         const final = await endAfterTimeout(gateway, sub, produced, (ev) => write(h.delta(ev)));
-        if (final?.type === 'done') write(h.done(final.payload as TextDonePayload));
-        else if (final?.type === 'failed') write(h.failed(final.error, final.payload as TextDonePayload | undefined));
-        else if (final?.type === 'cancelled') write(h.failed(CANCELLED, final.payload as TextDonePayload | undefined));
-        else write(h.failed({ code: 'REQUEST_TIMEOUT', message: 'Timed out waiting for the model', metadata: { reason: 'upstream_timeout' } }));
+        if (final?.type === 'done') end(h.done(final.payload as TextDonePayload));
+        else if (final?.type === 'failed') end(h.failed(final.error, final.payload as TextDonePayload | undefined));
+        else if (final?.type === 'cancelled') end(h.failed(CANCELLED, final.payload as TextDonePayload | undefined));
+        else end(h.failed({ code: 'REQUEST_TIMEOUT', message: 'Timed out waiting for the model', metadata: { reason: 'upstream_timeout' } }));
         break;
       }
       if (m.type === 'started') h.started?.(m.model);
@@ -132,16 +145,19 @@ export async function pumpStream(
       else if (m.type === 'done') {
         // A repeat of a finished stream (same Idempotency-Key): its stored result, as the deltas it was made of.
         if (sub.replayed && !produced) write(replayEvents((m.payload as TextDonePayload).result).flatMap((ev) => h.delta(ev)));
-        write(h.done(m.payload as TextDonePayload));
+        end(h.done(m.payload as TextDonePayload));
         break;
       } else if (m.type === 'failed') {
-        write(h.failed(m.error, m.payload as TextDonePayload | undefined));
+        end(h.failed(m.error, m.payload as TextDonePayload | undefined));
         break;
       } else if (m.type === 'cancelled') {
-        write(h.failed(CANCELLED, m.payload as TextDonePayload | undefined));
+        end(h.failed(CANCELLED, m.payload as TextDonePayload | undefined));
         break;
       }
     }
+  } catch (err) {
+    if (!ended) write(h.failed(toAppError(err).toStored()));
+    throw err;
   } finally {
     sub.detach();
     if (!gone()) res.end();

@@ -6,6 +6,8 @@ import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-gener
 import { QUEUES } from '../../shared/queue/queue-names';
 import { createTestStack, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { orgMoney as heldMoney } from '../helpers/fixtures';
+import { waitUntil } from '../helpers/until';
+import { STOP_GRACE_MS } from '../../api/services/text-replies';
 
 // Reply, then settle (docs/architecture.md): a worker replies once the settlement is promised in Redis and commits
 // it after the reply. Reads through the API keep read-your-writes; a run that dies keeps its promise through the
@@ -14,6 +16,49 @@ import { orgMoney as heldMoney } from '../helpers/fixtures';
 const HOLD_MS = 400;
 
 const orgMoney = (s: TestStack, id: string) => heldMoney(s.t.db, id);
+/** A streamed POST through supertest: the whole event stream as text, and when it ended. */
+async function streamed(s: TestStack, org: StackOrg, path: string, body: object): Promise<{ status: number; text: string; endedAt: number }> {
+  const res = await request(s.app)
+    .post(path)
+    .set(org.auth)
+    .send({ ...body, stream: true })
+    .buffer(true)
+    .parse((r, cb) => {
+      let text = '';
+      r.on('data', (c: Buffer) => (text += c.toString()));
+      r.on('end', () => cb(null, text));
+    });
+  return { status: res.status, text: res.body as string, endedAt: Date.now() };
+}
+
+/** The data of a chat completions stream's chunks, `[DONE]` left out. */
+const chatChunks = (text: string) =>
+  text
+    .split('\n\n')
+    .map((f) => f.replace(/^data: /, ''))
+    .filter((d) => d && d !== '[DONE]')
+    .map((d) => JSON.parse(d) as { id: string; usage?: { cost_rub?: number } | null; error?: { code: string } });
+
+/**
+ * The organization's row locked from outside (as a PostgreSQL that does not answer would hold its settlements), once
+ * `ready` holds; unlocked by `release`, or after `safetyMs` whatever happens (so code that waits for it ends).
+ */
+async function lockRowWhen(s: TestStack, organizationId: string, ready: () => Promise<boolean>, safetyMs = 8_000) {
+  await waitUntil(async () => ((await ready()) ? true : undefined));
+  const client = await s.t.pool.connect();
+  await client.query('BEGIN');
+  await client.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [organizationId]);
+  let held = true;
+  const release = async () => {
+    if (!held) return;
+    held = false;
+    clearTimeout(safety);
+    await client.query('ROLLBACK');
+    client.release();
+  };
+  const safety = setTimeout(() => void release(), safetyMs);
+  return { release, held: () => held };
+}
 
 describe('reads right after the reply see the settlement the reply showed', () => {
   let s: TestStack;
@@ -109,22 +154,9 @@ describe('reads right after the reply see the settlement the reply showed', () =
   // without a settlement ahead of it (docs/architecture.md "Reply, then settle"; bench/README.md, ninth round, for
   // what ending on a promise instead measured).
   it("a stream's settlement commits before its last event: charged when the stream ends, no promise made", async () => {
-    const res = await request(s.app)
-      .post('/v1/chat/completions')
-      .set(org.auth)
-      .send({ model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } })
-      .buffer(true)
-      .parse((r, cb) => {
-        let text = '';
-        r.on('data', (c: Buffer) => (text += c.toString()));
-        r.on('end', () => cb(null, text));
-      });
+    const res = await streamed(s, org, '/v1/chat/completions', { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'hi' }], stream_options: { include_usage: true } });
     expect(res.status).toBe(200);
-    const chunks = (res.body as string)
-      .split('\n\n')
-      .map((f) => f.replace(/^data: /, ''))
-      .filter((d) => d && d !== '[DONE]')
-      .map((d) => JSON.parse(d) as { id: string; usage?: { cost_rub?: number } | null });
+    const chunks = chatChunks(res.text);
     const id = chunks[0]!.id;
     const cost = money(String(chunks.find((c) => c.usage)?.usage?.cost_rub));
     expect(cost.greaterThan(0)).toBe(true);
@@ -132,6 +164,38 @@ describe('reads right after the reply see the settlement the reply showed', () =
     expect(g.status).toBe('completed');
     expect(money(g.clientCost).toFixed(6)).toBe(cost.toFixed(6));
     expect(await s.ctx.settlements.read(org.organizationId, id)).toBeNull();
+  });
+
+  // PostgreSQL away or slow: the last event waits for the commit at most STREAM_COMMIT_WAIT_MS, then goes out on a
+  // promise with the cost; the commit lands after it, charged exactly that, once.
+  it("a stream whose settlement does not commit in time ends on a promise, with the cost it is then charged once", async () => {
+    s.fake.setKnobs({ promptTokens: 1000, completionTokens: 500, streamChunks: 4, chunkDelayMs: 150 });
+    const before = await s.t.db.generation.count({ where: { organizationId: org.organizationId } });
+    const reply = streamed(s, org, '/v1/chat/completions', { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'slow commit' }], stream_options: { include_usage: true } });
+    const lock = await lockRowWhen(s, org.organizationId, async () => (await s.t.db.generation.count({ where: { organizationId: org.organizationId } })) > before);
+    try {
+      const res = await reply;
+      expect(lock.held()).toBe(true);
+      expect(res.status).toBe(200);
+      expect(res.text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+      const chunks = chatChunks(res.text);
+      const id = chunks[0]!.id;
+      const cost = money(String(chunks.find((c) => c.usage)?.usage?.cost_rub));
+      expect(cost.greaterThan(0)).toBe(true);
+      expect(await s.ctx.settlements.read(org.organizationId, id)).not.toBeNull();
+      expect((await s.t.db.generation.findUniqueOrThrow({ where: { id } })).status).not.toBe('completed');
+
+      await lock.release();
+      await waitUntil(async () => ((await s.ctx.settlements.read(org.organizationId, id)) === null ? true : undefined));
+      const g = await s.t.db.generation.findUniqueOrThrow({ where: { id }, select: { status: true, clientCost: true } });
+      expect(g).toMatchObject({ status: 'completed' });
+      expect(money(g.clientCost).toFixed(6)).toBe(cost.toFixed(6));
+      const charges = await s.t.db.ledgerEntry.findMany({ where: { generationId: id, kind: { in: ['charge', 'release'] } } });
+      expect(charges.map((e) => [e.kind, money(e.amount).negated().toFixed(6)])).toEqual([['charge', cost.toFixed(6)]]);
+    } finally {
+      await lock.release();
+      s.fake.setKnobs({ promptTokens: 1000, completionTokens: 500 });
+    }
   });
 });
 
@@ -219,6 +283,28 @@ describe('promised settlements are kept by whoever comes next', () => {
     expect(await s.ctx.settlements.waitSettled(org.organizationId, { timeoutMs: 30 })).toBe(true);
     expect(await s.ctx.settlements.read(org.organizationId, id)).toBeNull();
     expect(await s.ctx.settlements.waitSettled(org.organizationId)).toBe(false);
+  });
+
+  // Nothing answered within SYNC_WAIT_MS and the cancel cannot commit (the organization's row held, as by a PostgreSQL
+  // that does not answer): the stream still ends, with a final event, within STOP_GRACE_MS.
+  it('a stream whose ending cannot commit still ends with a final event', async () => {
+    const before = await s.t.db.generation.count({ where: { organizationId: org.organizationId } });
+    const started = Date.now();
+    const reply = streamed(s, org, '/v1/responses', { model: 'openai/gpt-4.1-mini', input: 'nobody answers' });
+    const lock = await lockRowWhen(s, org.organizationId, async () => (await s.t.db.generation.count({ where: { organizationId: org.organizationId } })) > before, 12_000);
+    try {
+      const res = await reply;
+      expect(lock.held()).toBe(true);
+      expect(res.endedAt - started).toBeLessThan(300 + STOP_GRACE_MS + 2_000);
+      expect(res.text).toMatch(/event: response\.failed\ndata: .*"code":"SERVICE_UNAVAILABLE"/);
+    } finally {
+      await lock.release();
+    }
+    // The cancel commits once the row is free: uncharged, nothing left reserved.
+    const g = await s.t.db.generation.findFirstOrThrow({ where: { organizationId: org.organizationId }, orderBy: { createdAt: 'desc' } });
+    await waitUntil(async () => ((await s.t.db.generation.findUniqueOrThrow({ where: { id: g.id } })).status === 'cancelled' ? true : undefined));
+    expect(await s.t.db.ledgerEntry.count({ where: { generationId: g.id, kind: 'charge' } })).toBe(0);
+    expect((await orgMoney(s, org.organizationId)).reserved.isZero()).toBe(true);
   });
 
   it('a reservation refused for money while settlements are promised is tried again once they are committed', async () => {

@@ -47,9 +47,18 @@ export interface StreamReply {
   events: string[];
   deltas: number;
   text: string;
-  /** The last `response.completed` / `response.failed` payload. */
+  /** The last `response.completed` / `response.failed` payload (chat completions: the usage chunk, or the error chunk). */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   final: any;
+  /**
+   * How the stream ended: `completed` (`response.completed`, or chat's `[DONE]`), `failed` (`response.failed`, `error`,
+   * or chat's error chunk), or undefined when it closed without a final event.
+   */
+  ending?: 'completed' | 'failed';
+  /** The generation's id, as the first event that carries one names it. */
+  id?: string;
+  /** When the stream ended (ms since the epoch). */
+  endedAt: number;
   /** True when the client hung up on purpose. */
   leftEarly: boolean;
   error?: string;
@@ -62,7 +71,7 @@ export interface StreamReply {
 export async function stream(url: string, body: unknown, headers: Record<string, string>, opts: { leaveAfter?: number; timeoutMs?: number; onDelta?: (text: string) => void } = {}): Promise<StreamReply> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), opts.timeoutMs ?? 60_000);
-  const out: StreamReply = { status: 0, events: [], deltas: 0, text: '', final: null, leftEarly: false };
+  const out: StreamReply = { status: 0, events: [], deltas: 0, text: '', final: null, leftEarly: false, endedAt: 0 };
   try {
     const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body), signal: controller.signal });
     out.status = res.status;
@@ -96,7 +105,16 @@ export async function stream(url: string, body: unknown, headers: Record<string,
           out.text += delta;
           opts.onDelta?.(delta);
         }
-        if ((name === 'response.completed' || name === 'response.failed' || name === 'error') && data) out.final = JSON.parse(data);
+        if ((name === 'response.completed' || name === 'response.failed' || name === 'error') && data) {
+          out.final = JSON.parse(data);
+          out.ending = name === 'response.completed' ? 'completed' : 'failed';
+        }
+        // eslint-disable-next-line @typescript-eslint/no-explicit-any
+        const parsed: any = data && data !== '[DONE]' ? JSON.parse(data) : undefined;
+        out.id ??= parsed?.response?.id ?? (name === 'message' ? parsed?.id : undefined);
+        if (name === 'message' && data === '[DONE]') out.ending = 'completed';
+        if (name === 'message' && (parsed?.usage || parsed?.error)) out.final = parsed;
+        if (name === 'message' && parsed?.error) out.ending = 'failed';
         if (opts.leaveAfter !== undefined && out.deltas >= opts.leaveAfter) {
           out.leftEarly = true;
           controller.abort();
@@ -111,6 +129,7 @@ export async function stream(url: string, body: unknown, headers: Record<string,
     return out;
   } finally {
     clearTimeout(timer);
+    out.endedAt = Date.now();
   }
 }
 
@@ -119,16 +138,31 @@ export class Tally {
   readonly counts = new Map<string, number>();
   total = 0;
 
-  /** A stream that ended with `response.failed` (or `error`) counts as "200 response.failed". */
-  add(r: { status: number; events?: string[] }): void {
+  /**
+   * A stream that ended with `response.failed` (or `error`) counts as "200 response.failed", one that ended with chat's
+   * error chunk as "200 error chunk", one that closed without a final event as "200 no final event".
+   */
+  add(r: { status: number; events?: string[]; ending?: StreamReply['ending']; leftEarly?: boolean }): void {
     const last = r.events?.[r.events.length - 1];
     const failed = last === 'response.failed' || last === 'error';
-    const k = r.status === 0 ? 'conn-refused/reset' : r.status === -1 ? 'client-timeout' : failed ? `${r.status} ${last}` : String(r.status);
+    const unfinished = r.status === 200 && r.events !== undefined && !r.ending && !r.leftEarly;
+    const k =
+      r.status === 0
+        ? 'conn-refused/reset'
+        : r.status === -1
+          ? 'client-timeout'
+          : failed
+            ? `${r.status} ${last}`
+            : r.ending === 'failed'
+              ? `${r.status} error chunk`
+              : unfinished
+                ? `${r.status} no final event`
+                : String(r.status);
     this.counts.set(k, (this.counts.get(k) ?? 0) + 1);
     this.total++;
   }
 
-  addAll(rs: Array<{ status: number; events?: string[] }>): void {
+  addAll(rs: Array<Parameters<Tally['add']>[0]>): void {
     for (const r of rs) this.add(r);
   }
 

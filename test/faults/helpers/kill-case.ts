@@ -7,7 +7,7 @@ import { childrenOf, startNpmStart, type NpmStart } from './processes';
 import { queueIdle, queueSettled, waitFor } from './wait';
 import { QUEUES } from '../../../shared/queue/queue-names';
 
-/** What a process-kill case (15-19) works with: `npm start` with two processes, an organization, its requests. */
+/** What a process-kill case (15-19) and the outage under streams (21) work with: `npm start` with two processes, an organization, its requests. */
 export interface KillCase {
   c: Cluster;
   checks: Checks;
