@@ -30,7 +30,8 @@ import { Ledger } from '../shared/billing/ledger';
 import { SettlementJournal } from '../shared/billing/settlement-journal';
 import { estimateTokens, textBound, tokenCost } from '../shared/billing/pricing';
 import { GenerationService, closeRowOf } from '../shared/services/generation.service';
-import { hashApiKey, newId } from '../shared/auth/api-keys';
+import { hashApiKey } from '../shared/auth/api-keys';
+import { newId } from '../shared/ids';
 import { loadCatalog } from '../shared/catalog/load-catalog';
 import { createUpstreamClient } from '../shared/providers/api';
 

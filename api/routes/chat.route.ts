@@ -4,7 +4,7 @@ import { callerOf } from './caller';
 import { check } from '../../shared/schemas/ajv';
 import { chatSchema, type ChatBody } from '../../shared/schemas/chat.schema';
 import { buildChatCompletion, chatToCanonical, chatUsage, createChatStreamFormatter, encodeChatSse, CHAT_STREAM_DONE } from '../../shared/formats';
-import { newId } from '../../shared/auth/api-keys';
+import { newId } from '../../shared/ids';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
 
 /** POST /v1/chat/completions: OpenAI's chat completions through the same text pipeline. */

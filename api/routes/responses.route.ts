@@ -11,7 +11,7 @@ import {
   type RetrieveResponseQuery,
 } from '../../shared/schemas/responses.schema';
 import { buildResponseObject, createResponsesStreamFormatter, encodeSse, inputItemPage, itemReferenceIds, responsesToCanonical, withoutText } from '../../shared/formats';
-import { randomBase62 } from '../../shared/auth/api-keys';
+import { randomBase62 } from '../../shared/ids';
 import type { Prisma } from '../../shared/db/generated/client';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';

@@ -2,7 +2,7 @@ import { AppError } from '../../shared/errors/app-error';
 import type { Catalog } from '../../shared/catalog/catalog.types';
 import { adapterFor } from '../../shared/providers/registry';
 import { embeddingInputTokens, embeddingsToCanonical } from '../../shared/formats';
-import { newId } from '../../shared/auth/api-keys';
+import { newId } from '../../shared/ids';
 import { estimateTokens, maxBound, tokenCost } from '../../shared/billing/pricing';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { EmbeddingsJobData } from '../../shared/queue/job-catalog';

@@ -1,5 +1,5 @@
 import type { Generation } from '../../shared/db/generated/client';
-import { newId } from '../../shared/auth/api-keys';
+import { newId } from '../../shared/ids';
 import { maxBound } from '../../shared/billing/pricing';
 import { readAll } from '../../shared/storage/blob-store';
 import { AppError, type StoredError } from '../../shared/errors/app-error';

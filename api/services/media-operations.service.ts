@@ -1,4 +1,4 @@
-import { newId } from '../../shared/auth/api-keys';
+import { newId } from '../../shared/ids';
 import { maxBound } from '../../shared/billing/pricing';
 import { endpointBySlug } from '../../shared/catalog/catalog-index';
 import type { Catalog, EndpointConfig, ModelConfig } from '../../shared/catalog/catalog.types';

@@ -2,7 +2,7 @@ import { AppError } from '../../shared/errors/app-error';
 import { OUTPUT_TOKENS_CEILING } from '../../shared/schemas/responses.schema';
 import type { TextRequest } from '../../shared/providers/provider.types';
 import type { ProviderPreferences } from '../../shared/routing';
-import { newId } from '../../shared/auth/api-keys';
+import { newId } from '../../shared/ids';
 import { requestedParameters, withReasoningEffort } from '../../shared/formats/format-utils';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../shared/providers/provider.types';
 import { estimateInputTokens, maxBound, outputTokensFor, textBound } from '../../shared/billing/pricing';

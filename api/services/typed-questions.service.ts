@@ -1,6 +1,6 @@
 import type { Db } from '../../shared/db/client';
 import { answerScheme, questionRequest } from '../../shared/formats/typed-questions.mapper';
-import { newId } from '../../shared/auth/api-keys';
+import { newId } from '../../shared/ids';
 import { estimateInputTokens, maxBound, textBound } from '../../shared/billing/pricing';
 import { ZERO } from '../../shared/billing/money';
 import { QUEUES } from '../../shared/queue/queue-names';

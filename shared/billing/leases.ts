@@ -1,4 +1,4 @@
-import { newId } from '../auth/api-keys';
+import { newId } from '../ids';
 import type { Logger } from '../logger';
 import type { Ledger } from './ledger';
 import type { Decimal } from './money';

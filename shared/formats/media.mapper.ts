@@ -6,8 +6,10 @@
 import type { Price } from '../catalog/catalog.types';
 import { Decimal, money } from '../billing/money';
 import type { ImageRequest, MediaInput } from '../providers/adapter.types';
-import type { MediaKind } from '../queue/job-catalog';
 import { moneyJson } from './format-utils';
+
+/** What a media generation makes (its job's `kind`). */
+export type MediaKind = 'image' | 'video' | 'audio' | 'upscale';
 
 export type MediaStatus = 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled';
 

@@ -7,7 +7,7 @@ import type { ErrorBodyExtractor, SseEvent } from './adapter.types';
 import type { HttpRequestSpec } from './provider.types';
 import { SseParser } from './sse';
 import { abortedError, isUpstreamError, parseRetryAfter, upstreamError, type UpstreamError } from './upstream-error';
-import { Stop, type StopSignal } from '../runtime/stop';
+import { Stop, type StopSignal } from '../stop';
 
 export interface UpstreamClientOptions {
   /** Connection cap per origin (default: no cap; the catalog's `maxConcurrency` limits calls above this). */
@@ -58,7 +58,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
 
   return {
     async request(baseUrl, spec, call) {
-      // The call's deadline, in the form undici takes as a signal (shared/runtime/stop.ts).
+      // The call's deadline, in the form undici takes as a signal (shared/stop.ts).
       const deadline = new Stop();
       let timedOut = false;
       const timer = setTimeout(() => {

@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import { Stop, type StopSignal } from '../runtime/stop';
+import { Stop, type StopSignal } from '../stop';
 
 /**
  * Why a running job is told to stop (the reason its stop signal carries):
@@ -58,7 +58,7 @@ export async function listenForStops(sub: Redis, prefix: string, onStop: (id: st
  * The stop signals of the jobs this process runs, by job id (the generation id): the processor takes one when its job
  * starts and gives it back when it ends; a stop message (listenForStops) aborts it. BullMQ would make an
  * AbortController for every job of a processor taking a third parameter; the text and embeddings processors take two,
- * and their jobs' signals come from here (a Stop: shared/runtime/stop.ts).
+ * and their jobs' signals come from here (a Stop: shared/stop.ts).
  */
 export class JobStops {
   private readonly running = new Map<string, Stop>();

@@ -19,6 +19,7 @@ import type { EmbeddingInput, EmbeddingResult, TextRequest, TextResult, TokenUsa
 import type { ImageRequest, MediaInput } from '../providers/adapter.types';
 import type { TypedAnswer } from '../formats/typed-questions.mapper';
 import { QUEUES, type QueueName } from './queue-names';
+import type { MediaKind } from '../formats/media.mapper';
 
 /** One endpoint to try, in order, with the parameters it does not support (dropped with a warning). */
 export interface PlannedCandidate {
@@ -130,7 +131,7 @@ export interface EmbeddingsDonePayload {
 // ---------- queues `image` and `media` ----------
 
 /** What a generation produces: decides the job's queue, the shape of `data` and the polling hint. */
-export type MediaKind = 'image' | 'video' | 'audio' | 'upscale';
+export type { MediaKind };
 
 export interface MediaAttempt {
   provider: string;

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Db } from '../db/client';
 import type { Prisma, StoredFile } from '../db/generated/client';
-import { newId } from '../auth/api-keys';
+import { newId } from '../ids';
 import { AppError } from '../errors/app-error';
 import type { BlobObject, BlobStore, ByteRange } from '../storage/blob-store';
 import type {

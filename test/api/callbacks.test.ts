@@ -6,7 +6,7 @@ import request from 'supertest';
 import { Webhook } from 'standardwebhooks';
 import type { CallbackJobData } from '../../shared/queue/job-catalog';
 import { checkCallbackUrl, CallbackHostUnresolved, CallbackService, CallbackUrlError, isPrivateAddress, postCallback, signCallback } from '../../shared/services/callbacks.service';
-import { newId } from '../../shared/auth/api-keys';
+import { newId } from '../../shared/ids';
 import type { MediaJobData } from '../../shared/queue/job-catalog';
 import { MediaExecutor } from '../../workers/services/media-executor';
 import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';

@@ -14,7 +14,7 @@ import { AttemptOrder, retryAfterSeconds, waitFor } from './attempt-order';
 import { closeRowOf, type Finish } from '../../shared/services/generation.service';
 import { money, type Decimal } from '../../shared/billing/money';
 import type { CloseRow } from '../../shared/billing/ledger';
-import type { StopSignal } from '../../shared/runtime/stop';
+import type { StopSignal } from '../../shared/stop';
 import { PendingRecord } from '../../shared/queue/grants';
 
 /** One upstream call that did not answer (or an endpoint that could not be called): shared/queue/job-catalog.ts. */

@@ -1,4 +1,4 @@
-import type { StopSignal } from '../../shared/runtime/stop';
+import type { StopSignal } from '../../shared/stop';
 
 /**
  * The longest a job waits for an endpoint's `Retry-After` when nothing else can answer (a longer wait fails

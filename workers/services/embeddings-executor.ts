@@ -5,7 +5,7 @@ import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { EmbeddingsDonePayload, EmbeddingsJobData } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
 import { endCompleted, endFailed, endStopped, failureError, runAttempts, upstreamRequest, type EndpointCall, type RunTiming } from './attempt-loop';
-import type { StopSignal } from '../../shared/runtime/stop';
+import type { StopSignal } from '../../shared/stop';
 
 /** Runs an embeddings job through the attempt loop (attempt-loop.ts), as text does. */
 export class EmbeddingsExecutor {

@@ -12,7 +12,7 @@ import { StreamAccumulator } from './stream-accumulator';
 import { withoutText } from '../../shared/formats/unstored-text';
 import { MaskSession } from '../../shared/plugins/masker';
 import { stopReasonOf } from '../../shared/queue/cancel-channel';
-import type { StopSignal } from '../../shared/runtime/stop';
+import type { StopSignal } from '../../shared/stop';
 import { attemptOf, endCompleted, endFailed, endStopped, failedAttempt, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
 
 export type { Attempt };

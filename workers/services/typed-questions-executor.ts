@@ -8,7 +8,7 @@ import type { PlannedCandidate, QuestionAttempt, TypedQuestionsDonePayload, Type
 import { readAnswer, schemeOf, type TypedAnswer } from '../../shared/formats/typed-questions.mapper';
 import type { WorkerDeps } from '../worker-deps';
 import { endCompleted, endFailed, endStopped, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
-import type { StopSignal } from '../../shared/runtime/stop';
+import type { StopSignal } from '../../shared/stop';
 
 export function isTypedQuestionsJob(data: TextJobData | TypedQuestionsJobData): data is TypedQuestionsJobData {
   return data.apiType === 'systemone' && Array.isArray((data as TypedQuestionsJobData).questions);
