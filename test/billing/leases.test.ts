@@ -194,6 +194,26 @@ describe('requests through the API drawn from a lease', () => {
     expect((await audit(s.t.db)).problems).toEqual([]);
   });
 
+  it('a masked reply (its job data swapped by the masker) replied to before its record commits: its promise carries the record', async () => {
+    const respond = (input: string) => request(s.app).post('/v1/responses').set(org.auth).send({ model: STACK_MODELS.chat, input, plugins: ['masker'] });
+    await warmUntilLeased(() => respond('warm, mail anna@example.org'));
+    const { r, promised } = await whileRowLocked(async () => {
+      const r = await respond('mail anna@example.org');
+      expect(r.status).toBe(200);
+      expect(await s.t.db.generation.count({ where: { id: r.body.id } })).toBe(0);
+      return { r, promised: await s.ctx.settlements.read(org.organizationId, r.body.id) };
+    });
+    // Without its record in the promise, a crash before the commit would leave nothing to charge.
+    expect(promised?.open).toMatchObject({ id: r.body.id, organization_id: org.organizationId });
+    await s.settled(org.organizationId);
+    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    expect(money(g.clientCost!).toFixed(6)).toBe(money(r.body.usage.cost_rub).toFixed(6));
+    // The run's pending records are gone with it.
+    await waitUntil(async () => (s.workerDeps.grants.pendingRecords === 0 ? true : undefined));
+    await leasesReleased();
+    expect((await audit(s.t.db)).problems).toEqual([]);
+  });
+
   it('a response replied to before its record commits is found by id and as previous_response_id once it commits', async () => {
     const respond = (body: object) => request(s.app).post('/v1/responses').set(org.auth).send({ model: STACK_MODELS.chat, ...body });
     await warmUntilLeased(() => respond({ input: 'warm' }));

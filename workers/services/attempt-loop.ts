@@ -14,7 +14,7 @@ import { AttemptOrder, retryAfterSeconds, waitFor } from './attempt-order';
 import { closeRowOf, type Finish } from '../../shared/services/generation.service';
 import { money } from '../../shared/billing/money';
 import type { StopSignal } from '../../shared/runtime/stop';
-import { PendingRecord } from '../../shared/queue/grants';
+import type { PendingRecord } from '../../shared/queue/grants';
 
 /** One upstream call that did not answer (or an endpoint that could not be called): shared/queue/job-catalog.ts. */
 export type { Attempt };
@@ -222,7 +222,7 @@ export async function endCompleted(
     await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
   };
   // Granted from a lease in this process, its record may still be committing: the promise then carries it.
-  const drawn = PendingRecord.of(data);
+  const drawn = deps.grants.recordOf(data.generationId);
   // The record failed before any reply: its client was told 503, and there is nothing to settle.
   if (drawn?.lost) return;
   // A stream's client already holds the content: only its last event waits for the commit, and the client's next
