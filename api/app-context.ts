@@ -171,7 +171,7 @@ export function buildContext(deps: AppDeps): AppContext {
     guard,
     readGuard: [...guard, settledReads(settlements)],
     settlements,
-    accounts: new AccountsService(deps.db, deps.secret, clock),
+    accounts: new AccountsService(deps.db, deps.secret, clock, leases),
     keyInfo: new KeyInfoService(deps.db, clock),
     ledger,
   };

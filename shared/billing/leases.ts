@@ -22,7 +22,8 @@ import type { Decimal } from './money';
  *   drawn opens have committed (the unspent rest is released).
  * - Every `idleMs` (or `ttlMs / 3`, if shorter) the process extends its leases' expiry to `ttlMs` ahead. A process
  *   that dies leaves its leases to the reaper, which releases them once expired (`sy_lease_sweep`); a lease the
- *   process learns is gone (it stood still past its expiry) is not drawn from again.
+ *   process learns is gone (it stood still past its expiry) or revoked (its key's terms changed) is not drawn from
+ *   again, and is given back once its drawn opens have committed: what they drew stays theirs.
  */
 export interface LeaseSettings {
   /** A lease covers this many requests of the bound that asked for it; 0 turns leases off (LEASE_REQUESTS, 32). */
@@ -134,6 +135,15 @@ export class LeaseDesk {
     this.giveBackIfDone(lease);
   }
 
+  /**
+   * A key's terms changed (its leases are revoked in PostgreSQL: `Ledger.revokeLeasesOfKey`): this process draws
+   * nothing more from its leases of that key, and gives each back once its drawn opens have committed. Another
+   * process learns it at its next renewal.
+   */
+  revokeKey(apiKeyId: string): void {
+    for (const lease of [...this.current.values()]) if (lease.owner.apiKeyId === apiKeyId) this.retire(lease);
+  }
+
   /** Gives back every lease nothing is pending on and stops renewing (process shutdown); the rest expire. */
   async close(): Promise<void> {
     this.closed = true;
@@ -221,16 +231,15 @@ export class LeaseDesk {
     const ids = [...this.held.keys()];
     if (ids.length === 0) return;
     try {
-      const alive = await this.ledger.renewLeases(ids, new Date(this.clock().getTime() + this.settings.ttlMs));
+      const held = await this.ledger.renewLeases(ids, new Date(this.clock().getTime() + this.settings.ttlMs));
       for (const id of ids) {
         const lease = this.held.get(id);
-        if (lease && !alive.has(id)) {
-          this.logger.warn('a lease expired before its process renewed it', { lease: id });
-          lease.retiring = true;
-          const key = keyOf(lease.owner);
-          if (this.current.get(key) === lease) this.current.delete(key);
-          this.held.delete(id);
-        }
+        const state = held.get(id);
+        if (!lease || (state && !state.revoked)) continue;
+        // Revoked (its key's terms changed), or gone (the reaper released it: this process stood still past its
+        // expiry): not drawn from again, and given back once its drawn opens have committed (a no-op when gone).
+        if (!state) this.logger.warn('a lease expired before its process renewed it', { lease: id });
+        this.retire(lease);
       }
     } catch (err) {
       this.logger.warn('leases could not be renewed', { err });

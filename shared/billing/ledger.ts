@@ -186,10 +186,10 @@ export class Ledger {
     return r.granted === null ? { refused: r.reason ?? 'refused' } : { granted: money(r.granted) };
   }
 
-  /** Extends the given leases to `expiresAt`; returns the ids still held. */
-  async renewLeases(ids: string[], expiresAt: Date): Promise<Set<string>> {
-    const rows = await this.sql<{ id: string }>(`SELECT id FROM sy_lease_renew($1::text[], $2::timestamptz)`, [ids, expiresAt]);
-    return new Set(rows.map((r) => r.id));
+  /** Extends the given leases to `expiresAt`, revoked ones excepted; returns those still held, each with whether it is revoked. */
+  async renewLeases(ids: string[], expiresAt: Date): Promise<Map<string, { revoked: boolean }>> {
+    const rows = await this.sql<{ id: string; revoked: boolean }>(`SELECT id, revoked FROM sy_lease_renew($1::text[], $2::timestamptz)`, [ids, expiresAt]);
+    return new Map(rows.map((r) => [r.id, { revoked: r.revoked }]));
   }
 
   /** Gives back what is left of a lease (its drawn opens have all committed). */
@@ -198,17 +198,14 @@ export class Ledger {
   }
 
   /**
-   * Releases every lease of a key (its limit changed, or it was disabled or revoked): what was leased under the old
-   * terms is not drawn from again (a drawn open that finds its lease gone records its generation with an empty
-   * reservation, whose close charges only what the new terms allow). Returns how many.
+   * Revokes every lease of a key (its limit or period changed, or it was disabled or revoked): nothing leased under the
+   * old terms is drawn from again once its process knows (shared/billing/leases.ts: at its next renewal), and the
+   * requests it granted before still move their bounds out of it, so each is charged what its reply shows. The undrawn
+   * rest is given back by its process once those have committed, or released by the reaper once expired (the migration
+   * lease_revocation). Returns how many.
    */
-  async releaseLeasesOfKey(apiKeyId: string): Promise<number> {
-    const [r] = await this.sql<{ n: number }>(
-      `SELECT COUNT(*)::int AS n FROM (
-         SELECT generation_id FROM reservations WHERE api_key_id = $1 AND expires_at IS NOT NULL AND status = 'held' ORDER BY generation_id) l,
-         LATERAL sy_settle(l.generation_id, 0, true, $2::timestamptz) s`,
-      [apiKeyId, this.clock()],
-    );
+  async revokeLeasesOfKey(apiKeyId: string): Promise<number> {
+    const [r] = await this.sql<{ n: number }>(`SELECT sy_lease_revoke($1, $2::timestamptz) AS n`, [apiKeyId, this.clock()]);
     return r.n;
   }
 

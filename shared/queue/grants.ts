@@ -44,18 +44,7 @@ export class PendingRecord {
       () => undefined,
     );
   }
-
-  /** The record pending for the job data its worker runs (set by the worker when it takes its outcome from memory). */
-  static of(jobData: object): PendingRecord | undefined {
-    return byJob.get(jobData);
-  }
-
-  attachTo(jobData: object): void {
-    byJob.set(jobData, this);
-  }
 }
-
-const byJob = new WeakMap<object, PendingRecord>();
 
 /** What a worker learns: an outcome (`inMemory` from its own process's API), or what the database says when none came. */
 export type Grant = (GrantOutcome & { inMemory?: true }) | { ended: true } | { orphaned: true } | { timedOut: true };
@@ -94,6 +83,11 @@ export class GrantDesk {
   /** Outcomes (and jobs: shared/queue/claims.ts) are handed to this process's workers in memory. */
   readonly inProcess: boolean;
   private readonly timing: GrantTiming;
+  /**
+   * The worker: the records pending for the jobs it runs, by generation id, from the outcome's arrival to the end of
+   * the run (`forget`). By id, not by the job's data object, which a run may replace (the masker plugin does).
+   */
+  private readonly records = new Map<string, PendingRecord>();
 
   constructor(
     private readonly redis: Redis,
@@ -132,8 +126,19 @@ export class GrantDesk {
     await this.redis.set(this.key(generationId), JSON.stringify(stored), 'PX', GRANT_TTL_MS);
   }
 
-  /** The worker: the job's run is over; an outcome it read from Redis is not needed again. */
+  /** The worker: the record pending for the generation it runs, taken with its outcome from memory (`forget` drops it). */
+  recordOf(generationId: string): PendingRecord | undefined {
+    return this.records.get(generationId);
+  }
+
+  /** How many runs hold a pending record now. */
+  get pendingRecords(): number {
+    return this.records.size;
+  }
+
+  /** The worker: the job's run is over; an outcome it read from Redis is not needed again, nor its pending record. */
   forget(generationId: string, grant: Grant): void {
+    if ('record' in grant && grant.record && this.records.get(generationId) === grant.record) this.records.delete(generationId);
     if ('inMemory' in grant) return;
     this.redis.del(this.key(generationId)).catch(() => undefined);
   }
@@ -148,6 +153,7 @@ export class GrantDesk {
       local.claimed = true;
       const outcome = await local.promise;
       localGrants.delete(generationId);
+      if ('record' in outcome && outcome.record) this.records.set(generationId, outcome.record);
       return { ...outcome, inMemory: true };
     }
     const { checkMs, orphanAfterMs, waitMs } = this.timing;

@@ -1,6 +1,7 @@
 import type { Db } from '../db/client';
 import type { ApiKey } from '../db/generated/client';
 import { Ledger } from '../billing/ledger';
+import type { LeaseDesk } from '../billing/leases';
 import { money, toStorage, type MoneyLike } from '../billing/money';
 import type { LimitReset } from '../billing/periods';
 import { generateApiKey, hashApiKey, keyLabel, newSecret } from '../auth/api-keys';
@@ -44,6 +45,8 @@ export class AccountsService {
     private readonly db: Db,
     private readonly secret: string,
     private readonly clock: () => Date = () => new Date(),
+    /** This process's reservation leases (shared/billing/leases.ts): told at once when a key's terms change. */
+    private readonly leases?: Pick<LeaseDesk, 'revokeKey'>,
   ) {
     this.ledger = new Ledger(db, clock);
   }
@@ -123,7 +126,7 @@ export class AccountsService {
     const found = await this.db.apiKey.findUnique({ where: { id } });
     if (!found) throw new AppError('NOT_FOUND', `Key ${id} not found`);
     if (!found.revokedAt) await this.db.apiKey.update({ where: { id }, data: { revokedAt: this.clock(), updatedAt: this.clock() } });
-    await this.ledger.releaseLeasesOfKey(id);
+    await this.newTerms(id);
     return { id, revoked: true as const };
   }
 
@@ -152,9 +155,17 @@ export class AccountsService {
     // Conditional on "not revoked": a revocation racing this update wins.
     const { count } = await this.db.apiKey.updateMany({ where: { id, revokedAt: null }, data });
     if (count === 0) throw new AppError('CONFLICT', `Key ${id} is revoked: a revoked key is final and cannot be changed or enabled again`);
-    // Money leased under the old limit (shared/billing/leases.ts) is not drawn from again.
-    if (patch.limit !== undefined || patch.reset !== undefined || patch.disabled === true) await this.ledger.releaseLeasesOfKey(id);
+    if (patch.limit !== undefined || patch.reset !== undefined || patch.disabled === true) await this.newTerms(id);
     return this.db.apiKey.findUniqueOrThrow({ where: { id } });
+  }
+
+  /**
+   * Money leased under a key's old terms (shared/billing/leases.ts) is not drawn from again: its leases are revoked,
+   * here at once, in other processes at their next renewal; requests already granted from them keep what they drew.
+   */
+  private async newTerms(id: string): Promise<void> {
+    this.leases?.revokeKey(id);
+    await this.ledger.revokeLeasesOfKey(id);
   }
 
   private issueTokenFor(userId: string, org: string, role: Role, ttlSeconds = DEFAULT_TOKEN_TTL_SECONDS): string {

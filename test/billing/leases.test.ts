@@ -194,6 +194,26 @@ describe('requests through the API drawn from a lease', () => {
     expect((await audit(s.t.db)).problems).toEqual([]);
   });
 
+  it('a masked reply (its job data swapped by the masker) replied to before its record commits: its promise carries the record', async () => {
+    const respond = (input: string) => request(s.app).post('/v1/responses').set(org.auth).send({ model: STACK_MODELS.chat, input, plugins: ['masker'] });
+    await warmUntilLeased(() => respond('warm, mail anna@example.org'));
+    const { r, promised } = await whileRowLocked(async () => {
+      const r = await respond('mail anna@example.org');
+      expect(r.status).toBe(200);
+      expect(await s.t.db.generation.count({ where: { id: r.body.id } })).toBe(0);
+      return { r, promised: await s.ctx.settlements.read(org.organizationId, r.body.id) };
+    });
+    // Without its record in the promise, a crash before the commit would leave nothing to charge.
+    expect(promised?.open).toMatchObject({ id: r.body.id, organization_id: org.organizationId });
+    await s.settled(org.organizationId);
+    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    expect(money(g.clientCost!).toFixed(6)).toBe(money(r.body.usage.cost_rub).toFixed(6));
+    // The run's pending records are gone with it.
+    await waitUntil(async () => (s.workerDeps.grants.pendingRecords === 0 ? true : undefined));
+    await leasesReleased();
+    expect((await audit(s.t.db)).problems).toEqual([]);
+  });
+
   it('a response replied to before its record commits is found by id and as previous_response_id once it commits', async () => {
     const respond = (body: object) => request(s.app).post('/v1/responses').set(org.auth).send({ model: STACK_MODELS.chat, ...body });
     await warmUntilLeased(() => respond({ input: 'warm' }));
@@ -240,14 +260,21 @@ describe('requests through the API drawn from a lease', () => {
     expect((await audit(s.t.db)).problems).toEqual([]);
   });
 
-  it("a key's new limit releases its leases: nothing leased under the old limit is drawn again", async () => {
+  it("a key's new limit revokes its leases: nothing leased under the old limit is drawn again, and they are given back", async () => {
     await warmUntilLeased(chat, 3);
     const patched = await request(s.app).patch(`/v1/keys/${org.key.id}`).set({ Authorization: `Bearer ${org.ownerToken}` }).send({ limit: 800 });
     expect(patched.status).toBe(200);
-    expect((await leases()).filter((l) => l.status === 'held')).toEqual([]);
-    // The next request finds its lease gone in the database: it is still answered and charged within the limit.
+    // Every lease under the old limit is revoked (or already given back).
+    const held = (await s.t.pool.query(`SELECT generation_id, revoked_at FROM reservations WHERE expires_at IS NOT NULL AND status = 'held'`)).rows;
+    expect(held.filter((l: { revoked_at: Date | null }) => l.revoked_at === null)).toEqual([]);
+    // This process (the one that served the change) draws nothing more from them: the next request reserves for
+    // itself, and they are given back.
     const r = await chat();
     expect(r.status).toBe(200);
+    const own = (await s.t.pool.query(`SELECT reserved_delta::text AS delta FROM ledger_entries WHERE kind = 'reserve' AND generation_id = $1`, [r.body.id])).rows[0];
+    expect(money(own.delta).greaterThan(0)).toBe(true);
+    const ids = held.map((l: { generation_id: string }) => l.generation_id);
+    await waitUntil(async () => ((await leases()).every((l) => !ids.includes(l.generation_id) || l.status === 'released') ? true : undefined));
     await s.settled(org.organizationId);
     await leasesReleased();
     const a = await audit(s.t.db);
@@ -347,7 +374,7 @@ describe('leases of two processes racing for one balance (the ledger, real Postg
     expect(await reap()).toEqual({ reaped: 0, leases: 1 });
     const o = await t.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
     expect(money(o.reserved).isZero()).toBe(true);
-    expect(await ledger.renewLeases(['lease_dead'], new Date(Date.now() + 60_000))).toEqual(new Set());
+    expect(await ledger.renewLeases(['lease_dead'], new Date(Date.now() + 60_000))).toEqual(new Map());
 
     // A request of the dead process drawn before it died, recorded only now, after the key got a limit of 2: an empty
     // reservation; its close takes what the limit allows and records the rest as uncollected.

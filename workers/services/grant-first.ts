@@ -31,7 +31,6 @@ export function afterGrant(deps: WorkerDeps, processor: Processor): Processor {
       if ('granted' in grant) {
         const { awaitsGrant: _, ...rest } = data;
         job.data = grant.job ?? { ...rest, reserved: grant.granted };
-        grant.record?.attachTo(job.data);
         return await processor(job, token);
       }
       if ('orphaned' in grant) return await endOrphaned(deps, data);
