@@ -35,7 +35,7 @@ import { createMetrics, type Metrics } from '../shared/metrics/metrics';
 import { FilesService, filesBaseUrl } from '../shared/services/files.service';
 import { createBlobStore } from '../shared/storage/create-blob-store';
 import { LeaseDesk } from '../shared/billing/leases';
-import { GrantDesk } from '../shared/queue/grants';
+import { LocalLane } from '../shared/runtime/local-lane';
 import type { BlobStore } from '../shared/storage/blob-store';
 
 /** Everything a route needs, built once from injected I/O (no module-level state). */
@@ -61,13 +61,13 @@ export interface AppDeps {
   /** The process's ledger (shared/runtime/bootstrap.ts), shared with its workers; default: one of its own. */
   ledger?: Ledger;
   /**
-   * Hand reservation outcomes to the workers of this process in memory, and let them claim its waiting clients' jobs at
-   * enqueue (default); false: outcomes only through Redis, jobs only through the queue (shared/queue/grants.ts, claims.ts).
+   * What this process's API shares with its workers (claims, reply channels, the records of jobs claimed here): the same
+   * lane goes to both (shared/runtime/bootstrap.ts); default: a lane of its own, with no workers in it.
    */
-  grantsInProcess?: boolean;
+  lane?: LocalLane;
 }
 
-export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady' | 'blobStore' | 'pool' | 'grantsInProcess'>> {
+export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady' | 'blobStore' | 'pool'>> {
   workersReady: () => Promise<boolean>;
   auth: Authenticator;
   accounts: AccountsService;
@@ -107,20 +107,26 @@ export function buildContext(deps: AppDeps): AppContext {
   const queues = Object.fromEntries(
     QUEUE_NAMES.map((q) => [q, new Queue(q, { connection: deps.redis, prefix: deps.config.queuePrefix })]),
   ) as Record<QueueName, Queue>;
-  const bus = new GenerationBus(deps.redis, deps.subscriber, deps.config.queuePrefix);
+  const lane = deps.lane ?? new LocalLane();
+  const bus = new GenerationBus(deps.redis, deps.subscriber, deps.config.queuePrefix, lane.buses);
   const stats = new EndpointStatsStore(deps.redis, deps.config.queuePrefix);
   const metrics = deps.metrics ?? createMetrics();
   const ledger = deps.ledger ?? new Ledger(deps.db, clock, { pool: deps.pool, metrics });
   const generations = new GenerationService(deps.db, clock, ledger);
   // A promise whose generation is not recorded yet (granted from a lease, its record still committing) still runs.
-  const settlements = new SettlementJournal(deps.redis, deps.config.queuePrefix, async (ids) => {
-    const ended = await deps.db.generation.findMany({ where: { id: { in: ids }, status: { notIn: ['pending', 'processing'] } }, select: { id: true } });
-    const spent = new Set(ended.map((r) => r.id));
-    return new Set(ids.filter((id) => !spent.has(id)));
-  });
-  const grants = new GrantDesk(deps.redis, deps.config.queuePrefix, { inProcess: deps.grantsInProcess });
+  const settlements = new SettlementJournal(
+    deps.redis,
+    deps.config.queuePrefix,
+    async (ids) => {
+      const ended = await deps.db.generation.findMany({ where: { id: { in: ids }, status: { notIn: ['pending', 'processing'] } }, select: { id: true } });
+      const spent = new Set(ended.map((r) => r.id));
+      return new Set(ids.filter((id) => !spent.has(id)));
+    },
+    undefined,
+    lane.buses,
+  );
   const leases = deps.config.leases.requests > 0 ? new LeaseDesk(ledger, deps.config.leases, deps.logger, clock) : undefined;
-  const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix }, settlements, grants, leases);
+  const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix }, settlements, lane, leases);
   const planner = new RoutePlanner(deps.catalog, stats);
   metrics.trackQueues(queues);
   const files = new FilesService({
@@ -138,6 +144,7 @@ export function buildContext(deps: AppDeps): AppContext {
   const records = new MediaRecords({ db: deps.db, files, gateway, syncWaitMs, callbackAllowPrivate: deps.config.callbackAllowPrivate });
   return {
     ...deps,
+    lane,
     queues,
     bus,
     generations,

@@ -25,7 +25,7 @@ import { Job, Queue } from 'bullmq';
 import { claimedJobJson } from '../shared/queue/bullmq-claim';
 import { connectDb } from '../shared/db/client';
 import { createRedis } from '../shared/queue/redis';
-import { addJob, offerClaims } from '../shared/queue/claims';
+import { addJob, LocalClaimers } from '../shared/queue/claims';
 import { Ledger } from '../shared/billing/ledger';
 import { SettlementJournal } from '../shared/billing/settlement-journal';
 import { estimateTokens, textBound, tokenCost } from '../shared/billing/pricing';
@@ -58,7 +58,8 @@ async function main(): Promise<void> {
   // Every job this process adds is claimed here: a claimer with a free slot always.
   const claimed = new Map<string, { raw: string[]; token: string }>();
   let tickets = 0;
-  offerClaims(queue.qualifiedName, {
+  const claimers = new LocalClaimers();
+  claimers.offer(queue.qualifiedName, {
     hold: () => {
       const token = `floor:claim:${++tickets}`;
       return { token, lockDuration: 30_000, start: (raw, jobId) => claimed.set(jobId, { raw, token }), release: () => undefined };
@@ -110,7 +111,7 @@ async function main(): Promise<void> {
         request: body,
         bound,
       }),
-      addJob(queue, { generationId: id, organizationId: owner.organizationId, request: body }, { jobId: id, removeOnComplete: true }, true),
+      addJob(queue, { generationId: id, organizationId: owner.organizationId, request: body }, { jobId: id, removeOnComplete: true }, { ticket: claimers.hold(queue.qualifiedName)! }),
     ]);
     if (!('granted' in opened)) return void res.writeHead(409).end();
 

@@ -1,6 +1,6 @@
 import { Worker, type Job } from 'bullmq';
 import { claimedJobJson } from '../shared/queue/bullmq-claim';
-import { offerClaims, type Claimer, type ClaimTicket } from '../shared/queue/claims';
+import type { Claimer, ClaimTicket, LocalClaimers } from '../shared/queue/claims';
 
 /**
  * A BullMQ Worker that also runs the jobs this process's API claims for it as it enqueues them
@@ -23,9 +23,9 @@ export class ClaimingWorker extends Worker implements Claimer {
   private readonly claimed = new Set<Promise<unknown>>();
   private withdraw?: () => void;
 
-  /** Offers this Worker's free slots to the jobs this process enqueues for its queue. */
-  offerClaims(): this {
-    this.withdraw ??= offerClaims(this.qualifiedName, this);
+  /** Offers this Worker's free slots to the jobs its process enqueues for its queue (the process's lane: `claimers`). */
+  offerClaims(claimers: LocalClaimers): this {
+    this.withdraw ??= claimers.offer(this.qualifiedName, this);
     return this;
   }
 

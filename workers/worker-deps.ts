@@ -15,7 +15,7 @@ import { createBlobStore } from '../shared/storage/create-blob-store';
 import type { BlobStore } from '../shared/storage/blob-store';
 import { resolveSecret } from '../shared/runtime/secret';
 import { SettlementJournal } from '../shared/billing/settlement-journal';
-import { GrantDesk, type GrantTiming } from '../shared/queue/grants';
+import type { LocalLane } from '../shared/runtime/local-lane';
 import { JobStops } from '../shared/queue/cancel-channel';
 
 /** What processors need, injected (no module-level state). */
@@ -38,14 +38,14 @@ export interface WorkerDeps {
   files: FilesService;
   /** Settlements whose reply went out before their commit (attempt-loop.ts endCompleted). */
   settlements: SettlementJournal;
-  /** Reservation outcomes of jobs enqueued before them (shared/queue/grants.ts). */
-  grants: GrantDesk;
+  /** What this process's workers share with its API: claims, reply channels, the records of jobs claimed here (shared/runtime/local-lane.ts). */
+  lane: LocalLane;
   /** The stop signals of the text and embeddings jobs running here (shared/queue/cancel-channel.ts). */
   stops: JobStops;
 }
 
 export function buildWorkerDeps(
-  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics' | 'settlements' | 'grants' | 'stops'> & {
+  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics' | 'settlements' | 'stops'> & {
     clock?: () => Date;
     metrics?: Metrics;
     files?: FilesService;
@@ -54,14 +54,12 @@ export function buildWorkerDeps(
     pool?: Pool;
     /** The process's ledger, shared with its API (shared/runtime/bootstrap.ts); default: one of its own. */
     ledger?: Ledger;
-    /** Reservation outcomes: `inProcess: false` takes them only through Redis, as a worker of another process; timing for tests. */
-    grants?: { inProcess?: boolean } & Partial<GrantTiming>;
     /** The connection the workers move their jobs over (startWorkerPool's): a kept promise's erase leaves with the job's completion. */
     jobConnection?: Redis;
   },
 ): WorkerDeps {
   const clock = d.clock ?? (() => new Date());
-  const { secret, blobStore, metrics: _m, pool, ledger, grants, jobConnection, ...rest } = d;
+  const { secret, blobStore, metrics: _m, pool, ledger, jobConnection, ...rest } = d;
   const files =
     d.files ??
     new FilesService({
@@ -83,8 +81,7 @@ export function buildWorkerDeps(
     limiter: new ProviderLimiter(),
     generations: new GenerationService(d.db, clock, ledger ?? new Ledger(d.db, clock, { pool, metrics })),
     stats: new EndpointStatsStore(d.redis, d.config.queuePrefix),
-    settlements: new SettlementJournal(d.redis, d.config.queuePrefix, undefined, jobConnection),
-    grants: new GrantDesk(d.redis, d.config.queuePrefix, { waitMs: d.config.worker.grantWaitMs, ...grants }),
+    settlements: new SettlementJournal(d.redis, d.config.queuePrefix, undefined, jobConnection, d.lane.buses),
     stops: new JobStops(),
   };
 }

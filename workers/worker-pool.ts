@@ -14,13 +14,13 @@ import { imageProcessor } from './processors/image.processor';
 import { mediaProcessor } from './processors/media.processor';
 import { callbackProcessor } from './processors/callback.processor';
 import { CallbackService } from '../shared/services/callbacks.service';
-import { afterGrant } from './services/grant-first';
+import { claimedRuns } from './services/drawn-jobs';
 
-/** Queue → processor: the worker catalog. A text or embeddings job runs once its reservation is known (grant-first.ts). */
+/** Queue → processor: the worker catalog. A text or embeddings job drawn from a lease runs only where it was claimed (drawn-jobs.ts). */
 function processors(deps: WorkerDeps, callbacks: CallbackService): Partial<Record<QueueName, Processor>> {
   return {
-    [QUEUES.text]: afterGrant(deps, textProcessor(deps) as Processor),
-    [QUEUES.embeddings]: afterGrant(deps, embeddingsProcessor(deps) as Processor),
+    [QUEUES.text]: claimedRuns(deps, textProcessor(deps) as Processor),
+    [QUEUES.embeddings]: claimedRuns(deps, embeddingsProcessor(deps) as Processor),
     [QUEUES.maintenance]: maintenanceProcessor(deps, callbacks) as Processor,
     [QUEUES.image]: imageProcessor(deps, callbacks) as Processor,
     [QUEUES.media]: mediaProcessor(deps, callbacks) as Processor,
@@ -74,7 +74,7 @@ export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { que
       lockDuration: deps.config.worker.lockDurationMs,
     };
     // A waiting client's job for these queues may be claimed by a worker of its own process (shared/queue/claims.ts).
-    const w = AT_ONCE_QUEUES.has(q) ? new ClaimingWorker(q, table[q]!, options).offerClaims() : new Worker(q, table[q]!, options);
+    const w = AT_ONCE_QUEUES.has(q) ? new ClaimingWorker(q, table[q]!, options).offerClaims(deps.lane.claimers) : new Worker(q, table[q]!, options);
     instrumentWorker(w, deps.metrics);
     w.on('error', (err) => deps.logger.error('worker error', { queue: q, err }));
     w.on('failed', (job, err) => deps.logger.error('job failed', { queue: q, jobId: job?.id, err }));

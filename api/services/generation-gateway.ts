@@ -14,8 +14,9 @@ import { Mailbox } from './mailbox';
 import type Redis from 'ioredis';
 import { publishStop, type StopReason } from '../../shared/queue/cancel-channel';
 import type { SettlementJournal } from '../../shared/billing/settlement-journal';
-import { PendingRecord, type GrantDesk, type GrantOutcome } from '../../shared/queue/grants';
-import { addJob } from '../../shared/queue/claims';
+import { PendingRecord } from '../../shared/billing/pending-record';
+import { addJob, type ClaimTicket } from '../../shared/queue/claims';
+import type { LocalLane } from '../../shared/runtime/local-lane';
 import type { LeaseDesk } from '../../shared/billing/leases';
 
 export type FinalMessage = Extract<BusMessage, { type: 'done' | 'failed' | 'cancelled' }>;
@@ -128,9 +129,9 @@ export class GenerationGateway {
     /** Publishes stop messages to the workers (cancel-channel.ts). */
     private readonly stops: { redis: Redis; prefix: string },
     /** Settlements replied to before their commit: a refused reservation waits for them, a cancel keeps them. */
-    private readonly settlements?: SettlementJournal,
-    /** Reservation outcomes for jobs enqueued before them (reserve and enqueue at once); without it, one after the other. */
-    private readonly grants?: GrantDesk,
+    private readonly settlements: SettlementJournal,
+    /** What this process's API shares with its workers: their free slots, and the records of jobs claimed here. */
+    private readonly lane: LocalLane,
     /** Reservations granted in memory from this process's leases (shared/billing/leases.ts); without it, none. */
     private readonly leases?: LeaseDesk,
   ) {}
@@ -189,18 +190,24 @@ export class GenerationGateway {
   }
 
   /**
+   * The two ways a generation is submitted (docs/architecture.md "Submitting"), chosen here and nowhere else:
+   *
+   * | path       | when                                                                                  | what                                                                                                   |
+   * |------------|---------------------------------------------------------------------------------------|--------------------------------------------------------------------------------------------------------|
+   * | `drawn`    | a client waits (sync or stream) for text or embeddings, without an Idempotency-Key;  | claimed here at once, its money drawn from the lease in memory; its record commits while its job runs |
+   * |            | a worker of this process has a free slot; this process's lease for the caller covers  | and rides on its settlement promise (submitDrawn)                                                       |
+   * |            | the bound                                                                             |                                                                                                        |
+   * | `reserved` | anything else                                                                         | reserved and recorded in one commit, then enqueued (claimed here when a client waits and a worker of   |
+   * |            |                                                                                       | this process has a free slot)                                                                          |
+   *
    * `job(granted)` builds the job payload once the reservation is known (text requests may have their
    * `max_output_tokens` lowered to what was granted). `forget` removes the job from Redis once it ends (its
    * payload carries the caller's text, which `store: false` asks us not to keep).
    */
-  private async submit<T extends object>(queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { listen: boolean; delayMs?: number; forget?: boolean }): Promise<Submission> {
-    // A waiting client without an Idempotency-Key (whose reservation may turn out to be a replay): from a lease, or
-    // reserve and enqueue at once.
-    if (AT_ONCE_QUEUES.has(queue) && opts.listen && !gen.idempotency && !opts.delayMs) {
-      const bound = money(gen.bound);
-      const lease = this.leases?.draw({ organizationId: gen.organizationId, apiKeyId: gen.apiKeyId ?? null, userId: gen.userId ?? null }, bound);
-      if (lease) return this.submitDrawn(this.leases!, lease, bound, queue, gen, job, opts);
-      if (this.grants) return this.submitAtOnce(this.grants, queue, gen, job, opts);
+  private async submit<T extends object>(queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { listen: boolean; forget?: boolean }): Promise<Submission> {
+    if (this.leases && opts.listen && !gen.idempotency && AT_ONCE_QUEUES.has(queue)) {
+      const drawn = await this.submitDrawn(this.leases, queue, gen, job, opts);
+      if (drawn) return drawn;
     }
     const created = await this.reserve(gen);
     if ('replayOf' in created) return this.attach(created.replayOf, queue, gen, opts.listen);
@@ -208,7 +215,8 @@ export class GenerationGateway {
     const mailbox = opts.listen ? new Mailbox() : undefined;
     const detach = mailbox ? this.bus.listen(gen.id, (m) => mailbox.put(m)) : () => {};
     try {
-      await this.enqueue(queue, gen, job(granted), { ...opts, claim: opts.listen });
+      const ticket = opts.listen && AT_ONCE_QUEUES.has(queue) ? this.lane.claimers.hold(this.queues[queue].qualifiedName) : null;
+      await this.enqueue(queue, gen, job(granted), opts, ticket);
     } catch (e) {
       detach();
       return this.enqueueFailed(gen, e);
@@ -217,48 +225,58 @@ export class GenerationGateway {
   }
 
   /**
-   * Reserve and enqueue at once (docs/architecture.md): the job, built for the whole bound and marked `awaitsGrant`,
-   * goes to the queue while the reservation commits; its worker waits for the outcome settled here (grants.ts) before
-   * it calls a provider. A refused reservation leaves a job that ends without running; a failed enqueue releases the
-   * reservation, as one after the other.
-   */
-  private async submitAtOnce<T extends object>(grants: GrantDesk, queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { forget?: boolean }): Promise<Submission> {
-    const bound = money(gen.bound);
-    const data = Object.assign(job(bound), { awaitsGrant: true }); // not a spread: see order()
-    const mailbox = new Mailbox();
-    const detach = this.bus.listen(gen.id, (m) => mailbox.put(m));
-    grants.expect(gen.id);
-    const [reserved, added] = await Promise.allSettled([this.reserve(gen), this.enqueue(queue, gen, data, { ...opts, claim: true })]);
-    const opened = reserved.status === 'fulfilled' && 'granted' in reserved.value ? reserved.value : undefined;
-    if (!opened || added.status === 'rejected') {
-      detach();
-      this.tell(grants, gen, { refused: true });
-      if (reserved.status === 'rejected') throw reserved.reason;
-      if (!opened) throw new Error('a reservation without an Idempotency-Key was answered as a replay');
-      return this.enqueueFailed(gen, (added as PromiseRejectedResult).reason);
-    }
-    const { granted, createdAt } = opened;
-    this.tell(grants, gen, granted.lessThan(bound) ? { granted: toStorage(granted), job: JSON.parse(JSON.stringify(job(granted))) as Record<string, unknown> } : { granted: toStorage(granted) });
-    return { id: gen.id, queue, granted, mailbox, detach, keyed: false, createdAt };
-  }
-
-  /**
-   * A reservation granted from a lease (shared/billing/leases.ts): the whole bound is reserved in PostgreSQL already,
-   * so the job goes to the queue while the generation's record commits (its bound moving from the lease to its own
-   * reservation), and its outcome is told as soon as it is added. The job is marked `awaitsGrant` as at once: a
-   * re-run after this process died finds no outcome and ends the generation as orphaned, with no second provider
-   * call for a client that is gone (shared/queue/grants.ts), unless its run had promised a reply (then that promise is
-   * kept). A reply never goes out for a generation that neither the database nor a settlement promise holds: a job
-   * claimed here gets the record's row with its outcome, and its `done` may leave once its promise carries the record
+   * The `drawn` path: a reservation granted from this process's lease (shared/billing/leases.ts) for a job claimed here
+   * (shared/queue/claims.ts, `only`: added only if claimed). The whole bound is reserved in PostgreSQL already, so the job
+   * runs while the generation's record commits (its bound moving from the lease to its own reservation). Its worker takes
+   * the record from the lane (shared/runtime/local-lane.ts) with the job: a reply never goes out for a generation that
+   * neither the database nor a settlement promise holds, so its `done` may leave once its promise carries the record
    * (workers/services/attempt-loop.ts endCompleted); every other final message waits for the record's commit. A record
-   * that fails before any `done` went out ends the generation for its client as unavailable, and its job is stopped
-   * (it settles nothing: there is no record); after a `done`, the promise is kept by the run, its re-run or the reaper.
+   * that fails before any `done` went out ends the generation for its client as unavailable, and its job is stopped (it
+   * settles nothing: there is no record); after a `done`, the promise is kept by the run, its re-run or the reaper. The
+   * job is marked `drawn`: a run anywhere else (a re-run after this process died) finds no record in its lane and ends
+   * the generation as orphaned, with no second provider call for a client that is gone, unless the first run had
+   * promised a reply (then that promise is kept). Null when there is no free slot, no lease with room, or BullMQ would
+   * not give the job now: nothing was added, and the request takes the `reserved` path.
    */
-  private async submitDrawn<T extends object>(leases: LeaseDesk, lease: string, granted: Decimal, queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { forget?: boolean }): Promise<Submission> {
+  private async submitDrawn<T extends object>(leases: LeaseDesk, queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { forget?: boolean }): Promise<Submission | null> {
+    const ticket = this.lane.claimers.hold(this.queues[queue].qualifiedName);
+    if (!ticket) return null;
+    const bound = money(gen.bound);
+    const lease = leases.draw({ organizationId: gen.organizationId, apiKeyId: gen.apiKeyId ?? null, userId: gen.userId ?? null }, bound);
+    if (!lease) {
+      ticket.release();
+      return null;
+    }
     const row = this.generations.drawnRow(gen, lease);
-    const recorded = this.generations.createDrawn(row);
-    const record = new PendingRecord(row, recorded);
+    const record = new PendingRecord(row);
     const mailbox = new Mailbox();
+    const detach = this.bus.listen(gen.id, (m) => {
+      if (m.type === 'done') {
+        // Sent only once the record committed or a promise carries it.
+        if (record.lost) return;
+        record.replied = true;
+        return mailbox.put(m);
+      }
+      if (m.type !== 'failed' && m.type !== 'cancelled') return mailbox.put(m);
+      record.committed.then(() => !record.lost && mailbox.put(m), () => undefined);
+    });
+    this.lane.hand(gen.id, record);
+    let added: Awaited<ReturnType<typeof addJob>>;
+    try {
+      added = await this.enqueue(queue, gen, Object.assign(job(bound), { drawn: true }), { ...opts, only: true }, ticket);
+    } catch (e) {
+      added = 'not-added';
+      this.logger.warn('a job drawn from a lease could not be claimed: reserved instead', { err: e, generationId: gen.id, trace_id: gen.traceId });
+    }
+    if (added !== 'claimed') {
+      // Nothing was added (or the add failed): the draw goes back and the request reserves for itself.
+      this.lane.drop(gen.id, record);
+      detach();
+      leases.undraw(lease, bound);
+      return null;
+    }
+    const recorded = this.generations.createDrawn(row);
+    record.commit(recorded);
     recorded.then(
       (g) => leases.opened(lease, g),
       (err: unknown) => {
@@ -273,48 +291,16 @@ export class GenerationGateway {
         void this.stop(gen.id, 'cancelled').catch(() => undefined);
       },
     );
-    const detach = this.bus.listen(gen.id, (m) => {
-      if (m.type === 'done') {
-        // Sent only once the record committed or a promise carries it (a worker elsewhere ran it after the commit).
-        if (record.lost) return;
-        record.replied = true;
-        return mailbox.put(m);
-      }
-      if (m.type !== 'failed' && m.type !== 'cancelled') return mailbox.put(m);
-      recorded.then(() => !record.lost && mailbox.put(m), () => undefined);
-    });
-    const grants = this.grants;
-    grants?.expect(gen.id);
-    try {
-      const data = job(granted);
-      const added = await this.enqueue(queue, gen, grants ? Object.assign(data, { awaitsGrant: true }) : data, { ...opts, claim: true });
-      // Claimed here, its worker gets the record's row (and its close goes through this process's ledger, which
-      // commits it after the record: batcher.ts); a worker elsewhere is told only once the record has committed (or
-      // ends without running if it failed).
-      if (grants && added === 'claimed') this.tell(grants, gen, { granted: toStorage(granted), record }, true);
-      else if (grants) recorded.then(() => this.tell(grants, gen, { granted: toStorage(granted) }), () => this.tell(grants, gen, { refused: true }));
-    } catch (e) {
-      detach();
-      if (grants) this.tell(grants, gen, { refused: true });
-      await recorded.catch(() => undefined);
-      return this.enqueueFailed(gen, e);
-    }
-    return { id: gen.id, queue, granted, mailbox, detach, keyed: false, recorded };
-  }
-
-  /** Settles a reservation's outcome for its job's worker; a worker of another process that misses it ends the generation (grants.ts). */
-  private tell(grants: GrantDesk, gen: NewGeneration, outcome: GrantOutcome, claimedHere = false): void {
-    grants.settle(gen.id, outcome, claimedHere).catch((err: unknown) => this.logger.warn('reservation outcome not written to Redis', { err, generationId: gen.id, trace_id: gen.traceId }));
+    return { id: gen.id, queue, granted: bound, mailbox, detach, keyed: false, recorded };
   }
 
   /**
-   * Adds the job. A waiting client's job for a queue of AT_ONCE_QUEUES is claimed by a worker of this process when one
-   * has a free slot (shared/queue/claims.ts), unless outcomes stay out of process (grants.ts `inProcess`); a stream's
-   * claimed job starts once its route has gone on to write the stream's head (`next-turn`).
+   * Adds the job, claimed by the worker of this process holding `ticket` when there is one (a stream's claimed job
+   * starts once its route has gone on to write the stream's head: `nextTurn`); `only`: added only if claimed.
    */
-  private async enqueue(queue: QueueName, gen: Pick<NewGeneration, 'id' | 'responseMode'>, data: object, opts: { delayMs?: number; forget?: boolean; claim?: boolean }): Promise<'claimed' | 'queued'> {
-    const claim = opts.claim === true && !opts.delayMs && AT_ONCE_QUEUES.has(queue) && this.grants?.inProcess === true && (gen.responseMode === 'stream' ? 'next-turn' : true);
-    return addJob(this.queues[queue], data, { ...JOB_OPTIONS[queue], jobId: gen.id, delay: opts.delayMs, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) }, claim);
+  private enqueue(queue: QueueName, gen: Pick<NewGeneration, 'id' | 'responseMode'>, data: object, opts: { forget?: boolean; only?: boolean }, ticket: ClaimTicket | null): ReturnType<typeof addJob> {
+    const claim = ticket ? { ticket, nextTurn: gen.responseMode === 'stream', only: opts.only } : undefined;
+    return addJob(this.queues[queue], data, { ...JOB_OPTIONS[queue], jobId: gen.id, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) }, claim);
   }
 
   /**
@@ -340,7 +326,7 @@ export class GenerationGateway {
     try {
       return await this.generations.createOrReplay(gen);
     } catch (e) {
-      if (!(e instanceof AppError) || (e.status !== 402 && e.status !== 403) || !this.settlements) throw e;
+      if (!(e instanceof AppError) || (e.status !== 402 && e.status !== 403)) throw e;
       if (!(await this.settlements.waitSettled(gen.organizationId))) throw e;
       return this.generations.createOrReplay(gen);
     }
@@ -424,7 +410,7 @@ export class GenerationGateway {
     const job = await this.queues[queue].getJob(id).catch(() => undefined);
     const data = job?.data as Partial<GenerationJobBase & { step: unknown; mode: ResponseMode }> | undefined;
     // Its worker already replied with the cost (reply, then settle): that ending stands, and is committed now.
-    if (data?.organizationId && (await this.settlements?.keep(data.organizationId, id, this.generations))) return false;
+    if (data?.organizationId && (await this.settlements.keep(data.organizationId, id, this.generations))) return false;
     const holdsTask = job !== undefined && data?.step !== undefined && (await job.getState().catch(() => 'unknown')) === 'delayed';
     // Removing fails when the job is running (locked by its worker).
     const removed = job !== undefined && !holdsTask && (await job.remove().then(() => true, () => false));
@@ -438,7 +424,7 @@ export class GenerationGateway {
     // its provider (the upstream request is aborted): nobody will receive the work.
     if (holdsTask) await job.promote().catch(() => undefined);
     else await this.stop(id, 'cancelled');
-    if (data?.replyTo) await new GenerationPublisher(this.stops.redis, data.replyTo, id).send({ type: 'cancelled' }).catch(() => undefined);
+    if (data?.replyTo) await new GenerationPublisher(this.stops.redis, data.replyTo, id, this.lane.buses).send({ type: 'cancelled' }).catch(() => undefined);
     return true;
   }
 

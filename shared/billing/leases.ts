@@ -123,6 +123,15 @@ export class LeaseDesk {
     return lease.id;
   }
 
+  /** A draw not used after all (its job could not be claimed here): the bound is back in the lease. */
+  undraw(leaseId: string, bound: Decimal): void {
+    const lease = this.held.get(leaseId);
+    if (!lease) return;
+    lease.free = lease.free.plus(bound);
+    lease.pending--;
+    this.giveBackIfDone(lease);
+  }
+
   /** A drawn open has committed (or failed): `granted` 0 means the lease was gone in PostgreSQL. */
   opened(leaseId: string, granted: Decimal | null): void {
     const lease = this.held.get(leaseId);

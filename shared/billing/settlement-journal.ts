@@ -1,6 +1,6 @@
 import type Redis from 'ioredis';
 import type { CloseRow, DrawnRow } from './ledger';
-import { GenerationPublisher, type GenerationEvent } from '../queue/generation-bus';
+import { GenerationPublisher, type GenerationEvent, type LocalBuses } from '../queue/generation-bus';
 import { scanKeys } from '../queue/redis';
 
 /**
@@ -58,6 +58,8 @@ export class SettlementJournal {
      * job's completion that follows it leave in one socket write and Redis applies them in that order.
      */
     private readonly eraseVia: Redis = redis,
+    /** The process's reply channels (shared/runtime/local-lane.ts): a reply sent again to a waiter here goes to it directly. */
+    private readonly buses?: LocalBuses,
   ) {}
 
   private key(organizationId: string): string {
@@ -109,7 +111,7 @@ export class SettlementJournal {
     if (!s) return false;
     if (s.open) await generations.createDrawn(s.open);
     await generations.finishRow(s.row);
-    await new GenerationPublisher(this.redis, s.replyTo, generationId).send(s.message);
+    await new GenerationPublisher(this.redis, s.replyTo, generationId, this.buses).send(s.message);
     await this.kept(organizationId, generationId);
     return true;
   }

@@ -68,8 +68,6 @@ export interface WorkerSettings {
   lockDurationMs: number;
   /** Port of a worker process's own /metrics: WORKER_METRICS_PORT, default 9091 (0: any free port). */
   metricsPort: number;
-  /** How long a job enqueued with its reservation waits when nothing is reserved (shared/queue/grants.ts): WORKER_GRANT_WAIT_MS, 60 s. */
-  grantWaitMs: number;
 }
 
 /** The reaper of generations no job will finish: REAPER_EVERY_MS, REAPER_MIN_AGE_MS. */
@@ -192,7 +190,6 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
       stalledIntervalMs: positive(env, 'WORKER_STALLED_INTERVAL_MS', 15_000),
       lockDurationMs: positive(env, 'WORKER_LOCK_DURATION_MS', 30_000),
       metricsPort: int(env, 'WORKER_METRICS_PORT', DEFAULT_WORKER_METRICS_PORT),
-      grantWaitMs: positive(env, 'WORKER_GRANT_WAIT_MS', 60_000),
     },
     reaper: { everyMs: positive(env, 'REAPER_EVERY_MS', 60_000), minAgeMs: positive(env, 'REAPER_MIN_AGE_MS', 120_000) },
     leases: {

@@ -28,7 +28,8 @@ export function bullmqScript(file: keyof typeof WRITTEN_FOR.scripts): { name: st
 /**
  * BullMQ's own `addStandardJob`, run as a function, then the claim. The claim moves the job from `wait` to `active`
  * only when BullMQ's fetch would give it now: the queue is not paused, rate limited or at its global concurrency, no
- * older job waits (a claim never overtakes one), and the job is new. It then does for this one job what
+ * older job waits (a claim never overtakes one), and the job is new; otherwise the job is added to `wait` as `queue.add`
+ * adds it, or, asked for the claim only (`only`), not added at all. A claim does for this one job what
  * `moveToActive` does through `prepareJobForProcessing`: the lock with the worker's token, the `active` event,
  * `processedOn` and the started-attempts count. The marker the add left for blocked workers goes when nothing else is
  * left to fetch; blocked clients are served only once a script ends, so no worker wakes. Otherwise the job stays in
@@ -41,12 +42,16 @@ end
 local rcall = redis.call
 local args = cmsgpack.unpack(ARGV[1])
 local keyPrefix, jobId = args[1], args[2]
-if jobId == "" or rcall("EXISTS", keyPrefix .. jobId) == 1 then return {bullmqAddStandardJob(), 0} end
-local added = bullmqAddStandardJob()
 local waitKey, metaKey, activeKey, eventsKey, markerKey = KEYS[1], KEYS[3], KEYS[7], KEYS[8], KEYS[9]
+local only = ARGV[7] == "1"
 local meta = rcall("HMGET", metaKey, "paused", "concurrency", "max")
-if meta[1] or meta[3] then return {added, 0} end
-if meta[2] and rcall("LLEN", activeKey) >= tonumber(meta[2]) then return {added, 0} end
+local claimable = jobId ~= "" and rcall("EXISTS", keyPrefix .. jobId) == 0 and not meta[1] and not meta[3]
+  and not (meta[2] and rcall("LLEN", activeKey) >= tonumber(meta[2])) and rcall("LLEN", waitKey) == 0
+if not claimable then
+  if only then return {0, -1} end
+  return {bullmqAddStandardJob(), 0}
+end
+local added = bullmqAddStandardJob()
 if rcall("LLEN", waitKey) ~= 1 or rcall("LINDEX", waitKey, 0) ~= jobId then return {added, 0} end
 rcall("RPOPLPUSH", waitKey, activeKey)
 if rcall("ZCARD", keyPrefix .. "prioritized") == 0 then rcall("ZREM", markerKey, "0") end
@@ -75,15 +80,17 @@ export async function addStandardJobArgs(queue: Queue, data: object, opts: JobsO
 
 /**
  * Adds the job with `addStandardJob`'s arguments and claims it for `token`: the job's hash as BullMQ's fetch returns
- * it when it is now active under that token, null when it stays in `wait`.
+ * it when it is now active under that token, null when it stays in `wait`, `not-added` when `only` and it could not be
+ * claimed.
  */
-export async function addClaimed(queue: Queue, args: unknown[], token: string, lockDuration: number): Promise<string[] | null> {
+export async function addClaimed(queue: Queue, args: unknown[], token: string, lockDuration: number, only = false): Promise<string[] | null | 'not-added'> {
   const client = (await queue.backend.client) as unknown as Record<string, (...a: unknown[]) => Promise<unknown>> & { defineCommand(name: string, d: { numberOfKeys: number; lua: string }): void };
   if (!defined.has(client)) {
     client.defineCommand(COMMAND, { numberOfKeys: 9, lua: CLAIM_JOB });
     defined.add(client);
   }
-  const [added, raw] = (await client[COMMAND]!(...args, token, lockDuration, Date.now())) as [unknown, unknown];
+  const [added, raw] = (await client[COMMAND]!(...args, token, lockDuration, Date.now(), only ? '1' : '0')) as [unknown, unknown];
+  if (raw === -1) return 'not-added';
   if (typeof added === 'number' && added < 0) throw new Error(`BullMQ refused the job (code ${added})`);
   return Array.isArray(raw) ? (raw as string[]) : null;
 }

@@ -30,53 +30,65 @@ export interface Claimer {
   hold(): ClaimTicket | null;
 }
 
-/** Claimers by qualified queue name (`<prefix>:<queue>`): module state, process-wide by nature, like localGrants. */
-const claimers = new Map<string, Set<Claimer>>();
+/**
+ * The workers of one process that take jobs as they are enqueued, by qualified queue name (`<prefix>:<queue>`): part
+ * of the process's lane (shared/runtime/local-lane.ts), so two processes, or two test stacks, never claim each other's.
+ */
+export class LocalClaimers {
+  private readonly byQueue = new Map<string, Set<Claimer>>();
 
-/** A worker offers its free slots to the jobs this process enqueues for its queue; the returned function withdraws them. */
-export function offerClaims(qualifiedName: string, claimer: Claimer): () => void {
-  let set = claimers.get(qualifiedName);
-  if (!set) claimers.set(qualifiedName, (set = new Set()));
-  set.add(claimer);
-  return () => {
-    set.delete(claimer);
-    if (set.size === 0 && claimers.get(qualifiedName) === set) claimers.delete(qualifiedName);
-  };
-}
-
-function holdSlot(qualifiedName: string): ClaimTicket | null {
-  for (const c of claimers.get(qualifiedName) ?? []) {
-    const ticket = c.hold();
-    if (ticket) return ticket;
+  /** A worker offers its free slots to the jobs this process enqueues for its queue; the returned function withdraws them. */
+  offer(qualifiedName: string, claimer: Claimer): () => void {
+    let set = this.byQueue.get(qualifiedName);
+    if (!set) this.byQueue.set(qualifiedName, (set = new Set()));
+    set.add(claimer);
+    return () => {
+      set.delete(claimer);
+      if (set.size === 0 && this.byQueue.get(qualifiedName) === set) this.byQueue.delete(qualifiedName);
+    };
   }
-  return null;
+
+  /** A free slot of a worker of this process for the queue, held until the job starts there or is released; null when none. */
+  hold(qualifiedName: string): ClaimTicket | null {
+    for (const c of this.byQueue.get(qualifiedName) ?? []) {
+      const ticket = c.hold();
+      if (ticket) return ticket;
+    }
+    return null;
+  }
+}
+
+/** How a job is claimed at enqueue. */
+export interface Claim {
+  /** The slot it takes. */
+  ticket: ClaimTicket;
+  /** Start it on the event loop's next turn, once the caller has gone on (a stream's head leaves before the job's work runs); else inside `addJob` (the provider is called soonest). */
+  nextTurn?: boolean;
+  /** Add the job only if it is claimed: when BullMQ's fetch would not give it now, nothing is added (`not-added`). */
+  only?: boolean;
 }
 
 /**
- * Whether a job may be claimed at enqueue, and when a claimed job starts: `true`, inside `addJob` before its caller
- * goes on (the provider is called soonest); `next-turn`, on the event loop's next turn, once the caller has gone on
- * (a stream's head leaves before the job's own work runs).
+ * Adds a job (`queue.add`'s options; `jobId` required). With a claim, the worker holding the ticket takes it in the
+ * same script (shared/queue/bullmq-claim.ts): 'claimed'. Otherwise, or when BullMQ's fetch would not give it now, it
+ * waits in the queue: 'queued'; with `only`, it is then not added at all: 'not-added'. The ticket is released unless
+ * the job started on it.
  */
-export type Claim = boolean | 'next-turn';
-
-/**
- * Adds a job (`queue.add`'s options; `jobId` required). With `claim`, a worker of this process with a free slot
- * takes it in the same script (above): 'claimed'. Otherwise, or when BullMQ's fetch would not give it now, it waits
- * in the queue: 'queued'.
- */
-export async function addJob(queue: Queue, data: object, opts: JobsOptions & { jobId: string }, claim: Claim): Promise<'claimed' | 'queued'> {
-  const ticket = claim ? holdSlot(queue.qualifiedName) : null;
+export async function addJob(queue: Queue, data: object, opts: JobsOptions & { jobId: string }, claim?: Claim): Promise<'claimed' | 'queued' | 'not-added'> {
+  const ticket = claim?.ticket;
   let started = false;
   try {
     const args = ticket && (await addStandardJobArgs(queue, data, opts));
     if (!ticket || !args) {
+      if (claim?.only) return 'not-added';
       await queue.add(queue.name, data, opts);
       return 'queued';
     }
-    const raw = await addClaimed(queue, args, ticket.token, ticket.lockDuration);
+    const raw = await addClaimed(queue, args, ticket.token, ticket.lockDuration, claim.only === true);
+    if (raw === 'not-added') return raw;
     if (!raw) return 'queued';
     started = true;
-    ticket.start(raw, opts.jobId, claim === 'next-turn');
+    ticket.start(raw, opts.jobId, claim.nextTurn === true);
     return 'claimed';
   } finally {
     if (!started) ticket?.release();

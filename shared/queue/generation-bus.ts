@@ -21,11 +21,25 @@ export type BusMessage = GenerationEvent & { id: string; seq: number };
 const PROBE = '__probe__';
 
 /**
- * The buses of this process by reply channel. A worker whose job's `replyTo` names one of them (the API request
- * waits in the same process: `npm start` serves both) hands its messages over directly, without a PUBLISH and
- * the subscriber's parse; Redis carries only what crosses processes. Process-wide by nature, hence module state.
+ * The reply channels of one process's API (the process's lane: shared/runtime/local-lane.ts). A worker whose job's
+ * `replyTo` names one of them (the API request waits in the same process: `npm start` serves both) hands its messages
+ * over directly, without a PUBLISH and the subscriber's parse; Redis carries only what crosses processes.
  */
-const localBuses = new Map<string, GenerationBus>();
+export class LocalBuses {
+  private readonly buses = new Map<string, GenerationBus>();
+
+  add(bus: GenerationBus): void {
+    this.buses.set(bus.channel, bus);
+  }
+
+  remove(bus: GenerationBus): void {
+    if (this.buses.get(bus.channel) === bus) this.buses.delete(bus.channel);
+  }
+
+  get(channel: string): GenerationBus | undefined {
+    return this.buses.get(channel);
+  }
+}
 
 /**
  * Worker → API delivery over Redis pub/sub. Each API process subscribes ONCE to its own reply channel and
@@ -43,16 +57,16 @@ export class GenerationBus {
     private readonly pub: Redis,
     private readonly sub: Redis | null,
     prefix: string,
-    /** Take messages from workers of this process directly (default); false: only through Redis. */
-    opts: { inProcess?: boolean } = {},
+    /** The process's reply channels: its workers hand this bus their messages directly; without it, only through Redis. */
+    private readonly local?: LocalBuses,
   ) {
     this.channel = `${prefix}:reply:${randomUUID()}`;
-    if (opts.inProcess !== false) localBuses.set(this.channel, this);
+    local?.add(this);
   }
 
   /** Stops taking messages from workers of this process. */
   close(): void {
-    localBuses.delete(this.channel);
+    this.local?.remove(this);
   }
 
   /** A message from a worker of this process: handed to its waiter as a message from Redis would be. */
@@ -161,12 +175,14 @@ export class GenerationPublisher {
     private readonly pub: Redis,
     private readonly channel: string | null,
     private readonly id: string,
+    /** The reply channels of this process: a waiter here gets the message directly. */
+    private readonly local?: LocalBuses,
   ) {}
 
   send(event: GenerationEvent): Promise<unknown> {
     if (!this.channel) return Promise.resolve();
     const message: BusMessage = { ...event, id: this.id, seq: ++this.seq };
-    const local = localBuses.get(this.channel);
+    const local = this.local?.get(this.channel);
     if (local) {
       local.deliver(message);
       return Promise.resolve();

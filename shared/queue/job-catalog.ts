@@ -44,10 +44,10 @@ export interface GenerationJobBase {
   /** The amount reserved (RUB, 10 places): a cost within it is charged exactly, so the reply may precede the commit. */
   reserved?: string;
   /**
-   * Enqueued while its reservation commits: the worker waits for the outcome (shared/queue/grants.ts) before anything
-   * runs, and takes `reserved` (and, when less than the bound was granted, the whole job) from it.
+   * Its money drawn from a lease by the process that claimed it, whose worker takes its record from that process's lane
+   * (docs/architecture.md "Submitting"): any other run is an orphan (workers/services/drawn-jobs.ts).
    */
-  awaitsGrant?: true;
+  drawn?: true;
 }
 
 export interface TextJobData extends GenerationJobBase {
@@ -235,9 +235,9 @@ export const JOB_OPTIONS: Record<QueueName, JobsOptions> = {
 };
 
 /**
- * Queues whose jobs run once (a re-run only when the worker died): a waiting client's job there is enqueued while its
- * reservation commits (shared/queue/grants.ts). Image and media jobs run in steps and retry; their latency is the
- * provider's, so they reserve first.
+ * Queues whose jobs run once (a re-run only when the worker died), claimed at enqueue for a waiting client and drawn from
+ * leases (docs/architecture.md "Submitting"). Image and media jobs run in steps and retry; their latency is the
+ * provider's, so they reserve first and go through the queue.
  */
 export const AT_ONCE_QUEUES: ReadonlySet<QueueName> = new Set([QUEUES.text, QUEUES.embeddings]);
 

@@ -14,6 +14,7 @@ import { resolveSecret } from './secret';
 import { createMetrics, type Metrics } from '../metrics/metrics';
 import { clusterScrape } from '../metrics/cluster-metrics';
 import { Ledger } from '../billing/ledger';
+import { LocalLane } from './local-lane';
 
 export type Role = 'all' | 'web' | 'worker';
 
@@ -42,6 +43,8 @@ export interface Runtime {
    * requests and the settlements of finished ones share its batches, so one commit and one row lock serve both.
    */
   ledger: Ledger;
+  /** What the process's API and workers share in memory (shared/runtime/local-lane.ts): one per process. */
+  lane: LocalLane;
   onClose(fn: () => Promise<unknown> | unknown): void;
   close(): Promise<void>;
 }
@@ -110,6 +113,7 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
     upstream,
     metrics,
     ledger: new Ledger(db, () => new Date(), { pool, metrics }),
+    lane: new LocalLane(),
     onClose: (fn) => closers.unshift(fn),
     close() {
       closing ??= (async () => {

@@ -209,7 +209,7 @@ describe('requests through the API drawn from a lease', () => {
     const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
     expect(money(g.clientCost!).toFixed(6)).toBe(money(r.body.usage.cost_rub).toFixed(6));
     // The run's pending records are gone with it.
-    await waitUntil(async () => (s.workerDeps.grants.pendingRecords === 0 ? true : undefined));
+    await waitUntil(async () => (s.workerDeps.lane.pendingRecords === 0 ? true : undefined));
     await leasesReleased();
     expect((await audit(s.t.db)).problems).toEqual([]);
   });

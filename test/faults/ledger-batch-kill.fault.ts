@@ -22,9 +22,7 @@ let c: Cluster;
 
 beforeAll(async () => {
   // A sync request whose job the killed process ran waits for its re-run (stall detection + provider latency).
-  // A job of the killed process whose record never reached PostgreSQL (its open still in that process's batcher) ends
-  // without running after WORKER_GRANT_WAIT_MS (production 60 s).
-  c = await startCluster({ name: 'ledger-batch-kill', env: { SYNC_WAIT_MS: '40000', WORKER_GRANT_WAIT_MS: '8000' } });
+  c = await startCluster({ name: 'ledger-batch-kill', env: { SYNC_WAIT_MS: '40000' } });
 });
 afterAll(async () => {
   await c?.close();

@@ -22,7 +22,7 @@ import type { AppContext, AppDeps } from '../../api/app-context';
 import { buildWorkerDeps, type WorkerDeps } from '../../workers/worker-deps';
 import { startWorkerPool, type WorkerPool } from '../../workers/worker-pool';
 import type { QueueName } from '../../shared/queue/queue-names';
-import type { GrantTiming } from '../../shared/queue/grants';
+import { LocalLane } from '../../shared/runtime/local-lane';
 import { startFakeProvider, type FakeKnobs, type FakeProvider } from '../fakes/fake-provider';
 import { createTestApp, type TestApp } from './test-app';
 import { seedKey, seedOrg, TEST_SECRET } from './fixtures';
@@ -192,8 +192,11 @@ export interface TestStackOptions {
   appDeps?: Partial<AppDeps>;
   /** How long the stack's ledger (the API's and the workers') holds a close whose reply went out (shared/billing/ledger.ts CLOSE_HOLD_MS). */
   closeHoldMs?: number;
-  /** Reservation outcomes (shared/queue/grants.ts): `inProcess: false` reaches the workers only through Redis, as a worker of another process; timing. */
-  grants?: { inProcess?: boolean } & Partial<GrantTiming>;
+  /**
+   * The workers run as another process's would: a lane of their own (shared/runtime/local-lane.ts), so nothing is claimed
+   * at enqueue and every reply crosses Redis. Default: one lane for the API and the workers, as in a process of `npm start`.
+   */
+  separateLanes?: boolean;
 }
 
 function merge<T>(base: Record<string, T>, over: Record<string, T | null> | undefined): Record<string, T> {
@@ -220,7 +223,7 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
     { providers: merge(raw.providers, overrides?.providers), models: merge(raw.models, overrides?.models) },
     { FAKE_PROVIDER_KEY },
   );
-  const h = await createTestApp({ catalog, env, closeHoldMs: opts.closeHoldMs, deps: { authCacheMs: 0, grantsInProcess: opts.grants?.inProcess, ...opts.appDeps } });
+  const h = await createTestApp({ catalog, env, closeHoldMs: opts.closeHoldMs, deps: { authCacheMs: 0, ...opts.appDeps } });
   const ctx = h.app.locals.ctx;
   server.on('request', h.app);
 
@@ -238,7 +241,7 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
     upstream,
     // The API's secret, so file URLs signed by workers open through the API.
     secret: TEST_SECRET,
-    grants: opts.grants,
+    lane: opts.separateLanes ? new LocalLane() : ctx.lane,
     jobConnection: blocking,
     // One ledger for the API and the workers, as in a process of `npm start` (shared/runtime/bootstrap.ts).
     ledger: ctx.ledger,

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Queue, Worker, type Job } from 'bullmq';
-import { addJob, offerClaims, type Claimer, type ClaimTicket } from '../../shared/queue/claims';
+import { addJob, LocalClaimers, type Claim, type Claimer, type ClaimTicket } from '../../shared/queue/claims';
 import type Redis from 'ioredis';
 import { createRedis, whenReady } from '../../shared/queue/redis';
 import { ClaimingWorker } from '../../workers/claiming-worker';
@@ -21,6 +21,13 @@ describe('claim at enqueue (real Redis)', () => {
   });
 
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** The workers of this test's process (its lane's claimers). */
+  const claimers = new LocalClaimers();
+  /** A claim of a free slot of this process's workers for the queue, as the gateway makes one; none when no slot is free. */
+  const claim = (q: Queue, extra: Partial<Claim> = {}): Claim | undefined => {
+    const ticket = claimers.hold(q.qualifiedName);
+    return ticket ? { ticket, ...extra } : undefined;
+  };
   async function until(check: () => Promise<boolean> | boolean, ms = 5000): Promise<void> {
     const end = Date.now() + ms;
     while (!(await check())) {
@@ -58,7 +65,7 @@ describe('claim at enqueue (real Redis)', () => {
         return t;
       },
     };
-    const withdraw = offerClaims(q.qualifiedName, claimer);
+    const withdraw = claimers.offer(q.qualifiedName, claimer);
     closers.push(async () => withdraw());
     return seen;
   }
@@ -74,7 +81,7 @@ describe('claim at enqueue (real Redis)', () => {
           return 'answer';
         },
         { connection: conn(), prefix, concurrency: 2 },
-      ).offerClaims(),
+      ).offerClaims(claimers),
     );
     // Another process's worker, blocked on the same queue: it must not be woken for the claimed job.
     const other = worker(new Worker(q.name, async () => undefined, { connection: conn(), prefix }));
@@ -82,7 +89,7 @@ describe('claim at enqueue (real Redis)', () => {
     await sleep(200);
     const fetches = [countFetches(claiming), countFetches(other)];
 
-    expect(await addJob(q, { hello: 'world' }, { jobId: 'j1', ...keep }, true)).toBe('claimed');
+    expect(await addJob(q, { hello: 'world' }, { jobId: 'j1', ...keep }, claim(q))).toBe('claimed');
     await until(async () => (await q.getJobState('j1')) === 'completed');
 
     expect(ran).toEqual([{ token: expect.stringContaining(':claim:'), data: { hello: 'world' }, lock: ran[0]!.token, wait: 0, marker: null }]);
@@ -101,20 +108,40 @@ describe('claim at enqueue (real Redis)', () => {
     const q = newQueue();
     const dead = deadClaimer(q);
     await q.pause();
-    expect(await addJob(q, {}, { jobId: 'p1', ...keep }, true)).toBe('queued');
+    expect(await addJob(q, {}, { jobId: 'p1', ...keep }, claim(q))).toBe('queued');
     expect(await q.getJobState('p1')).toBe('waiting');
     await q.resume();
     // p1 waits: a new job must not overtake it.
-    expect(await addJob(q, {}, { jobId: 'p2', ...keep }, true)).toBe('queued');
+    expect(await addJob(q, {}, { jobId: 'p2', ...keep }, claim(q))).toBe('queued');
     expect(await q.getWaiting()).toHaveLength(2);
     expect(await redis.zscore(`${prefix}:${q.name}:marker`, '0')).not.toBeNull();
     await q.drain();
     await q.setGlobalConcurrency(1);
-    expect(await addJob(q, {}, { jobId: 'g1', ...keep }, true)).toBe('claimed');
-    expect(await addJob(q, {}, { jobId: 'g2', ...keep }, true)).toBe('queued');
+    expect(await addJob(q, {}, { jobId: 'g1', ...keep }, claim(q))).toBe('claimed');
+    expect(await addJob(q, {}, { jobId: 'g2', ...keep }, claim(q))).toBe('queued');
     expect(await q.getJobState('g1')).toBe('active');
     expect(await q.getJobState('g2')).toBe('waiting');
     expect(dead.started).toEqual(['g1']);
+    expect(dead.released).toBe(dead.tickets.length - 1);
+  });
+
+  it('asked for the claim only, adds nothing when BullMQ would not give the job now (paused, at its concurrency, an older job waits); the ticket is released', async () => {
+    const q = newQueue();
+    const dead = deadClaimer(q);
+    await q.pause();
+    expect(await addJob(q, {}, { jobId: 'o1', ...keep }, claim(q, { only: true }))).toBe('not-added');
+    expect(await q.getJob('o1')).toBeUndefined();
+    await q.resume();
+    await q.add(q.name, {}, { jobId: 'older', ...keep });
+    expect(await addJob(q, {}, { jobId: 'o2', ...keep }, claim(q, { only: true }))).toBe('not-added');
+    expect(await q.getJob('o2')).toBeUndefined();
+    await q.drain();
+    await q.setGlobalConcurrency(1);
+    expect(await addJob(q, {}, { jobId: 'o3', ...keep }, claim(q, { only: true }))).toBe('claimed');
+    expect(await addJob(q, {}, { jobId: 'o4', ...keep }, claim(q, { only: true }))).toBe('not-added');
+    expect(await q.getJob('o4')).toBeUndefined();
+    expect(await q.getWaiting()).toHaveLength(0);
+    expect(dead.started).toEqual(['o3']);
     expect(dead.released).toBe(dead.tickets.length - 1);
   });
 
@@ -122,7 +149,7 @@ describe('claim at enqueue (real Redis)', () => {
     const q = newQueue();
     const dead = deadClaimer(q);
     await q.add(q.name, { first: true }, { jobId: 'd1', ...keep });
-    expect(await addJob(q, { second: true }, { jobId: 'd1', ...keep }, true)).toBe('queued');
+    expect(await addJob(q, { second: true }, { jobId: 'd1', ...keep }, claim(q))).toBe('queued');
     const job = (await q.getJob('d1'))!;
     expect(job.data).toEqual({ first: true });
     expect(job.processedOn).toBeFalsy();
@@ -143,12 +170,12 @@ describe('claim at enqueue (real Redis)', () => {
           if (job.id === 'busy') await gate;
         },
         { connection: conn(), prefix, concurrency: 1 },
-      ).offerClaims(),
+      ).offerClaims(claimers),
     );
     await until(() => w.isRunning());
-    expect(await addJob(q, {}, { jobId: 'busy', ...keep }, true)).toBe('claimed');
+    expect(await addJob(q, {}, { jobId: 'busy', ...keep }, claim(q))).toBe('claimed');
     await until(() => tokens.busy !== undefined);
-    expect(await addJob(q, {}, { jobId: 'next', ...keep }, true)).toBe('queued');
+    expect(await addJob(q, {}, { jobId: 'next', ...keep }, claim(q))).toBe('queued');
     release();
     await until(async () => (await q.getJobState('next')) === 'completed');
     expect(tokens.busy).toContain(':claim:');
@@ -158,9 +185,9 @@ describe('claim at enqueue (real Redis)', () => {
   it("'next-turn' starts a claimed job only after the caller has gone on (a stream's head first); true starts it before", async () => {
     const q = newQueue();
     const order: string[] = [];
-    const w = worker(new ClaimingWorker(q.name, async (job: Job) => void order.push(`ran ${job.id}`), { connection: conn(), prefix, concurrency: 2 }).offerClaims());
+    const w = worker(new ClaimingWorker(q.name, async (job: Job) => void order.push(`ran ${job.id}`), { connection: conn(), prefix, concurrency: 2 }).offerClaims(claimers));
     await until(() => w.isRunning());
-    const added = (id: string, claim: true | 'next-turn') => addJob(q, {}, { jobId: id, ...keep }, claim).then((r) => void order.push(`${r} ${id}`));
+    const added = (id: string, when: true | 'next-turn') => addJob(q, {}, { jobId: id, ...keep }, claim(q, { nextTurn: when === 'next-turn' })).then((r) => void order.push(`${r} ${id}`));
     await added('soon', true);
     await until(async () => (await q.getJobState('soon')) === 'completed');
     await added('later', 'next-turn');
@@ -176,7 +203,7 @@ describe('claim at enqueue (real Redis)', () => {
   it('a claimed job whose process died is re-run by another worker once its lock lapses, once', async () => {
     const q = newQueue();
     const dead = deadClaimer(q);
-    expect(await addJob(q, { x: 1 }, { jobId: 's1', ...keep }, true)).toBe('claimed');
+    expect(await addJob(q, { x: 1 }, { jobId: 's1', ...keep }, claim(q))).toBe('claimed');
     expect(dead.started).toEqual(['s1']);
     const runs: string[] = [];
     worker(new Worker(q.name, async (job: Job) => void runs.push(job.id!), { connection: conn(), prefix, stalledInterval: 200, lockDuration: 400, maxStalledCount: 1 }));
@@ -197,18 +224,18 @@ describe('claim at enqueue (real Redis)', () => {
           return job.id;
         },
         { connection: conn(), prefix, lockDuration: 400, stalledInterval: 200, maxStalledCount: 1 },
-      ).offerClaims(),
+      ).offerClaims(claimers),
     );
     const other: string[] = [];
     worker(new Worker(q.name, async (job: Job) => void other.push(job.id!), { connection: conn(), prefix, stalledInterval: 200, lockDuration: 400, maxStalledCount: 1 }));
     await until(() => w.isRunning());
-    expect(await addJob(q, {}, { jobId: 'long', ...keep }, true)).toBe('claimed');
+    expect(await addJob(q, {}, { jobId: 'long', ...keep }, claim(q))).toBe('claimed');
     await until(() => runs.length === 1);
     await w.close();
     expect(await q.getJobState('long')).toBe('completed');
     expect(runs).toHaveLength(1);
     expect(other).toEqual([]);
     // Closed: it offers nothing any more.
-    expect(await addJob(q, {}, { jobId: 'after', ...keep }, true)).toBe('queued');
+    expect(await addJob(q, {}, { jobId: 'after', ...keep }, claim(q))).toBe('queued');
   });
 });

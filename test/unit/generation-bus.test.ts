@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { GenerationBus, GenerationPublisher, type BusMessage } from '../../shared/queue/generation-bus';
+import { GenerationBus, GenerationPublisher, LocalBuses, type BusMessage } from '../../shared/queue/generation-bus';
 import { createRedis, whenReady } from '../../shared/queue/redis';
 import { TEST_REDIS_URL } from '../helpers/test-env';
 
 describe('GenerationBus (real Redis)', () => {
   const pub = createRedis(TEST_REDIS_URL, { patient: true });
   const sub = createRedis(TEST_REDIS_URL, { patient: true });
-  // Only through Redis: the publishers below are in the bus's own process.
-  const bus = new GenerationBus(pub, sub, `{t-${randomBytes(4).toString('hex')}}`, { inProcess: false });
+  // Only through Redis: no process's reply channels (a lane's LocalBuses) are given.
+  const bus = new GenerationBus(pub, sub, `{t-${randomBytes(4).toString('hex')}}`);
   beforeAll(async () => {
     await Promise.all([whenReady(pub), whenReady(sub)]);
     await bus.start();
@@ -50,15 +50,22 @@ describe('GenerationBus (real Redis)', () => {
     expect(got.filter((m) => m.type !== 'recheck')).toEqual([expect.objectContaining({ type: 'cancelled', id: 'gen_c' })]);
   });
 
-  it('hands a worker of the same process its messages directly, without Redis', async () => {
-    const local = new GenerationBus(pub, null, `{t-${randomBytes(4).toString('hex')}}`);
+  it('hands a worker of the same process (lane) its messages directly, without Redis; another lane through Redis', async () => {
+    const buses = new LocalBuses();
+    const local = new GenerationBus(pub, null, `{t-${randomBytes(4).toString('hex')}}`, buses);
     const seen: string[] = [];
     const watcher = pub.duplicate();
     await watcher.subscribe(local.channel);
     watcher.on('message', (_c: string, text: string) => seen.push(text));
     const got: BusMessage[] = [];
     local.listen('gen_d', (m) => got.push(m));
-    const p = new GenerationPublisher(pub, local.channel, 'gen_d');
+    const p = new GenerationPublisher(pub, local.channel, 'gen_d', buses);
+    // A worker of another process (another lane) publishes through Redis.
+    await new GenerationPublisher(pub, local.channel, 'gen_d', new LocalBuses()).send({ type: 'started', endpoint: 'e', model: 'm' });
+    for (let i = 0; i < 50 && !seen.length; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(seen.map((t) => JSON.parse(t).type)).toEqual(['started']);
+    expect(got).toHaveLength(0);
+    seen.length = 0;
     await p.send({ type: 'delta', event: { type: 'text_delta', text: 'hi' } });
     // Delivered before send resolves: nothing to wait for.
     expect(got.map((m) => [m.type, m.seq])).toEqual([['delta', 1]]);

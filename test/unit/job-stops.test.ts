@@ -3,7 +3,7 @@ import { waitFor } from '../../workers/services/attempt-order';
 import { textProcessor } from '../../workers/processors/text.processor';
 import { embeddingsProcessor } from '../../workers/processors/embeddings.processor';
 import type { WorkerDeps } from '../../workers/worker-deps';
-import { afterGrant } from '../../workers/services/grant-first';
+import { claimedRuns } from '../../workers/services/drawn-jobs';
 import type { Processor } from 'bullmq';
 
 // The stop signals of running jobs (shared/queue/cancel-channel.ts); the stop channel itself, end to end, is
@@ -50,7 +50,7 @@ describe('JobStops', () => {
     const deps = { stops: new JobStops() } as unknown as WorkerDeps;
     for (const p of [textProcessor(deps), embeddingsProcessor(deps)]) {
       expect(p.length).toBeLessThan(3);
-      expect(afterGrant(deps, p as Processor).length).toBeLessThan(3);
+      expect(claimedRuns(deps, p as Processor).length).toBeLessThan(3);
     }
   });
 });

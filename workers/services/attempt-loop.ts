@@ -15,7 +15,7 @@ import { closeRowOf, type Finish } from '../../shared/services/generation.servic
 import { money, type Decimal } from '../../shared/billing/money';
 import type { CloseRow } from '../../shared/billing/ledger';
 import type { StopSignal } from '../../shared/stop';
-import type { PendingRecord } from '../../shared/queue/grants';
+import type { PendingRecord } from '../../shared/billing/pending-record';
 
 /** One upstream call that did not answer (or an endpoint that could not be called): shared/queue/job-catalog.ts. */
 export type { Attempt };
@@ -223,7 +223,7 @@ export async function endCompleted(
 ): Promise<void> {
   const row = closeRowOf(data.generationId, finish);
   // Granted from a lease in this process, its record may still be committing: the promise then carries it.
-  const drawn = deps.grants.recordOf(data.generationId);
+  const drawn = deps.lane.recordOf(data.generationId);
   // The record failed before any reply: its client was told 503, and there is nothing to settle.
   if (drawn?.lost) return;
   const withinReservation = data.reserved !== undefined && !money(row.cost).greaterThan(data.reserved);

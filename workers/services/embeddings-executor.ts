@@ -13,7 +13,7 @@ export class EmbeddingsExecutor {
 
   /** `signal` aborts the upstream call when the generation is cancelled or timed out (cancel-channel.ts). */
   async run(data: EmbeddingsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: StopSignal): Promise<void> {
-    const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId);
+    const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId, this.deps.lane.buses);
     const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };
     const out = await runAttempts(this.deps, data, {
       operation: 'embeddings',

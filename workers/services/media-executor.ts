@@ -397,7 +397,7 @@ export class MediaExecutor {
   }
 
   private publisher(data: MediaJobData): GenerationPublisher {
-    return new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId);
+    return new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId, this.deps.lane.buses);
   }
 }
 

@@ -49,7 +49,7 @@ export class TextExecutor {
 
   /** `signal` aborts the upstream call (cancel, timeout, client gone: shared/queue/cancel-channel.ts). */
   async run(data: TextJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: StopSignal): Promise<void> {
-    const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId);
+    const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId, this.deps.lane.buses);
     const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };
     if (data.mode === 'async') await this.deps.generations.markProcessing(data.generationId, run.queueTimeMs);
     const masker = data.plugins?.includes('masker') ? new MaskedRun(data) : undefined;

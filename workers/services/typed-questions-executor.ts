@@ -36,7 +36,7 @@ export class TypedQuestionsExecutor {
 
   /** `signal` aborts every question's upstream call when the generation is cancelled or timed out. */
   async run(data: TypedQuestionsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: StopSignal): Promise<void> {
-    const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId);
+    const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId, this.deps.lane.buses);
     const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };
     const { queueTimeMs } = run;
     const attempts: QuestionAttempt[] = [];

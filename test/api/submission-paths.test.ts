@@ -6,12 +6,12 @@ import type { TextJobData } from '../../shared/queue/job-catalog';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { orgMoney as heldMoney } from '../helpers/fixtures';
 
-// Reserve and enqueue at once (docs/architecture.md, shared/queue/grants.ts): a waiting client's text or embeddings job
-// is enqueued while its reservation commits; its worker calls no provider before the outcome reaches it, in memory
-// from the API of its own process, or through Redis from another's, or from the database when that API died.
+// The two submission paths (docs/architecture.md "Submitting", GenerationGateway.submit): `drawn` (a waiting client's
+// text or embeddings job claimed by its own process's worker, its money drawn from a lease, its record committing while
+// it runs) and `reserved` (reserved and recorded, then enqueued). Workers of another process (a lane of their own) claim
+// nothing, so every request there takes the `reserved` path.
 
 const CHAT = STACK_MODELS.chat;
-const grantKey = (s: TestStack, id: string) => `${s.ctx.config.queuePrefix}:grant:${id}`;
 const providerCalls = (s: TestStack) => s.fake.requests.filter((r) => r.method === 'POST').length;
 
 const orgMoney = (s: TestStack, id: string) => heldMoney(s.t.db, id);
@@ -27,28 +27,38 @@ async function queueDrained(s: TestStack) {
   return q.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
 }
 
+/** Leases the organization's requests drew from (reservation rows `lease_…`). */
+const leasesOf = (s: TestStack, organizationId: string) => s.t.db.reservation.count({ where: { organizationId, generationId: { startsWith: 'lease_' } } });
+
 for (const inProcess of [true, false]) {
-  describe(inProcess ? 'the worker of the same process (outcome in memory)' : 'a worker of another process (outcome through Redis)', () => {
+  describe(inProcess ? 'the workers of the same process (one lane)' : 'workers of another process (a lane of their own)', () => {
     let s: TestStack;
     beforeAll(async () => {
-      s = await createTestStack({ grants: { inProcess } });
+      s = await createTestStack({ separateLanes: !inProcess });
     });
     afterAll(() => s.close());
 
     const chat = (org: StackOrg, body: Record<string, unknown> = {}) =>
       request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: CHAT, messages: [{ role: 'user', content: 'hi' }], ...body });
 
-    it('answers, charges what it showed, and leaves no outcome behind', async () => {
-      const org = await s.seed({ balance: '100' });
-      const res = await chat(org);
-      expect(res.status).toBe(200);
-      await s.settled(org.organizationId);
-      const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: res.body.id } });
-      expect(g.status).toBe('completed');
-      expect(money(g.clientCost).toNumber()).toBeCloseTo(res.body.usage.cost_rub, 10);
+    it('answers and charges what it showed; a warm caller is drawn from a lease only where its job can be claimed', async () => {
+      const org = await s.seed({ balance: '10000' }); // room for LEASE_HEADROOM leases of LEASE_REQUESTS requests
+      const replies = [];
+      for (let i = 0; i < 6; i++) replies.push(await chat(org));
+      for (const res of replies) {
+        expect(res.status).toBe(200);
+        await s.settled(org.organizationId);
+        await s.ctx.lane.recordOf(res.body.id)?.committed.catch(() => undefined);
+        const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: res.body.id } });
+        expect(g.status).toBe('completed');
+        expect(money(g.clientCost).toNumber()).toBeCloseTo(res.body.usage.cost_rub, 10);
+      }
       expect((await orgMoney(s, org.organizationId)).reserved.isZero()).toBe(true);
+      // One lane: the first request reserves and a lease is taken behind it, the next ones draw from it. Separate lanes:
+      // the API has no worker to claim for, so it never draws (nor takes a lease).
+      expect((await leasesOf(s, org.organizationId)) > 0).toBe(inProcess);
       await queueDrained(s);
-      expect(await s.ctx.redis.exists(grantKey(s, res.body.id))).toBe(0);
+      expect(s.ctx.lane.pendingRecords).toBe(0);
     });
 
     it(inProcess ? 'its job is claimed at enqueue by the worker of its process (shared/queue/claims.ts)' : 'its job waits in the queue for a worker to fetch it', async () => {
@@ -77,13 +87,12 @@ for (const inProcess of [true, false]) {
       expect(res.text).toContain('data: [DONE]');
     });
 
-    it('a refused reservation answers 402; its job ends without calling the provider', async () => {
+    it('a refused reservation answers 402; no job is added and no provider called', async () => {
       const poor = await s.seed({ balance: '0.00001' });
       const calls = providerCalls(s);
       const res = await chat(poor);
       expect(res.status).toBe(402);
       expect(res.body.error).toMatchObject({ code: 'INSUFFICIENT_BALANCE' });
-      // The job was enqueued with the reservation and ends once it learns the refusal: nothing waits, runs or fails.
       expect(await queueDrained(s)).toEqual({ waiting: 0, active: 0, delayed: 0, prioritized: 0, failed: 0 });
       expect(providerCalls(s)).toBe(calls);
       expect(await s.t.db.generation.count({ where: { organizationId: poor.organizationId } })).toBe(0);
@@ -110,17 +119,17 @@ for (const inProcess of [true, false]) {
   });
 }
 
-describe('a job whose API process died before telling its outcome', () => {
+describe('a job drawn from a lease, run outside the run its process claimed it for (that process died)', () => {
   let s: TestStack;
   let org: StackOrg;
   beforeAll(async () => {
-    s = await createTestStack({ grants: { checkMs: 50, orphanAfterMs: 300, waitMs: 600 } });
+    s = await createTestStack();
     org = await s.seed({ balance: '10' });
   });
   afterAll(() => s.close());
 
   let n = 0;
-  const newId = () => `gen_atonce_${++n}_${Date.now()}`;
+  const newId = () => `gen_drawn_${++n}_${Date.now()}`;
   const gen = (id: string): NewGeneration => ({
     id,
     organizationId: org.organizationId,
@@ -135,7 +144,7 @@ describe('a job whose API process died before telling its outcome', () => {
     request: {},
     bound: '1',
   });
-  /** The job an API process enqueued with its reservation, as it left it: no outcome told. */
+  /** The job a process claimed with its money drawn from a lease, as a re-run elsewhere finds it: no record in this lane. */
   const enqueue = (id: string) => {
     const data: TextJobData = {
       generationId: id,
@@ -148,7 +157,7 @@ describe('a job whose API process died before telling its outcome', () => {
       apiType: 'chat_completions',
       mode: 'sync',
       request: { input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] }], stream: false },
-      awaitsGrant: true,
+      drawn: true,
     };
     return s.ctx.queues[QUEUES.text].add(QUEUES.text, data, { jobId: id, removeOnComplete: true });
   };
@@ -161,7 +170,7 @@ describe('a job whose API process died before telling its outcome', () => {
     return s.t.db.generation.findUnique({ where: { id } });
   };
 
-  it('its reservation committed: the generation ends failed and the money is released, with no provider call', async () => {
+  it('its record committed: the generation ends failed and the money is released, with no provider call', async () => {
     const calls = providerCalls(s);
     const before = await orgMoney(s, org.organizationId);
     const id = newId();
@@ -185,30 +194,5 @@ describe('a job whose API process died before telling its outcome', () => {
     expect(g?.status).toBe('completed');
     expect(money(g!.clientCost).toFixed(2)).toBe('0.25');
     expect(await s.ctx.settlements.read(org.organizationId, id)).toBeNull();
-  });
-
-  it('nothing reserved: the job ends after the wait without running', async () => {
-    const calls = providerCalls(s);
-    const id = newId();
-    const started = Date.now();
-    await enqueue(id);
-    expect(await queueDrained(s)).toMatchObject({ waiting: 0, active: 0, failed: 0 });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(500);
-    expect(providerCalls(s)).toBe(calls);
-    expect(await s.t.db.generation.findUnique({ where: { id } })).toBeNull();
-  });
-
-  it('an outcome told through Redis is taken (a re-run after a stall, another process)', async () => {
-    const calls = providerCalls(s);
-    const id = newId();
-    await s.ctx.generations.create(gen(id));
-    await s.ctx.redis.set(grantKey(s, id), JSON.stringify({ granted: '1.0000000000' }), 'PX', 60_000);
-    await enqueue(id);
-    const g = await ended(id);
-    expect(g?.status).toBe('completed');
-    expect(providerCalls(s)).toBe(calls + 1);
-    await s.settled(org.organizationId);
-    expect((await orgMoney(s, org.organizationId)).reserved.isZero()).toBe(true);
-    expect(await s.ctx.redis.exists(grantKey(s, id))).toBe(0);
   });
 });

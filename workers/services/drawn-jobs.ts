@@ -1,0 +1,38 @@
+import type { Processor } from 'bullmq';
+import { AppError } from '../../shared/errors/app-error';
+import { GenerationPublisher } from '../../shared/queue/generation-bus';
+import type { GenerationJobBase } from '../../shared/queue/job-catalog';
+import type { WorkerDeps } from '../worker-deps';
+import { keptEarlierPromise } from './attempt-loop';
+
+/**
+ * The processor of a text or embeddings queue. Every job first keeps a promise an earlier run of it made (a re-run
+ * after a stall: its reply went out, its settlement is committed now, and no provider is called again). A job drawn
+ * from a lease (`drawn`: docs/architecture.md "Submitting") runs only in the run its own process claimed it for, which
+ * takes its record from the lane; any other run (its process died, or stood still past the job's lock) is an orphan:
+ * its client is gone, so the generation ends failed, uncharged, with no provider call.
+ */
+export function claimedRuns(deps: WorkerDeps, processor: Processor): Processor {
+  // Two parameters, as the processors it wraps: BullMQ then makes no AbortSignal per job (shared/queue/cancel-channel.ts JobStops).
+  return async (job, token) => {
+    const data = job.data as GenerationJobBase;
+    // Its generation may not even be recorded yet: a promise made from a lease carries its record.
+    if (await keptEarlierPromise(deps, job)) return;
+    if (!data.drawn) return processor(job, token);
+    const record = deps.lane.take(data.generationId);
+    if (!record) return endOrphaned(deps, data);
+    try {
+      return await processor(job, token);
+    } finally {
+      deps.lane.drop(data.generationId, record);
+    }
+  };
+}
+
+async function endOrphaned(deps: WorkerDeps, data: GenerationJobBase): Promise<void> {
+  if (await deps.settlements.keep(data.organizationId, data.generationId, deps.generations)) return;
+  deps.logger.warn('a job drawn from a lease ran outside the run its process claimed it for (that process stopped): ended, uncharged', { generationId: data.generationId, trace_id: data.traceId });
+  const error = new AppError('SERVICE_UNAVAILABLE', 'The process that accepted this request stopped before it ran: repeat the request').toStored();
+  const outcome = await deps.generations.finish(data.generationId, { status: 'failed', error });
+  if (outcome.applied) await new GenerationPublisher(deps.redis, data.replyTo, data.generationId, deps.lane.buses).send({ type: 'failed', error });
+}
