@@ -2,6 +2,16 @@ import type { NextFunction, Request, Response } from 'express';
 import { AppError, isAppError } from '../../shared/errors/app-error';
 import type { Logger } from '../../shared/logger';
 
+/** nginx's "client closed request": the status metrics and logs give a request whose client left mid-body. */
+export const CLIENT_CLOSED_STATUS = 499;
+
+/**
+ * The client closed the connection before its body ended. body-parser marks it with this `type`; the upload route's
+ * readers reject with the same error, so one rule tells a client's leaving from our own failures.
+ */
+export const bodyAborted = (): Error => Object.assign(new Error('request aborted'), { type: 'request.aborted' });
+const isBodyAborted = (err: unknown) => (err as { type?: unknown } | undefined)?.type === 'request.aborted';
+
 /** Maps body-parser and infrastructure failures to our codes; anything unknown is a 500 with details only in the log. */
 export function toAppError(err: unknown): AppError {
   if (isAppError(err)) return err;
@@ -39,6 +49,12 @@ export function sendError(res: Response, err: AppError): void {
 
 export function errorHandler(logger: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    if (isBodyAborted(err)) {
+      // The client's doing, and no reply can reach it: nothing is sent, so the metrics count the request as 499 too.
+      logger.info('client closed request', { method: req.method, path: req.path, status: CLIENT_CLOSED_STATUS, trace_id: res.locals.traceId });
+      res.destroy();
+      return;
+    }
     const appError = toAppError(err);
     // A bug (500) is logged with its stack; an upstream or infrastructure failure (502, 503) is an operating fact.
     if (appError.status === 500) logger.error('request failed', { err, method: req.method, path: req.path, code: appError.code, trace_id: res.locals.traceId });

@@ -3,6 +3,7 @@ import busboy from 'busboy';
 import type { AppContext } from '../app-context';
 import type { Principal } from '../../shared/auth/principal';
 import { AppError } from '../../shared/errors/app-error';
+import { bodyAborted } from '../middleware/error-handler';
 import { check } from '../../shared/schemas/ajv';
 import {
   listFilesQuerySchema,
@@ -35,6 +36,15 @@ function assertMayChange(p: Principal, f: StoredFile): void {
   if (!own) throw new AppError('FORBIDDEN', 'Only owners and admins may change files of others');
 }
 
+/** Calls `gone` once if the client closes the connection before its body ended, now or later. */
+function onClientGone(req: Request, gone: () => void): void {
+  if (req.complete) return;
+  if (req.destroyed) return gone();
+  req.once('close', () => {
+    if (!req.complete) gone();
+  });
+}
+
 /** A raw upload: the body is the file, its type the Content-Type; at most `max` bytes. */
 function readRaw(req: Request, max: number): Promise<Buffer> {
   if (Number(req.headers['content-length'] ?? 0) > max) {
@@ -55,7 +65,7 @@ function readRaw(req: Request, max: number): Promise<Buffer> {
       } else chunks.push(c);
     });
     req.on('end', () => !over && resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
+    onClientGone(req, () => reject(bodyAborted()));
   });
 }
 
@@ -121,6 +131,10 @@ function readMultipart(req: Request, max: number): Promise<{ bytes: Buffer; mime
       settle();
     });
     bb.on('close', settle);
+    onClientGone(req, () => {
+      failure = bodyAborted(); // no reply can reach a client gone, whatever else was wrong
+      settle();
+    });
     req.pipe(bb);
   });
 }
