@@ -1,16 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError, isAppError } from '../../shared/errors/app-error';
 import type { Logger } from '../../shared/logger';
-
-/** nginx's "client closed request": the status metrics and logs give a request whose client left mid-body. */
-export const CLIENT_CLOSED_STATUS = 499;
-
-/**
- * The client closed the connection before its body ended. body-parser marks it with this `type`; the upload route's
- * readers reject with the same error, so one rule tells a client's leaving from our own failures.
- */
-export const bodyAborted = (): Error => Object.assign(new Error('request aborted'), { type: 'request.aborted' });
-const isBodyAborted = (err: unknown) => (err as { type?: unknown } | undefined)?.type === 'request.aborted';
+import { CLIENT_CLOSED_STATUS, isBodyAborted } from './client-gone';
 
 /** Maps body-parser and infrastructure failures to our codes; anything unknown is a 500 with details only in the log. */
 export function toAppError(err: unknown): AppError {

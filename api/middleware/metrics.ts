@@ -1,6 +1,6 @@
 import type { Express, NextFunction, Request, Response } from 'express';
 import type { Metrics } from '../../shared/metrics/metrics';
-import { CLIENT_CLOSED_STATUS } from './error-handler';
+import { CLIENT_CLOSED_STATUS } from './client-gone';
 
 declare module 'express-serve-static-core' {
   interface Locals {

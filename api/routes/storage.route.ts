@@ -3,7 +3,7 @@ import busboy from 'busboy';
 import type { AppContext } from '../app-context';
 import type { Principal } from '../../shared/auth/principal';
 import { AppError } from '../../shared/errors/app-error';
-import { bodyAborted } from '../middleware/error-handler';
+import { bodyAborted, onClientGone } from '../middleware/client-gone';
 import { check } from '../../shared/schemas/ajv';
 import {
   listFilesQuerySchema,
@@ -34,15 +34,6 @@ function assertMayChange(p: Principal, f: StoredFile): void {
   if (isManager(p)) return;
   const own = p.kind === 'user' ? f.userId === p.userId : f.apiKeyId === p.keyId;
   if (!own) throw new AppError('FORBIDDEN', 'Only owners and admins may change files of others');
-}
-
-/** Calls `gone` once if the client closes the connection before its body ended, now or later. */
-function onClientGone(req: Request, gone: () => void): void {
-  if (req.complete) return;
-  if (req.destroyed) return gone();
-  req.once('close', () => {
-    if (!req.complete) gone();
-  });
 }
 
 /** A raw upload: the body is the file, its type the Content-Type; at most `max` bytes. */

@@ -167,15 +167,22 @@ describe('a client that closes the connection mid-body', () => {
     await cut?.close();
   });
 
+  const JSON_CUT = '{"model":"m","input":"cut he';
+  const MULTIPART_CUT = '--XX\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\npng-by';
+  // Left 200 ms after sending: the body is being read. Left at once: before the body is read (authentication is
+  // still looking the key up), so the reader finds the request already gone.
   it.each([
-    ['a JSON body (POST /v1/responses)', '/v1/responses', 'application/json', '{"model":"m","input":"cut he'],
-    ['a raw upload', '/v1/storage/files', 'image/png', Buffer.alloc(600, 1)],
-    ['a multipart upload', '/v1/storage/files', 'multipart/form-data; boundary=XX', '--XX\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\npng-by'],
-  ])('%s: counted as 499, logged as 499, no 5xx; the app serves on', async (_what, route, type, body) => {
+    ['a JSON body (POST /v1/responses)', '/v1/responses', 'application/json', JSON_CUT, 200],
+    ['a raw upload', '/v1/storage/files', 'image/png', Buffer.alloc(600, 1), 200],
+    ['a multipart upload', '/v1/storage/files', 'multipart/form-data; boundary=XX', MULTIPART_CUT, 200],
+    ['a JSON body, left before it is read,', '/v1/responses', 'application/json', JSON_CUT, 0],
+    ['a raw upload, left before it is read,', '/v1/storage/files', 'image/png', Buffer.alloc(600, 1), 0],
+    ['a multipart upload, left before it is read,', '/v1/storage/files', 'multipart/form-data; boundary=XX', MULTIPART_CUT, 0],
+  ])('%s: counted as 499, logged as 499, no 5xx; the app serves on', async (_what, route, type, body, holdMs) => {
     const count = (s: Sample[], status: string) => value(s, 'switchyard_http_requests_total', { method: 'POST', route, status }) ?? 0;
     const before = await scrape(cut.app);
     logged.length = 0;
-    await sendCut(server.port, { path: route, headers: { Authorization: auth, 'Content-Type': type, 'Content-Length': '2000' }, body });
+    await sendCut(server.port, { path: route, headers: { Authorization: auth, 'Content-Type': type, 'Content-Length': '2000' }, body, holdMs });
     const after = await waitUntil(async () => {
       const s = await scrape(cut.app);
       return count(s, '499') > count(before, '499') ? s : undefined;
