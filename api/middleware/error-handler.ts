@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { AppError, isAppError } from '../../shared/errors/app-error';
 import type { Logger } from '../../shared/logger';
+import { CLIENT_CLOSED_STATUS, isBodyAborted } from './client-gone';
 
 /** Maps body-parser and infrastructure failures to our codes; anything unknown is a 500 with details only in the log. */
 export function toAppError(err: unknown): AppError {
@@ -39,6 +40,12 @@ export function sendError(res: Response, err: AppError): void {
 
 export function errorHandler(logger: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
+    if (isBodyAborted(err)) {
+      // The client's doing, and no reply can reach it: nothing is sent, so the metrics count the request as 499 too.
+      logger.info('client closed request', { method: req.method, path: req.path, status: CLIENT_CLOSED_STATUS, trace_id: res.locals.traceId });
+      res.destroy();
+      return;
+    }
     const appError = toAppError(err);
     // A bug (500) is logged with its stack; an upstream or infrastructure failure (502, 503) is an operating fact.
     if (appError.status === 500) logger.error('request failed', { err, method: req.method, path: req.path, code: appError.code, trace_id: res.locals.traceId });

@@ -1,5 +1,6 @@
 import type { Express, NextFunction, Request, Response } from 'express';
 import type { Metrics } from '../../shared/metrics/metrics';
+import { CLIENT_CLOSED_STATUS } from './client-gone';
 
 declare module 'express-serve-static-core' {
   interface Locals {
@@ -10,8 +11,8 @@ declare module 'express-serve-static-core' {
 
 /** The label of requests no route matched (404s, body-parser failures before routing). */
 export const UNMATCHED_ROUTE = 'unmatched';
-/** The status label of a request whose client disconnected before the reply ended (e.g. mid-stream). */
-export const CLIENT_CLOSED = '499';
+/** The status label of a request whose client disconnected before the reply ended (mid-body, mid-stream). */
+export const CLIENT_CLOSED = String(CLIENT_CLOSED_STATUS);
 
 /** Where a request keeps the route the router assigned it and that route's full pattern (the accessor below). */
 const ROUTE = Symbol('route');

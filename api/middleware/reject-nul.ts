@@ -1,5 +1,6 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../../shared/errors/app-error';
+import { bodyAborted } from './client-gone';
 
 /**
  * PostgreSQL stores no U+0000 in text or jsonb, so a NUL character anywhere in a request (a JSON string or key, a
@@ -137,6 +138,8 @@ function nestsTooDeep(root: unknown): boolean {
 export function jsonBody(maxBytes: number): RequestHandler[] {
   const proven = new WeakMap<Request, 'all' | 'strings'>();
   return [
+    // A client gone before its body is read: body-parser would take the request as bodiless, and the route would run.
+    (req, _res, next) => next(req.destroyed && !req.complete ? bodyAborted() : undefined),
     express.json({
       limit: maxBytes,
       type: ['application/json', 'application/*+json'],

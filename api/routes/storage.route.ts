@@ -3,6 +3,7 @@ import busboy from 'busboy';
 import type { AppContext } from '../app-context';
 import type { Principal } from '../../shared/auth/principal';
 import { AppError } from '../../shared/errors/app-error';
+import { bodyAborted, onClientGone } from '../middleware/client-gone';
 import { check } from '../../shared/schemas/ajv';
 import {
   listFilesQuerySchema,
@@ -55,11 +56,18 @@ function readRaw(req: Request, max: number): Promise<Buffer> {
       } else chunks.push(c);
     });
     req.on('end', () => !over && resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
+    onClientGone(req, () => reject(bodyAborted()));
   });
 }
 
-/** A multipart/form-data upload: the file in field `file`, options as text fields beside it. */
+const malformed = (e: Error) => AppError.validation([{ path: '/', message: e.message }], 'Malformed multipart body');
+
+/**
+ * A multipart/form-data upload: the file in field `file`, options as text fields beside it. Any body, cut or
+ * malformed, settles the promise once: busboy's own errors (a body cut short, a bad part header) are a 400, and each
+ * part's stream has an 'error' listener, since busboy destroys the open part with the form's error (unheard, it
+ * ended the process).
+ */
 function readMultipart(req: Request, max: number): Promise<{ bytes: Buffer; mimeType: string; fields: Record<string, string> }> {
   return new Promise((resolve, reject) => {
     let bb: busboy.Busboy;
@@ -67,56 +75,56 @@ function readMultipart(req: Request, max: number): Promise<{ bytes: Buffer; mime
       bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: max, fields: 20, fieldSize: 4096, parts: 30 } });
     } catch (e) {
       req.resume();
-      reject(AppError.validation([{ path: '/', message: (e as Error).message }], 'Malformed multipart body'));
+      reject(malformed(e as Error));
       return;
     }
     const fields: Record<string, string> = {};
     let file: { bytes: Buffer; mimeType: string } | undefined;
-    let failure: AppError | undefined;
-    let open = 0;
-    let closed = false;
-    const finish = () => {
-      if (!closed || open > 0) return;
-      if (failure) reject(failure);
-      else if (!file) reject(AppError.validation([{ path: '/file', message: 'is required' }], 'Multipart upload needs the field "file"'));
+    let failure: Error | undefined; // the first wins: a file over the limit stays a 413 when the body is then cut
+    let settled = false;
+    const settle = () => {
+      if (settled) return;
+      settled = true;
+      if (failure) {
+        req.unpipe(bb);
+        req.resume(); // drain the rest, so the reply can be read
+        bb.destroy();
+        reject(failure);
+      } else if (!file) reject(AppError.validation([{ path: '/file', message: 'is required' }], 'Multipart upload needs the field "file"'));
       else resolve({ ...file, fields });
     };
     bb.on('field', (name, value) => {
       fields[name] = value;
     });
     bb.on('file', (name, stream, info) => {
+      stream.on('error', () => undefined); // the form's own error, which busboy also emits on itself (below)
       const mime = normalizeMediaMime(info.mimeType);
       if (name !== 'file' || !mime) {
         if (name === 'file') failure ??= unsupported(info.mimeType);
         stream.resume();
         return;
       }
-      open++;
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(c));
       stream.on('limit', () => {
         failure ??= tooLarge(max);
       });
-      stream.on('close', () => {
-        open--;
+      // A part's 'end' comes before busboy's 'close' (busboy waits for it), so the file is known when that settles.
+      stream.on('end', () => {
         if (!failure) file = { bytes: Buffer.concat(chunks), mimeType: mime };
-        finish();
       });
     });
     bb.on('filesLimit', () => {
       failure ??= AppError.validation([{ path: '/file', message: 'only one file per upload' }]);
     });
     bb.on('error', (e) => {
-      failure ??= AppError.validation([{ path: '/', message: (e as Error).message }], 'Malformed multipart body');
-      closed = true;
-      open = 0;
-      req.unpipe(bb);
-      req.resume();
-      finish();
+      failure ??= malformed(e as Error);
+      settle();
     });
-    bb.on('close', () => {
-      closed = true;
-      finish();
+    bb.on('close', settle);
+    onClientGone(req, () => {
+      failure = bodyAborted(); // no reply can reach a client gone, whatever else was wrong
+      settle();
     });
     req.pipe(bb);
   });

@@ -10,6 +10,10 @@ import { startMetricsServer } from '../../shared/metrics/metrics-server';
 import { metricsMiddleware } from '../../api/middleware/metrics';
 import { QUEUE_NAMES, QUEUES } from '../../shared/queue/queue-names';
 import { serveWorkerMetrics } from '../../workers/main';
+import { listen } from '../../shared/runtime/bootstrap';
+import { createLogger } from '../../shared/logger';
+import { sendCut } from '../helpers/cut-request';
+import { waitUntil } from '../helpers/until';
 
 interface Sample {
   name: string;
@@ -134,6 +138,63 @@ describe('GET /metrics', () => {
     } finally {
       await locked.close();
     }
+  });
+});
+
+describe('a client that closes the connection mid-body', () => {
+  // Its doing, not ours: counted and logged as 499 (nginx's "client closed request"), never as a 5xx, so no key
+  // holder can trip 5xx alerts by cutting bodies short.
+  let cut: TestApp;
+  let server: Awaited<ReturnType<typeof listen>>;
+  let auth: string;
+  const logger = createLogger({ silent: true });
+  const logged: Array<{ level: string; message: string; meta: Record<string, unknown> }> = [];
+  for (const level of ['error', 'warn', 'info'] as const) {
+    jest.spyOn(logger, level).mockImplementation(((message: string, meta: Record<string, unknown>) => {
+      logged.push({ level, message, meta });
+      return logger;
+    }) as never);
+  }
+
+  beforeAll(async () => {
+    cut = await createTestApp({ deps: { authCacheMs: 0, logger } });
+    const o = await seedOrg(cut.t.db);
+    auth = `Bearer ${(await seedKey(o.accounts, o.organizationId)).key}`;
+    server = await listen(cut.app, 0);
+  });
+  afterAll(async () => {
+    await server?.close();
+    await cut?.close();
+  });
+
+  const JSON_CUT = '{"model":"m","input":"cut he';
+  const MULTIPART_CUT = '--XX\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\npng-by';
+  // Left 200 ms after sending: the body is being read. Left at once: before the body is read (authentication is
+  // still looking the key up), so the reader finds the request already gone.
+  it.each([
+    ['a JSON body (POST /v1/responses)', '/v1/responses', 'application/json', JSON_CUT, 200],
+    ['a raw upload', '/v1/storage/files', 'image/png', Buffer.alloc(600, 1), 200],
+    ['a multipart upload', '/v1/storage/files', 'multipart/form-data; boundary=XX', MULTIPART_CUT, 200],
+    ['a JSON body, left before it is read,', '/v1/responses', 'application/json', JSON_CUT, 0],
+    ['a raw upload, left before it is read,', '/v1/storage/files', 'image/png', Buffer.alloc(600, 1), 0],
+    ['a multipart upload, left before it is read,', '/v1/storage/files', 'multipart/form-data; boundary=XX', MULTIPART_CUT, 0],
+  ])('%s: counted as 499, logged as 499, no 5xx; the app serves on', async (_what, route, type, body, holdMs) => {
+    const count = (s: Sample[], status: string) => value(s, 'switchyard_http_requests_total', { method: 'POST', route, status }) ?? 0;
+    const before = await scrape(cut.app);
+    logged.length = 0;
+    await sendCut(server.port, { path: route, headers: { Authorization: auth, 'Content-Type': type, 'Content-Length': '2000' }, body, holdMs });
+    const after = await waitUntil(async () => {
+      const s = await scrape(cut.app);
+      return count(s, '499') > count(before, '499') ? s : undefined;
+    });
+    expect(count(after, '499') - count(before, '499')).toBe(1);
+    const fivexx = (s: Sample[]) => s.filter((x) => x.name === 'switchyard_http_requests_total' && x.labels.status.startsWith('5')).reduce((n, x) => n + x.value, 0);
+    expect(fivexx(after)).toBe(fivexx(before));
+    // The log line comes from the error handler once the body reader gives up: wait for it, then nothing else.
+    await waitUntil(async () => (logged.length > 0 ? true : undefined));
+    expect(logged).toEqual([{ level: 'info', message: 'client closed request', meta: expect.objectContaining({ status: 499, method: 'POST', path: route }) }]);
+    const ok = await fetch(`http://127.0.0.1:${server.port}/v1/storage/files`, { method: 'POST', headers: { Authorization: auth, 'Content-Type': 'image/png' }, body: 'fine' });
+    expect(ok.status).toBe(201);
   });
 });
 

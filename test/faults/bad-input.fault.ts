@@ -3,11 +3,16 @@
  * JSON values, valid bodies with one field replaced by anything (wrong types, huge strings, deep nesting, odd
  * numbers, nesting up to 100,000 deep, lone UTF-16 surrogates), prototype-pollution keys (`__proto__`, `constructor`,
  * `prototype`), arbitrary query strings, and id-bearing paths with malformed percent-escapes (with and without
- * credentials).
- * What must hold: never a 5xx, never a change of any balance, Object.prototype untouched.
+ * credentials), and multipart uploads (cut anywhere, another boundary or none, up to 40 parts, huge part headers,
+ * parts without names or content types, a file over MAX_BODY_BYTES).
+ * What must hold: never a 5xx, never a change of any balance, Object.prototype untouched; an upload's refusal is
+ * in the error envelope.
  *
  * Runs in-process (supertest on createApp) for speed, on the suite's own PostgreSQL and Redis; no worker runs,
  * so a body that happens to be valid is queued, times out (SYNC_WAIT_MS 100) and is cancelled uncharged.
+ *
+ * Case 6b sends the uploads that once ended a process (a multipart body cut inside its file part) and uploads whose
+ * client leaves mid-body to a real API process, while another organization's requests are in flight.
  */
 import fs from 'node:fs';
 import fc from 'fast-check';
@@ -18,9 +23,12 @@ import { parseCatalog } from '../../shared/catalog/load-catalog';
 import { loadConfig } from '../../shared/config/env';
 import { createLogger } from '../../shared/logger';
 import { createRedis } from '../../shared/queue/redis';
+import { sendCut } from '../helpers/cut-request';
+import { settledAudit } from './helpers/audit';
 import { FAKE_KEY, FAULTS_SECRET, MODELS, startCluster, type Cluster, type SeededOrg } from './helpers/cluster';
-import { Tally } from './helpers/http';
+import { post, Tally } from './helpers/http';
 import { Checks } from './helpers/report';
+import { waitFor } from './helpers/wait';
 
 const RUNS = Number(process.env.FAULTS_FUZZ_RUNS ?? 60);
 // A fixed seed keeps CI reproducible; FAULTS_FUZZ_SEED=random explores new inputs (a failure prints its seed).
@@ -167,6 +175,61 @@ const segments: fc.Arbitrary<string> = fc.oneof(
 );
 const PATHS = ['/v1/media/{}', '/v2/media/{}', '/v1/media/{}/cancel', '/v1/history/generations/{}', '/v1/storage/files/{}', '/v1/files/{}/content', '/v1/responses/{}', '/v1/models/{}', '/v1/keys/{}', '/{}'];
 
+/** A multipart body cut inside its file part (no closing boundary): busboy's unheard 'error' ended the process. */
+const CUT_UPLOAD = '--XX\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\npng-bytes';
+
+const MULTIPART_TYPES = [
+  'multipart/form-data; boundary=XX',
+  'multipart/form-data; boundary="XX"',
+  'MULTIPART/FORM-DATA; BOUNDARY=XX',
+  'multipart/form-data; boundary=YY',
+  'multipart/form-data; boundary=',
+  'multipart/form-data',
+  'multipart/form-data; boundary=XX; boundary=YY',
+  'multipart/mixed; boundary=XX',
+];
+const PART_HEADERS = ['', 'Content-Type: image/png', 'Content-Type: video/mp4', 'Content-Type: text/plain', 'Content-Type: image/svg+xml', 'Content-Type: ;;', `X-Huge: ${'h'.repeat(20_000)}`, 'Content-Disposition: attachment'];
+const multipartPart = fc.record({
+  name: fc.option(fc.constantFrom('file', 'storagePolicy', 'externalUserId', 'other', '', '__proto__'), { nil: undefined }),
+  filename: fc.option(fc.constantFrom('a.png', '', 'x'.repeat(300), '../../etc/passwd'), { nil: undefined }),
+  header: fc.constantFrom(...PART_HEADERS),
+  content: fc.oneof(fc.uint8Array({ maxLength: 64 }).map((a) => Buffer.from(a)), fc.constantFrom('PERMANENT', 'TEMP_UPLOAD', '--XX', '\r\n--XX--\r\n').map((t) => Buffer.from(t))),
+});
+
+/**
+ * multipart/form-data uploads (POST /v1/storage/files): up to 40 parts with and without names, file names and content
+ * types, huge and odd part headers; one time in 20 a file part over MAX_BODY_BYTES (`maxBytes`); under the boundary of
+ * the Content-Type, another one or none; whole, cut at any byte, or cut inside one part's content (a cut inside a
+ * file part ended the process: few cuts at any byte land there).
+ */
+function multipartBodies(maxBytes: () => number): fc.Arbitrary<{ contentType: string; body: Buffer }> {
+  const cut = fc.oneof(fc.constant(undefined), fc.record({ part: fc.constant(undefined), at: fc.double({ min: 0, max: 1, noNaN: true }) }), fc.record({ part: fc.nat(), at: fc.double({ min: 0, max: 1, noNaN: true }) }));
+  return fc
+    .record({ type: fc.constantFrom(...MULTIPART_TYPES), parts: fc.array(multipartPart, { maxLength: 40 }), oversize: fc.nat({ max: 19 }).map((n) => n === 0), cut })
+    .map(({ type, parts, oversize, cut }) => {
+      const chunks: Buffer[] = [];
+      const contents: Array<{ start: number; length: number }> = [];
+      let length = 0;
+      const add = (head: string, content: Buffer) => {
+        contents.push({ start: length + Buffer.byteLength(head), length: content.length });
+        for (const b of [Buffer.from(head), content, Buffer.from('\r\n')]) {
+          chunks.push(b);
+          length += b.length;
+        }
+      };
+      for (const p of parts) {
+        const disposition = p.name === undefined && p.filename === undefined ? '' : `Content-Disposition: form-data${p.name === undefined ? '' : `; name="${p.name}"`}${p.filename === undefined ? '' : `; filename="${p.filename}"`}\r\n`;
+        add(`--XX\r\n${disposition}${p.header && `${p.header}\r\n`}\r\n`, p.content);
+      }
+      if (oversize) add(CUT_UPLOAD.replace('png-bytes', ''), Buffer.alloc(maxBytes() + 1, 7));
+      chunks.push(Buffer.from('--XX--\r\n'));
+      const whole = Buffer.concat(chunks);
+      if (!cut) return { contentType: type, body: whole };
+      const inside = cut.part === undefined || contents.length === 0 ? { start: 0, length: whole.length } : contents[cut.part % contents.length];
+      return { contentType: type, body: whole.subarray(0, inside.start + Math.floor(inside.length * cut.at)) };
+    });
+}
+
 interface Target {
   method: 'post' | 'patch' | 'get';
   path: string;
@@ -176,7 +239,7 @@ interface Target {
 }
 
 test('arbitrary bodies and queries on every endpoint: never a 5xx, never a balance change', async () => {
-  const checks = new Checks('6. bad input (fast-check)', `fast-check over every endpoint's body and query: arbitrary JSON, one field replaced by anything (wrong types, 300 kB strings, 2000- to 100,000-deep nesting, 5000-item arrays, extreme numbers, lone UTF-16 surrogates), __proto__/constructor keys, malformed JSON; ${RUNS} runs per endpoint; paths with bad percent-escapes, with and without credentials`);
+  const checks = new Checks('6. bad input (fast-check)', `fast-check over every endpoint's body and query: arbitrary JSON, one field replaced by anything (wrong types, 300 kB strings, 2000- to 100,000-deep nesting, 5000-item arrays, extreme numbers, lone UTF-16 surrogates), __proto__/constructor keys, malformed JSON; ${RUNS} runs per endpoint; paths with bad percent-escapes, with and without credentials; ${RUNS * 2} multipart uploads (cut at any byte or inside a part, wrong or no boundary, up to 40 parts, 20 kB part headers, parts without names or types, files over MAX_BODY_BYTES)`);
   const org: SeededOrg = await c.seed({ balance: '100' });
   const victim = await c.accounts.createKey({ organizationId: org.organizationId, name: 'patched by the fuzzer' });
   const before = await c.db.organization.findMany({ select: { id: true, balance: true, spent: true } });
@@ -235,6 +298,18 @@ test('arbitrary bodies and queries on every endpoint: never a 5xx, never a balan
     { numRuns: RUNS * 4, endOnFailure: true, ...(SEED === undefined ? {} : { seed: SEED }) },
   ).catch((e: Error) => checks.that(false, `paths: ${e.message.split('\n').slice(0, 6).join(' ')}`));
 
+  // Multipart uploads: refused in the error envelope, never a 5xx, the process (this one) never ended.
+  await fc.assert(
+    fc.asyncProperty(multipartBodies(() => app.locals.ctx.config.maxBodyBytes), async ({ contentType, body }) => {
+      const r = await request(app).post('/v1/storage/files').set('Authorization', `Bearer ${org.key.key}`).set('Content-Type', contentType).send(body).timeout(10_000);
+      tally.add(r);
+      const ok = r.status < 500 && (r.status < 400 || typeof r.body?.error?.code === 'string');
+      if (!ok) fivexx.push(`POST /v1/storage/files (${contentType}) ${r.status} ${body.subarray(0, 200).toString('latin1')} → ${r.text.slice(0, 200)}`);
+      return ok;
+    }),
+    { numRuns: RUNS * 2, endOnFailure: true, ...(SEED === undefined ? {} : { seed: SEED }) },
+  ).catch((e: Error) => checks.that(false, `multipart uploads: ${e.message.split('\n').slice(0, 6).join(' ')}`));
+
   const after = await c.db.organization.findMany({ select: { id: true, balance: true, spent: true } });
   let lost = money(0);
   for (const b of before) {
@@ -250,7 +325,52 @@ test('arbitrary bodies and queries on every endpoint: never a 5xx, never a balan
     requests: tally.total,
     errors: tally.errors(),
     moneyLost: lost.toString(),
-    holds: `${targets.length} endpoint/auth pairs × ${RUNS} runs: no 5xx; every balance and spent unchanged, no charge entry; Object.prototype untouched`,
+    holds: `${targets.length} endpoint/auth pairs × ${RUNS} runs and ${RUNS * 2} multipart uploads: no 5xx, every refused upload in the error envelope; every balance and spent unchanged, no charge entry; Object.prototype untouched`,
   });
+  expect(failures).toEqual([]);
+});
+
+test('uploads that once ended a process, sent to a real API process: it stays up, and another organization\'s requests in flight complete', async () => {
+  const checks = new Checks(
+    '6b. bad uploads to a running API process',
+    '3 multipart uploads in a row cut inside the file part (no closing boundary), then a raw and a multipart upload whose client leaves mid-body (node:net), sent to one API process while 10 requests of another organization are in flight (provider latency 1.5 s)',
+  );
+  const api = await c.startApi();
+  await c.startWorker();
+  await c.warmUp(api);
+  const victim = await c.seed({ balance: '100' });
+  const attacker = await c.seed({ balance: '100' });
+  const tally = new Tally();
+  c.fake.setKnobs({ latencyMs: 1500 });
+  const seen = c.fake.requests.length;
+  const inFlight = Array.from({ length: 10 }, (_, i) => post(`${api.url}/v1/responses`, { model: MODELS.chat, input: `in flight ${i}`, max_output_tokens: 16 }, victim.auth));
+  await waitFor('the victim\'s requests at the provider', async () => c.fake.requests.length - seen >= 10, 10_000).catch(() => undefined);
+
+  const upload = { Authorization: attacker.auth.Authorization, 'Content-Type': 'multipart/form-data; boundary=XX' };
+  for (let i = 0; i < 3; i++) {
+    const r = await post(`${api.url}/v1/storage/files`, CUT_UPLOAD, upload);
+    tally.add(r);
+    checks.that(r.status === 400 && r.json?.error?.code === 'BAD_REQUEST' && typeof r.json?.trace_id === 'string', `cut upload ${i + 1}: ${r.status} ${r.text.slice(0, 200)} ${r.error ?? ''}`);
+  }
+  for (const [type, body] of [['image/png', Buffer.alloc(600, 1)], [upload['Content-Type'], CUT_UPLOAD]] as const) {
+    await sendCut(api.port, { path: '/v1/storage/files', headers: { Authorization: upload.Authorization, 'Content-Type': type, 'Content-Length': '5000' }, body }).catch((e: Error) =>
+      checks.that(false, `upload left mid-body (${type}): ${e.message}`),
+    );
+  }
+  const done = await Promise.all(inFlight);
+  tally.addAll(done);
+  checks.that(done.every((r) => r.status === 200), `the other organization's requests in flight: ${done.map((r) => r.status).join(',')}`);
+  checks.that(api.alive, `the API process (pid ${api.pid}) ended: ${JSON.stringify(await Promise.race([api.exited, Promise.resolve('alive')]))}`);
+  c.fake.setKnobs({});
+  const still = await post(`${api.url}/v1/responses`, { model: MODELS.chat, input: 'still serving', max_output_tokens: 16 }, attacker.auth);
+  tally.add(still);
+  checks.that(still.status === 200, `the API still serves: ${still.status}`);
+  const a = await settledAudit(c.db, 20_000);
+  const failures = checks.finishAudited(a, {
+    requests: tally.total + 2,
+    errors: `${tally.errors()}, client left mid-body×2`,
+    holds: `3 cut uploads answered 400 BAD_REQUEST in the error envelope; 2 uploads left mid-body; the API process stayed up (same pid) and the other organization's ${done.length} requests in flight answered 200; nothing reserved or lost`,
+  });
+  if (failures.length) console.error(c.tails(20));
   expect(failures).toEqual([]);
 });
