@@ -64,7 +64,7 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
  * prototype already set and changes nothing (expressjs/express#5998). An object whose prototype was changed after it
  * was made is kept, with all it references, through V8's young-generation collections: every request's objects (req,
  * res, the router's closures, the handlers' state) were promoted to the old generation, about 1.4 MB per scavenge at
- * concurrency 1, each scavenge 3-4 ms where a server without them takes 0.3-0.5 (bench/README.md, sixth round).
+ * concurrency 1, each scavenge 3-4 ms where a server without them takes 0.3-0.5 (bench/rounds/06-what-v8-kept.md).
  *
  * Node's constructors are called on the new object (they are plain functions): made with `Reflect.construct` instead,
  * the objects are kept through those collections all the same. Were they ever classes, the options are left out and

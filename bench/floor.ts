@@ -1,6 +1,6 @@
 /**
- * The durable path's floor (issue 12; bench/README.md "The floor"): the I/O one Switchyard chat completion must do
- * to keep its guarantees, with none of the service around it. A bare `node:http` server that, for each
+ * The durable path's floor (issue 12; bench/rounds/06-what-v8-kept.md "The floor"): the I/O one Switchyard chat
+ * completion must do to keep its guarantees, with none of the service around it. A bare `node:http` server that, for each
  * `POST /v1/chat/completions`, does what the service's hot path does at concurrency 1, with the service's own
  * pieces and nothing else:
  *

@@ -1,9 +1,9 @@
 /**
- * The reservation that arrives while the previous request's settlement commits alone (bench/README.md, eighth
- * round). At concurrency 1 a reply's close is held up to CLOSE_HOLD_MS (2 ms) for the next request's open to share
- * its commit; when the next request comes later, the close commits alone and the open arrives while it is in flight.
- * This times that open, N times, through the service's Ledger on a scratch database: a close held, a 3 ms gap, then
- * the open (and 5 ms before the next round).
+ * The reservation that arrives while the previous request's settlement commits alone
+ * (bench/rounds/08-slow-noisy-machine.md). At concurrency 1 a reply's close is held up to CLOSE_HOLD_MS (2 ms) for the
+ * next request's open to share its commit; when the next request comes later, the close commits alone and the open
+ * arrives while it is in flight. This times that open, N times, through the service's Ledger on a scratch database: a
+ * close held, a 3 ms gap, then the open (and 5 ms before the next round).
  *
  *   npm run -s build && node dist/bench/lone-close.js [--rounds 300]
  *

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# What the durable path's PostgreSQL work costs on this machine, before any speed claim is read (bench/README.md,
-# seventh and eighth rounds): a round trip, a WAL flush (a one-row insert with synchronous_commit on, then off), one open through
-# sy_ledger_batch back to back, the same after 35 ms idle (the rhythm of the harness's streamed case), and a pair (an
-# open with the previous open's close: the batch concurrency 1 makes). pgbench, one client, on a scratch database
-# migrated like the service's.
+# What the durable path's PostgreSQL work costs on this machine, before any speed claim is read
+# (bench/rounds/07-cheap-flush.md and 08-slow-noisy-machine.md): a round trip, a WAL flush (a one-row insert with
+# synchronous_commit on, then off), one open through sy_ledger_batch back to back, the same after 35 ms idle (the rhythm
+# of the harness's streamed case), and a pair (an open with the previous open's close: the batch concurrency 1 makes).
+# pgbench, one client, on a scratch database migrated like the service's.
 #
 #   bash bench/pg-costs.sh                     # 4 s per measurement
 #   SECONDS_EACH=8 SKIP_BUILD=1 bash bench/pg-costs.sh

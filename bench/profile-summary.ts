@@ -1,7 +1,7 @@
 /**
  * Summarises a V8 CPU profile (`node --cpu-prof`): self time by function and by package, as a share of the busy
- * (non-idle) samples, the first `--skip` seconds (start-up, first compiles) left out. Used for bench/README.md's
- * "profile before and after" tables (issue 12).
+ * (non-idle) samples, the first `--skip` seconds (start-up, first compiles) left out. Used for the profile tables of
+ * bench/rounds/ (issue 12).
  *
  *   node dist/bench/profile-summary.js <file.cpuprofile> [--skip 4] [--top 30] [--requests N]
  *

@@ -1,8 +1,9 @@
 /**
- * Where one request's time goes, read off the wire (issue 12; bench/README.md, tenth round). Reads a loopback capture
- * taken while the side-by-side harness drives Switchyard at concurrency 1, and prints, from the moment each request
- * reaches the gateway, when the gateway's PostgreSQL, Redis and upstream messages leave and their answers come back,
- * and when the reply leaves (medians and p90 over the requests). No change to the service: the kernel's timestamps.
+ * Where one request's time goes, read off the wire (issue 12; bench/rounds/10-wire-timeline.md). Reads a loopback
+ * capture taken while the side-by-side harness drives Switchyard at concurrency 1, and prints, from the moment each
+ * request reaches the gateway, when the gateway's PostgreSQL, Redis and upstream messages leave and their answers come
+ * back, and when the reply leaves (medians and p90 over the requests). No change to the service: the kernel's
+ * timestamps.
  *
  *   tcpdump -i lo -nn -w /tmp/c1.pcap 'tcp port 3977 or tcp port 5432 or tcp port 6379 or tcp port 18000' &
  *   SKIP_PORTKEY=1 CONCURRENCY=1 STREAM=0 bash bench/side-by-side.sh; kill %1

@@ -5,7 +5,7 @@ import { EventEmitter } from 'node:events';
  * `addEventListener` / `removeEventListener` for it): an upstream call's deadline (shared/providers/api.ts) and a running
  * job's stop (shared/queue/cancel-channel.ts JobStops). Not an AbortController: Node makes an AbortSignal by changing
  * an EventTarget's prototype, and V8 keeps such objects, with the listeners and request state they reference, through
- * young-generation collections (bench/README.md, sixth and seventh rounds).
+ * young-generation collections (bench/rounds/06-what-v8-kept.md, 07-cheap-flush.md).
  */
 export class Stop extends EventEmitter {
   aborted = false;

@@ -37,7 +37,7 @@ export function concurrencyFor(queue: QueueName, settings: WorkerSettings): numb
  * The most slots one BullMQ Worker gets. A Worker fetches jobs one at a time, each fetch a Redis round trip after
  * the previous one, so one Worker of 128 text slots picked jobs up slower than they arrived under load (11 ms
  * average wait in the queue at 32 concurrent requests); a queue's slots are spread over Workers of at most this
- * many, whose fetches run side by side (bench/README.md: +15-40 % throughput at concurrency 32).
+ * many, whose fetches run side by side (bench/rounds/02-second-round.md: +15-40 % throughput at concurrency 32).
  */
 export const SLOTS_PER_WORKER = 32;
 

@@ -27,7 +27,7 @@ interface CacheEntry {
  * `cacheMs` (1 s by default) to keep the database off the hot path; a revocation through this process
  * takes effect at once, one made elsewhere (another API process, the CLI) within `cacheMs` of its commit
  * (test/faults/key-revocation.fault.ts). At 1 s the cache costs one key lookup per key and second per
- * process, which the profile does not show (bench/README.md), so no cross-process invalidation channel.
+ * process, which the profile does not show (bench/rounds/01-first-round.md), so no cross-process invalidation channel.
  */
 export class Authenticator {
   /** Keyed by the API key itself, not its hash: hashing every request's key showed in the profile. */

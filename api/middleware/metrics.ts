@@ -28,7 +28,7 @@ type Tracked = Request & { [ROUTE]?: unknown; [PATTERN]?: string };
  * router, so reading both at `finish` would lose the prefix of routers mounted on a path. The assignment is caught
  * by an accessor defined once on the app's request prototype (`app.request`, which Express's sub-apps inherit from),
  * not by one defined on each request: a per-request accessor gives every request object a map of its own, and V8
- * then keeps the request and all it references through young-generation collections (bench/README.md, sixth round).
+ * then keeps the request and all it references through young-generation collections (bench/rounds/06-what-v8-kept.md).
  */
 export function metricsMiddleware(metrics: Metrics, app: Pick<Express, 'request'>) {
   Object.defineProperty(app.request, 'route', {

@@ -172,7 +172,8 @@ export class GenerationGateway {
         idempotency: o.caller.idempotency,
       },
       // Added to the kind's fresh fields, not spread into a new literal: V8 moved every such spread-then-extended object
-      // to the old generation, one per request, where only a full collection frees it (bench/README.md, sixth round).
+      // to the old generation, one per request, where only a full collection frees it
+      // (bench/rounds/06-what-v8-kept.md).
       (granted) =>
         Object.assign(o.job(granted), {
           generationId: o.id,

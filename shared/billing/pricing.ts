@@ -61,7 +61,7 @@ function fromScaled(units: bigint, scale: number): Decimal {
  * The real cost of a text or embeddings answer: tokens at the endpoint's prices (RUB per million) plus the request fee.
  * Worked out exactly in integers over the price's power of ten (the sum and the division by a million are exact, and
  * one Decimal is made at the end): the same value decimal.js's arithmetic gives wherever it has the digits for it
- * (test/unit/billing/pricing.test.ts), in about a third of the time (bench/README.md, seventh round).
+ * (test/unit/billing/pricing.test.ts), in about a third of the time (bench/rounds/07-cheap-flush.md).
  */
 export function tokenCost(price: Price, usage: TokenUsage): Decimal {
   const cached = Math.min(usage.cachedTokens ?? 0, usage.inputTokens);

@@ -151,8 +151,8 @@ describe('reads right after the reply see the settlement the reply showed', () =
   });
 
   // Its client already holds the content: only the last event waits, and the client's next request then reserves
-  // without a settlement ahead of it (docs/architecture.md "Reply, then settle"; bench/README.md, ninth round, for
-  // what ending on a promise instead measured).
+  // without a settlement ahead of it (docs/architecture.md "Reply, then settle"; for what ending on a promise
+  // instead measured, bench/rounds/09-slow-flush-after-idle.md).
   it("a stream's settlement commits before its last event: charged when the stream ends, no promise made", async () => {
     const res = await streamed(s, org, '/v1/chat/completions', { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'hi' }], stream_options: { include_usage: true } });
     expect(res.status).toBe(200);

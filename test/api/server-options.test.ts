@@ -4,7 +4,7 @@ import { listen } from '../../shared/runtime/bootstrap';
 import { createTestApp, type TestApp } from '../helpers/test-app';
 
 // The API's HTTP server makes its requests and responses on the app's own prototypes (api/app.ts serverOptionsFor),
-// so Express never changes an object's prototype per request (bench/README.md, sixth round).
+// so Express never changes an object's prototype per request (bench/rounds/06-what-v8-kept.md).
 let h: TestApp;
 let server: Awaited<ReturnType<typeof listen>>;
 const seen: Array<{ req: boolean; res: boolean; nodeReq: boolean; nodeRes: boolean }> = [];
