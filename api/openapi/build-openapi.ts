@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { ERROR_CODES } from '../../shared/errors/error-codes';
 import { errorResponseSchema } from './response-schemas';
-import { CODE_SAMPLES, EXAMPLES } from './examples';
+import { CODE_SAMPLES, EXAMPLE_ORIGIN, EXAMPLES } from './examples';
 import { IDEMPOTENT_ROUTES, ROUTE_DOCS, type JsonSchema, type RouteAuth, type RouteDoc, type RouteResponse } from './route-docs';
 
 /** Keywords ajv understands (or we add for ajv) that are not JSON Schema 2020-12 / OpenAPI 3.1 vocabulary. */
@@ -42,7 +42,7 @@ const SECURITY: Record<RouteAuth, Array<Record<string, string[]>>> = {
   any: [{ apiKey: [] }, { personalToken: [] }],
   // Open unless METRICS_TOKEN is set: the empty requirement says "no auth" is acceptable too.
   metrics: [{ metricsToken: [] }, {}],
-  admin: [{ personalToken: [] }, { adminCookie: [] }],
+  operator: [{ operatorToken: [] }, { adminCookie: [] }],
   none: [],
 };
 
@@ -51,7 +51,7 @@ export const AUTH_LABELS: Record<RouteAuth, string> = {
   token: 'Personal-account token (Bearer JWT)',
   any: 'API key or personal-account token',
   metrics: 'Bearer METRICS_TOKEN when set, otherwise open',
-  admin: 'Owner or admin token (Bearer or the sy_admin cookie)',
+  operator: 'Operator token (Bearer or the sy_admin cookie)',
   none: 'None',
 };
 
@@ -110,8 +110,11 @@ const IDEMPOTENCY_KEY: NonNullable<Operation['parameters']>[number] = {
 const STATUS_NAMES: Record<number, string> = {};
 for (const [code, v] of Object.entries(ERROR_CODES)) STATUS_NAMES[v.status] ??= code;
 
-/** The OpenAPI 3.1 document of `routes` (every route by default), built from the validating schemas. */
-export function buildOpenApi(opts: { routes?: RouteDoc[]; serverUrl?: string; version?: string } = {}): OpenApiDocument {
+/**
+ * The OpenAPI 3.1 document of `routes` (every route by default), built from the validating schemas. Its server, like
+ * its examples and code samples, is EXAMPLE_ORIGIN: GET /openapi.json replaces it with the caller's origin.
+ */
+export function buildOpenApi(opts: { routes?: RouteDoc[]; version?: string } = {}): OpenApiDocument {
   const routes = opts.routes ?? ROUTE_DOCS;
   const schemas: Record<string, JsonSchema> = {};
   const owners = new Map<string, JsonSchema>();
@@ -192,7 +195,7 @@ export function buildOpenApi(opts: { routes?: RouteDoc[]; serverUrl?: string; ve
     if (r.body || r.query) errors.add(400);
     if (r.auth !== 'none' && r.auth !== 'metrics') errors.add(401).add(429);
     if (r.auth === 'metrics') errors.add(401);
-    if (r.auth === 'admin') errors.add(403);
+    if (r.auth === 'operator') errors.add(403);
     for (const status of [...errors].sort((a, b) => a - b)) op.responses[String(status)] = errorRef(STATUS_NAMES[status] ?? STATUS_CODES[status] ?? 'Error');
     op.responses.default = errorRef('Any other error, in the same envelope');
 
@@ -209,7 +212,7 @@ export function buildOpenApi(opts: { routes?: RouteDoc[]; serverUrl?: string; ve
         'One HTTP/JSON interface to many AI models, billed in RUB. Every non-2xx body is the ErrorResponse envelope; ' +
         'its trace_id is also in the X-Trace-Id header, and every response carries it as X-Request-Id (the SDKs\' request id). Request schemas here are the ones that validate requests.',
     },
-    servers: [{ url: opts.serverUrl ?? '/' }],
+    servers: [{ url: EXAMPLE_ORIGIN }],
     tags: tags.map((name) => ({ name })),
     paths,
     components: {
@@ -218,7 +221,8 @@ export function buildOpenApi(opts: { routes?: RouteDoc[]; serverUrl?: string; ve
         apiKey: { type: 'http', scheme: 'bearer', description: 'API key: `sy_` followed by 40 base62 characters' },
         personalToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Personal-account token (HS256 JWT with sub, org, role, exp)' },
         metricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, when the operator sets it' },
-        adminCookie: { type: 'apiKey', in: 'cookie', name: 'sy_admin', description: 'Set by GET /admin/login?token=...' },
+        operatorToken: { type: 'http', scheme: 'bearer', description: 'Operator token for the queue dashboard, from `switchyard operator token issue`' },
+        adminCookie: { type: 'apiKey', in: 'cookie', name: 'sy_admin', description: 'Set by GET /admin/login?token=<operator token>' },
       },
     },
   };

@@ -6,6 +6,12 @@
  * Model ids are the demo catalog's, so "try it" against `npm start -- --demo` works as shown.
  */
 
+/**
+ * The origin every example and code sample names (`npm start`'s default). GET /openapi.json serves the document with
+ * it replaced by the origin the document was fetched from (api/routes/docs.route.ts).
+ */
+export const EXAMPLE_ORIGIN = 'http://localhost:3000';
+
 export interface OperationExamples {
   /** The JSON request body. */
   request?: unknown;
@@ -44,7 +50,7 @@ const storedFile = {
   mimeType: 'image/png',
   source: 'USER_UPLOAD',
   storagePolicy: 'TEMP_UPLOAD',
-  url: `http://localhost:3000/v1/files/${FILE_ID}/content?exp=1795525200&sig=3q2-7wF0`,
+  url: `${EXAMPLE_ORIGIN}/v1/files/${FILE_ID}/content?exp=1795525200&sig=3q2-7wF0`,
   size: 48213,
   createdAt: T,
   updatedAt: T,
@@ -233,7 +239,7 @@ const imageResult = {
   created: 1795521600,
   data: [
     {
-      url: 'http://localhost:3000/v1/files/file_01JDQ3W9X1Y3Z5A7B9C1D3E5F7/content?exp=1795525200&sig=3q2-7wF0kQx',
+      url: `${EXAMPLE_ORIGIN}/v1/files/${FILE_ID}/content?exp=1795525200&sig=3q2-7wF0kQx`,
       revised_prompt: 'A lighthouse at dawn, watercolor'
     }
   ],
@@ -263,7 +269,7 @@ const mediaCompleted = {
   model: 'kwaivgi/kling-v2.1',
   completed_at: 1795521724,
   data: {
-    url: 'http://localhost:3000/v1/files/file_01JDQ3W9X1Y3Z5A7B9C1D3E5F7/content?exp=1795525200&sig=3q2-7wF0kQx',
+    url: `${EXAMPLE_ORIGIN}/v1/files/${FILE_ID}/content?exp=1795525200&sig=3q2-7wF0kQx`,
     mime_type: 'video/mp4',
     file_id: 'file_01JDQ3W9X1Y3Z5A7B9C1D3E5F7',
     duration_seconds: 5
@@ -415,12 +421,12 @@ type CodeSample = { lang: string; label: string; source: string };
 /** curl, Python and Node (the official `openai` SDKs) for the routes the SDKs cover. */
 function sdkSamples(curlPath: string, body: unknown, python: string, node: string): CodeSample[] {
   const curl = body === undefined
-    ? `curl http://localhost:3000${curlPath} \\\n  -H "Authorization: Bearer $SWITCHYARD_API_KEY"`
-    : `curl http://localhost:3000${curlPath} \\\n  -H "Authorization: Bearer $SWITCHYARD_API_KEY" \\\n  -H 'Content-Type: application/json' \\\n  -d '${JSON.stringify(body)}'`;
+    ? `curl ${EXAMPLE_ORIGIN}${curlPath} \\\n  -H "Authorization: Bearer $SWITCHYARD_API_KEY"`
+    : `curl ${EXAMPLE_ORIGIN}${curlPath} \\\n  -H "Authorization: Bearer $SWITCHYARD_API_KEY" \\\n  -H 'Content-Type: application/json' \\\n  -d '${JSON.stringify(body)}'`;
   return [
     { lang: 'Shell', label: 'curl', source: curl },
-    { lang: 'Python', label: 'Python (openai)', source: `import os\nfrom openai import OpenAI\n\nclient = OpenAI(base_url="http://localhost:3000/v1", api_key=os.environ["SWITCHYARD_API_KEY"])\n\n${python}` },
-    { lang: 'JavaScript', label: 'Node (openai)', source: `import OpenAI from 'openai';\n\nconst client = new OpenAI({ baseURL: 'http://localhost:3000/v1', apiKey: process.env.SWITCHYARD_API_KEY });\n\n${node}` },
+    { lang: 'Python', label: 'Python (openai)', source: `import os\nfrom openai import OpenAI\n\nclient = OpenAI(base_url="${EXAMPLE_ORIGIN}/v1", api_key=os.environ["SWITCHYARD_API_KEY"])\n\n${python}` },
+    { lang: 'JavaScript', label: 'Node (openai)', source: `import OpenAI from 'openai';\n\nconst client = new OpenAI({ baseURL: '${EXAMPLE_ORIGIN}/v1', apiKey: process.env.SWITCHYARD_API_KEY });\n\n${node}` },
   ];
 }
 

@@ -29,7 +29,6 @@ export const SCALAR_CONFIG = {
   mcp: { disabled: true },
   hideClientButton: true,
   showDeveloperTools: 'never',
-  showToolbar: 'never',
   documentDownloadType: 'json',
   persistAuth: false,
   // "Models" is one of our tags (GET /v1/models); the components section takes OpenAPI's word.

@@ -10,7 +10,7 @@ import { bearerToken } from '../middleware/auth';
 export const DASHBOARD_PATH = '/admin/queues';
 export const ADMIN_COOKIE = 'sy_admin';
 
-/** The dashboard's own assets only: bull-board's page links Google Fonts, which an offline host would wait on. */
+/** The dashboard's own assets only (OfflineExpressAdapter takes bull-board's Google Fonts link out of its page). */
 const DASHBOARD_CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'";
 
@@ -20,6 +20,28 @@ function cookieValue(header: string | undefined, name: string): string | undefin
     if (i > 0 && part.slice(0, i).trim() === name) return decodeURIComponent(part.slice(i + 1).trim());
   }
   return undefined;
+}
+
+/** A `<link>` to another origin (bull-board's page links Google Fonts: a request out, and a CSP error, per load). */
+const EXTERNAL_LINK = /<link\b[^>]*\bhref="(?:https?:)?\/\/[^"]*"[^>]*>\s*/gi;
+
+type EntryRoute = Parameters<ExpressAdapter['setEntryRoute']>[0];
+
+/**
+ * bull-board's Express adapter, its page served without resources from other origins: the dashboard works in a
+ * closed network and its page loads only what Switchyard serves (the system's fonts stand in for IBM Plex). The one
+ * seam: the adapter's public `setEntryRoute`, rendering the page as bull-board's own handler does, then dropping
+ * external `<link>`s. test/e2e/dashboard.browser.test.ts fails when a bull-board upgrade brings another one.
+ */
+class OfflineExpressAdapter extends ExpressAdapter {
+  setEntryRoute(routeDef: EntryRoute): ExpressAdapter {
+    const view = (_req: Request, res: Response, next: NextFunction) => {
+      const { name, params } = routeDef.handler({ basePath: this.basePath, uiConfig: this.uiConfig });
+      res.render(name, params, (err, html) => (err ? next(err) : res.send(html.replace(EXTERNAL_LINK, ''))));
+    };
+    this.app[routeDef.method](routeDef.route, view);
+    return this;
+  }
 }
 
 const WITHHELD = '[withheld: customer content]';
@@ -94,7 +116,7 @@ export function dashboardRoutes(ctx: AppContext): Router {
     res.redirect(302, `${DASHBOARD_PATH}/`);
   });
 
-  const serverAdapter = new ExpressAdapter();
+  const serverAdapter = new OfflineExpressAdapter();
   serverAdapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({
     queues: Object.values(ctx.queues).map((q) => {

@@ -218,16 +218,26 @@ export function queueOfGeneration(g: { apiType: string; requestType: string; rou
   return QUEUES.text;
 }
 
+/**
+ * What the queue dashboard (/admin/queues) shows of the text and embeddings queues, most of the traffic: their jobs of
+ * the last hour, at most the last 100 completed (the outcome is the generation's record in PostgreSQL; the job is the
+ * operator's view of recent work). Small on purpose: a kept job holds its payload in Redis (a request body, up to
+ * 10 MiB), and a completion that keeps it costs BullMQ a ZADD and an HSET, and the removal of the oldest kept job
+ * (bench/README.md, "Redis work per request": about 3 commands and 11 % of Redis time per request).
+ */
+const RECENT_COMPLETED = { age: 3600, count: 100 };
+/** Failed jobs, kept a day for a post-mortem, at most the last 1,000 per queue. */
+const RECENT_FAILED = { age: 24 * 3600, count: 1000 };
+
 /** Jobs by queue: attempts, back-off and retention in one table (STYLE habit 6). */
 export const JOB_OPTIONS: Record<QueueName, JobsOptions> = {
   // Provider failures are handled inside the job (fallback to the next endpoint); a job re-runs only when its
-  // worker died (stalled), and settlement is idempotent, so a re-run never charges twice.
-  // A finished text or embeddings job is removed at once: its outcome is the generation's record in PostgreSQL,
-  // nothing reads the job afterwards (the reaper treats a missing job like a finished one; its id is the
-  // generation's, never added again), and keeping the last 1,000 cost BullMQ a ZADD, an HSET and the removal of
-  // the oldest job (with all its keys) in every completion script — hot-path Redis work nobody read.
-  [QUEUES.text]: { attempts: 1, removeOnComplete: true, removeOnFail: { age: 24 * 3600 } },
-  [QUEUES.embeddings]: { attempts: 1, removeOnComplete: true, removeOnFail: { age: 24 * 3600 } },
+  // worker died (stalled), and settlement is idempotent, so a re-run never charges twice. A job whose generation
+  // failed still completes (the failure is the record's); the failed set holds jobs that threw. Nothing but the
+  // dashboard reads a finished job (the reaper treats a missing one like a finished one; its id is the
+  // generation's, never added again); `store: false` requests keep none (GenerationGateway `forget`).
+  [QUEUES.text]: { attempts: 1, removeOnComplete: RECENT_COMPLETED, removeOnFail: RECENT_FAILED },
+  [QUEUES.embeddings]: { attempts: 1, removeOnComplete: RECENT_COMPLETED, removeOnFail: RECENT_FAILED },
   [QUEUES.image]: { attempts: 3, backoff: { type: 'exponential', delay: 2000 }, removeOnComplete: { count: 1000 }, removeOnFail: { age: 7 * 24 * 3600 } },
   [QUEUES.media]: { attempts: 3, backoff: { type: 'exponential', delay: 2000 }, removeOnComplete: { count: 1000 }, removeOnFail: { age: 7 * 24 * 3600 } },
   [QUEUES.callbacks]: { attempts: 8, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: { count: 1000 }, removeOnFail: { age: 7 * 24 * 3600 } },

@@ -1,11 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import express from 'express';
 import request from 'supertest';
 import { createTestApp, type TestApp } from '../helpers/test-app';
 import { listRoutes } from '../../api/openapi/list-routes';
 import { IDEMPOTENT_ROUTES, ROUTE_DOCS, type JsonSchema } from '../../api/openapi/route-docs';
 import { buildOpenApi, toOpenApiSchema, type OpenApiDocument } from '../../api/openapi/build-openapi';
 import { INIT_SCRIPT, SCALAR_SCRIPT } from '../../api/openapi/reference-page';
+import { docsRoutes } from '../../api/routes/docs.route';
 
 let h: TestApp;
 let doc: OpenApiDocument;
@@ -104,6 +106,58 @@ describe('OpenAPI document', () => {
     }
     expect(doc.paths['/v1/balance'].get.deprecated).toBe(true);
     expect(doc.paths['/v1/keys/{id}'].patch.parameters).toContainEqual(expect.objectContaining({ name: 'id', in: 'path', required: true }));
+  });
+});
+
+describe('operation labels', () => {
+  it('are short plain labels: no Markdown, at most 60 characters, no trailing period (the sentence is the description)', () => {
+    const bad = Object.entries(doc.paths).flatMap(([p, ops]) =>
+      Object.entries(ops)
+        .filter(([, op]) => /[`*_[\]]/.test(op.summary) || op.summary.length > 60 || op.summary.endsWith('.'))
+        .map(([m, op]) => `${m.toUpperCase()} ${p}: ${op.summary}`),
+    );
+    expect(bad).toEqual([]);
+  });
+
+  it('documents /admin/login as taking an operator token, as the dashboard checks', () => {
+    const op = doc.paths['/admin/login'].get;
+    expect(`${op.summary} ${op.description}`).not.toMatch(/owner|admin token/i);
+    expect(op.description).toContain('?token=<operator token>');
+  });
+});
+
+describe('the server the document names', () => {
+  const text = (res: request.Response) => JSON.stringify(res.body);
+
+  it('is the origin the document was fetched from, in the servers list and in every code sample', async () => {
+    const res = await request(h.app).get('/openapi.json').set('Host', 'api.example.com');
+    expect(res.body.servers).toEqual([{ url: 'http://api.example.com' }]);
+    const samples = res.body.paths['/v1/responses'].post['x-codeSamples'] as Array<{ label: string; source: string }>;
+    expect(samples.map((s) => s.source.split('\n').find((l) => l.includes('api.example.com')))).toEqual([
+      'curl http://api.example.com/v1/responses \\',
+      'client = OpenAI(base_url="http://api.example.com/v1", api_key=os.environ["SWITCHYARD_API_KEY"])',
+      "const client = new OpenAI({ baseURL: 'http://api.example.com/v1', apiKey: process.env.SWITCHYARD_API_KEY });",
+    ]);
+    expect(text(res)).not.toContain('localhost:3000');
+    // Another host, another document: nothing of the first is remembered.
+    const other = await request(h.app).get('/openapi.json').set('Host', '127.0.0.1:8080');
+    expect(other.body.servers).toEqual([{ url: 'http://127.0.0.1:8080' }]);
+    expect(text(other)).not.toContain('api.example.com');
+  });
+
+  it('ignores X-Forwarded-Host and X-Forwarded-Proto: the app trusts no proxy', async () => {
+    const res = await request(h.app).get('/openapi.json').set({ Host: 'api.example.com', 'X-Forwarded-Host': 'evil.example', 'X-Forwarded-Proto': 'https' });
+    expect(res.body.servers).toEqual([{ url: 'http://api.example.com' }]);
+    expect(text(res)).not.toContain('evil.example');
+  });
+
+  it('is PUBLIC_BASE_URL when the operator sets it, whatever the Host', async () => {
+    // The docs routes read nothing of the context but its configuration.
+    const app = express().use(docsRoutes({ ...h.app.locals.ctx, config: { ...h.config, publicBaseUrl: 'https://gateway.example.org/' } }));
+    const res = await request(app).get('/openapi.json').set('Host', 'internal:3000');
+    expect(res.body.servers).toEqual([{ url: 'https://gateway.example.org' }]);
+    expect(text(res)).toContain('curl https://gateway.example.org/v1/responses');
+    expect(text(res)).not.toContain('internal:3000');
   });
 });
 

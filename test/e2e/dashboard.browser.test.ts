@@ -9,6 +9,8 @@ import { createTestApp, type TestApp } from '../helpers/test-app';
 import { seedKey, seedOrg, TEST_SECRET } from '../helpers/fixtures';
 import { signOperatorToken } from '../../shared/auth/operator-tokens';
 import { QUEUE_NAMES } from '../../shared/queue/queue-names';
+import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { waitUntil } from '../helpers/until';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const hasChromium = fs.existsSync(CHROMIUM);
@@ -93,6 +95,9 @@ describe('queue dashboard access', () => {
     const page = await request(h.app).get('/admin/queues').set(bearer(operatorToken));
     expect(page.status).toBe(200);
     expect(page.text).toContain('<base href="/admin/queues/"');
+    // Nothing from another origin (bull-board's own page links Google Fonts), on every page of the board.
+    expect(page.text).not.toMatch(/https?:\/\//);
+    expect((await request(h.app).get('/admin/queues/queue/text').set(bearer(operatorToken))).text).not.toMatch(/https?:\/\//);
     const api = await request(h.app).get('/admin/queues/api/queues').set({ Authorization: `bearer ${operatorToken}` });
     expect(api.status).toBe(200);
     expect(api.body.queues.map((q: { name: string }) => q.name).sort()).toEqual([...QUEUE_NAMES].sort());
@@ -145,6 +150,43 @@ describe('queue dashboard access', () => {
   });
 });
 
+describe("the dashboard shows every queue's recent work, text included", () => {
+  let s: TestStack;
+  let customer: StackOrg;
+  beforeAll(async () => {
+    s = await createTestStack({ env: { SYNC_WAIT_MS: '10000' }, knobs: { text: 'a private answer' } });
+    customer = await s.seed();
+  });
+  afterAll(() => s?.close());
+
+  type BoardJob = { id: string; data: Record<string, unknown> };
+  const listed = async (status: 'completed') => {
+    const res = await request(s.app).get(`/admin/queues/api/queues?activeQueue=text&status=${status}&page=1&jobsPerPage=10`).set(bearer(operatorToken));
+    expect(res.status).toBe(200);
+    return (res.body.queues as Array<{ name: string; jobs: BoardJob[] }>).find((q) => q.name === 'text')!.jobs;
+  };
+
+  it('lists a finished synchronous text request among the completed jobs of the text queue, its content withheld', async () => {
+    const res = await request(s.app).post('/v1/responses').set(customer.auth).send({ model: STACK_MODELS.chat, input: 'a private prompt' });
+    expect(res.status).toBe(200);
+    expect(res.body.output_text).toBe('a private answer');
+    // The reply may leave before the job is moved to the completed set.
+    const job = await waitUntil(async () => (await listed('completed')).find((j) => j.id === res.body.id), 5000);
+    expect(job).toMatchObject({ data: { generationId: res.body.id, mode: 'sync', apiType: 'responses', request: '[withheld: customer content]' } });
+    expect(JSON.stringify(job)).not.toMatch(/a private (prompt|answer)/);
+  });
+
+  it('lists a request whose providers all failed among the completed jobs too (its generation ended: failed), its content withheld', async () => {
+    s.fake.setKnobs({ status: 500 });
+    const res = await request(s.app).post('/v1/chat/completions').set(customer.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'another private prompt' }] });
+    s.fake.reset();
+    expect(res.status).toBe(502);
+    const job = await waitUntil(async () => (await listed('completed')).find((j) => j.data.apiType === 'chat_completions'), 5000);
+    expect(job).toMatchObject({ data: { mode: 'sync', organizationId: customer.organizationId } });
+    expect(JSON.stringify(job)).not.toContain('another private prompt');
+  });
+});
+
 (hasChromium ? describe : describe.skip)('queue dashboard in a headless browser', () => {
   let server: Server;
   let browser: BrowserContext;
@@ -179,13 +221,22 @@ describe('queue dashboard access', () => {
     fs.rmSync(userDataDir, { recursive: true, force: true });
   });
 
-  it('renders every queue after logging in through /admin/login', async () => {
+  it('renders every queue after logging in through /admin/login, with nothing from elsewhere and no console error', async () => {
     await h.app.locals.ctx.queues.media.add('probe', { note: 'visible in the dashboard' });
     const page = await browser.newPage();
-    // Nothing leaves the machine: anything not served by the app under test is refused.
-    await page.route('**/*', (route) => (route.request().url().startsWith(base) ? route.continue() : route.abort()));
+    // Nothing leaves the machine: anything not served by the app under test is recorded and refused.
+    const outside: string[] = [];
+    await page.route('**/*', (route) => {
+      const url = route.request().url();
+      if (url.startsWith(base) || url.startsWith('data:')) return route.continue();
+      outside.push(url);
+      return route.abort();
+    });
     const failures: string[] = [];
     page.on('response', (r) => r.status() >= 400 && failures.push(`${r.status()} ${r.url()}`));
+    const console: string[] = [];
+    page.on('console', (m) => m.type() === 'error' && console.push(m.text()));
+    page.on('pageerror', (e) => console.push(e.message));
 
     const res = await page.goto(`${base}/admin/login?token=${encodeURIComponent(operatorToken)}`);
     expect(res?.status()).toBe(200);
@@ -198,6 +249,8 @@ describe('queue dashboard access', () => {
     const text = await page.locator('body').innerText();
     for (const name of QUEUE_NAMES) expect(text).toContain(name);
     expect(failures).toEqual([]);
+    expect(outside).toEqual([]);
+    expect(console).toEqual([]);
     await page.close();
   }, 60_000);
 });

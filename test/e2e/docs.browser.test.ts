@@ -62,6 +62,9 @@ afterAll(async () => {
     page.on('response', (r) => r.status() >= 400 && failures.push(`${r.status()} ${r.url()}`));
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
+    // Scalar warns on the console about a deprecated option (`[DEPRECATED] ...`): the configuration has none.
+    const console: string[] = [];
+    page.on('console', (m) => (m.type() === 'warning' || m.type() === 'error') && console.push(`${m.type()}: ${m.text()}`));
 
     const res = await page.goto(`${base}/docs`);
     expect(res?.status()).toBe(200);
@@ -70,18 +73,18 @@ afterAll(async () => {
     await page.getByText('curl', { exact: true }).first().waitFor({ timeout: 10_000 }).catch(() => undefined);
     await page.screenshot({ path: path.join(os.tmpdir(), 'switchyard-docs-page.png'), fullPage: false });
 
-    // Search (Ctrl+K or the sidebar's search button) finds an operation by its summary.
+    // Search (Ctrl+K or the sidebar's search button) finds an operation by its label.
     await page.keyboard.press('Control+k');
     const search = page.getByRole('combobox').or(page.locator('input[type="search"], input[placeholder*="Search" i]')).first();
     await search.waitFor({ timeout: 10_000 });
-    await search.fill('Info of the calling API key');
-    const hit = page.getByRole('option').filter({ hasText: 'Info of the calling API key' }).first();
+    await search.fill('Get the calling API key');
+    const hit = page.getByRole('option').filter({ hasText: 'Get the calling API key' }).first();
     await hit.waitFor({ timeout: 10_000 });
     await hit.click();
     await page.waitForURL(/get_v1_key|v1\/key|account/i, { timeout: 10_000 }).catch(() => undefined);
 
     // "Try it": the operation's Test Request button opens the client; the key goes in as the bearer token.
-    const operation = page.locator('section, [id*="v1/key" i]').filter({ hasText: 'Info of the calling API key' }).first();
+    const operation = page.locator('section, [id*="v1/key" i]').filter({ hasText: 'Get the calling API key' }).first();
     await operation.getByRole('button', { name: /test request/i }).first().click({ timeout: 10_000 });
     const token = page.locator('input[placeholder*="Token" i], input[placeholder*="Bearer" i], [data-testid*="token" i] input').first();
     await token.waitFor({ timeout: 10_000 });
@@ -99,6 +102,7 @@ afterAll(async () => {
     expect(outside).toEqual([]);
     expect(failures).toEqual([]);
     expect(errors).toEqual([]);
+    expect(console).toEqual([]);
     await page.close();
   }, 90_000);
 
@@ -112,9 +116,10 @@ afterAll(async () => {
       return route.abort();
     });
     await page.goto(`${base}/docs#tag/text/POST/v1/responses`);
-    // The operation's own sample is shown first: curl against localhost:3000 with the key from the environment.
+    // The operation's own sample is shown first: curl against the origin the page came from, with the key from the
+    // environment.
     await page.getByText('-H "Authorization: Bearer $SWITCHYARD_API_KEY"').first().waitFor({ timeout: 30_000 });
-    const sample = page.locator('pre, code').filter({ hasText: 'curl http://localhost:3000/v1/responses' }).first();
+    const sample = page.locator('pre, code').filter({ hasText: `curl ${base}/v1/responses` }).first();
     await sample.waitFor({ timeout: 10_000 });
     // The sample picker lists the SDK samples; choosing Python shows the openai client call.
     const picker = page.getByRole('button', { name: /^curl$/i }).or(page.locator('button').filter({ hasText: /^curl$/ })).first();
@@ -122,6 +127,8 @@ afterAll(async () => {
     await page.getByText('Node (openai)', { exact: true }).first().waitFor({ timeout: 10_000 });
     await page.getByText('Python (openai)', { exact: true }).first().click();
     await page.getByText('client.responses.create(model="openai/gpt-4.1-mini", input="Hello!")').first().waitFor({ timeout: 10_000 });
+    await page.getByText(`OpenAI(base_url="${base}/v1"`, { exact: false }).first().waitFor({ timeout: 10_000 });
+    expect(await page.getByText('localhost:3000', { exact: false }).count()).toBe(0);
     await page.screenshot({ path: path.join(os.tmpdir(), 'switchyard-docs-samples.png'), fullPage: false });
     expect(outside).toEqual([]);
     await page.close();
