@@ -12,6 +12,7 @@ import { ChatOpenAI } from '@langchain/openai';
 import { randomUUID } from 'node:crypto';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { orgMoney } from '../helpers/fixtures';
+import { waitUntil } from '../helpers/until';
 
 const SYNC_WAIT_MS = 1000;
 const TEXT = 'Worth the wait';
@@ -41,12 +42,8 @@ async function outcome(org: StackOrg) {
 type HttpError = { status?: number; headers?: Headers };
 const failure = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e as HttpError);
 /** A keyless 408 cancels its job: wait until every generation of the organization has ended. */
-async function ended(org: StackOrg) {
-  for (let i = 0; i < 100; i++) {
-    if ((await s.t.db.generation.count({ where: { organizationId: org.organizationId, status: { in: ['pending', 'processing'] } } })) === 0) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const ended = (org: StackOrg) =>
+  waitUntil(async () => ((await s.t.db.generation.count({ where: { organizationId: org.organizationId, status: { in: ['pending', 'processing'] } } })) === 0 ? true : undefined));
 
 describe('Vercel AI SDK (ai + @ai-sdk/openai): a 408', () => {
   const model = (org: StackOrg) => createOpenAI({ baseURL: `${s.url}/v1`, apiKey: org.key.key })(STACK_MODELS.chat);
