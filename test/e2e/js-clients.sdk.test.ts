@@ -43,7 +43,8 @@ describe('Vercel AI SDK (@ai-sdk/openai-compatible)', () => {
   const switchyard = () => createOpenAICompatible({ name: 'switchyard', baseURL: `${s.url}/v1`, apiKey: org.key.key, includeUsage: true });
 
   it('generateText answers the text with usage, and the raw body carries the cost', async () => {
-    const r = await generateText({ model: switchyard().chatModel(STACK_MODELS.chat), prompt: 'Say hello', maxRetries: 0 });
+    // ai 7 keeps the response body only when asked (`include`; `experimental_include` in ai 6, still read by 7)
+    const r = await generateText({ model: switchyard().chatModel(STACK_MODELS.chat), prompt: 'Say hello', maxRetries: 0, experimental_include: { responseBody: true } });
     expect(r.text).toBe(TEXT);
     expect(r.finishReason).toBe('stop');
     expect(r.usage).toMatchObject({ inputTokens: 1000, outputTokens: 500, totalTokens: 1500 });
