@@ -2,6 +2,7 @@ import request from 'supertest';
 import { money } from '../../shared/billing/money';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { orgMoney as heldMoney } from '../helpers/fixtures';
+import { waitUntil } from '../helpers/until';
 
 const TEXT_PARAMS = ['temperature', 'top_p', 'tools', 'tool_choice', 'response_format', 'max_tokens', 'stream'];
 const chat = (provider: string, price: Record<string, number> = { prompt: 40, completion: 160 }) => ({
@@ -40,9 +41,12 @@ afterAll(() => s.close());
 beforeEach(() => s.fake.reset());
 
 const post = (body: object, auth = org.auth) => request(s.app).post('/v1/responses').set(auth).send(body);
-/** The record as the database holds it once the settlement the reply promised is committed (reads through the API wait for it). */
+/**
+ * The record as the database holds it once the settlement the reply promised is committed (reads through the API wait
+ * for it). A request drawn from a lease is recorded while its job runs: its reply may come first.
+ */
 async function generation(id: string) {
-  const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
+  const g = await waitUntil(async () => (await s.t.db.generation.findUnique({ where: { id } })) ?? undefined, 5_000);
   await s.settled(g.organizationId);
   return s.t.db.generation.findUniqueOrThrow({ where: { id } });
 }

@@ -1,0 +1,90 @@
+/**
+ * The request walks (docs/architecture.md "Two walks"): which of Switchyard's own files and functions one request
+ * runs, counted by V8's precise coverage in a process that serves the API and the workers (as `npm start` does), in
+ * demo mode (its fake providers, its catalog). After warm-up requests (so leases and caches are as in steady state),
+ * the counters are reset and one request of each kind is sent: a synchronous chat completion, then a streamed
+ * response. A function counts when it ran during that request (start-up and timers between requests are reset away;
+ * the project's fake providers and everything in node_modules are left out).
+ *
+ *   npm run -s build && DATABASE_URL=postgresql://postgres@127.0.0.1:5432/<db> REDIS_URL=redis://127.0.0.1:6379 \
+ *     QUEUE_PREFIX=walk node dist/bench/walk.js [--list]
+ *
+ * The database must be migrated (`npm run db:migrate` with the same DATABASE_URL). `--list` prints the files and
+ * functions of each walk.
+ */
+import { Session } from 'node:inspector/promises';
+import path from 'node:path';
+import { bootstrap } from '../shared/runtime/bootstrap';
+import { startWorkers } from '../workers/main';
+import { startWeb } from '../api/main';
+import { AccountsService } from '../shared/services/accounts.service';
+
+const ROOT = path.resolve(__dirname, '..');
+const MODEL = 'openai/gpt-4.1-mini';
+
+interface Walk {
+  files: Map<string, string[]>;
+}
+
+async function main(): Promise<void> {
+  const list = process.argv.includes('--list');
+  const rt = await bootstrap('all');
+  const pool = await startWorkers(rt);
+  const web = await startWeb(rt);
+  const accounts = new AccountsService(rt.db, rt.secret);
+  const org = await accounts.createOrganization({ name: 'walk', balance: '100000' });
+  const { key } = await accounts.createKey({ organizationId: org.organizationId, name: 'walk' });
+  const url = `http://127.0.0.1:${web.port}`;
+  const post = async (p: string, body: object) => {
+    const res = await fetch(`${url}${p}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`${p}: ${res.status} ${text}`);
+    return text;
+  };
+  const chat = () => post('/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'walk' }], max_tokens: 16 });
+  const stream = () => post('/v1/responses', { model: MODEL, input: 'walk', max_output_tokens: 16, stream: true });
+
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.startPreciseCoverage', { callCount: true, detailed: false });
+  const take = async (): Promise<Walk> => {
+    const { result } = (await session.post('Profiler.takePreciseCoverage')) as { result: Array<{ url: string; functions: Array<{ functionName: string; ranges: Array<{ count: number }> }> }> };
+    const files = new Map<string, string[]>();
+    for (const script of result) {
+      if (!script.url.startsWith('file://')) continue;
+      const file = path.relative(ROOT, new URL(script.url).pathname).replace(/^dist\//, '');
+      if (file.startsWith('..') || file.includes('node_modules') || file.startsWith('test/')) continue;
+      const ran = script.functions.filter((f) => f.ranges[0]!.count > 0 && f.functionName !== '').map((f) => f.functionName);
+      if (ran.length) files.set(file, ran);
+    }
+    return { files };
+  };
+  for (let i = 0; i < 40; i++) await chat();
+  for (let i = 0; i < 20; i++) await stream();
+  await new Promise((r) => setTimeout(r, 300));
+
+  const walks: Array<[string, () => Promise<unknown>]> = [
+    ['sync chat completion', chat],
+    ['streamed response', stream],
+  ];
+  for (const [name, send] of walks) {
+    await take(); // resets the counters
+    await send();
+    await new Promise((r) => setTimeout(r, 100)); // the settlement after the reply
+    const walk = await take();
+    const functions = [...walk.files.values()].reduce((n, f) => n + new Set(f).size, 0);
+    console.log(`${name}: ${walk.files.size} files, ${functions} named functions`);
+    if (list) for (const [file, fns] of [...walk.files].sort()) console.log(`  ${file}: ${[...new Set(fns)].join(', ')}`);
+  }
+  await session.post('Profiler.stopPreciseCoverage');
+  session.disconnect();
+  await web.close();
+  await pool.close();
+  await rt.close();
+}
+
+main().catch((e: Error) => {
+  console.error(e);
+  process.exit(1);
+});
