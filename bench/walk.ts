@@ -54,7 +54,7 @@ async function main(): Promise<void> {
     for (const script of result) {
       if (!script.url.startsWith('file://')) continue;
       const file = path.relative(ROOT, new URL(script.url).pathname).replace(/^dist\//, '');
-      if (file.startsWith('..') || file.includes('node_modules') || file.startsWith('test/')) continue;
+      if (file.startsWith('..') || file.includes('node_modules') || file.startsWith('test/') || file.startsWith('bench/')) continue;
       const ran = script.functions.filter((f) => f.ranges[0]!.count > 0 && f.functionName !== '').map((f) => f.functionName);
       if (ran.length) files.set(file, ran);
     }
