@@ -16,6 +16,7 @@ export async function startWeb(rt: Runtime): Promise<{ port: number; close(): Pr
     secret: rt.secret,
     metrics: rt.metrics,
     ledger: rt.ledger,
+    tracing: rt.tracing,
     workersReady: async () => (await app.locals.ctx.queues[QUEUES.text].getWorkersCount()) > 0,
   });
   await app.locals.ctx.ready();

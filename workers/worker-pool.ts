@@ -15,15 +15,16 @@ import { mediaProcessor } from './processors/media.processor';
 import { callbackProcessor } from './processors/callback.processor';
 import { CallbackService } from '../shared/services/callbacks.service';
 import { afterGrant } from './services/grant-first';
+import { withQueueWaitSpan } from './services/job-spans';
 
 /** Queue → processor: the worker catalog. A text or embeddings job runs once its reservation is known (grant-first.ts). */
 function processors(deps: WorkerDeps, callbacks: CallbackService): Partial<Record<QueueName, Processor>> {
   return {
-    [QUEUES.text]: afterGrant(deps, textProcessor(deps) as Processor),
-    [QUEUES.embeddings]: afterGrant(deps, embeddingsProcessor(deps) as Processor),
+    [QUEUES.text]: withQueueWaitSpan(deps.tracing, afterGrant(deps, textProcessor(deps) as Processor)),
+    [QUEUES.embeddings]: withQueueWaitSpan(deps.tracing, afterGrant(deps, embeddingsProcessor(deps) as Processor)),
     [QUEUES.maintenance]: maintenanceProcessor(deps, callbacks) as Processor,
-    [QUEUES.image]: imageProcessor(deps, callbacks) as Processor,
-    [QUEUES.media]: mediaProcessor(deps, callbacks) as Processor,
+    [QUEUES.image]: withQueueWaitSpan(deps.tracing, imageProcessor(deps, callbacks) as Processor),
+    [QUEUES.media]: withQueueWaitSpan(deps.tracing, mediaProcessor(deps, callbacks) as Processor),
     [QUEUES.callbacks]: callbackProcessor(deps) as Processor,
   };
 }

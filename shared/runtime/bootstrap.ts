@@ -14,6 +14,7 @@ import { resolveSecret } from './secret';
 import { createMetrics, type Metrics } from '../metrics/metrics';
 import { clusterScrape } from '../metrics/cluster-metrics';
 import { Ledger } from '../billing/ledger';
+import { startTracing, type Tracing } from '../telemetry/tracing';
 
 export type Role = 'all' | 'web' | 'worker';
 
@@ -42,6 +43,8 @@ export interface Runtime {
    * requests and the settlements of finished ones share its batches, so one commit and one row lock serve both.
    */
   ledger: Ledger;
+  /** OpenTelemetry spans of this process (shared/telemetry), when OTEL_EXPORTER_OTLP_ENDPOINT is set; flushed at close. */
+  tracing?: Tracing;
   onClose(fn: () => Promise<unknown> | unknown): void;
   close(): Promise<void>;
 }
@@ -91,6 +94,8 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
   const upstream = createUpstreamClient();
   // A process `npm start` forked answers /metrics for the whole machine (shared/metrics/cluster-metrics.ts).
   const metrics = createMetrics({ processMetrics: true, scrape: config.clusterChild ? clusterScrape : undefined });
+  const tracing = startTracing(config.tracing);
+  if (tracing) logger.info(`tracing: spans exported over OTLP/HTTP to ${config.tracing!.endpoint}/v1/traces`);
 
   let closing: Promise<void> | undefined;
   return {
@@ -110,10 +115,12 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
     upstream,
     metrics,
     ledger: new Ledger(db, () => new Date(), { pool, metrics }),
+    tracing,
     onClose: (fn) => closers.unshift(fn),
     close() {
       closing ??= (async () => {
         for (const fn of closers) await Promise.resolve(fn()).catch((e) => logger.error('shutdown step failed', { err: e }));
+        await tracing?.shutdown().catch(() => undefined);
         await upstream.close().catch(() => undefined);
         await db.$disconnect().catch(() => undefined);
         for (const r of [redis, ...patients]) r.disconnect();
