@@ -5,7 +5,11 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
+    // The OTLP exporter loads node:http with import(), which Jest's module sandbox refuses without
+    // --experimental-vm-modules: that one package is compiled to require() for the tests (Node itself runs it as shipped).
+    '/node_modules/@opentelemetry/otlp-exporter-base/.+\\.js$': ['@swc/jest', { jsc: { target: 'es2022' }, module: { type: 'commonjs' } }],
   },
+  transformIgnorePatterns: ['/node_modules/(?!@opentelemetry/otlp-exporter-base/)'],
   // The generated Prisma client imports its siblings as './x.js'; map them to the TypeScript sources.
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',

@@ -32,6 +32,7 @@ import { CallbackService } from '../shared/services/callbacks.service';
 import { HistoryService } from '../shared/services/history.service';
 import { rateLimitMiddleware } from './middleware/rate-limit';
 import { createMetrics, type Metrics } from '../shared/metrics/metrics';
+import { startTracing, type Tracing } from '../shared/telemetry/tracing';
 import { FilesService, filesBaseUrl } from '../shared/services/files.service';
 import { createBlobStore } from '../shared/storage/create-blob-store';
 import { LeaseDesk } from '../shared/billing/leases';
@@ -65,9 +66,13 @@ export interface AppDeps {
    * lane goes to both (shared/runtime/bootstrap.ts); default: a lane of its own, with no workers in it.
    */
   lane?: LocalLane;
+  /** The process's tracing (shared/runtime/bootstrap.ts); default: its own when Config.tracing asks for it (closed with the context). */
+  tracing?: Tracing;
 }
 
-export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady' | 'blobStore' | 'pool'>> {
+export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady' | 'blobStore' | 'pool' | 'tracing'>> {
+  /** OpenTelemetry spans, when OTEL_EXPORTER_OTLP_ENDPOINT is set; undefined otherwise. */
+  tracing?: Tracing;
   workersReady: () => Promise<boolean>;
   auth: Authenticator;
   accounts: AccountsService;
@@ -111,6 +116,8 @@ export function buildContext(deps: AppDeps): AppContext {
   const bus = new GenerationBus(deps.redis, deps.subscriber, deps.config.queuePrefix, lane.buses);
   const stats = new EndpointStatsStore(deps.redis, deps.config.queuePrefix);
   const metrics = deps.metrics ?? createMetrics();
+  const ownTracing = deps.tracing ? undefined : startTracing(deps.config.tracing);
+  const tracing = deps.tracing ?? ownTracing;
   const ledger = deps.ledger ?? new Ledger(deps.db, clock, { pool: deps.pool, metrics });
   const generations = new GenerationService(deps.db, clock, ledger);
   // A promise whose generation is not recorded yet (granted from a lease, its record still committing) still runs.
@@ -158,6 +165,7 @@ export function buildContext(deps: AppDeps): AppContext {
     media: new MediaService({ planner, gateway, records, files, callbacks: new CallbackService(queues.callbacks, { backoffMs: deps.config.media.callbackBackoffMs }) }),
     mediaOperations: new MediaOperationsService({ catalog: deps.catalog, planner, gateway, records }),
     metrics,
+    tracing,
     files,
     history: new HistoryService(deps.db),
     databaseReady: () => deps.db.$queryRaw`SELECT 1`,
@@ -171,6 +179,7 @@ export function buildContext(deps: AppDeps): AppContext {
       await leases?.close();
       bus.close();
       await Promise.all(Object.values(queues).map((q) => q.close()));
+      await ownTracing?.shutdown();
     },
     clock,
     workersReady: deps.workersReady ?? (async () => true),

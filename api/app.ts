@@ -34,7 +34,7 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
   app.set('query parser', 'simple');
   app.locals.ctx = ctx;
 
-  app.use(traceMiddleware);
+  app.use(traceMiddleware(ctx.tracing));
   app.use(metricsMiddleware(ctx.metrics, app));
   // Each router is entered only by the paths it serves (api/routes/gated.ts): a request skips the others unwalked.
   app.use(gated(healthRoutes(ctx)), gated(metricsRoutes(ctx)), gated(docsRoutes(ctx)), gated(dashboardRoutes(ctx)));

@@ -17,6 +17,7 @@ export async function startWeb(rt: Runtime): Promise<{ port: number; close(): Pr
     metrics: rt.metrics,
     ledger: rt.ledger,
     lane: rt.lane,
+    tracing: rt.tracing,
     workersReady: async () => (await app.locals.ctx.queues[QUEUES.text].getWorkersCount()) > 0,
   });
   await app.locals.ctx.ready();

@@ -9,7 +9,7 @@ import { startWorkerPool, type WorkerPool } from './worker-pool';
 /** Starts one BullMQ worker per queue on a bootstrapped runtime. */
 export async function startWorkers(rt: Runtime): Promise<WorkerPool> {
   const connection = rt.patient('worker');
-  const deps = buildWorkerDeps({ config: rt.config, db: rt.db, pool: rt.pool, redis: rt.redis, catalog: rt.catalog, logger: rt.logger, upstream: rt.upstream, secret: rt.secret, metrics: rt.metrics, ledger: rt.ledger, lane: rt.lane, jobConnection: connection });
+  const deps = buildWorkerDeps({ config: rt.config, db: rt.db, pool: rt.pool, redis: rt.redis, catalog: rt.catalog, logger: rt.logger, upstream: rt.upstream, secret: rt.secret, metrics: rt.metrics, ledger: rt.ledger, lane: rt.lane, tracing: rt.tracing, jobConnection: connection });
   const pool = startWorkerPool(deps, connection);
   await pool.ready();
   // The reaper (stuck generations, expired leases) and the sweep of expired files, installed again whenever Redis comes

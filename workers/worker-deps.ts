@@ -17,6 +17,7 @@ import { resolveSecret } from '../shared/runtime/secret';
 import { SettlementJournal } from '../shared/billing/settlement-journal';
 import type { LocalLane } from '../shared/runtime/local-lane';
 import { JobStops } from '../shared/queue/cancel-channel';
+import type { Tracing } from '../shared/telemetry/tracing';
 
 /** What processors need, injected (no module-level state). */
 export interface WorkerDeps {
@@ -42,6 +43,8 @@ export interface WorkerDeps {
   lane: LocalLane;
   /** The stop signals of the text and embeddings jobs running here (shared/queue/cancel-channel.ts). */
   stops: JobStops;
+  /** OpenTelemetry spans (queue wait, provider attempts, settlement), when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
+  tracing?: Tracing;
 }
 
 export function buildWorkerDeps(

@@ -15,15 +15,16 @@ import { mediaProcessor } from './processors/media.processor';
 import { callbackProcessor } from './processors/callback.processor';
 import { CallbackService } from '../shared/services/callbacks.service';
 import { claimedRuns } from './services/drawn-jobs';
+import { withQueueWaitSpan } from './services/job-spans';
 
 /** Queue → processor: the worker catalog. A text or embeddings job drawn from a lease runs only where it was claimed (drawn-jobs.ts). */
 function processors(deps: WorkerDeps, callbacks: CallbackService): Partial<Record<QueueName, Processor>> {
   return {
-    [QUEUES.text]: claimedRuns(deps, textProcessor(deps) as Processor),
-    [QUEUES.embeddings]: claimedRuns(deps, embeddingsProcessor(deps) as Processor),
+    [QUEUES.text]: withQueueWaitSpan(deps.tracing, claimedRuns(deps, textProcessor(deps) as Processor)),
+    [QUEUES.embeddings]: withQueueWaitSpan(deps.tracing, claimedRuns(deps, embeddingsProcessor(deps) as Processor)),
     [QUEUES.maintenance]: maintenanceProcessor(deps, callbacks) as Processor,
-    [QUEUES.image]: imageProcessor(deps, callbacks) as Processor,
-    [QUEUES.media]: mediaProcessor(deps, callbacks) as Processor,
+    [QUEUES.image]: withQueueWaitSpan(deps.tracing, imageProcessor(deps, callbacks) as Processor),
+    [QUEUES.media]: withQueueWaitSpan(deps.tracing, mediaProcessor(deps, callbacks) as Processor),
     [QUEUES.callbacks]: callbackProcessor(deps) as Processor,
   };
 }

@@ -47,12 +47,17 @@ export function metricsMiddleware(metrics: Metrics, app: Pick<Express, 'request'
     // `close` fires for every response; one that did not finish means the client left first (nginx's 499).
     res.once('close', () => {
       const status = res.writableFinished ? String(res.statusCode) : CLIENT_CLOSED;
-      const labels = { method: req.method, route: res.locals.metricsRoute ?? (req as Tracked)[PATTERN] ?? UNMATCHED_ROUTE, status };
+      const labels = { method: req.method, route: routeOf(req, res), status };
       metrics.httpRequests.inc(labels);
       metrics.httpDuration.observe(labels, Number(process.hrtime.bigint() - start) / 1e9);
     });
     next();
   };
+}
+
+/** The request's route pattern (`/v1/media/:id`), once the router matched it; UNMATCHED_ROUTE before or without one. */
+export function routeOf(req: Request, res: Response): string {
+  return res.locals.metricsRoute ?? (req as Tracked)[PATTERN] ?? UNMATCHED_ROUTE;
 }
 
 function joinPattern(base: string, path: unknown): string {

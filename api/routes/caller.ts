@@ -1,7 +1,7 @@
 import type { Response } from 'express';
 import type { Caller } from '../services/generation-gateway';
 
-/** The caller of an authenticated request, as the guard left it on `res.locals` (principal, trace id, Idempotency-Key). */
+/** The caller of an authenticated request, as the guard left it on `res.locals` (principal, trace id and span, Idempotency-Key). */
 export function callerOf(res: Response): Caller {
-  return { principal: res.locals.principal, traceId: res.locals.traceId, idempotency: res.locals.idempotency };
+  return { principal: res.locals.principal, traceId: res.locals.traceId, traceparent: res.locals.traceparent, idempotency: res.locals.idempotency };
 }

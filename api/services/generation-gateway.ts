@@ -53,6 +53,8 @@ export interface Submission {
 export interface Caller {
   principal: Principal;
   traceId: string;
+  /** The request span (tracing on only): the job carries it, so the worker's spans join the request's trace. */
+  traceparent?: string;
   idempotency?: IdempotencyClaim;
 }
 
@@ -184,6 +186,7 @@ export class GenerationGateway {
           warnings: o.warnings,
           replyTo,
           traceId: o.caller.traceId,
+          traceparent: o.caller.traceparent,
           reserved: toStorage(granted),
         }) as unknown as T,
       { listen: replyTo !== null, forget: o.forget },

@@ -23,6 +23,8 @@ const MIN_OUTPUT_TOKENS = 16;
 export interface TextSubmit {
   principal: Principal;
   traceId: string;
+  /** The request span (tracing on only): Caller.traceparent. */
+  traceparent?: string;
   apiType: Extract<ApiType, 'responses' | 'chat_completions' | 'systemone'>;
   mode: ResponseMode;
   model?: string;
@@ -128,7 +130,7 @@ export class TextService {
     const submission = await this.d.gateway.order<TextJobData>({
       queue: QUEUES.text,
       id: s.id ?? newId('gen'),
-      caller: { principal: s.principal, traceId: s.traceId, idempotency: s.idempotency },
+      caller: { principal: s.principal, traceId: s.traceId, traceparent: s.traceparent, idempotency: s.idempotency },
       requestType: 'chat',
       apiType: s.apiType,
       mode: s.mode,

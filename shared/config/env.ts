@@ -53,6 +53,8 @@ export interface Config {
   media: MediaSettings;
   /** S3-compatible file storage when S3_BUCKET is set; else files live under `<homeDir>/files`. */
   s3?: S3Settings;
+  /** OpenTelemetry traces over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set (shared/telemetry); else none, at no cost. */
+  tracing?: TracingSettings;
   /**
    * Values looked up by names that only the catalog knows (a provider's `apiKeyEnv`, e.g. OPENAI_API_KEY). In
    * demo mode DEMO_PROVIDER_KEY defaults to `demo` (the demo catalog's providers read their key from it).
@@ -103,6 +105,12 @@ export interface S3Settings {
   prefix?: string;
 }
 
+/** OTEL_EXPORTER_OTLP_ENDPOINT (the collector's base URL: spans go to `<endpoint>/v1/traces`), OTEL_SERVICE_NAME (default `switchyard`). */
+export interface TracingSettings {
+  endpoint: string;
+  serviceName: string;
+}
+
 /**
  * What the embedded PostgreSQL and Redis need from the environment. Read when they start (`embeddedSettings()`),
  * not kept in Config: the CLI and tests start them without a service configuration.
@@ -150,6 +158,13 @@ function flag(env: Env, name: string): boolean {
 
 function text(env: Env, name: string): string | undefined {
   return env[name] || undefined;
+}
+
+function tracingSettings(env: Env): TracingSettings | undefined {
+  const endpoint = text(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  if (!endpoint) return undefined;
+  if (!/^https?:\/\/[^/]/.test(endpoint)) throw new Error(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL, got "${endpoint}"`);
+  return { endpoint: endpoint.replace(/\/+$/, ''), serviceName: text(env, 'OTEL_SERVICE_NAME') ?? 'switchyard' };
 }
 
 /** Parses the environment (default: this process's) and the command line (`--demo`). Never changes either. */
@@ -219,6 +234,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
           prefix: text(env, 'S3_PREFIX'),
         }
       : undefined,
+    tracing: tracingSettings(env),
     providerKeys: Object.freeze({ ...env, ...(demo && !env.DEMO_PROVIDER_KEY ? { DEMO_PROVIDER_KEY: 'demo' } : {}) }),
   };
 }

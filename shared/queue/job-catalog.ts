@@ -41,6 +41,8 @@ export interface GenerationJobBase {
   /** Stickiness key: the endpoint that answers is remembered under it. */
   stickyKey?: string;
   traceId?: string;
+  /** The API's request span as a W3C traceparent, when tracing is on: the worker's spans join its trace (shared/telemetry). */
+  traceparent?: string;
   /** The amount reserved (RUB, 10 places): a cost within it is charged exactly, so the reply may precede the commit. */
   reserved?: string;
   /**

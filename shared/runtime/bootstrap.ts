@@ -15,6 +15,7 @@ import { createMetrics, type Metrics } from '../metrics/metrics';
 import { clusterScrape } from '../metrics/cluster-metrics';
 import { Ledger } from '../billing/ledger';
 import { LocalLane } from './local-lane';
+import { startTracing, type Tracing } from '../telemetry/tracing';
 
 export type Role = 'all' | 'web' | 'worker';
 
@@ -45,6 +46,8 @@ export interface Runtime {
   ledger: Ledger;
   /** What the process's API and workers share in memory (shared/runtime/local-lane.ts): one per process. */
   lane: LocalLane;
+  /** OpenTelemetry spans of this process (shared/telemetry), when OTEL_EXPORTER_OTLP_ENDPOINT is set; flushed at close. */
+  tracing?: Tracing;
   onClose(fn: () => Promise<unknown> | unknown): void;
   close(): Promise<void>;
 }
@@ -94,6 +97,8 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
   const upstream = createUpstreamClient();
   // A process `npm start` forked answers /metrics for the whole machine (shared/metrics/cluster-metrics.ts).
   const metrics = createMetrics({ processMetrics: true, scrape: config.clusterChild ? clusterScrape : undefined });
+  const tracing = startTracing(config.tracing);
+  if (tracing) logger.info(`tracing: spans exported over OTLP/HTTP to ${config.tracing!.endpoint}/v1/traces`);
 
   let closing: Promise<void> | undefined;
   return {
@@ -114,10 +119,12 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
     metrics,
     ledger: new Ledger(db, () => new Date(), { pool, metrics }),
     lane: new LocalLane(),
+    tracing,
     onClose: (fn) => closers.unshift(fn),
     close() {
       closing ??= (async () => {
         for (const fn of closers) await Promise.resolve(fn()).catch((e) => logger.error('shutdown step failed', { err: e }));
+        await tracing?.shutdown().catch(() => undefined);
         await upstream.close().catch(() => undefined);
         await db.$disconnect().catch(() => undefined);
         for (const r of [redis, ...patients]) r.disconnect();

@@ -28,6 +28,7 @@ import { createTestApp, type TestApp } from './test-app';
 import { seedKey, seedOrg, TEST_SECRET } from './fixtures';
 import type { TestDb } from './test-db';
 import { TEST_REDIS_URL } from './test-env';
+import { startTracing } from '../../shared/telemetry/tracing';
 
 /** The API key every fake provider accepts (any non-empty bearer works). */
 export const FAKE_PROVIDER_KEY = 'fake-provider-key';
@@ -245,6 +246,8 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
     jobConnection: blocking,
     // One ledger for the API and the workers, as in a process of `npm start` (shared/runtime/bootstrap.ts).
     ledger: ctx.ledger,
+    // Tracing of their own, as a worker process has (OTEL_EXPORTER_OTLP_ENDPOINT in `env`): spans meet only through the job.
+    tracing: startTracing(h.config.tracing),
   });
   const pool: WorkerPool = opts.noWorkers ? { workers: [], ready: async () => undefined, close: async () => undefined } : startWorkerPool(workerDeps, blocking, { queues: opts.queues });
   await pool.ready();
@@ -277,6 +280,7 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
     },
     async close() {
       await pool.close();
+      await workerDeps.tracing?.shutdown();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await upstream.close();

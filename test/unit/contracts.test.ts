@@ -29,12 +29,19 @@ describe('configuration is parsed in one module', () => {
     expect(c.worker.metricsPort).toBe(0);
   });
 
+  it('traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set, named by OTEL_SERVICE_NAME', () => {
+    expect(loadConfig({}, []).tracing).toBeUndefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }, []).tracing).toEqual({ endpoint: 'http://collector:4318', serviceName: 'switchyard' });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example', OTEL_SERVICE_NAME: 'gw' }, []).tracing).toEqual({ endpoint: 'https://otel.example', serviceName: 'gw' });
+  });
+
   it.each([
     ['MEDIA_POLL_MS', 'soon', /MEDIA_POLL_MS must be a positive integer, got "soon"/],
     ['WORKER_CONCURRENCY_TEXT', '0', /WORKER_CONCURRENCY_TEXT must be a positive integer, got "0"/],
     ['REAPER_MIN_AGE_MS', '-5', /REAPER_MIN_AGE_MS must be a positive integer/],
     ['PORT', '3.5', /PORT must be a non-negative integer, got "3.5"/],
     ['S3_FORCE_PATH_STYLE', 'yes', /S3_FORCE_PATH_STYLE must be true or false, got "yes"/],
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', 'collector:4318', /OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL, got "collector:4318"/],
   ])('%s=%s stops the start with a message naming it', (name, value, message) => {
     expect(() => loadConfig({ S3_BUCKET: 'b', [name]: value }, [])).toThrow(message);
   });

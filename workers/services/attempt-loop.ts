@@ -16,6 +16,8 @@ import { money, type Decimal } from '../../shared/billing/money';
 import type { CloseRow } from '../../shared/billing/ledger';
 import type { StopSignal } from '../../shared/stop';
 import type { PendingRecord } from '../../shared/billing/pending-record';
+import type { GenAiUsage } from '../../shared/telemetry/tracing';
+import { AttemptSpan, tracedSettlement } from './job-spans';
 
 /** One upstream call that did not answer (or an endpoint that could not be called): shared/queue/job-catalog.ts. */
 export type { Attempt };
@@ -43,7 +45,7 @@ const SUPPORTS: Record<Operation, (adapter: ProviderAdapter) => boolean> = {
 };
 
 /** The job the loop runs for: its generation and its planned endpoints. */
-export type AttemptJob = Pick<GenerationJobBase, 'generationId' | 'traceId' | 'candidates'>;
+export type AttemptJob = Pick<GenerationJobBase, 'generationId' | 'traceId' | 'traceparent' | 'candidates'>;
 
 export interface AttemptLoopInput<T> {
   operation: Operation;
@@ -61,6 +63,8 @@ export interface AttemptLoopInput<T> {
    * itself later (a media task is judged when it finishes, not when it is created).
    */
   onAnswer?: ((value: T, started: number, finished: number) => Omit<StatsSample, 'ok' | 'at'>) | false;
+  /** What an answer reports for its trace span (the answering model, the tokens): asked only when tracing is on. */
+  usageOf?: (value: T) => GenAiUsage;
 }
 
 export type AttemptLoopOutcome<T> =
@@ -98,10 +102,12 @@ export async function runAttempts<T>(deps: WorkerDeps, job: AttemptJob, input: A
       continue;
     }
     const call: EndpointCall = { candidate, resolved, adapter, signal };
+    const span = AttemptSpan.start(deps.tracing, job, input.operation, call, input.question);
     const started = Date.now();
     try {
       const value = await input.call(call);
       const finished = Date.now();
+      span?.answered(input.usageOf?.(value));
       if (input.onAnswer !== false) {
         const sample = input.onAnswer ? input.onAnswer(value, started, finished) : { ttftMs: finished - started };
         deps.stats.record(candidate.slug, { ok: true, at: finished, ...sample });
@@ -109,9 +115,16 @@ export async function runAttempts<T>(deps: WorkerDeps, job: AttemptJob, input: A
       }
       return { kind: 'answered', value, call, attempts, started, finished };
     } catch (e) {
-      if (signal?.aborted) return { kind: 'stopped', attempts, cause: e };
-      if (input.passThrough?.(e)) throw e;
+      if (signal?.aborted) {
+        span?.failed('stopped', 'stopped');
+        return { kind: 'stopped', attempts, cause: e };
+      }
+      if (input.passThrough?.(e)) {
+        span?.failed((e as Error).message, isUpstreamError(e) ? e.failure.reason : 'provider_error');
+        throw e;
+      }
       last = isUpstreamError(e) ? e.failure : { reason: 'malformed_reply', message: `unreadable reply: ${(e as Error).message}`, fallback: true };
+      span?.failed(last.message, last.reason, last.status);
       record(attemptOf(resolved.provider.id, candidate.slug, last));
       const retryAfterMs = isUpstreamError(e) ? e.retryAfterMs : undefined;
       failedAttempt(deps, candidate.slug, resolved.provider.id, last, retryAfterMs);
@@ -214,13 +227,15 @@ export const STREAM_COMMIT_WAIT_MS = 1_000;
  * between leaves the promise for the job's re-run or the reaper to keep (settlement-journal.ts). A stream settles
  * first (`endStream`), unless its commit does not come in time.
  */
-export async function endCompleted(
-  deps: WorkerDeps,
-  pub: GenerationPublisher,
-  data: Pick<GenerationJobBase, 'generationId' | 'organizationId' | 'replyTo' | 'reserved' | 'traceId'> & { mode?: string },
-  finish: Finish & { status: 'completed'; cost: NonNullable<Finish['cost']> },
-  payload: { cost: string },
-): Promise<void> {
+export function endCompleted(deps: WorkerDeps, pub: GenerationPublisher, data: CompletedJob, finish: CompletedFinish, payload: { cost: string }): Promise<void> {
+  if (!deps.tracing || !data.traceparent) return settleCompleted(deps, pub, data, finish, payload);
+  return tracedSettlement(deps.tracing, data, 'completed', () => settleCompleted(deps, pub, data, finish, payload).then(() => payload.cost));
+}
+
+type CompletedJob = Pick<GenerationJobBase, 'generationId' | 'organizationId' | 'replyTo' | 'reserved' | 'traceId' | 'traceparent'> & { mode?: string };
+type CompletedFinish = Finish & { status: 'completed'; cost: NonNullable<Finish['cost']> };
+
+async function settleCompleted(deps: WorkerDeps, pub: GenerationPublisher, data: CompletedJob, finish: CompletedFinish, payload: { cost: string }): Promise<void> {
   const row = closeRowOf(data.generationId, finish);
   // Granted from a lease in this process, its record may still be committing: the promise then carries it.
   const drawn = deps.lane.recordOf(data.generationId);

@@ -6,6 +6,7 @@ import type { EmbeddingsDonePayload, EmbeddingsJobData } from '../../shared/queu
 import type { WorkerDeps } from '../worker-deps';
 import { endCompleted, endFailed, endStopped, failureError, runAttempts, upstreamRequest, type EndpointCall, type RunTiming } from './attempt-loop';
 import type { StopSignal } from '../../shared/stop';
+import type { GenAiUsage } from '../../shared/telemetry/tracing';
 
 /** Runs an embeddings job through the attempt loop (attempt-loop.ts), as text does. */
 export class EmbeddingsExecutor {
@@ -19,6 +20,7 @@ export class EmbeddingsExecutor {
       operation: 'embeddings',
       call: (c) => this.embed(data, c),
       signal,
+      usageOf: embeddingUsage,
     });
     if (out.kind === 'stopped') return endStopped(this.deps, pub, data.generationId, out.attempts, run, data.traceId);
     if (out.kind === 'failed') return endFailed(this.deps, pub, data.generationId, failureError(this.deps, out.attempts, out.last), out.attempts, run);
@@ -58,4 +60,9 @@ export class EmbeddingsExecutor {
     }
     return result;
   }
+}
+
+/** What an embeddings answer reports for its attempt's span (workers/services/job-spans.ts). */
+function embeddingUsage(result: EmbeddingResult): GenAiUsage {
+  return { responseModel: result.modelVersion, inputTokens: result.usage.inputTokens };
 }

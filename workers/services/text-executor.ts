@@ -13,6 +13,7 @@ import { withoutText } from '../../shared/formats/unstored-text';
 import { MaskSession } from '../../shared/plugins/masker';
 import { stopReasonOf } from '../../shared/queue/cancel-channel';
 import type { StopSignal } from '../../shared/stop';
+import type { GenAiUsage } from '../../shared/telemetry/tracing';
 import { attemptOf, endCompleted, endFailed, endStopped, failedAttempt, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
 
 export type { Attempt };
@@ -69,6 +70,7 @@ export class TextExecutor {
           ttftMs: firstTokenAt - started,
           tokensPerSecond: finished > firstTokenAt ? (result.usage.outputTokens * 1000) / (finished - firstTokenAt) : undefined,
         }),
+        usageOf: textUsage,
       });
     } catch (e) {
       if (e instanceof MidStreamFailure) return this.failMidStream(data, e, attempts, pub, run);
@@ -236,6 +238,11 @@ export class TextExecutor {
 }
 
 export type { TokenUsage };
+
+/** What a text answer reports for its attempt's span (workers/services/job-spans.ts). */
+function textUsage({ result }: Answer): GenAiUsage {
+  return { responseModel: result.modelVersion, responseId: result.upstreamId, finishReason: result.finishReason, inputTokens: result.usage.inputTokens, outputTokens: result.usage.outputTokens };
+}
 
 /** The payload as the generation's record keeps it: without the text when the caller asked for `store: false`. */
 function recorded(data: TextJobData, payload: TextDonePayload): TextDonePayload {

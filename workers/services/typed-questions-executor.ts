@@ -9,6 +9,7 @@ import { readAnswer, schemeOf, type TypedAnswer } from '../../shared/formats/typ
 import type { WorkerDeps } from '../worker-deps';
 import { endCompleted, endFailed, endStopped, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
 import type { StopSignal } from '../../shared/stop';
+import type { GenAiUsage } from '../../shared/telemetry/tracing';
 
 export function isTypedQuestionsJob(data: TextJobData | TypedQuestionsJobData): data is TypedQuestionsJobData {
   return data.apiType === 'systemone' && Array.isArray((data as TypedQuestionsJobData).questions);
@@ -104,6 +105,7 @@ export class TypedQuestionsExecutor {
       signal,
       attempts,
       question: q.name,
+      usageOf: questionUsage,
       call: async (c: EndpointCall): Promise<Answered> => {
         const text = c.adapter.text!;
         const req = requestWithout(q.request, c.resolved.endpoint.upstreamModel, c.candidate.dropParams);
@@ -137,4 +139,9 @@ function mainEndpoint(answered: Answered[], candidates: PlannedCandidate[]): Ans
     const d = (count.get(a.slug) ?? 0) - (count.get(best.slug) ?? 0);
     return d > 0 || (d === 0 && rank(a.slug) < rank(best.slug)) ? a : best;
   });
+}
+
+/** What a question's answer reports for its attempt's span (workers/services/job-spans.ts). */
+function questionUsage(a: Answered): GenAiUsage {
+  return { responseModel: a.model, inputTokens: a.usage.inputTokens, outputTokens: a.usage.outputTokens };
 }
