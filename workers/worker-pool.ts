@@ -1,4 +1,4 @@
-import { Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
+import { Job, Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
 import type Redis from 'ioredis';
 import { AT_ONCE_QUEUES, DEFAULT_CONCURRENCY } from '../shared/queue/job-catalog';
 import { ClaimingWorker } from './claiming-worker';
@@ -15,15 +15,20 @@ import { mediaProcessor } from './processors/media.processor';
 import { callbackProcessor } from './processors/callback.processor';
 import { CallbackService } from '../shared/services/callbacks.service';
 import { afterGrant } from './services/grant-first';
+import { fairStart } from './services/fair-start';
+import { OrgCaps } from '../shared/queue/org-cap';
 
-/** Queue → processor: the worker catalog. A text or embeddings job runs once its reservation is known (grant-first.ts). */
-function processors(deps: WorkerDeps, callbacks: CallbackService): Partial<Record<QueueName, Processor>> {
+/**
+ * Queue → processor: the worker catalog. A generation job starts in its organization's fair order, under its cap
+ * (fair-start.ts); a text or embeddings job runs once its reservation is known (grant-first.ts).
+ */
+function processors(deps: WorkerDeps, callbacks: CallbackService, fair: (p: Processor) => Processor): Partial<Record<QueueName, Processor>> {
   return {
-    [QUEUES.text]: afterGrant(deps, textProcessor(deps) as Processor),
-    [QUEUES.embeddings]: afterGrant(deps, embeddingsProcessor(deps) as Processor),
+    [QUEUES.text]: fair(afterGrant(deps, textProcessor(deps) as Processor)),
+    [QUEUES.embeddings]: fair(afterGrant(deps, embeddingsProcessor(deps) as Processor)),
     [QUEUES.maintenance]: maintenanceProcessor(deps, callbacks) as Processor,
-    [QUEUES.image]: imageProcessor(deps, callbacks) as Processor,
-    [QUEUES.media]: mediaProcessor(deps, callbacks) as Processor,
+    [QUEUES.image]: fair(imageProcessor(deps, callbacks) as Processor),
+    [QUEUES.media]: fair(mediaProcessor(deps, callbacks) as Processor),
     [QUEUES.callbacks]: callbackProcessor(deps) as Processor,
   };
 }
@@ -61,7 +66,14 @@ export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { que
   // Finished media generations with a `callBackUrl` are queued here (one queue for the pool, closed with it).
   const callbacksQueue = new Queue(QUEUES.callbacks, { connection: deps.redis, prefix: deps.config.queuePrefix });
   const callbacks = new CallbackService(callbacksQueue, { backoffMs: deps.config.media.callbackBackoffMs });
-  const table = processors(deps, callbacks);
+  const caps = new OrgCaps(deps.redis, deps.config.queuePrefix, deps.config.worker.lockDurationMs);
+  // A job put back at its organization's cap is woken (moved from delayed to its place in the queue) by a worker of its queue.
+  const wake = async (queueName: string, id: string) => {
+    const w = workers.find((x) => x.name === queueName);
+    const job = w && (await Job.fromId(w, id));
+    if (job && (await job.isDelayed())) await job.promote();
+  };
+  const table = processors(deps, callbacks, (p) => fairStart(deps, caps, p, wake));
   const queues = (opts.queues ?? (Object.keys(table) as QueueName[])).filter((q) => table[q]);
   const workers = queues.flatMap((q) => workerSlots(q, deps.config.worker).map((slots) => [q, slots] as const)).map(([q, slots]) => {
     const options: WorkerOptions = {

@@ -16,6 +16,7 @@ import { publishStop, type StopReason } from '../../shared/queue/cancel-channel'
 import type { SettlementJournal } from '../../shared/billing/settlement-journal';
 import { PendingRecord, type GrantDesk, type GrantOutcome } from '../../shared/queue/grants';
 import { addJob } from '../../shared/queue/claims';
+import { uncount, workClassOf } from '../../shared/queue/fairness';
 import type { LeaseDesk } from '../../shared/billing/leases';
 
 export type FinalMessage = Extract<BusMessage, { type: 'done' | 'failed' | 'cancelled' }>;
@@ -183,6 +184,7 @@ export class GenerationGateway {
           replyTo,
           traceId: o.caller.traceId,
           reserved: toStorage(granted),
+          ...(o.caller.principal.maxConcurrency && { maxConcurrency: o.caller.principal.maxConcurrency }),
         }) as unknown as T,
       { listen: replyTo !== null, forget: o.forget },
     );
@@ -312,9 +314,13 @@ export class GenerationGateway {
    * has a free slot (shared/queue/claims.ts), unless outcomes stay out of process (grants.ts `inProcess`); a stream's
    * claimed job starts once its route has gone on to write the stream's head (`next-turn`).
    */
-  private async enqueue(queue: QueueName, gen: Pick<NewGeneration, 'id' | 'responseMode'>, data: object, opts: { delayMs?: number; forget?: boolean; claim?: boolean }): Promise<'claimed' | 'queued'> {
-    const claim = opts.claim === true && !opts.delayMs && AT_ONCE_QUEUES.has(queue) && this.grants?.inProcess === true && (gen.responseMode === 'stream' ? 'next-turn' : true);
-    return addJob(this.queues[queue], data, { ...JOB_OPTIONS[queue], jobId: gen.id, delay: opts.delayMs, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) }, claim);
+  private async enqueue(queue: QueueName, gen: Pick<NewGeneration, 'id' | 'responseMode' | 'organizationId'>, data: object, opts: { delayMs?: number; forget?: boolean; claim?: boolean }): Promise<'claimed' | 'queued'> {
+    // The job of an organization with a concurrency cap may be put back at its start (shared/queue/org-cap.ts): it is
+    // not claimed, so that its reservation's outcome reaches whichever worker starts it.
+    const capped = (data as Partial<GenerationJobBase>).maxConcurrency !== undefined;
+    const claim = opts.claim === true && !capped && !opts.delayMs && AT_ONCE_QUEUES.has(queue) && this.grants?.inProcess === true && (gen.responseMode === 'stream' ? 'next-turn' : true);
+    const lane = { organizationId: gen.organizationId, workClass: workClassOf(gen.responseMode) };
+    return addJob(this.queues[queue], data, { ...JOB_OPTIONS[queue], jobId: gen.id, delay: opts.delayMs, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) }, claim, lane);
   }
 
   /**
@@ -428,6 +434,8 @@ export class GenerationGateway {
     const holdsTask = job !== undefined && data?.step !== undefined && (await job.getState().catch(() => 'unknown')) === 'delayed';
     // Removing fails when the job is running (locked by its worker).
     const removed = job !== undefined && !holdsTask && (await job.remove().then(() => true, () => false));
+    // A job that never started no longer waits in its organization's fair order.
+    if (removed && !job.attemptsStarted && data?.organizationId) await uncount(this.stops.redis, this.queues[queue].qualifiedName, data.organizationId, job.opts.priority, false).catch(() => undefined);
     if (opts.chargeStreamed && job && !removed && !holdsTask && data?.mode === 'stream') {
       const ended = await this.stopUntilEnded(id);
       if (ended) return ended === 'cancelled';

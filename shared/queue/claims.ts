@@ -1,5 +1,6 @@
 import type { JobsOptions, Queue } from 'bullmq';
 import { addClaimed, addStandardJobArgs } from './bullmq-claim';
+import { fairArgs, fairPriority, type FairLane } from './fairness';
 
 /**
  * Claim at enqueue (docs/architecture.md): a job whose client waits in this process, for a queue a worker of this
@@ -28,6 +29,14 @@ export interface ClaimTicket {
 export interface Claimer {
   /** A ticket when a slot is free, else null. */
   hold(): ClaimTicket | null;
+}
+
+/** The lock token of a claimed job (a fetched job's token is the worker's own). */
+export function claimToken(workerId: string, n: number): string {
+  return `${workerId}:claim:${n}`;
+}
+export function isClaimToken(token: string | undefined): boolean {
+  return token?.includes(':claim:') === true;
 }
 
 /** Claimers by qualified queue name (`<prefix>:<queue>`): module state, process-wide by nature, like localGrants. */
@@ -62,22 +71,26 @@ export type Claim = boolean | 'next-turn';
 /**
  * Adds a job (`queue.add`'s options; `jobId` required). With `claim`, a worker of this process with a free slot
  * takes it in the same script (above): 'claimed'. Otherwise, or when BullMQ's fetch would not give it now, it waits
- * in the queue: 'queued'.
+ * in the queue: 'queued'. With `lane` (every generation), it waits in its organization's fair order (fairness.ts):
+ * only interactive work of an organization with nothing waiting may be claimed, in the same one script.
  */
-export async function addJob(queue: Queue, data: object, opts: JobsOptions & { jobId: string }, claim: Claim): Promise<'claimed' | 'queued'> {
-  const ticket = claim ? holdSlot(queue.qualifiedName) : null;
+export async function addJob(queue: Queue, data: object, opts: JobsOptions & { jobId: string }, claim: Claim, lane?: FairLane): Promise<'claimed' | 'queued'> {
+  const ticket = claim && lane?.workClass !== 'background' ? holdSlot(queue.qualifiedName) : null;
   let started = false;
   try {
     const args = ticket && (await addStandardJobArgs(queue, data, opts));
-    if (!ticket || !args) {
-      await queue.add(queue.name, data, opts);
-      return 'queued';
+    if (ticket && args) {
+      const raw = await addClaimed(queue, args, ticket.token, ticket.lockDuration, lane && fairArgs(queue, lane));
+      if (raw === null) return 'queued';
+      if (raw !== 'backlogged') {
+        started = true;
+        ticket.start(raw, opts.jobId, claim === 'next-turn');
+        return 'claimed';
+      }
     }
-    const raw = await addClaimed(queue, args, ticket.token, ticket.lockDuration);
-    if (!raw) return 'queued';
-    started = true;
-    ticket.start(raw, opts.jobId, claim === 'next-turn');
-    return 'claimed';
+    const priority = lane ? await fairPriority(queue, lane) : 0;
+    await queue.add(queue.name, data, priority ? { ...opts, priority } : opts);
+    return 'queued';
   } finally {
     if (!started) ticket?.release();
   }

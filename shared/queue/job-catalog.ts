@@ -47,6 +47,8 @@ export interface GenerationJobBase {
    * runs, and takes `reserved` (and, when less than the bound was granted, the whole job) from it.
    */
   awaitsGrant?: true;
+  /** The organization's cap on jobs running at once (`switchyard org update --max-concurrency`): see org-cap.ts. */
+  maxConcurrency?: number;
 }
 
 export interface TextJobData extends GenerationJobBase {
