@@ -1,6 +1,6 @@
 import { Worker, type Job } from 'bullmq';
 import { claimedJobJson } from '../shared/queue/bullmq-claim';
-import type { Claimer, ClaimTicket, LocalClaimers } from '../shared/queue/claims';
+import { claimToken, type Claimer, type ClaimTicket, type LocalClaimers } from '../shared/queue/claims';
 
 /**
  * A BullMQ Worker that also runs the jobs this process's API claims for it as it enqueues them
@@ -33,7 +33,7 @@ export class ClaimingWorker extends Worker implements Claimer {
     // A rate-limited worker leaves every job to its fetch, which applies the limit.
     if (this.closing || !this.isRunning() || this.isPaused() || this.opts.limiter || this.busy + this.holding + this.starting >= this.concurrency) return null;
     this.holding++;
-    const token = `${this.id}:claim:${this.tickets++}`;
+    const token = claimToken(this.id, this.tickets++);
     let open = true;
     const settle = () => {
       if (!open) return false;

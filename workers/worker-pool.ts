@@ -1,4 +1,4 @@
-import { Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
+import { Job, Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
 import type Redis from 'ioredis';
 import { AT_ONCE_QUEUES, DEFAULT_CONCURRENCY } from '../shared/queue/job-catalog';
 import { ClaimingWorker } from './claiming-worker';
@@ -16,15 +16,20 @@ import { callbackProcessor } from './processors/callback.processor';
 import { CallbackService } from '../shared/services/callbacks.service';
 import { claimedRuns } from './services/drawn-jobs';
 import { withQueueWaitSpan } from './services/job-spans';
+import { fairStart } from './services/fair-start';
+import { OrgCaps } from '../shared/queue/org-cap';
 
-/** Queue → processor: the worker catalog. A text or embeddings job drawn from a lease runs only where it was claimed (drawn-jobs.ts). */
-function processors(deps: WorkerDeps, callbacks: CallbackService): Partial<Record<QueueName, Processor>> {
+/**
+ * Queue → processor: the worker catalog. A generation job starts in its organization's fair order, under its cap
+ * (fair-start.ts); a text or embeddings job drawn from a lease runs only where it was claimed (drawn-jobs.ts).
+ */
+function processors(deps: WorkerDeps, callbacks: CallbackService, fair: (p: Processor) => Processor): Partial<Record<QueueName, Processor>> {
   return {
-    [QUEUES.text]: withQueueWaitSpan(deps.tracing, claimedRuns(deps, textProcessor(deps) as Processor)),
-    [QUEUES.embeddings]: withQueueWaitSpan(deps.tracing, claimedRuns(deps, embeddingsProcessor(deps) as Processor)),
+    [QUEUES.text]: withQueueWaitSpan(deps.tracing, fair(claimedRuns(deps, textProcessor(deps) as Processor))),
+    [QUEUES.embeddings]: withQueueWaitSpan(deps.tracing, fair(claimedRuns(deps, embeddingsProcessor(deps) as Processor))),
     [QUEUES.maintenance]: maintenanceProcessor(deps, callbacks) as Processor,
-    [QUEUES.image]: withQueueWaitSpan(deps.tracing, imageProcessor(deps, callbacks) as Processor),
-    [QUEUES.media]: withQueueWaitSpan(deps.tracing, mediaProcessor(deps, callbacks) as Processor),
+    [QUEUES.image]: withQueueWaitSpan(deps.tracing, fair(imageProcessor(deps, callbacks) as Processor)),
+    [QUEUES.media]: withQueueWaitSpan(deps.tracing, fair(mediaProcessor(deps, callbacks) as Processor)),
     [QUEUES.callbacks]: callbackProcessor(deps) as Processor,
   };
 }
@@ -62,7 +67,14 @@ export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { que
   // Finished media generations with a `callBackUrl` are queued here (one queue for the pool, closed with it).
   const callbacksQueue = new Queue(QUEUES.callbacks, { connection: deps.redis, prefix: deps.config.queuePrefix });
   const callbacks = new CallbackService(callbacksQueue, { backoffMs: deps.config.media.callbackBackoffMs });
-  const table = processors(deps, callbacks);
+  const caps = new OrgCaps(deps.redis, deps.config.queuePrefix, deps.config.worker.lockDurationMs);
+  // A job put back at its organization's cap is woken (moved from delayed to its place in the queue) by a worker of its queue.
+  const wake = async (queueName: string, id: string) => {
+    const w = workers.find((x) => x.name === queueName);
+    const job = w && (await Job.fromId(w, id));
+    if (job && (await job.isDelayed())) await job.promote();
+  };
+  const table = processors(deps, callbacks, (p) => fairStart(deps, caps, p, wake));
   const queues = (opts.queues ?? (Object.keys(table) as QueueName[])).filter((q) => table[q]);
   const workers = queues.flatMap((q) => workerSlots(q, deps.config.worker).map((slots) => [q, slots] as const)).map(([q, slots]) => {
     const options: WorkerOptions = {

@@ -59,7 +59,7 @@ export class Authenticator {
       // The entry's age counts from before the read: a lookup that read the row just before a revocation
       // committed, and answered after it, must not stay cached for a whole cacheMs after the revoking reply.
       const readAt = Date.now();
-      const row = await this.db.apiKey.findUnique({ where: { keyHash: hashApiKey(key) }, include: { organization: { select: { rateLimitPerMinute: true } } } });
+      const row = await this.db.apiKey.findUnique({ where: { keyHash: hashApiKey(key) }, include: { organization: { select: { rateLimitPerMinute: true, maxConcurrency: true } } } });
       principal = !row
         ? null
         : row.revokedAt
@@ -73,6 +73,7 @@ export class Authenticator {
               userId: row.userId,
               allowedModels: row.allowedModels,
               rateLimitPerMinute: row.rateLimitPerMinute ?? row.organization.rateLimitPerMinute,
+              maxConcurrency: row.organization.maxConcurrency,
             };
       if (this.cacheMs > 0) {
         if (this.cache.size > 10_000) this.cache.clear();
@@ -91,9 +92,9 @@ export class Authenticator {
       throw new AppError('FORBIDDEN', 'An operator token opens the queue dashboard only; the API needs an API key or a personal-account token');
     }
     if (!claims) throw new AppError('UNAUTHORIZED', 'Invalid or expired token');
-    const user = await this.db.user.findUnique({ where: { id: claims.sub }, include: { organization: { select: { rateLimitPerMinute: true } } } });
+    const user = await this.db.user.findUnique({ where: { id: claims.sub }, include: { organization: { select: { rateLimitPerMinute: true, maxConcurrency: true } } } });
     if (!user || user.organizationId !== claims.org) throw new AppError('UNAUTHORIZED', 'Invalid or expired token');
-    return { kind: 'user', organizationId: user.organizationId, userId: user.id, role: user.role, rateLimitPerMinute: user.organization.rateLimitPerMinute };
+    return { kind: 'user', organizationId: user.organizationId, userId: user.id, role: user.role, rateLimitPerMinute: user.organization.rateLimitPerMinute, maxConcurrency: user.organization.maxConcurrency };
   }
 }
 

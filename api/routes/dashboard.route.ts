@@ -6,6 +6,9 @@ import type { AppContext } from '../app-context';
 import { AppError } from '../../shared/errors/app-error';
 import { verifyOperatorToken } from '../../shared/auth/operator-tokens';
 import { bearerToken } from '../middleware/auth';
+import type { Queue } from 'bullmq';
+import { waitingByClass } from '../../shared/queue/fairness';
+import { queueClient } from '../../shared/queue/bullmq-claim';
 
 export const DASHBOARD_PATH = '/admin/queues';
 export const ADMIN_COOKIE = 'sy_admin';
@@ -75,6 +78,22 @@ export function withholdContent(value: unknown): unknown {
   );
 }
 
+/** A queue on the dashboard, its description the jobs waiting per class (fair queues), read with its counts. */
+class FairQueueAdapter extends BullMQAdapter {
+  private waiting = '';
+  constructor(private readonly q: Queue, opts: ConstructorParameters<typeof BullMQAdapter>[1]) {
+    super(q, opts);
+  }
+  override async getJobCounts() {
+    const [counts, w] = await Promise.all([super.getJobCounts(), queueClient(this.q).then((c) => waitingByClass(c, this.q)).catch(() => null)]);
+    this.waiting = w ? `waiting: ${w.interactive} interactive, ${w.background} background` : '';
+    return counts;
+  }
+  override getDescription(): string {
+    return this.waiting;
+  }
+}
+
 /**
  * The BullMQ dashboard (bull-board) at /admin/queues shows every organization's jobs, so only an operator token
  * (`switchyard operator token issue`) opens it; organization tokens of every role and API keys 403, none 401
@@ -120,7 +139,7 @@ export function dashboardRoutes(ctx: AppContext): Router {
   serverAdapter.setBasePath(DASHBOARD_PATH);
   createBullBoard({
     queues: Object.values(ctx.queues).map((q) => {
-      const adapter = new BullMQAdapter(q, { readOnlyMode: true, allowRetries: false });
+      const adapter = new FairQueueAdapter(q, { readOnlyMode: true, allowRetries: false });
       adapter.setFormatter('data', withholdContent);
       adapter.setFormatter('returnValue', withholdContent);
       return adapter;

@@ -16,6 +16,7 @@ import { publishStop, type StopReason } from '../../shared/queue/cancel-channel'
 import type { SettlementJournal } from '../../shared/billing/settlement-journal';
 import { PendingRecord } from '../../shared/billing/pending-record';
 import { addJob, type ClaimTicket } from '../../shared/queue/claims';
+import { uncount, workClassOf } from '../../shared/queue/fairness';
 import type { LocalLane } from '../../shared/runtime/local-lane';
 import type { LeaseDesk } from '../../shared/billing/leases';
 
@@ -188,28 +189,30 @@ export class GenerationGateway {
           traceId: o.caller.traceId,
           traceparent: o.caller.traceparent,
           reserved: toStorage(granted),
+          ...(o.caller.principal.maxConcurrency && { maxConcurrency: o.caller.principal.maxConcurrency }),
         }) as unknown as T,
-      { listen: replyTo !== null, forget: o.forget },
+      // A capped organization's job may be put back at its start (shared/queue/org-cap.ts): it is never claimed here.
+      { listen: replyTo !== null, forget: o.forget, capped: o.caller.principal.maxConcurrency != null },
     );
   }
 
   /**
    * The two ways a generation is submitted (docs/architecture.md "Submitting"), chosen here and nowhere else:
    *
-   * | path       | when                                                                                  | what                                                                                                   |
-   * |------------|---------------------------------------------------------------------------------------|--------------------------------------------------------------------------------------------------------|
-   * | `drawn`    | a client waits (sync or stream) for text or embeddings, without an Idempotency-Key;  | claimed here at once, its money drawn from the lease in memory; its record commits while its job runs |
-   * |            | a worker of this process has a free slot; this process's lease for the caller covers  | and rides on its settlement promise (submitDrawn)                                                       |
-   * |            | the bound                                                                             |                                                                                                        |
-   * | `reserved` | anything else                                                                         | reserved and recorded in one commit, then enqueued (claimed here when a client waits and a worker of   |
-   * |            |                                                                                       | this process has a free slot)                                                                          |
+   * - `drawn` (submitDrawn): a client waits (sync or stream) for text or embeddings, without an Idempotency-Key, its
+   *   organization has no concurrency cap, a worker of this process has a free slot, and this process's lease for the
+   *   caller covers the bound. Claimed here at once, its money drawn from the lease in memory; its record commits while
+   *   its job runs and rides on its settlement promise.
+   * - `reserved`: anything else. Reserved and recorded in one commit, then enqueued in its organization's fair order
+   *   (claimed here when a client waits, nothing of its organization waits, and a worker of this process has a free slot).
    *
    * `job(granted)` builds the job payload once the reservation is known (text requests may have their
    * `max_output_tokens` lowered to what was granted). `forget` removes the job from Redis once it ends (its
    * payload carries the caller's text, which `store: false` asks us not to keep).
    */
-  private async submit<T extends object>(queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { listen: boolean; forget?: boolean }): Promise<Submission> {
-    if (this.leases && opts.listen && !gen.idempotency && AT_ONCE_QUEUES.has(queue)) {
+  private async submit<T extends object>(queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { listen: boolean; forget?: boolean; capped?: boolean }): Promise<Submission> {
+    const claimable = opts.listen && !opts.capped && AT_ONCE_QUEUES.has(queue);
+    if (this.leases && claimable && !gen.idempotency) {
       const drawn = await this.submitDrawn(this.leases, queue, gen, job, opts);
       if (drawn) return drawn;
     }
@@ -219,7 +222,7 @@ export class GenerationGateway {
     const mailbox = opts.listen ? new Mailbox() : undefined;
     const detach = mailbox ? this.bus.listen(gen.id, (m) => mailbox.put(m)) : () => {};
     try {
-      const ticket = opts.listen && AT_ONCE_QUEUES.has(queue) ? this.lane.claimers.hold(this.queues[queue].qualifiedName) : null;
+      const ticket = claimable ? this.lane.claimers.hold(this.queues[queue].qualifiedName) : null;
       await this.enqueue(queue, gen, job(granted), opts, ticket);
     } catch (e) {
       detach();
@@ -302,9 +305,10 @@ export class GenerationGateway {
    * Adds the job, claimed by the worker of this process holding `ticket` when there is one (a stream's claimed job
    * starts once its route has gone on to write the stream's head: `nextTurn`); `only`: added only if claimed.
    */
-  private enqueue(queue: QueueName, gen: Pick<NewGeneration, 'id' | 'responseMode'>, data: object, opts: { forget?: boolean; only?: boolean }, ticket: ClaimTicket | null): ReturnType<typeof addJob> {
+  private enqueue(queue: QueueName, gen: Pick<NewGeneration, 'id' | 'responseMode' | 'organizationId'>, data: object, opts: { forget?: boolean; only?: boolean }, ticket: ClaimTicket | null): ReturnType<typeof addJob> {
     const claim = ticket ? { ticket, nextTurn: gen.responseMode === 'stream', only: opts.only } : undefined;
-    return addJob(this.queues[queue], data, { ...JOB_OPTIONS[queue], jobId: gen.id, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) }, claim);
+    const fair = { organizationId: gen.organizationId, workClass: workClassOf(gen.responseMode) };
+    return addJob(this.queues[queue], data, { ...JOB_OPTIONS[queue], jobId: gen.id, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) }, claim, fair);
   }
 
   /**
@@ -418,6 +422,8 @@ export class GenerationGateway {
     const holdsTask = job !== undefined && data?.step !== undefined && (await job.getState().catch(() => 'unknown')) === 'delayed';
     // Removing fails when the job is running (locked by its worker).
     const removed = job !== undefined && !holdsTask && (await job.remove().then(() => true, () => false));
+    // A job that never started no longer waits in its organization's fair order.
+    if (removed && !job.attemptsStarted && data?.organizationId) await uncount(this.stops.redis, this.queues[queue].qualifiedName, data.organizationId, job.opts.priority, false).catch(() => undefined);
     if (opts.chargeStreamed && job && !removed && !holdsTask && data?.mode === 'stream') {
       const ended = await this.stopUntilEnded(id);
       if (ended) return ended === 'cancelled';

@@ -14,8 +14,10 @@ export type Principal =
       userId: string | null;
       allowedModels: string[];
       rateLimitPerMinute: number | null;
+      /** The organization's cap on jobs running at once (null: none). */
+      maxConcurrency?: number | null;
     }
-  | { kind: 'user'; organizationId: string; userId: string; role: Role; rateLimitPerMinute: number | null };
+  | { kind: 'user'; organizationId: string; userId: string; role: Role; rateLimitPerMinute: number | null; maxConcurrency?: number | null };
 
 /** A key limited to some models asking for another: 403 (decisions.md section 2). */
 export function assertModelAllowed(principal: Principal, model: string): void {

@@ -134,6 +134,23 @@ const COMMANDS: Command[] = [
     },
   },
   {
+    group: 'org',
+    action: 'update',
+    usage: 'org update --org ID --max-concurrency N|none',
+    summary: "set an organization's cap on its jobs running at once (none: no cap)",
+    flags: ['org', 'max-concurrency'],
+    required: ['org', 'max-concurrency'],
+    needsDb: true,
+    prepare(v) {
+      const org = str(v, 'org')!;
+      const maxConcurrency = str(v, 'max-concurrency') === 'none' ? null : integer(v, 'max-concurrency', 1)!;
+      return async (accounts) => {
+        const r = await accounts.updateOrganization(org, { maxConcurrency });
+        return { json: { organizationId: r.organizationId, maxConcurrency: r.maxConcurrency }, text: `organization ${r.organizationId} max concurrency: ${r.maxConcurrency ?? 'none'}` };
+      };
+    },
+  },
+  {
     group: 'user',
     action: 'create',
     usage: `user create --org ID --email E --role ${ROLES.join('|')} ${LIMIT_USAGE}`,

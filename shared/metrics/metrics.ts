@@ -1,6 +1,8 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Queue, Worker } from 'bullmq';
 import type { UpstreamFailure } from '../providers/provider.types';
+import { waitingByClass, type WorkClass } from '../queue/fairness';
+import { queueClient } from '../queue/bullmq-claim';
 
 /** Queue states exported as `switchyard_queue_jobs{state}` (decisions.md section 1). */
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
@@ -21,6 +23,8 @@ export interface Metrics {
   httpRequests: Counter<'method' | 'route' | 'status'>;
   httpDuration: Histogram<'method' | 'route' | 'status'>;
   queueJobs: Gauge<'queue' | 'state'>;
+  /** Jobs waiting per queue and class (fair queues: shared/queue/fairness.ts). */
+  queueWaiting: Gauge<'queue' | 'class'>;
   /** Seconds the oldest waiting job of each queue has waited: the latency signal for autoscaling and alerts. */
   oldestWaiting: Gauge<'queue'>;
   jobDuration: Histogram<'queue' | 'outcome'>;
@@ -112,6 +116,27 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
     },
   });
 
+  const queueWaiting = new Gauge<'queue' | 'class'>({
+    name: 'switchyard_queue_waiting',
+    help: 'Jobs waiting per queue and class (interactive: sync and stream; background: async, batch), read from Redis at scrape time',
+    labelNames: ['queue', 'class'],
+    registers,
+    aggregator: 'max',
+    async collect() {
+      this.reset();
+      await Promise.all(
+        [...tracked.values()].map(async (q) => {
+          try {
+            const w = await within(queueClient(q).then((c) => waitingByClass(c, q)), timeoutMs);
+            for (const c of Object.keys(w) as WorkClass[]) this.set({ queue: q.name, class: c }, w[c]);
+          } catch {
+            // Redis away or slow: leave this queue out of this scrape.
+          }
+        }),
+      );
+    },
+  });
+
   const metrics: Metrics = {
     registry,
     scrape: opts.scrape ? opts.scrape(registry) : () => registry.metrics(),
@@ -129,6 +154,7 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       registers,
     }),
     queueJobs,
+    queueWaiting,
     oldestWaiting,
     jobDuration: new Histogram({
       name: 'switchyard_job_duration_seconds',

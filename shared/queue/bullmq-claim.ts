@@ -1,4 +1,6 @@
 import { Job, raw2NextJobData, type JobJson, type JobsOptions, type Queue } from 'bullmq';
+import type Redis from 'ioredis';
+import { FAIR_LUA, fairLuaCalls } from './fairness';
 
 /**
  * The one place that reaches into BullMQ below its public API: claim at enqueue (shared/queue/claims.ts) adds a job
@@ -33,26 +35,38 @@ export function bullmqScript(file: keyof typeof WRITTEN_FOR.scripts): { name: st
  * `moveToActive` does through `prepareJobForProcessing`: the lock with the worker's token, the `active` event,
  * `processedOn` and the started-attempts count. The marker the add left for blocked workers goes when nothing else is
  * left to fetch; blocked clients are served only once a script ends, so no worker wakes. Otherwise the job stays in
- * `wait`, where any worker fetches it as usual.
+ * `wait`, where any worker fetches it as usual. With a fair lane (fairness.ts), an organization that has jobs of its
+ * own waiting gets nothing added (`backlogged`: the caller adds the job with its priority), and a job left in `wait`
+ * is counted as that organization's, in the same script.
  */
+const FAIR = fairLuaCalls(8);
 const CLAIM_JOB = `
 local function bullmqAddStandardJob()
 ${bullmqScript('addStandardJob-9').content}
 end
+${FAIR_LUA}
 local rcall = redis.call
 local args = cmsgpack.unpack(ARGV[1])
 local keyPrefix, jobId = args[1], args[2]
+if jobId == "" or rcall("EXISTS", keyPrefix .. jobId) == 1 then
+  if ARGV[7] == "1" then return {0, -1} end
+  return {bullmqAddStandardJob(), 0}
+end
+local fair = ARGV[8] and ${FAIR.plan}
+if fair and fair.n > 0 then return {0, 0, 1} end
 local waitKey, metaKey, activeKey, eventsKey, markerKey = KEYS[1], KEYS[3], KEYS[7], KEYS[8], KEYS[9]
 local only = ARGV[7] == "1"
 local meta = rcall("HMGET", metaKey, "paused", "concurrency", "max")
-local claimable = jobId ~= "" and rcall("EXISTS", keyPrefix .. jobId) == 0 and not meta[1] and not meta[3]
-  and not (meta[2] and rcall("LLEN", activeKey) >= tonumber(meta[2])) and rcall("LLEN", waitKey) == 0
-if not claimable then
-  if only then return {0, -1} end
-  return {bullmqAddStandardJob(), 0}
-end
+local claimable = not meta[1] and not meta[3] and not (meta[2] and rcall("LLEN", activeKey) >= tonumber(meta[2]))
+  and rcall("LLEN", waitKey) == 0
+if not claimable and only then return {0, -1} end
 local added = bullmqAddStandardJob()
-if rcall("LLEN", waitKey) ~= 1 or rcall("LINDEX", waitKey, 0) ~= jobId then return {added, 0} end
+local function waits()
+  if fair then ${FAIR.count('fair')} end
+  return {added, 0}
+end
+if not claimable then return waits() end
+if rcall("LLEN", waitKey) ~= 1 or rcall("LINDEX", waitKey, 0) ~= jobId then return waits() end
 rcall("RPOPLPUSH", waitKey, activeKey)
 if rcall("ZCARD", keyPrefix .. "prioritized") == 0 then rcall("ZREM", markerKey, "0") end
 local jobKey = keyPrefix .. jobId
@@ -80,19 +94,26 @@ export async function addStandardJobArgs(queue: Queue, data: object, opts: JobsO
 
 /**
  * Adds the job with `addStandardJob`'s arguments and claims it for `token`: the job's hash as BullMQ's fetch returns
- * it when it is now active under that token, null when it stays in `wait`, `not-added` when `only` and it could not be
- * claimed.
+ * it when it is now active under that token; null when it stays in `wait`; `not-added` when `only` and it could not be
+ * claimed; `backlogged` when nothing was added because the organization of `fair` (fairness.ts fairArgs) has jobs
+ * waiting.
  */
-export async function addClaimed(queue: Queue, args: unknown[], token: string, lockDuration: number, only = false): Promise<string[] | null | 'not-added'> {
+export async function addClaimed(queue: Queue, args: unknown[], token: string, lockDuration: number, only: boolean, fair?: string[]): Promise<string[] | null | 'not-added' | 'backlogged'> {
   const client = (await queue.backend.client) as unknown as Record<string, (...a: unknown[]) => Promise<unknown>> & { defineCommand(name: string, d: { numberOfKeys: number; lua: string }): void };
   if (!defined.has(client)) {
     client.defineCommand(COMMAND, { numberOfKeys: 9, lua: CLAIM_JOB });
     defined.add(client);
   }
-  const [added, raw] = (await client[COMMAND]!(...args, token, lockDuration, Date.now(), only ? '1' : '0')) as [unknown, unknown];
+  const [added, raw, backlogged] = (await client[COMMAND]!(...args, token, lockDuration, Date.now(), only ? '1' : '0', ...(fair ?? []))) as [unknown, unknown, unknown];
   if (raw === -1) return 'not-added';
+  if (backlogged === 1) return 'backlogged';
   if (typeof added === 'number' && added < 0) throw new Error(`BullMQ refused the job (code ${added})`);
   return Array.isArray(raw) ? (raw as string[]) : null;
+}
+
+/** The Redis client a queue runs its commands on (BullMQ 6 keeps it behind its backend). */
+export async function queueClient(queue: Queue): Promise<Redis> {
+  return (await queue.backend.client) as unknown as Redis;
 }
 
 /** A claimed job's hash decoded as BullMQ decodes what its fetch returns (numbers, options, short field names). */

@@ -1,5 +1,6 @@
 import type { JobsOptions, Queue } from 'bullmq';
-import { addClaimed, addStandardJobArgs } from './bullmq-claim';
+import { addClaimed, addStandardJobArgs, queueClient } from './bullmq-claim';
+import { fairArgs, fairPriority, type FairLane } from './fairness';
 
 /**
  * Claim at enqueue (docs/architecture.md): a job whose client waits in this process, for a queue a worker of this
@@ -28,6 +29,14 @@ export interface ClaimTicket {
 export interface Claimer {
   /** A ticket when a slot is free, else null. */
   hold(): ClaimTicket | null;
+}
+
+/** The lock token of a claimed job (a fetched job's token is the worker's own). */
+export function claimToken(workerId: string, n: number): string {
+  return `${workerId}:claim:${n}`;
+}
+export function isClaimToken(token: string | undefined): boolean {
+  return token?.includes(':claim:') === true;
 }
 
 /**
@@ -72,24 +81,31 @@ export interface Claim {
  * Adds a job (`queue.add`'s options; `jobId` required). With a claim, the worker holding the ticket takes it in the
  * same script (shared/queue/bullmq-claim.ts): 'claimed'. Otherwise, or when BullMQ's fetch would not give it now, it
  * waits in the queue: 'queued'; with `only`, it is then not added at all: 'not-added'. The ticket is released unless
- * the job started on it.
+ * the job started on it. With `fair` (every generation), the job takes its place in its organization's fair order
+ * (fairness.ts): only interactive work of an organization with nothing of its own waiting is claimed, decided in the
+ * same script; any other job is added with the priority that order gives it.
  */
-export async function addJob(queue: Queue, data: object, opts: JobsOptions & { jobId: string }, claim?: Claim): Promise<'claimed' | 'queued' | 'not-added'> {
-  const ticket = claim?.ticket;
+export async function addJob(queue: Queue, data: object, opts: JobsOptions & { jobId: string }, claim?: Claim, fair?: FairLane): Promise<'claimed' | 'queued' | 'not-added'> {
+  // Background work is never claimed: it waits in its organization's fair order.
+  const ticket = fair?.workClass === 'background' ? (claim?.ticket.release(), undefined) : claim?.ticket;
   let started = false;
   try {
     const args = ticket && (await addStandardJobArgs(queue, data, opts));
-    if (!ticket || !args) {
-      if (claim?.only) return 'not-added';
-      await queue.add(queue.name, data, opts);
-      return 'queued';
+    if (ticket && args) {
+      const raw = await addClaimed(queue, args, ticket.token, ticket.lockDuration, claim!.only === true, fair && fairArgs(queue, fair));
+      if (raw === 'not-added') return raw;
+      if (raw === null) return 'queued';
+      if (raw !== 'backlogged') {
+        started = true;
+        ticket.start(raw, opts.jobId, claim!.nextTurn === true);
+        return 'claimed';
+      }
     }
-    const raw = await addClaimed(queue, args, ticket.token, ticket.lockDuration, claim.only === true);
-    if (raw === 'not-added') return raw;
-    if (!raw) return 'queued';
-    started = true;
-    ticket.start(raw, opts.jobId, claim.nextTurn === true);
-    return 'claimed';
+    // Not claimed: its organization has work of its own waiting (`backlogged`), or no slot was free.
+    if (claim?.only) return 'not-added';
+    const priority = fair ? await fairPriority(await queueClient(queue), queue, fair) : 0;
+    await queue.add(queue.name, data, priority ? { ...opts, priority } : opts);
+    return 'queued';
   } finally {
     if (!started) ticket?.release();
   }

@@ -50,6 +50,8 @@ export interface GenerationJobBase {
    * (docs/architecture.md "Submitting"): any other run is an orphan (workers/services/drawn-jobs.ts).
    */
   drawn?: true;
+  /** The organization's cap on jobs running at once (`switchyard org update --max-concurrency`): see org-cap.ts. */
+  maxConcurrency?: number;
 }
 
 export interface TextJobData extends GenerationJobBase {

@@ -71,6 +71,14 @@ export class AccountsService {
     return { organizationId, balance };
   }
 
+  /** The operator's settings of an organization: `maxConcurrency` caps its jobs running at once (null: no cap). */
+  async updateOrganization(organizationId: string, patch: { maxConcurrency?: number | null }) {
+    const r = await this.db.organization.updateMany({ where: { id: organizationId }, data: { ...(patch.maxConcurrency !== undefined && { maxConcurrency: patch.maxConcurrency }), updatedAt: new Date() } });
+    if (r.count === 0) throw new AppError('NOT_FOUND', `Organization ${organizationId} not found`);
+    const org = await this.db.organization.findUniqueOrThrow({ where: { id: organizationId }, select: { id: true, maxConcurrency: true } });
+    return { organizationId: org.id, maxConcurrency: org.maxConcurrency };
+  }
+
   async createUser(input: { organizationId: string; email: string; role: Role } & LimitInput) {
     const org = await this.db.organization.findUnique({ where: { id: input.organizationId } });
     if (!org) throw new AppError('NOT_FOUND', `Organization ${input.organizationId} not found`);

@@ -1,3 +1,4 @@
+import { addJob } from '../../shared/queue/claims';
 import express from 'express';
 import request from 'supertest';
 import { Queue, Worker } from 'bullmq';
@@ -94,6 +95,17 @@ describe('GET /metrics', () => {
     // Prioritized jobs are waiting too (BullMQ keeps them in a set of their own).
     expect(value(s, 'switchyard_queue_jobs', { queue: 'image', state: 'waiting' })).toBe(1);
     expect(value(s, 'switchyard_queue_jobs', { queue: 'text', state: 'waiting' })).toBe(0);
+  });
+
+  it('reports the jobs waiting per queue and class (fair queues: background in the band above every interactive priority)', async () => {
+    const q = h.app.locals.ctx.queues.embeddings;
+    await addJob(q, { n: 1 }, { jobId: 'fair-1' }, undefined, { organizationId: 'org_a', workClass: 'interactive' });
+    await addJob(q, { n: 2 }, { jobId: 'fair-2' }, undefined, { organizationId: 'org_a', workClass: 'interactive' });
+    await addJob(q, { n: 3 }, { jobId: 'fair-3' }, undefined, { organizationId: 'org_a', workClass: 'background' });
+    const s = await scrape();
+    expect(value(s, 'switchyard_queue_waiting', { queue: 'embeddings', class: 'interactive' })).toBe(2);
+    expect(value(s, 'switchyard_queue_waiting', { queue: 'embeddings', class: 'background' })).toBe(1);
+    expect(value(s, 'switchyard_queue_waiting', { queue: 'text', class: 'background' })).toBe(0);
   });
 
   it('exposes job, provider and money series, recorded through the metric handles', async () => {

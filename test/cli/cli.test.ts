@@ -123,6 +123,14 @@ describe('org', () => {
     expect(await line(`org topup --org ${organizationId} --amount 1000000.000001`)).toBe(`organization ${organizationId} balance: 1000000.300001 RUB`);
   });
 
+  it('org update --max-concurrency sets and clears the cap on its running jobs', async () => {
+    const { organizationId } = await json('org create --name Capped');
+    expect(await json(`org update --org ${organizationId} --max-concurrency 2`)).toEqual({ organizationId, maxConcurrency: 2 });
+    expect(await line(`org update --org ${organizationId} --max-concurrency none`)).toBe(`organization ${organizationId} max concurrency: none`);
+    await failure(`org update --org ${organizationId} --max-concurrency 0`, /--max-concurrency must be an integer of at least 1/);
+    await failure('org update --org org_nope --max-concurrency 3', /not found/);
+  });
+
   it('refuses bad amounts and unknown organizations', async () => {
     const { organizationId } = await json('org create --name Bad');
     await failure(`org topup --org ${organizationId} --amount abc`, /--amount must be a non-negative decimal/);

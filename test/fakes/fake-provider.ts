@@ -78,6 +78,9 @@ export interface RecordedRequest {
   headers: IncomingHttpHeaders;
   /** Parsed JSON, the raw text when not JSON, or undefined when empty. */
   body: unknown;
+  /** When it arrived and when its response ended or broke off (ms since epoch): concurrency, seen from the provider. */
+  startedAt?: number;
+  endedAt?: number;
 }
 
 export interface FakeProvider {
@@ -171,10 +174,11 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
     }
     if (path.startsWith('/_fake/')) return control(ctx, path.slice(6));
 
-    const record: RecordedRequest = { method, path, query: Object.fromEntries(query), headers: req.headers, body };
+    const record: RecordedRequest = { method, path, query: Object.fromEntries(query), headers: req.headers, body, startedAt: Date.now() };
     requests.push(record);
     if (requests.length > MAX_RECORDED) requests.shift();
     res.once('close', () => {
+      record.endedAt = Date.now();
       if (res.writableFinished || fakeHungUp(res) || closing) return;
       aborted.push(record);
       if (aborted.length > MAX_RECORDED) aborted.shift();

@@ -1,0 +1,68 @@
+import request from 'supertest';
+import { money } from '../../shared/billing/money';
+import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { orgMoney } from '../helpers/fixtures';
+import type { RecordedRequest } from '../fakes/fake-provider';
+
+// An organization's cap on its jobs running at once (`switchyard org update --max-concurrency`, shared/queue/org-cap.ts,
+// workers/services/fair-start.ts), seen from the provider.
+
+const CHAT = STACK_MODELS.chat;
+
+/** The most requests of `reqs` in flight at once at the fake provider. */
+function peak(reqs: RecordedRequest[]): number {
+  const edges = reqs.flatMap((r) => [[r.startedAt!, 1] as const, [r.endedAt ?? Infinity, -1] as const]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let now = 0;
+  let max = 0;
+  for (const [, d] of edges) max = Math.max(max, (now += d));
+  return max;
+}
+const contentOf = (r: RecordedRequest) => JSON.stringify(r.body);
+
+describe('max concurrency per organization', () => {
+  let s: TestStack;
+  beforeAll(async () => {
+    s = await createTestStack({ env: { SYNC_WAIT_MS: '20000' } });
+  });
+  afterAll(() => s.close());
+
+  const chat = (org: StackOrg, content: string) => request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: CHAT, messages: [{ role: 'user', content }] });
+
+  it('an organization capped at 2 never runs more than 2 jobs at once; every job completes, charged once; another organization is unaffected', async () => {
+    const a = await s.seed({ balance: '1000' });
+    const b = await s.seed({ balance: '1000' });
+    await s.t.db.organization.update({ where: { id: a.organizationId }, data: { maxConcurrency: 2 } });
+    s.fake.setKnobs({ latencyMs: 300 });
+    try {
+      const t0 = Date.now();
+      const as = Array.from({ length: 8 }, (_, i) => chat(a, `capped A-${i}`));
+      await new Promise((r) => setTimeout(r, 100));
+      const bStart = Date.now();
+      const bs = await Promise.all(Array.from({ length: 3 }, (_, i) => chat(b, `free B-${i}`)));
+      const bMs = Date.now() - bStart;
+      const answers = await Promise.all(as);
+      const aMs = Date.now() - t0;
+      expect(answers.map((r) => r.status)).toEqual(Array(8).fill(200));
+      expect(bs.map((r) => r.status)).toEqual([200, 200, 200]);
+
+      const aCalls = s.fake.requests.filter((r) => contentOf(r).includes('capped A-'));
+      expect(aCalls).toHaveLength(8); // each once: a put-back called no provider
+      expect(peak(aCalls)).toBe(2);
+      expect(aMs).toBeGreaterThanOrEqual(4 * 300); // 8 jobs, 2 at a time
+      expect(peak(s.fake.requests.filter((r) => contentOf(r).includes('free B-')))).toBe(3);
+      expect(bMs).toBeLessThan(300 + 600); // B waited for no job of A's
+
+      await s.settled(a.organizationId);
+      const gens = await s.t.db.generation.findMany({ where: { organizationId: a.organizationId } });
+      expect(gens.map((g) => g.status)).toEqual(Array(8).fill('completed'));
+      const charged = gens.reduce((sum, g) => sum.plus(money(g.clientCost)), money(0));
+      const held = await orgMoney(s.t.db, a.organizationId);
+      expect(held.reserved.isZero()).toBe(true);
+      expect(held.balance.toString()).toBe(money(1000).minus(charged).toString());
+      const replied = answers.reduce((sum, r) => sum.plus(money(String(r.body.usage.cost_rub))), money(0));
+      expect(replied.toString()).toBe(charged.toString());
+    } finally {
+      s.fake.setKnobs({});
+    }
+  });
+});
