@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   };
   await wipe();
 
-  const fake = spawn(process.execPath, [path.join(DIST, 'test/fakes/main.js'), '--port', '0', '--knobs', JSON.stringify({ latencyMs: LATENCY, replicateSteps: 1, mediaDurationSeconds: 5 })]);
+  const fake = spawn(process.execPath, [path.join(DIST, 'fakes/main.js'), '--port', '0', '--knobs', JSON.stringify({ latencyMs: LATENCY, replicateSteps: 1, mediaDurationSeconds: 5 })]);
   const fakeUrl = await firstLine(fake);
   const catalog = path.join(os.tmpdir(), 'switchyard-media-bench-catalog.json');
   fs.writeFileSync(

@@ -64,7 +64,7 @@ async function main(): Promise<void> {
   if (keys.length) await redis.del(...keys);
   redis.disconnect();
 
-  const fake = pinned(1, process.execPath, [path.join(DIST, 'test/fakes/main.js'), '--port', '0', '--knobs', JSON.stringify({ promptTokens: 20, completionTokens: 20, text: TEXT, streamChunks: 8 })]);
+  const fake = pinned(1, process.execPath, [path.join(DIST, 'fakes/main.js'), '--port', '0', '--knobs', JSON.stringify({ promptTokens: 20, completionTokens: 20, text: TEXT, streamChunks: 8 })]);
   const fakeUrl = await firstLine(fake);
 
   const catalogFile = path.join(os.tmpdir(), 'switchyard-bench-catalog.json');

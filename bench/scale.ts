@@ -79,7 +79,7 @@ async function main(): Promise<void> {
   const key = await accounts.createKey({ organizationId: org.organizationId, name: 'bench', rateLimitPerMinute: 0 });
   await db.$disconnect();
 
-  const fake = spawn(process.execPath, [path.join(DIST, 'test/fakes/main.js'), '--port', '0', '--knobs', JSON.stringify({ promptTokens: 20, completionTokens: 20 })]);
+  const fake = spawn(process.execPath, [path.join(DIST, 'fakes/main.js'), '--port', '0', '--knobs', JSON.stringify({ promptTokens: 20, completionTokens: 20 })]);
   const fakeUrl = await firstLine(fake);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-bench-scale-'));
   const catalogFile = path.join(work, 'catalog.json');

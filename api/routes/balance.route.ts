@@ -1,6 +1,6 @@
 import { Router, type Response } from 'express';
 import type { AppContext } from '../app-context';
-import { moneyString } from '../../shared/billing/money';
+import { moneyString } from '../../shared/money';
 
 /** GET /v2/balance and the deprecated GET /v1/balance (decisions.md section 4). */
 export function balanceRoutes(ctx: AppContext): Router {

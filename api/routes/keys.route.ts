@@ -4,7 +4,7 @@ import { requireUser } from '../middleware/auth';
 import { AppError } from '../../shared/errors/app-error';
 import { check } from '../../shared/schemas/ajv';
 import { createKeySchema, updateKeySchema, type CreateKeyBody, type UpdateKeyBody } from '../../shared/schemas/keys.schema';
-import { moneyNumber } from '../../shared/billing/money';
+import { moneyNumber } from '../../shared/money';
 import { limitRemaining } from '../../shared/services/key-info.service';
 import { authorizeKeyPatch, lockedOnCreate } from '../../shared/auth/key-permissions';
 import type { ApiKey } from '../../shared/db/generated/client';

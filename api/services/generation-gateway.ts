@@ -9,7 +9,7 @@ import type { GenerationJobBase, PlannedCandidate } from '../../shared/queue/job
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import { type Principal, ownerOf } from '../../shared/auth/principal';
 import type { PlannedRoute, RoutePlanner } from './route-planner';
-import { ZERO, money, toStorage, type Decimal, type MoneyLike } from '../../shared/billing/money';
+import { ZERO, money, toStorage, type Decimal, type MoneyLike } from '../../shared/money';
 import { Mailbox } from './mailbox';
 import type Redis from 'ioredis';
 import { publishStop, type StopReason } from '../../shared/queue/cancel-channel';

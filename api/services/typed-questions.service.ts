@@ -2,7 +2,7 @@ import type { Db } from '../../shared/db/client';
 import { answerScheme, questionRequest } from '../../shared/formats/typed-questions.mapper';
 import { newId } from '../../shared/ids';
 import { estimateInputTokens, maxBound, textBound } from '../../shared/billing/pricing';
-import { ZERO } from '../../shared/billing/money';
+import { ZERO } from '../../shared/money';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TypedQuestionsJobData } from '../../shared/queue/job-catalog';
 import type { TypedQuestionsBody } from '../../shared/schemas/typed-questions.schema';

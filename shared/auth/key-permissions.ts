@@ -1,5 +1,5 @@
 import { AppError } from '../errors/app-error';
-import { money } from '../billing/money';
+import { money } from '../money';
 import type { Role } from './tokens';
 
 /**

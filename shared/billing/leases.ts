@@ -1,7 +1,7 @@
 import { newId } from '../ids';
 import type { Logger } from '../logger';
 import type { Ledger } from './ledger';
-import type { Decimal } from './money';
+import type { Decimal } from '../money';
 
 /**
  * Reservation leases (docs/architecture.md "Leases"; the migration reservation_leases). A process reserves, ahead of

@@ -3,7 +3,7 @@ import type { Db } from '../db/client';
 import { Batcher } from '../db/batcher';
 import { AppError } from '../errors/app-error';
 import { rub, type Metrics } from '../metrics/metrics';
-import { money, toStorage, type Decimal, type MoneyLike } from './money';
+import { money, toStorage, type Decimal, type MoneyLike } from '../money';
 
 export type ReserveRefusal = 'balance_insufficient' | 'key_limit_exceeded' | 'member_limit_exceeded';
 

@@ -1,6 +1,6 @@
 import type { EndpointConfig, Price } from '../catalog/catalog.types';
 import type { TokenUsage } from '../providers/provider.types';
-import { Decimal, money, ZERO } from './money';
+import { Decimal, money, ZERO } from '../money';
 
 const MILLION = new Decimal(1_000_000);
 

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig, type Config } from '../config/env';
 import { CatalogError, loadCatalog } from '../catalog/load-catalog';
-import { moneyString } from '../billing/money';
+import { moneyString } from '../money';
 import type { LimitReset } from '../billing/periods';
 import type { Role } from '../auth/tokens';
 import { AppError } from '../errors/app-error';

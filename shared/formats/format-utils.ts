@@ -1,6 +1,6 @@
 /** Small pure helpers shared by the public-format mappers: money in JSON, log-probabilities, reasoning. */
 import type { TextRequest, TokenLogprob } from '../providers/provider.types';
-import { Decimal, parseMoney } from '../billing/money';
+import { Decimal, parseMoney } from '../money';
 import type { PublicReasoningEffort, ResponsesReasoning } from '../schemas/responses.schema';
 
 /** Rounds a decimal string (or number) to `places` decimals, half away from zero, exactly (no float math). */

@@ -4,7 +4,7 @@
  * and the image request as a media-task input. Pure: no I/O.
  */
 import type { Price } from '../catalog/catalog.types';
-import { Decimal, money } from '../billing/money';
+import { Decimal, money } from '../money';
 import type { ImageRequest, MediaInput } from '../providers/adapter.types';
 import { moneyJson } from './format-utils';
 

@@ -1,5 +1,5 @@
 import type { EndpointConfig, ModelConfig, ModelType, PriceField, ProviderConfig } from '../catalog/catalog.types';
-import { compareMoney, money, parseMoney } from '../billing/money';
+import { compareMoney, money, parseMoney } from '../money';
 import { isUnhealthy } from './endpoint-stats';
 import { RoutingError, RoutingInputError, type RoutingErrorReason } from './routing-errors';
 import {

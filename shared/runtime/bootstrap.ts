@@ -63,9 +63,9 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
   let demoUrl: string | undefined;
 
   if (config.demo) {
-    // The fake providers live with the tests; the build compiles them into dist/test/fakes.
+    // The fake providers (fakes/: tests, benchmarks and this demo) are compiled into dist/fakes.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { startFakeProvider } = require('../../test/fakes/fake-provider') as typeof import('../../test/fakes/fake-provider');
+    const { startFakeProvider } = require('../../fakes/fake-provider') as typeof import('../../fakes/fake-provider');
     const fake = await startFakeProvider({ port: config.demoProviderPort, knobs: { latencyMs: 50, chunkDelayMs: 30 } });
     closers.push(() => fake.close());
     demoUrl = fake.url;

@@ -2,7 +2,7 @@ import type { Db } from '../db/client';
 import type { ApiKey } from '../db/generated/client';
 import { Ledger } from '../billing/ledger';
 import type { LeaseDesk } from '../billing/leases';
-import { money, toStorage, type MoneyLike } from '../billing/money';
+import { money, toStorage, type MoneyLike } from '../money';
 import type { LimitReset } from '../billing/periods';
 import { generateApiKey, hashApiKey, keyLabel, newSecret } from '../auth/api-keys';
 import { newId } from '../ids';

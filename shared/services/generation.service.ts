@@ -1,6 +1,6 @@
 import type { Db } from '../db/client';
 import { AppError, type StoredError } from '../errors/app-error';
-import { toStorage, type Decimal, type MoneyLike } from '../billing/money';
+import { toStorage, type Decimal, type MoneyLike } from '../money';
 import { Ledger, type CloseRow, type DrawnRow, type OpenRow } from '../billing/ledger';
 
 export type RequestType = 'chat' | 'embedding' | 'image' | 'video' | 'audio' | 'upscale';

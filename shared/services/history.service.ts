@@ -1,7 +1,7 @@
 import type { Db } from '../db/client';
 import { Prisma, type Generation, type GenerationStatus, type Role } from '../db/generated/client';
 import { AppError } from '../errors/app-error';
-import { moneyString } from '../billing/money';
+import { moneyString } from '../money';
 import type { HistoryQuery, HistoryRequestType, HistorySortField, HistoryStatusFilter } from '../schemas/history.schema';
 
 /** Who is looking: an API key sees its own generations; a personal-account token sees per its role. */

@@ -1,6 +1,6 @@
 import type { Db } from '../db/client';
 import type { ApiKey, User } from '../db/generated/client';
-import { money, moneyNumber, moneyString, ZERO, type Decimal } from '../billing/money';
+import { money, moneyNumber, moneyString, ZERO, type Decimal } from '../money';
 import { periodStart, type LimitReset } from '../billing/periods';
 
 interface Usage {

@@ -1,8 +1,8 @@
 import request from 'supertest';
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { orgMoney } from '../helpers/fixtures';
-import type { RecordedRequest } from '../fakes/fake-provider';
+import type { RecordedRequest } from '../../fakes/fake-provider';
 
 // An organization's cap on its jobs running at once (`switchyard org update --max-concurrency`, shared/queue/org-cap.ts,
 // workers/services/fair-start.ts), seen from the provider.

@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import type { Job } from 'bullmq';
 import request from 'supertest';
 import { MAINTENANCE_JOBS, maintenanceProcessor } from '../../workers/processors/maintenance.processor';
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { orgMoney as heldMoney } from '../helpers/fixtures';
 

@@ -5,7 +5,7 @@
  * a time-out cancels the Replicate prediction upstream (issue 9 item 14).
  */
 import request from 'supertest';
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { waitUntil } from '../helpers/until';
 

@@ -1,13 +1,13 @@
 import { Worker, type Job } from 'bullmq';
 import request from 'supertest';
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { createRedis } from '../../shared/queue/redis';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { MediaJobData } from '../../shared/queue/job-catalog';
 import { MediaExecutor } from '../../workers/services/media-executor';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { TEST_REDIS_URL } from '../helpers/test-env';
-import { MP4_FILE_SECONDS } from '../fakes/synth';
+import { MP4_FILE_SECONDS } from '../../fakes/synth';
 import { waitUntil } from '../helpers/until';
 import { seedKey } from '../helpers/fixtures';
 

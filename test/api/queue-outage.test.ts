@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import request from 'supertest';
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { createRedis, whenReady } from '../../shared/queue/redis';
 import { QUEUE_NAMES, type QueueName } from '../../shared/queue/queue-names';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';

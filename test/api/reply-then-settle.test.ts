@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { closeRowOf, type NewGeneration } from '../../shared/services/generation.service';
 import { keptEarlierPromise } from '../../workers/services/attempt-loop';
 import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';

@@ -8,7 +8,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
-import { money, type Decimal } from '../../shared/billing/money';
+import { money, type Decimal } from '../../shared/money';
 import { QUEUES } from '../../shared/queue/queue-names';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 

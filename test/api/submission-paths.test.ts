@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { closeRowOf, type NewGeneration } from '../../shared/services/generation.service';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';

@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { orgMoney as heldMoney } from '../helpers/fixtures';
 import { waitUntil } from '../helpers/until';

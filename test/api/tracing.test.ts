@@ -6,8 +6,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import request from 'supertest';
-import { money } from '../../shared/billing/money';
-import { startOtlpCollector, type OtlpCollector, type ReceivedSpan } from '../fakes/otlp-collector';
+import { money } from '../../shared/money';
+import { startOtlpCollector, type OtlpCollector, type ReceivedSpan } from '../../fakes/otlp-collector';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 
 const SERVER = 2;

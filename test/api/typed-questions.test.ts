@@ -1,6 +1,6 @@
 import request from 'supertest';
-import { money } from '../../shared/billing/money';
-import { startFakeProvider, type FakeProvider } from '../fakes/fake-provider';
+import { money } from '../../shared/money';
+import { startFakeProvider, type FakeProvider } from '../../fakes/fake-provider';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { orgMoney as heldMoney } from '../helpers/fixtures';
 

@@ -4,7 +4,7 @@
  * model with another endpoint that can take it falls back there.
  */
 import request from 'supertest';
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { createTestStack, STACK_MODELS, type TestStack } from '../helpers/test-stack';
 
 let s: TestStack;

@@ -1,6 +1,6 @@
 import { AppError } from '../../shared/errors/app-error';
 import { Ledger } from '../../shared/billing/ledger';
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { GenerationService, type NewGeneration } from '../../shared/services/generation.service';
 import { createTestDb, type TestDb } from '../helpers/test-db';
 import { seedKey, seedOrg } from '../helpers/fixtures';

@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { Ledger, type DrawnRow } from '../../shared/billing/ledger';
 import { LeaseDesk } from '../../shared/billing/leases';
-import { money, ZERO, type Decimal } from '../../shared/billing/money';
+import { money, ZERO, type Decimal } from '../../shared/money';
 import { createLogger } from '../../shared/logger';
 import { audit } from '../faults/helpers/audit';
 import { seedKey, seedOrg } from '../helpers/fixtures';

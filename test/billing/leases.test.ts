@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import request from 'supertest';
 import { Ledger, type OpenRow } from '../../shared/billing/ledger';
 import { LeaseDesk, type LeaseSettings } from '../../shared/billing/leases';
-import { money, ZERO, type Decimal } from '../../shared/billing/money';
+import { money, ZERO, type Decimal } from '../../shared/money';
 import { AppError } from '../../shared/errors/app-error';
 import { createLogger } from '../../shared/logger';
 import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';

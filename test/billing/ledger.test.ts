@@ -1,5 +1,5 @@
 import { Ledger } from '../../shared/billing/ledger';
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { periodStart } from '../../shared/billing/periods';
 import { AppError } from '../../shared/errors/app-error';
 import { createTestDb, type TestDb } from '../helpers/test-db';

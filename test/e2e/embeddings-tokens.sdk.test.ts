@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 
 // Embeddings input as token ids (issue 9.6): one array of integers, or an array of arrays, as OpenAI takes it.

@@ -5,7 +5,7 @@
 import OpenAI from 'openai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, streamText, type ModelMessage } from 'ai';
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { seedKey } from '../helpers/fixtures';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 

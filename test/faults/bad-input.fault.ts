@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import fc from 'fast-check';
 import request from 'supertest';
 import { createApp } from '../../api/app';
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { parseCatalog } from '../../shared/catalog/load-catalog';
 import { loadConfig } from '../../shared/config/env';
 import { createLogger } from '../../shared/logger';

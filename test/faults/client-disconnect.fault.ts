@@ -4,7 +4,7 @@
  * until then (decisions.md section 4), once: far less than the full answer, the same amount in the record, the
  * ledger and the balance. The API process keeps serving.
  */
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { settledAudit } from './helpers/audit';
 import { CHAT_PRICE, MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { post, stream, Tally } from './helpers/http';

@@ -3,7 +3,7 @@
  * What must hold: the balance never goes below zero, the key never spends past its limit, the refused ones are
  * 402 with the right reason, and the ledger still equals the balances.
  */
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { settledAudit } from './helpers/audit';
 import { MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { post, Tally } from './helpers/http';

@@ -4,7 +4,7 @@
  * which completes once a new worker takes over the stalled job: one generation, one upstream answer delivered,
  * one charge, and the reply the client finally gets is that generation's.
  */
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { settledAudit } from './helpers/audit';
 import { CHAT_PRICE, MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { post, Tally, type Reply } from './helpers/http';

@@ -4,7 +4,7 @@
  * either API process complete whichever worker runs them; a burst across both API processes never overspends;
  * a key's rate limit of N a minute lets exactly N requests through across both.
  */
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { settledAudit } from './helpers/audit';
 import { MODELS, startCluster, type Cluster, type SeededOrg } from './helpers/cluster';
 import { get, post, stream, Tally } from './helpers/http';

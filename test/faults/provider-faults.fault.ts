@@ -8,7 +8,7 @@ import { settledAudit } from './helpers/audit';
 import { MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { post, stream, Tally, type Reply, type StreamReply } from './helpers/http';
 import { Checks } from './helpers/report';
-import type { FakeKnobs } from '../fakes/fake-provider';
+import type { FakeKnobs } from '../../fakes/fake-provider';
 
 const PROVIDER_TIMEOUT_MS = 1500;
 let c: Cluster;

@@ -7,7 +7,7 @@
  * and the history show.
  */
 import { randomBytes } from 'node:crypto';
-import { startOtlpCollector, type OtlpCollector, type ReceivedSpan } from '../fakes/otlp-collector';
+import { startOtlpCollector, type OtlpCollector, type ReceivedSpan } from '../../fakes/otlp-collector';
 import { MODELS, useCluster } from './helpers/cluster';
 import { get, post, stream, Tally } from './helpers/http';
 import { Checks } from './helpers/report';

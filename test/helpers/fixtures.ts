@@ -1,7 +1,7 @@
 import { AccountsService } from '../../shared/services/accounts.service';
 import type { Db } from '../../shared/db/client';
 import type { LimitReset } from '../../shared/billing/periods';
-import { money, type Decimal } from '../../shared/billing/money';
+import { money, type Decimal } from '../../shared/money';
 
 export const TEST_SECRET = 'test-secret-not-for-production';
 

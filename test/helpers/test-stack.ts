@@ -23,7 +23,7 @@ import { buildWorkerDeps, type WorkerDeps } from '../../workers/worker-deps';
 import { startWorkerPool, type WorkerPool } from '../../workers/worker-pool';
 import type { QueueName } from '../../shared/queue/queue-names';
 import { LocalLane } from '../../shared/runtime/local-lane';
-import { startFakeProvider, type FakeKnobs, type FakeProvider } from '../fakes/fake-provider';
+import { startFakeProvider, type FakeKnobs, type FakeProvider } from '../../fakes/fake-provider';
 import { createTestApp, type TestApp } from './test-app';
 import { seedKey, seedOrg, TEST_SECRET } from './fixtures';
 import type { TestDb } from './test-db';

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import request from 'supertest';
 import { Cluster } from 'ioredis';
-import { money } from '../../shared/billing/money';
+import { money } from '../../shared/money';
 import { createTestStack, STACK_MODELS, type TestStack } from '../helpers/test-stack';
 import { TEST_REDIS_URL } from '../helpers/test-env';
 import { masterOf, spawnNode, waitClusterHealthy } from './helpers/redis-cluster';

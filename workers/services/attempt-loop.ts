@@ -12,7 +12,7 @@ import type { GenerationEvent, GenerationPublisher } from '../../shared/queue/ge
 import type { WorkerDeps } from '../worker-deps';
 import { AttemptOrder, retryAfterSeconds, waitFor } from './attempt-order';
 import { closeRowOf, type Finish } from '../../shared/services/generation.service';
-import { money, type Decimal } from '../../shared/billing/money';
+import { money, type Decimal } from '../../shared/money';
 import type { CloseRow } from '../../shared/billing/ledger';
 import type { StopSignal } from '../../shared/stop';
 import type { PendingRecord } from '../../shared/billing/pending-record';

@@ -1,6 +1,6 @@
 import { DelayedError, Queue, UnrecoverableError, type Job } from 'bullmq';
 import { endpointBySlug, type ResolvedEndpoint } from '../../shared/catalog/catalog-index';
-import { money, moneyString } from '../../shared/billing/money';
+import { money, moneyString } from '../../shared/money';
 import { AppError } from '../../shared/errors/app-error';
 import { mediaCost, mediaData, producedUnits, imageRequestToMediaInput, type MediaOutput, type MediaResult, type MediaUsage } from '../../shared/formats/media.mapper';
 import type { MediaInput, MediaTask, ProviderAdapter } from '../../shared/providers/adapter.types';

@@ -1,7 +1,7 @@
 import type { TokenUsage } from '../../shared/providers/provider.types';
 import { UpstreamError } from '../../shared/providers/upstream-error';
 import { tokenCost } from '../../shared/billing/pricing';
-import { ZERO, type Decimal } from '../../shared/billing/money';
+import { ZERO, type Decimal } from '../../shared/money';
 import { requestWithout } from '../../shared/formats/format-utils';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate, QuestionAttempt, TypedQuestionsDonePayload, TypedQuestionsJobData, TextJobData } from '../../shared/queue/job-catalog';

@@ -9,7 +9,7 @@
  * `lost` adds up every discrepancy in RUB; the suite requires it to be exactly 0.
  */
 import type { Db } from '../../../shared/db/client';
-import { Decimal, money } from '../../../shared/billing/money';
+import { Decimal, money } from '../../../shared/money';
 
 export interface Audit {
   problems: string[];

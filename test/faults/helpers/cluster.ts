@@ -23,7 +23,7 @@ import { AccountsService } from '../../../shared/services/accounts.service';
 import { QUEUES, type QueueName } from '../../../shared/queue/queue-names';
 import { workerSlots } from '../../../workers/worker-pool';
 import { loadConfig } from '../../../shared/config/env';
-import { startFakeProvider, type FakeKnobs, type FakeProvider } from '../../fakes/fake-provider';
+import { startFakeProvider, type FakeKnobs, type FakeProvider } from '../../../fakes/fake-provider';
 import { stackCatalog, STACK_MODELS, type RawCatalog } from '../../helpers/test-stack';
 import { startPostgres, startRedis, type PgServer, type RedisServer } from './services';
 

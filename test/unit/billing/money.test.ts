@@ -1,4 +1,4 @@
-import { compareMoney, money, parseMoney } from '../../../shared/billing/money';
+import { compareMoney, money, parseMoney } from '../../../shared/money';
 
 describe('money decimals (routing compares prices with them)', () => {
   it('compares decimal strings exactly where floats would not', () => {

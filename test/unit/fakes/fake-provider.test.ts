@@ -1,8 +1,8 @@
 import OpenAI from 'openai';
 import { request } from 'undici';
-import { startFakeProvider } from '../../fakes/fake-provider';
-import type { FakeProvider } from '../../fakes/fake-provider';
-import { parseFakeArgs } from '../../fakes/main';
+import { startFakeProvider } from '../../../fakes/fake-provider';
+import type { FakeProvider } from '../../../fakes/fake-provider';
+import { parseFakeArgs } from '../../../fakes/main';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- loosely typed wire JSON keeps the assertions readable
 type J = Record<string, any>;

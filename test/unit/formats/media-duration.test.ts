@@ -1,5 +1,5 @@
 import { mediaFileDuration } from '../../../shared/formats/media-duration';
-import { MEDIA, MP4_FILE_SECONDS } from '../../fakes/synth';
+import { MEDIA, MP4_FILE_SECONDS } from '../../../fakes/synth';
 
 function box(type: string, payload: Buffer): Buffer {
   const head = Buffer.alloc(8);

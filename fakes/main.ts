@@ -1,6 +1,6 @@
 /**
  * Runs one fake provider until SIGINT/SIGTERM and prints its URL as the first stdout line:
- *   node dist/test/fakes/main.js [--port 4010] [--host 127.0.0.1] [--knobs '{"latencyMs":20}']
+ *   node dist/fakes/main.js [--port 4010] [--host 127.0.0.1] [--knobs '{"latencyMs":20}']
  * Knobs can also be changed at runtime: POST {url}/_fake/knobs, POST {url}/_fake/reset, GET {url}/_fake/requests.
  */
 import { parseArgs } from 'node:util';
