@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq';
 import { AppError, type StoredError } from '../../shared/errors/app-error';
 import type { Logger } from '../../shared/logger';
-import { AT_ONCE_QUEUES, JOB_OPTIONS } from '../../shared/queue/job-catalog';
+import { AT_ONCE_QUEUES, BATCH_LINE_PRIORITY, JOB_OPTIONS } from '../../shared/queue/job-catalog';
 import type { BusMessage, GenerationBus } from '../../shared/queue/generation-bus';
 import type { QueueName } from '../../shared/queue/queue-names';
 import { RUNNING, type ApiType, type GenerationService, type GenerationState, type IdempotencyClaim, type NewGeneration, type RequestType, type ResponseMode } from '../../shared/services/generation.service';
@@ -145,7 +145,8 @@ export class GenerationGateway {
    */
   order<T extends GenerationJobBase>(o: GenerationOrder<T>): Promise<Submission> {
     const owner = ownerOf(o.caller.principal);
-    const replyTo = o.mode === 'async' ? null : this.replyChannel;
+    // Background work (a background response, an async media call, a batch line): nobody waits for its messages.
+    const replyTo = o.mode === 'async' || o.mode === 'batch' ? null : this.replyChannel;
     return this.submit<T>(
       o.queue,
       {
@@ -310,11 +311,13 @@ export class GenerationGateway {
   /**
    * Adds the job. A waiting client's job for a queue of AT_ONCE_QUEUES is claimed by a worker of this process when one
    * has a free slot (shared/queue/claims.ts), unless outcomes stay out of process (grants.ts `inProcess`); a stream's
-   * claimed job starts once its route has gone on to write the stream's head (`next-turn`).
+   * claimed job starts once its route has gone on to write the stream's head (`next-turn`). A batch line's job is
+   * prioritized (BATCH_LINE_PRIORITY): workers take it only when no interactive or other background job waits.
    */
   private async enqueue(queue: QueueName, gen: Pick<NewGeneration, 'id' | 'responseMode'>, data: object, opts: { delayMs?: number; forget?: boolean; claim?: boolean }): Promise<'claimed' | 'queued'> {
     const claim = opts.claim === true && !opts.delayMs && AT_ONCE_QUEUES.has(queue) && this.grants?.inProcess === true && (gen.responseMode === 'stream' ? 'next-turn' : true);
-    return addJob(this.queues[queue], data, { ...JOB_OPTIONS[queue], jobId: gen.id, delay: opts.delayMs, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) }, claim);
+    const priority = gen.responseMode === 'batch' ? { priority: BATCH_LINE_PRIORITY } : undefined;
+    return addJob(this.queues[queue], data, { ...JOB_OPTIONS[queue], jobId: gen.id, delay: opts.delayMs, ...priority, ...(opts.forget && { removeOnComplete: true, removeOnFail: true }) }, claim);
   }
 
   /**
