@@ -226,4 +226,47 @@ describe('the Batch API with the openai SDK', () => {
     // A batch that has ended cannot be cancelled again.
     await expect(client.batches.cancel(created.id)).resolves.toMatchObject({ status: 'cancelled' });
   });
+
+  it('cancels while the last lines run: those started finish and are charged, the rest never start, counts add up', async () => {
+    s.fake.setKnobs({ latencyMs: 300 });
+    // 70 lines with 64 in flight: the last 6 start as the first ones end, and the cancel lands among them.
+    const file = await upload(client, Array.from({ length: 70 }, (_, i) => chatLine(i)));
+    const before = await balanceOf(org.organizationId);
+    const created = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    await until(client, created.id, (b) => (b.request_counts?.completed ?? 0) >= 62, 30_000);
+    await client.batches.cancel(created.id);
+    const b = await until(client, created.id, ended);
+    expect(b.status).toBe('cancelled');
+    const out = await lines(client, b.output_file_id);
+    expect(out.length).toBe(b.request_counts!.completed);
+    expect(b.request_counts!.failed).toBe(0);
+    expect(new Set(out.map((l) => l.custom_id)).size).toBe(out.length);
+    const ledger = await ledgerOf(b.id);
+    expect(ledger.ids.sort()).toEqual(out.map((l) => l.response.request_id!).sort());
+    expect(money((await s.t.db.batch.findUniqueOrThrow({ where: { id: b.id } })).cost).toFixed(10)).toBe(ledger.charged.toFixed(10));
+    expect(before.minus(await balanceOf(org.organizationId)).toFixed(10)).toBe(ledger.charged.toFixed(10));
+  });
+
+  it('expires: past the window nothing more starts and every line not done is answered batch_expired', async () => {
+    s.fake.setKnobs({ latencyMs: 300 });
+    const file = await upload(client, Array.from({ length: 150 }, (_, i) => chatLine(i)));
+    const before = await balanceOf(org.organizationId);
+    const created = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    await until(client, created.id, (b) => (b.request_counts?.completed ?? 0) > 0, 30_000);
+    // The 24 hours pass.
+    await s.t.db.batch.update({ where: { id: created.id }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    const b = await until(client, created.id, ended);
+    expect(b.status).toBe('expired');
+    expect(typeof b.expired_at).toBe('number');
+    const out = await lines(client, b.output_file_id);
+    const errors = await lines(client, b.error_file_id);
+    expect(out.length + errors.length).toBe(150);
+    expect(new Set([...out, ...errors].map((l) => l.custom_id)).size).toBe(150);
+    expect(errors.length).toBeGreaterThan(0);
+    expect(errors.every((e) => e.error?.code === 'batch_expired' && e.response.status_code === 408 && e.response.body.error?.code === 'batch_expired')).toBe(true);
+    expect(b.request_counts).toEqual({ total: 150, completed: out.length, failed: errors.length });
+    const ledger = await ledgerOf(b.id);
+    expect([...ledger.byId.keys()].sort()).toEqual(out.map((l) => l.response.request_id!).sort());
+    expect(before.minus(await balanceOf(org.organizationId)).toFixed(10)).toBe(ledger.charged.toFixed(10));
+  });
 });
