@@ -163,11 +163,13 @@ export class BatchDriver {
     if (!state) return true;
     const bodies = new Map(claimed.lines.map((l) => [l.line, l.body]));
     const refused = new Map<number, Answer>();
+    const principal = toOrder.length ? await this.principalOf(b) : null;
     await Promise.all(
       toOrder.map(async (l) => {
         const body = bodies.get(l.line) ?? (await this.lineAt(b, l.offset)).body;
         try {
-          await kind.order(this.callerOf(b, l, body), body, l.id);
+          if (principal instanceof AppError) throw principal;
+          await kind.order(this.callerOf(b, principal!, l, body), body, l.id);
         } catch (e) {
           // Refused before any provider was called (402 when the balance or a limit runs out, 403, 404, 400 ...): the
           // line's answer is that error, and nothing was reserved.
@@ -309,11 +311,24 @@ export class BatchDriver {
     throw new Error(`batch ${b.id}: no line at offset ${offset}`);
   }
 
-  /** Who a line runs as: the batch's creator, with an Idempotency-Key of the batch and the line. */
-  private callerOf(b: Batch, l: Pick<InFlight, 'line'>, body: unknown): Caller {
+  /**
+   * Who the batch's lines run as now: its creator, with the API key's models and state as they are (a key revoked or
+   * disabled meanwhile starts no more lines: each answers 401, as its requests would).
+   */
+  private async principalOf(b: Batch): Promise<Principal | AppError> {
+    const p = b.principal as unknown as Principal;
+    if (p.kind !== 'key') return p;
+    const key = await this.d.db.apiKey.findUnique({ where: { id: p.keyId }, select: { revokedAt: true, disabledAt: true, allowedModels: true } });
+    if (!key || key.revokedAt) return new AppError('api_key_revoked', 'The API key that created this batch has been revoked');
+    if (key.disabledAt) return new AppError('UNAUTHORIZED', 'The API key that created this batch is disabled');
+    return { ...p, allowedModels: key.allowedModels };
+  }
+
+  /** Who a line runs as, with an Idempotency-Key of the batch and the line. */
+  private callerOf(b: Batch, principal: Principal, l: Pick<InFlight, 'line'>, body: unknown): Caller {
     const caller = b.apiKeyId ?? `user ${b.userId}`;
     return {
-      principal: b.principal as unknown as Principal,
+      principal,
       traceId: b.traceId ?? b.id,
       idempotency: { key: `${b.id} line ${l.line}`, caller, hash: requestHash(caller, 'POST', b.endpoint, body) },
     };

@@ -9,6 +9,7 @@ import request from 'supertest';
 import { money, ZERO, type Decimal } from '../../shared/billing/money';
 import { moneyJson } from '../../shared/formats/format-utils';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { waitUntil as waitFor } from '../helpers/until';
 
 let s: TestStack;
 let org: StackOrg;
@@ -268,5 +269,25 @@ describe('the Batch API with the openai SDK', () => {
     const ledger = await ledgerOf(b.id);
     expect([...ledger.byId.keys()].sort()).toEqual(out.map((l) => l.response.request_id!).sort());
     expect(before.minus(await balanceOf(org.organizationId)).toFixed(10)).toBe(ledger.charged.toFixed(10));
+  });
+
+  it('starts no more lines once its API key is revoked: each answers 401 api_key_revoked', async () => {
+    s.fake.setKnobs({ latencyMs: 300 });
+    const k = await s.seed({ balance: '100' });
+    const c = new OpenAI({ apiKey: k.key.key, baseURL: `${s.url}/v1`, maxRetries: 0 });
+    const file = await upload(c, Array.from({ length: 150 }, (_, i) => chatLine(i)));
+    const id = (await c.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' })).id;
+    await waitFor(async () => ((await s.t.db.batch.findUniqueOrThrow({ where: { id } })).completed > 0 ? true : undefined));
+    expect((await request(s.app).delete(`/v1/keys/${k.key.id}`).set({ Authorization: `Bearer ${k.ownerToken}` })).status).toBe(200);
+    let row = await s.t.db.batch.findUniqueOrThrow({ where: { id } });
+    for (let i = 0; i < 600 && !['completed', 'failed', 'cancelled', 'expired'].includes(row.status); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      row = await s.t.db.batch.findUniqueOrThrow({ where: { id } });
+    }
+    expect(row.status).toBe('completed');
+    expect(row.completed + row.failed).toBe(150);
+    expect(row.failed).toBeGreaterThan(0);
+    const refused = await s.t.db.generation.count({ where: { id: { contains: `_${id.slice('batch_'.length)}l` } } });
+    expect(refused).toBe(row.completed);
   });
 });
