@@ -38,6 +38,11 @@ import { createBlobStore } from '../shared/storage/create-blob-store';
 import { LeaseDesk } from '../shared/billing/leases';
 import { LocalLane } from '../shared/runtime/local-lane';
 import type { BlobStore } from '../shared/storage/blob-store';
+import { BatchFiles } from '../shared/services/batch-files.service';
+import { BatchesService } from './services/batches.service';
+import { BatchDriver } from './services/batch-driver';
+import { batchLineKinds } from './services/batch-lines';
+import { StoredResponses } from './services/stored-responses';
 
 /** Everything a route needs, built once from injected I/O (no module-level state). */
 export interface AppDeps {
@@ -99,6 +104,10 @@ export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'work
   mediaOperations: MediaOperationsService;
   files: FilesService;
   history: HistoryService;
+  /** The Batch API (docs/batches.md): its files, its batches, and the driver its `batches` queue's jobs run. */
+  batchFiles: BatchFiles;
+  batches: BatchesService;
+  batchDriver: BatchDriver;
   /** Resolves when the database answers (GET /readyz). */
   databaseReady(): Promise<unknown>;
   /** Resolves once the reply channel is subscribed. */
@@ -136,9 +145,10 @@ export function buildContext(deps: AppDeps): AppContext {
   const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix }, settlements, lane, leases);
   const planner = new RoutePlanner(deps.catalog, stats);
   metrics.trackQueues(queues);
+  const store = deps.blobStore ?? createBlobStore(deps.config);
   const files = new FilesService({
     db: deps.db,
-    store: deps.blobStore ?? createBlobStore(deps.config),
+    store,
     secret: deps.secret,
     baseUrl: filesBaseUrl(deps.config),
     urlTtlSeconds: deps.config.fileUrlTtlSeconds,
@@ -149,6 +159,20 @@ export function buildContext(deps: AppDeps): AppContext {
   // The body is parsed only after authentication and the rate limit: a stranger's 10 MiB body costs no parsing.
   const guard = [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute, clock), ...jsonBody(deps.config.maxBodyBytes), idempotencyKey];
   const records = new MediaRecords({ db: deps.db, files, gateway, syncWaitMs, callbackAllowPrivate: deps.config.callbackAllowPrivate });
+  const text = new TextService({ db: deps.db, planner, gateway, syncWaitMs });
+  const embeddings = new EmbeddingsService({ catalog: deps.catalog, planner, gateway, syncWaitMs });
+  const images = new ImagesService({ planner, gateway, records, files });
+  const batchFiles = new BatchFiles(deps.db, store, clock);
+  const batchDriver = new BatchDriver({
+    db: deps.db,
+    files: batchFiles,
+    kinds: batchLineKinds({ text, stored: new StoredResponses(deps.db, settlements), embeddings, images }),
+    gateway,
+    logger: deps.logger,
+    metrics,
+    clock,
+    settings: deps.config.batches,
+  });
   return {
     ...deps,
     lane,
@@ -158,16 +182,19 @@ export function buildContext(deps: AppDeps): AppContext {
     stats,
     gateway,
     planner,
-    text: new TextService({ db: deps.db, planner, gateway, syncWaitMs }),
-    embeddings: new EmbeddingsService({ catalog: deps.catalog, planner, gateway, syncWaitMs }),
+    text,
+    embeddings,
     questions: new TypedQuestionsService({ db: deps.db, planner, gateway, syncWaitMs }),
-    images: new ImagesService({ planner, gateway, records, files }),
+    images,
     media: new MediaService({ planner, gateway, records, files, callbacks: new CallbackService(queues.callbacks, { backoffMs: deps.config.media.callbackBackoffMs }) }),
     mediaOperations: new MediaOperationsService({ catalog: deps.catalog, planner, gateway, records }),
     metrics,
     tracing,
     files,
     history: new HistoryService(deps.db),
+    batchFiles,
+    batches: new BatchesService({ db: deps.db, files: batchFiles, queue: queues.batches, logger: deps.logger, clock }),
+    batchDriver,
     databaseReady: () => deps.db.$queryRaw`SELECT 1`,
     ready: async () => {
       // The subscriber too: a SUBSCRIBE sent while ioredis still runs its ready check can be lost, leaving the

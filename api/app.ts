@@ -24,6 +24,7 @@ import { historyRoutes } from './routes/history.route';
 import { imagesRoutes } from './routes/images.route';
 import { mediaRoutes } from './routes/media.route';
 import { gated } from './routes/gated';
+import { batchesRoutes } from './routes/batches.route';
 
 /** The Express application, without listen(): supertest and main.ts both use it. */
 export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext } } {
@@ -49,7 +50,8 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
     gated(typedQuestionsRoutes({ guard: ctx.guard, questions: ctx.questions })),
     gated(modelsRoutes(ctx)),
   );
-  app.use(gated(storageRoutes(ctx)), gated(filesRoutes(ctx)));
+  // The batch routes first: they serve GET /v1/files/{id}/content for batch files and pass the others on.
+  app.use(gated(batchesRoutes(ctx)), gated(storageRoutes(ctx)), gated(filesRoutes(ctx)));
   app.use(gated(historyRoutes(ctx)));
   app.use(gated(imagesRoutes({ guard: ctx.guard, images: ctx.images })), gated(mediaRoutes({ guard: ctx.guard, media: ctx.media, operations: ctx.mediaOperations })));
 

@@ -1,6 +1,7 @@
 import { createApp, serverOptionsFor } from './app';
 import { bootstrap, listen, onShutdown, type Runtime } from '../shared/runtime/bootstrap';
 import { QUEUES } from '../shared/queue/queue-names';
+import { startBatchDriver } from './services/batch-driver';
 
 /** Starts the HTTP API on a bootstrapped runtime; returns its stopper. */
 export async function startWeb(rt: Runtime): Promise<{ port: number; close(): Promise<void> }> {
@@ -21,12 +22,14 @@ export async function startWeb(rt: Runtime): Promise<{ port: number; close(): Pr
     workersReady: async () => (await app.locals.ctx.queues[QUEUES.text].getWorkersCount()) > 0,
   });
   await app.locals.ctx.ready();
+  const batches = startBatchDriver(app.locals.ctx.batchDriver, rt.patient('batches'), rt.config, rt.logger);
   const http = await listen(app, rt.config.port, serverOptionsFor(app));
   rt.logger.info(`Switchyard API listening on http://localhost:${http.port}`);
   return {
     port: http.port,
     async close() {
       await http.close();
+      await batches.close();
       await app.locals.ctx.close();
     },
   };

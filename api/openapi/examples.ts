@@ -6,6 +6,8 @@
  * Model ids are the demo catalog's, so "try it" against `npm start -- --demo` works as shown.
  */
 
+import { BATCH_EXAMPLES } from './batch-examples';
+
 /**
  * The origin every example and code sample names (`npm start`'s default). GET /openapi.json serves the document with
  * it replaced by the origin the document was fetched from (api/routes/docs.route.ts).
@@ -397,6 +399,7 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   'PATCH /v1/storage/files/{id}': { request: { storagePolicy: 'PERMANENT' }, response: { ...storedFile, storagePolicy: 'PERMANENT', expiresAt: null } },
   'DELETE /v1/storage/files/{id}': { response: { success: true } },
   'GET /v1/files/{id}/content': { response: '(the file bytes)' },
+  ...BATCH_EXAMPLES,
 
   'POST /v2/images/generations': {
     request: { model: 'openai/gpt-image-1', prompt: 'A lighthouse at dawn, watercolor', n: 1, size: '1024x1024' },

@@ -13,6 +13,7 @@ import { embeddingsSchema } from '../../shared/schemas/embeddings.schema';
 import { typedQuestionsSchema } from '../../shared/schemas/typed-questions.schema';
 import { listFilesQuerySchema, storedFileSchema, updateFileSchema, uploadOptionsSchema } from '../../shared/schemas/storage.schema';
 import { historyDetailSchema, historyPageSchema, historyQuerySchema } from '../../shared/schemas/history.schema';
+import { createBatchSchema, listBatchesQuerySchema, listBatchFilesQuerySchema } from '../../shared/schemas/batches.schema';
 import {
   apiKeyListSchema,
   apiKeyRecordSchema,
@@ -124,7 +125,17 @@ export const ROUTE_DOCS: RouteDoc[] = [
   { method: 'get', path: '/v1/storage/files/{id}', tag: 'Storage', auth: 'any', summary: 'Get a stored file', response: json('The stored-file record', storedFileSchema), errors: [404] },
   { method: 'patch', path: '/v1/storage/files/{id}', tag: 'Storage', auth: 'any', summary: 'Update a stored file', description: 'Change `storagePolicy` or `externalUserId`.', body: updateFileSchema, response: json('The stored-file record', storedFileSchema), errors: [403, 404] },
   { method: 'delete', path: '/v1/storage/files/{id}', tag: 'Storage', auth: 'any', summary: 'Delete a stored file', response: '`{"success": true}`', errors: [403, 404] },
-  { method: 'get', path: '/v1/files/{id}/content', tag: 'Storage', auth: 'any', summary: 'Download a file', description: 'The file\'s bytes (`Range` supported). The `url` of a stored file carries `?sig=` and needs no Authorization (for `<img>` and `<video>` tags); without `sig` an API key or token of the file\'s organization is needed. A wrong signature is 404.', response: { description: 'The bytes, with the file\'s Content-Type; 206 for a Range', contentType: 'application/octet-stream' }, errors: [404, 416] },
+  { method: 'get', path: '/v1/files/{id}/content', tag: 'Storage', auth: 'any', summary: 'Download a file', description: 'The file\'s bytes: a stored file (`Range` supported), or a batch file (`file-...`: its JSONL). The `url` of a stored file carries `?sig=` and needs no Authorization (for `<img>` and `<video>` tags); without `sig` an API key or token of the file\'s organization is needed. A wrong signature is 404.', response: { description: 'The bytes, with the file\'s Content-Type; 206 for a Range', contentType: 'application/octet-stream' }, errors: [404, 416] },
+
+  // Batches
+  { method: 'post', path: '/v1/files', tag: 'Batches', auth: 'any', summary: 'Upload a batch file', description: 'Upload a batch input file: multipart `file` (JSONL, at most 50,000 lines and 100 MiB, streamed to storage) and `purpose: "batch"`.', bodyContentTypes: ['multipart/form-data'], response: 'OpenAI file object (`id` file-..., `object: file`, `bytes`, `created_at`, `filename`, `purpose`, `expires_at`)', errors: [413] },
+  { method: 'get', path: '/v1/files', tag: 'Batches', auth: 'any', summary: 'List batch files', description: 'List batch files (inputs and the output and error files of batches), scoped like the history.', query: listBatchFilesQuerySchema, response: 'List object: `data` (file objects), `first_id`, `last_id`, `has_more`' },
+  { method: 'get', path: '/v1/files/{id}', tag: 'Batches', auth: 'any', summary: 'Get a batch file', description: 'One batch file.', response: 'OpenAI file object', errors: [404] },
+  { method: 'delete', path: '/v1/files/{id}', tag: 'Batches', auth: 'any', summary: 'Delete a batch file', description: 'Delete a batch file (not the input of a batch that has not ended: 409).', response: '`{id, object: "file", deleted: true}`', errors: [404, 409] },
+  { method: 'post', path: '/v1/batches', tag: 'Batches', auth: 'any', summary: 'Create a batch', description: 'Create a batch: every line of the input file runs as one generation of `endpoint`, in the background, within 24 h.', body: createBatchSchema, response: 'OpenAI batch object (`status: validating`), with `usage.cost_rub`', errors: [400] },
+  { method: 'get', path: '/v1/batches', tag: 'Batches', auth: 'any', summary: 'List batches', description: 'List batches, newest first (`after` a batch id, `limit` 1-100).', query: listBatchesQuerySchema, response: 'List object: `data` (batch objects), `first_id`, `last_id`, `has_more`' },
+  { method: 'get', path: '/v1/batches/{id}', tag: 'Batches', auth: 'any', summary: 'Get a batch', description: 'One batch: status, request_counts, errors, output_file_id and error_file_id, usage.cost_rub.', response: 'OpenAI batch object', errors: [404] },
+  { method: 'post', path: '/v1/batches/{id}/cancel', tag: 'Batches', auth: 'any', summary: 'Cancel a batch', description: 'Cancel a batch: lines not started never run; running lines finish and are charged; then `cancelled` with the files of what ran.', response: 'OpenAI batch object (`cancelling` or `cancelled`)', errors: [404, 409] },
 
   // Media
   { method: 'post', path: '/v2/images/generations', tag: 'Media', auth: 'any', summary: 'Generate images', description: 'OpenAI images API shape; synchronous up to `SYNC_WAIT_MS`, then the pending body.', body: imageGenerationSchema, response: { status: 200, description: 'Image generation result; 202 with the pending body (`id`, `status: pending`, `model`, `created`, `taskId`) and `Retry-After` when it outlasts SYNC_WAIT_MS (poll GET /v1/media/{id})' }, errors: [402, 403, 404, 409, 502] },

@@ -3,7 +3,8 @@ import { textRouting, type TextRouteDeps } from '../services/text.service';
 import { callerOf } from './caller';
 import { check } from '../../shared/schemas/ajv';
 import { chatSchema, type ChatBody } from '../../shared/schemas/chat.schema';
-import { buildChatCompletion, chatToCanonical, chatUsage, createChatStreamFormatter, encodeChatSse, CHAT_STREAM_DONE } from '../../shared/formats';
+import { chatToCanonical, chatUsage, createChatStreamFormatter, encodeChatSse, CHAT_STREAM_DONE } from '../../shared/formats';
+import { chatCompletionOf } from '../services/text-replies';
 import { newId } from '../../shared/ids';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
 
@@ -35,8 +36,7 @@ export function chatRoutes(ctx: TextRouteDeps): Router {
     const warningsOf = (p: TextDonePayload) => (p.warnings.length ? p.warnings : undefined);
 
     if (mode === 'sync') {
-      const p = await ctx.text.reply(submission);
-      res.json(buildChatCompletion({ id, created, model: p.model, result: p.result, usage: usage(p), logprobs: request.logprobs === true, warnings: warningsOf(p) }));
+      res.json(chatCompletionOf(id, created, request.logprobs === true, await ctx.text.reply(submission)));
       return;
     }
     // The head goes out before any endpoint answers: it names the model asked for (without inline options).

@@ -10,7 +10,7 @@ import {
   type ResponsesBody,
   type RetrieveResponseQuery,
 } from '../../shared/schemas/responses.schema';
-import { buildResponseObject, createResponsesStreamFormatter, encodeSse, inputItemPage, itemReferenceIds, responsesToCanonical, withoutText } from '../../shared/formats';
+import { buildResponseObject, createResponsesStreamFormatter, encodeSse, inputItemPage, withoutText } from '../../shared/formats';
 import { randomBase62 } from '../../shared/ids';
 import type { Prisma } from '../../shared/db/generated/client';
 import { QUEUES } from '../../shared/queue/queue-names';
@@ -31,12 +31,8 @@ import {
   withPublicIds,
   type StoredResponsesRequest,
 } from '../services/stored-responses';
-import { textRouting } from '../services/text.service';
-import type { PlannedRoute } from '../services/route-planner';
-import { parametersIgnored } from '../../shared/routing';
+import { orderResponse } from '../services/response-orders';
 import { callerOf } from './caller';
-
-const withoutReasoning = ({ reasoning: _reasoning, ...rest }: ResponsesBody): ResponsesBody => rest;
 
 /**
  * OpenAI's Responses API through the queue: create, retrieve (or stream a background response again), its input
@@ -55,31 +51,8 @@ export function responsesRoutes(ctx: AppContext): Router {
       throw AppError.validation([{ path: '/store', message: 'must not be false with background: true' }], 'A background response must be stored (store: false cannot be read back)');
     }
     const principal = res.locals.principal;
-    const prior = body.previous_response_id ? await stored.history(principal, body.previous_response_id) : [];
-    const references = await stored.resolve(principal, itemReferenceIds(body.input));
-    const canonical = responsesToCanonical(body, prior, references);
-    const { requestedParameters, warnings: formatWarnings, ...request } = canonical;
     const mode = body.stream ? 'stream' : body.background ? 'async' : 'sync';
-    const newResponseId = `resp_${randomBase62(24)}`;
-    // `store: false`: the record keeps what billing and history need, not the conversation (nor the instructions).
-    // A reasoning effort no endpoint of the model takes is dropped with a warning, and not echoed either.
-    const record = (route: PlannedRoute): StoredResponsesRequest => {
-      const kept = parametersIgnored(route.plan).includes('reasoning') ? withoutReasoning(body) : body;
-      return body.store === false ? { body: unstoredBody(kept), input: [] } : { body: kept, input: request.input, inputStart: prior.length };
-    };
-    const { submission, warnings, route } = await ctx.text.submit({
-      id: newResponseId,
-      ...callerOf(res),
-      ...textRouting(body),
-      apiType: 'responses',
-      mode,
-      request,
-      requestedParameters,
-      warnings: formatWarnings,
-      record,
-      previousResponseId: body.previous_response_id ?? undefined,
-      store: body.store !== false,
-    });
+    const { submission, warnings, route, record } = await orderResponse({ text: ctx.text, stored }, callerOf(res), body, { id: `resp_${randomBase62(24)}`, mode });
     // A repeat with the same Idempotency-Key answers with the response of the first request.
     const id = submission.id;
     if (submission.replayed && body.store === false) {

@@ -8,11 +8,11 @@ import { QUEUES } from '../../shared/queue/queue-names';
 import type { EmbeddingsJobData } from '../../shared/queue/job-catalog';
 import type { EmbeddingsBody } from '../../shared/schemas/embeddings.schema';
 import type { EmbeddingsDonePayload } from '../../shared/queue/job-catalog';
-import type { Caller, WaitingServiceDeps } from './generation-gateway';
+import type { Caller, Submission, WaitingServiceDeps } from './generation-gateway';
 import { awaitText } from './text-replies';
 
 /** What an embeddings generation stores as its result (`replay` only when the request had an Idempotency-Key). */
-interface StoredEmbeddings {
+export interface StoredEmbeddings {
   replay: EmbeddingsDonePayload;
 }
 
@@ -29,6 +29,17 @@ export class EmbeddingsService {
 
   /** The worker's reply for a validated body, and the generation's id. */
   async embed(c: Caller, body: EmbeddingsBody): Promise<{ id: string; payload: EmbeddingsDonePayload }> {
+    const submission = await this.order(c, body);
+    const done = await awaitText<EmbeddingsDonePayload | StoredEmbeddings>(this.d.gateway, submission, this.d.syncWaitMs, async () => null);
+    // A repeat with the same Idempotency-Key gets the record's result, where the first request's vectors were kept.
+    return { id: submission.id, payload: 'replay' in done ? done.replay : (done as EmbeddingsDonePayload) };
+  }
+
+  /**
+   * Routes, bounds, reserves and enqueues the embeddings of a validated body (sync for `embed`; `batch` for a line of
+   * a batch, whose Idempotency-Key keeps the vectors on the record for its output).
+   */
+  async order(c: Caller, body: EmbeddingsBody, o: { mode: 'sync' | 'batch'; id?: string } = { mode: 'sync' }): Promise<Submission> {
     const canonical = embeddingsToCanonical(body);
     const route = await this.d.planner.plan({ principal: c.principal, model: body.model, provider: body.provider, modelType: 'embedding' });
 
@@ -61,13 +72,13 @@ export class EmbeddingsService {
     const candidates = route.candidates.filter((c) => endpoints.some((e) => e.slug === c.slug));
 
     const tokens = canonical.inputs.reduce((n, i) => n + embeddingInputTokens(i, estimateTokens), 0);
-    const submission = await this.d.gateway.order<EmbeddingsJobData>({
+    return this.d.gateway.order<EmbeddingsJobData>({
       queue: QUEUES.embeddings,
-      id: newId('gen'),
+      id: o.id ?? newId('gen'),
       caller: c,
       requestType: 'embedding',
       apiType: 'embeddings',
-      mode: 'sync',
+      mode: o.mode,
       primary: route.primary,
       request: { model: body.model, inputs: canonical.inputs.length, encoding_format: body.encoding_format ?? 'float', dimensions: body.dimensions },
       candidates,
@@ -76,8 +87,5 @@ export class EmbeddingsService {
       bound: maxBound(endpoints, (e) => tokenCost(e.price, { inputTokens: tokens, outputTokens: 0 })),
       job: () => ({ inputs: canonical.inputs, dimensions: canonical.dimensions, user: canonical.user, keepResult: c.idempotency !== undefined }),
     });
-    const done = await awaitText<EmbeddingsDonePayload | StoredEmbeddings>(this.d.gateway, submission, this.d.syncWaitMs, async () => null);
-    // A repeat with the same Idempotency-Key gets the record's result, where the first request's vectors were kept.
-    return { id: submission.id, payload: 'replay' in done ? done.replay : (done as EmbeddingsDonePayload) };
   }
 }

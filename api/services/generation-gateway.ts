@@ -149,7 +149,8 @@ export class GenerationGateway {
    */
   order<T extends GenerationJobBase>(o: GenerationOrder<T>): Promise<Submission> {
     const owner = ownerOf(o.caller.principal);
-    const replyTo = o.mode === 'async' ? null : this.replyChannel;
+    // Background work (a background response, an async media call, a batch line): nobody waits for its messages.
+    const replyTo = o.mode === 'async' || o.mode === 'batch' ? null : this.replyChannel;
     return this.submit<T>(
       o.queue,
       {

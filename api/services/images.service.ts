@@ -9,7 +9,7 @@ import { QUEUES } from '../../shared/queue/queue-names';
 import { check } from '../../shared/schemas/ajv';
 import { imageGenerationIssues, imageGenerationSchema, type ImageGenerationBody } from '../../shared/schemas/images.schema';
 import type { MediaJobData } from '../../shared/queue/job-catalog';
-import { routed, type Caller } from './generation-gateway';
+import { routed, type Caller, type Submission } from './generation-gateway';
 import type { MediaReply, MediaServiceDeps } from './media-records';
 
 /** Null-valued optional fields count as absent (OpenAI accepts `null` for them, and so do many clients). */
@@ -26,6 +26,17 @@ export class ImagesService {
   constructor(private readonly d: MediaServiceDeps) {}
 
   async generate(c: Caller, raw: unknown): Promise<MediaReply> {
+    const { sub, body } = await this.order(c, raw);
+    const final = await this.d.records.wait(sub);
+    const g = await this.d.records.load(sub.id);
+    if (final?.type === 'failed' || g.status === 'failed') throw AppError.fromStored(final?.type === 'failed' ? final.error : (g.error as unknown as StoredError));
+    if (g.status === 'cancelled') throw new AppError('CONFLICT', 'The generation was cancelled');
+    if (g.status !== 'completed') return { status: 202, body: pendingImageBody(g), headers: { 'Retry-After': String(retryAfterSeconds('image')) } };
+    return { status: 200, body: await this.resultOf(g, body) };
+  }
+
+  /** Validates, routes, bounds, reserves and enqueues an images request (sync for `generate`; `batch` for a line of a batch). */
+  async order(c: Caller, raw: unknown, o: { mode: 'sync' | 'batch'; id?: string } = { mode: 'sync' }): Promise<{ sub: Submission; body: ImageGenerationBody }> {
     const body = check<ImageGenerationBody>(imageGenerationSchema, withoutNulls(raw ?? {}));
     const route = await this.d.planner.plan({ principal: c.principal, model: body.model, provider: body.provider, modelType: 'image' });
     // The stricter rules hold when any endpoint that may serve the request is legacy.
@@ -50,11 +61,11 @@ export class ImagesService {
 
     const sub = await this.d.gateway.order<MediaJobData>({
       queue: QUEUES.image,
-      id: newId('gen'),
+      id: o.id ?? newId('gen'),
       caller: c,
       requestType: 'image',
       apiType: 'images',
-      mode: 'sync',
+      mode: o.mode,
       ...routed(route),
       request: body,
       routingQueue: true,
@@ -62,13 +73,13 @@ export class ImagesService {
       bound: maxBound(route.endpoints, (e) => mediaCost(e.price, boundUnits('image', { images: body.n }))),
       job: () => ({ kind: 'image', input: {}, image: { request, responseFormat: body.response_format }, inputUnits: 0, callBackUrl: null }),
     });
-    const final = await this.d.records.wait(sub);
-    const g = await this.d.records.load(sub.id);
-    if (final?.type === 'failed' || g.status === 'failed') throw AppError.fromStored(final?.type === 'failed' ? final.error : (g.error as unknown as StoredError));
-    if (g.status === 'cancelled') throw new AppError('CONFLICT', 'The generation was cancelled');
-    if (g.status !== 'completed') return { status: 202, body: pendingImageBody(g), headers: { 'Retry-After': String(retryAfterSeconds('image')) } };
+    return { sub, body };
+  }
+
+  /** The image result of a completed generation, as the synchronous call answers it. */
+  async resultOf(g: Generation, body: Pick<ImageGenerationBody, 'response_format'>): Promise<unknown> {
     const base64 = body.response_format === 'b64_json' ? await this.base64Of(g) : undefined;
-    return { status: 200, body: imageResult(g, base64) };
+    return imageResult(await this.d.files.withFreshUrls(g), base64);
   }
 
   /** The stored images of a generation as base64 (response_format b64_json). */

@@ -5,6 +5,16 @@ import type { TextResult, TextStreamEvent } from '../../shared/providers/provide
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
 import { STOP_GRACE_MS, type FinalMessage, type GenerationGateway, type Submission } from './generation-gateway';
 import { toAppError } from '../middleware/error-handler';
+import { buildChatCompletion, chatUsage, type ChatCompletion } from '../../shared/formats';
+
+/**
+ * The chat.completion object of a completed text generation, as POST /v1/chat/completions answers it (and a batch's
+ * output line holds it). Its warnings are the generation's: the request's, the plan's, the answering endpoint's.
+ */
+export function chatCompletionOf(id: string, created: number, logprobs: boolean, p: TextDonePayload): ChatCompletion {
+  const usage = chatUsage(p.result.usage, { totalRub: p.cost }, p.plugins ? { plugins: p.plugins } : undefined);
+  return buildChatCompletion({ id, created, model: p.model, result: p.result, usage, logprobs, warnings: p.warnings.length ? p.warnings : undefined });
+}
 
 
 /**

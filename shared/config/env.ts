@@ -51,6 +51,8 @@ export interface Config {
   /** Reservation leases (shared/billing/leases.ts): LEASE_REQUESTS (0: off), LEASE_HEADROOM, LEASE_IDLE_MS, LEASE_TTL_MS, LEASE_MAX_AGE_MS. */
   leases: LeaseSettings;
   media: MediaSettings;
+  /** The Batch API's drivers (api/services/batch-driver.ts): BATCH_LINES_IN_FLIGHT, BATCH_POLL_MS. */
+  batches: BatchSettings;
   /** S3-compatible file storage when S3_BUCKET is set; else files live under `<homeDir>/files`. */
   s3?: S3Settings;
   /** OpenTelemetry traces over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set (shared/telemetry); else none, at no cost. */
@@ -92,6 +94,13 @@ export interface MediaSettings {
   cancelCheckMs: number;
   /** First callback retry delay (exponential); default the job catalog's. */
   callbackBackoffMs?: number;
+}
+
+export interface BatchSettings {
+  /** Lines of one batch running at once (more are started as they finish): BATCH_LINES_IN_FLIGHT, default 64. */
+  linesInFlight: number;
+  /** How often a batch's driver looks at its running lines: BATCH_POLL_MS, default 500. */
+  pollMs: number;
 }
 
 /** S3_BUCKET, S3_REGION (default us-east-1), S3_ENDPOINT, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_FORCE_PATH_STYLE, S3_PREFIX. */
@@ -223,6 +232,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
       cancelCheckMs: positive(env, 'MEDIA_CANCEL_CHECK_MS', 1000),
       callbackBackoffMs: env.CALLBACK_BACKOFF_MS ? positive(env, 'CALLBACK_BACKOFF_MS', 1000) : undefined,
     },
+    batches: { linesInFlight: positive(env, 'BATCH_LINES_IN_FLIGHT', 64), pollMs: positive(env, 'BATCH_POLL_MS', 500) },
     s3: env.S3_BUCKET
       ? {
           bucket: env.S3_BUCKET,

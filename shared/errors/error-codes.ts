@@ -14,6 +14,8 @@ export const ERROR_CODES = {
   FORBIDDEN: { status: 403, type: 'permission_error', reason: undefined, retry: false },
   NOT_FOUND: { status: 404, type: 'not_found_error', reason: undefined, retry: false },
   REQUEST_TIMEOUT: { status: 408, type: 'timeout_error', reason: undefined, retry: false },
+  /** A batch line not done within its batch's completion window (docs/batches.md). */
+  batch_expired: { status: 408, type: 'timeout_error', reason: undefined, retry: false },
   CONFLICT: { status: 409, type: 'conflict_error', reason: undefined, retry: false },
   PAYLOAD_TOO_LARGE: { status: 413, type: 'invalid_request_error', reason: undefined, retry: false },
   TOO_MANY_REQUESTS: { status: 429, type: 'rate_limit_error', reason: 'rate_limited', retry: true },

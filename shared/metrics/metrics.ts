@@ -41,6 +41,8 @@ export interface Metrics {
    * `maxDurationSeconds`): not charged, by provider. The generation's `routing.overrun` holds the details.
    */
   mediaUncharged: Counter<'provider'>;
+  /** Lines of batches answered, by `completed` (output file), `failed` (error file) or `expired` (error file, batch_expired). */
+  batchLines: Counter<'status'>;
   /** Queues whose depth is read on every scrape (`queue.getJobCounts`); the API and the worker both may call it. */
   trackQueues(queues: Iterable<Queue> | Record<string, Queue>): void;
 }
@@ -182,6 +184,7 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       labelNames: ['provider'],
       registers,
     }),
+    batchLines: new Counter({ name: 'switchyard_batch_lines_total', help: 'Batch lines answered, by status (completed, failed, expired)', labelNames: ['status'], registers }),
     trackQueues(queues) {
       const list = Symbol.iterator in queues ? [...(queues as Iterable<Queue>)] : Object.values(queues as Record<string, Queue>);
       for (const q of list) tracked.set(q.name, q);

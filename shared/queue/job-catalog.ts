@@ -11,6 +11,7 @@
  * | media       | MediaJobData                        | none: the record is read back                |
  * | callbacks   | CallbackJobData                     | none                                         |
  * | maintenance | none (repeatable reaper job)        | none                                         |
+ * | batches     | BatchJobData                        | none: the batch's record is the outcome      |
  *
  * A failure crosses as `StoredError` (shared/errors/app-error.ts: AppError.toStored / fromStored).
  */
@@ -56,7 +57,7 @@ export interface GenerationJobBase {
 
 export interface TextJobData extends GenerationJobBase {
   apiType: 'responses' | 'chat_completions' | 'systemone';
-  mode: 'sync' | 'stream' | 'async';
+  mode: 'sync' | 'stream' | 'async' | 'batch';
   request: Omit<TextRequest, 'model'>;
   /** Request plugins run by the worker around the provider call (`masker`). */
   plugins?: string[];
@@ -197,6 +198,13 @@ export interface CallbackJobData {
   signedAt?: number;
 }
 
+/** A batch's driver (queue `batches`, api/services/batch-driver.ts): its state is the batch's row, not the job. */
+export interface BatchJobData {
+  batchId: string;
+  organizationId: string;
+  traceId?: string;
+}
+
 /** Payload and result of each queue (see the table at the top). */
 export interface JobContracts {
   [QUEUES.text]: { data: TextJobData | TypedQuestionsJobData; result: TextDonePayload | TypedQuestionsDonePayload };
@@ -205,6 +213,7 @@ export interface JobContracts {
   [QUEUES.media]: { data: MediaJobData; result: void };
   [QUEUES.callbacks]: { data: CallbackJobData; result: void };
   [QUEUES.maintenance]: { data: Record<string, never>; result: void };
+  [QUEUES.batches]: { data: BatchJobData; result: void };
 }
 export type JobDataOf<Q extends QueueName> = JobContracts[Q]['data'];
 export type JobResultOf<Q extends QueueName> = JobContracts[Q]['result'];
@@ -246,6 +255,8 @@ export const JOB_OPTIONS: Record<QueueName, JobsOptions> = {
   [QUEUES.media]: { attempts: 3, backoff: { type: 'exponential', delay: 2000 }, removeOnComplete: { count: 1000 }, removeOnFail: { age: 7 * 24 * 3600 } },
   [QUEUES.callbacks]: { attempts: 8, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: { count: 1000 }, removeOnFail: { age: 7 * 24 * 3600 } },
   [QUEUES.maintenance]: { attempts: 3, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } },
+  // A driver step that throws is retried with back-off; its state is in PostgreSQL, so a retry resumes.
+  [QUEUES.batches]: { attempts: 20, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: { count: 1000 }, removeOnFail: { age: 7 * 24 * 3600 } },
 };
 
 /**
@@ -263,4 +274,5 @@ export const DEFAULT_CONCURRENCY: Record<QueueName, number> = {
   media: 16,
   callbacks: 32,
   maintenance: 1,
+  batches: 8,
 };

@@ -9,6 +9,8 @@ export const QUEUES = {
   media: 'media',
   callbacks: 'callbacks',
   maintenance: 'maintenance',
+  /** Batch drivers (api/services/batch-driver.ts): one step job per batch; its lines go to the queues of their kinds. */
+  batches: 'batches',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];

@@ -164,7 +164,7 @@ export const historyDetailSchema = {
     unifiedModelId: { type: 'string' },
     requestType: { type: 'string', enum: HISTORY_REQUEST_TYPES },
     apiType: { type: 'string', description: 'responses, chat_completions, embeddings, images, media, systemone' },
-    responseMode: { type: 'string', enum: ['sync', 'stream', 'async'] },
+    responseMode: { type: 'string', enum: ['sync', 'stream', 'async', 'batch'] },
     status: { type: 'string', enum: ['completed', 'failed', 'pending'] },
     finishReason: nullable('string'),
     finalEndpointSlug: nullable('string'),

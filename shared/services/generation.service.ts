@@ -5,7 +5,8 @@ import { Ledger, type CloseRow, type DrawnRow, type OpenRow } from '../billing/l
 
 export type RequestType = 'chat' | 'embedding' | 'image' | 'video' | 'audio' | 'upscale';
 export type ApiType = 'responses' | 'chat_completions' | 'embeddings' | 'images' | 'media' | 'systemone';
-export type ResponseMode = 'sync' | 'stream' | 'async';
+/** `batch`: a line of a batch (docs/batches.md), run in the background like `async`, after interactive work. */
+export type ResponseMode = 'sync' | 'stream' | 'async' | 'batch';
 
 export interface NewGeneration {
   id: string;

@@ -21,6 +21,7 @@ import { createLogger } from '../../shared/logger';
 import type { AppContext, AppDeps } from '../../api/app-context';
 import { buildWorkerDeps, type WorkerDeps } from '../../workers/worker-deps';
 import { startWorkerPool, type WorkerPool } from '../../workers/worker-pool';
+import { startBatchDriver } from '../../api/services/batch-driver';
 import type { QueueName } from '../../shared/queue/queue-names';
 import { LocalLane } from '../../shared/runtime/local-lane';
 import { startFakeProvider, type FakeKnobs, type FakeProvider } from '../../fakes/fake-provider';
@@ -251,6 +252,8 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
   });
   const pool: WorkerPool = opts.noWorkers ? { workers: [], ready: async () => undefined, close: async () => undefined } : startWorkerPool(workerDeps, blocking, { queues: opts.queues });
   await pool.ready();
+  // The API's batch drivers (the `batches` queue), as api/main.ts starts them beside the HTTP server.
+  const batches = opts.noWorkers ? null : startBatchDriver(ctx.batchDriver, blocking, h.config, createLogger({ silent: !process.env.TEST_LOGS }));
 
   return {
     app: h.app,
@@ -279,6 +282,7 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
       await ctx.settlements.waitSettled(organizationId);
     },
     async close() {
+      await batches?.close();
       await pool.close();
       await workerDeps.tracing?.shutdown();
       server.closeAllConnections();

@@ -1,0 +1,129 @@
+/**
+ * A 50,000-line batch (docs/batches.md), measured: total time, and the peak RSS of the API process (which runs the
+ * batch's driver) and of the worker process (which runs its lines), so memory staying flat in the number of lines
+ * is a number, not a claim.
+ *
+ *   npm run bench:batch            # BATCH_BENCH_LINES (50000), BATCH_BENCH_LATENCY_MS (5), BATCH_LINES_IN_FLIGHT (64)
+ *
+ * One API process (`dist/api/main.js`) and one worker process (`dist/workers/main.js`) share the machine's PostgreSQL
+ * (database sy_bench_batch) and Redis (prefix {sybench-batch}); a fake provider answers chat completions after
+ * `latencyMs`. Peak RSS is the kernel's high-water mark of each process (VmHWM in /proc/<pid>/status).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Redis from 'ioredis';
+import { createDb } from '../shared/db/client';
+import { AccountsService } from '../shared/services/accounts.service';
+import { firstLine, resetDatabase } from './children';
+
+const DIST = path.resolve(__dirname, '..');
+const PG = process.env.BENCH_DATABASE_URL?.replace(/\/[^/]*$/, '/sy_bench_batch') ?? 'postgresql://postgres@127.0.0.1:5432/sy_bench_batch';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const PREFIX = '{sybench-batch}';
+const LINES = Number(process.env.BATCH_BENCH_LINES ?? 50_000);
+const LATENCY = Number(process.env.BATCH_BENCH_LATENCY_MS ?? 5);
+const IN_FLIGHT = process.env.BATCH_LINES_IN_FLIGHT ?? '64';
+
+/** Resident memory now and at its peak (MiB) of a process, from /proc. */
+function rss(pid: number): { now: number; peak: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
+  return { now: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
+}
+
+const stop = (p: ChildProcess) => new Promise((r) => (p.once('exit', r), p.kill('SIGTERM')));
+
+async function main(): Promise<void> {
+  await resetDatabase(PG);
+  const redis = new Redis(REDIS_URL);
+  const wipe = async () => {
+    const keys = await redis.keys(`${PREFIX}*`);
+    if (keys.length) await redis.del(...keys);
+  };
+  await wipe();
+
+  const fake = spawn(process.execPath, [path.join(DIST, 'fakes/main.js'), '--port', '0', '--knobs', JSON.stringify({ latencyMs: LATENCY })]);
+  const fakeUrl = await firstLine(fake);
+  const catalog = path.join(os.tmpdir(), 'switchyard-batch-bench-catalog.json');
+  fs.writeFileSync(
+    catalog,
+    JSON.stringify({
+      providers: { openai: { kind: 'openai', baseUrl: `${fakeUrl}/openai/v1`, apiKeyEnv: 'BENCH_PROVIDER_KEY', timeoutMs: 30_000 } },
+      models: { 'bench/chat': { displayName: 'Bench chat', type: 'chat', endpoints: [{ provider: 'openai', upstreamModel: 'gpt-4.1-mini', price: { prompt: 40, completion: 160 }, supports: [] }] } },
+    }),
+  );
+  const db = createDb(PG);
+  const accounts = new AccountsService(db, 'bench');
+  const org = await accounts.createOrganization({ name: 'bench', balance: '1000000' });
+  const key = await accounts.createKey({ organizationId: org.organizationId, rateLimitPerMinute: 0 });
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-batch-bench-'));
+  const env = {
+    ...process.env,
+    DATABASE_URL: PG,
+    REDIS_URL,
+    QUEUE_PREFIX: PREFIX,
+    SWITCHYARD_CATALOG: catalog,
+    SWITCHYARD_SECRET: 'bench',
+    SWITCHYARD_HOME: home,
+    BENCH_PROVIDER_KEY: 'bench',
+    LOG_LEVEL: 'warn',
+    BATCH_LINES_IN_FLIGHT: IN_FLIGHT,
+    BATCH_POLL_MS: '200',
+    WORKER_METRICS_PORT: '9391',
+  };
+  const port = 3991;
+  const api = spawn(process.execPath, [path.join(DIST, 'api/main.js')], { env: { ...env, PORT: String(port) }, stdio: 'ignore' });
+  const worker = spawn(process.execPath, [path.join(DIST, 'workers/main.js')], { env, stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 150 && !(await fetch(`${url}/readyz`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 200));
+  const auth = { Authorization: `Bearer ${key.key}` };
+  const idle = { api: rss(api.pid!).now, worker: rss(worker.pid!).now };
+
+  const input = path.join(home, 'input.jsonl');
+  const out = fs.createWriteStream(input);
+  for (let i = 0; i < LINES; i++) {
+    out.write(`${JSON.stringify({ custom_id: `line-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: 'bench/chat', messages: [{ role: 'user', content: `bench line ${i}` }], max_tokens: 16 } })}\n`);
+  }
+  await new Promise((r) => out.end(r));
+  const bytes = fs.statSync(input).size;
+
+  const started = Date.now();
+  const form = new FormData();
+  form.append('purpose', 'batch');
+  form.append('file', new Blob([fs.readFileSync(input)]), 'input.jsonl');
+  const file = (await (await fetch(`${url}/v1/files`, { method: 'POST', headers: auth, body: form })).json()) as { id: string };
+  const uploaded = Date.now();
+  const created = (await (await fetch(`${url}/v1/batches`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' }) })).json()) as { id: string };
+  let b: { status: string; request_counts: { completed: number; failed: number }; in_progress_at: number | null; output_file_id: string | null };
+  for (;;) {
+    b = (await (await fetch(`${url}/v1/batches/${created.id}`, { headers: auth })).json()) as typeof b;
+    if (['completed', 'failed', 'expired', 'cancelled'].includes(b.status)) break;
+    await new Promise((r) => setTimeout(r, 1000));
+    console.error(`batch-bench: ${b.status} ${b.request_counts.completed + b.request_counts.failed}/${LINES} after ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  }
+  const seconds = (Date.now() - started) / 1000;
+  const peak = { api: rss(api.pid!).peak, worker: rss(worker.pid!).peak };
+  const downloadStart = Date.now();
+  const content = await (await fetch(`${url}/v1/files/${b.output_file_id}/content`, { headers: auth })).arrayBuffer();
+  const downloadSeconds = (Date.now() - downloadStart) / 1000;
+
+  console.log(
+    [
+      `| lines | input | provider latency | in flight | status | completed / failed | upload s | total s | lines/s | API peak RSS MiB (idle) | worker peak RSS MiB (idle) | output | download s |`,
+      `|---|---|---|---|---|---|---|---|---|---|---|---|---|`,
+      `| ${LINES} | ${(bytes / 1048576).toFixed(1)} MiB | ${LATENCY} ms | ${IN_FLIGHT} | ${b.status} | ${b.request_counts.completed} / ${b.request_counts.failed} | ${((uploaded - started) / 1000).toFixed(2)} | ${seconds.toFixed(1)} | ${(LINES / seconds).toFixed(0)} | ${peak.api.toFixed(0)} (${idle.api.toFixed(0)}) | ${peak.worker.toFixed(0)} (${idle.worker.toFixed(0)}) | ${(content.byteLength / 1048576).toFixed(1)} MiB | ${downloadSeconds.toFixed(2)} |`,
+    ].join('\n'),
+  );
+  await Promise.all([stop(api), stop(worker), stop(fake)]);
+  await db.$disconnect();
+  await wipe();
+  redis.disconnect();
+  fs.rmSync(home, { recursive: true, force: true });
+}
+
+main().catch((e: Error) => {
+  console.error(e.stack ?? e.message);
+  process.exit(1);
+});
