@@ -1,6 +1,6 @@
 /**
- * Case 20. Redis comes back empty (restarted without its append-only file), and then an API process holding a
- * reservation lease is SIGKILLed. The wipe takes the maintenance queue's schedulers with it, and the jobs that waited
+ * Case 20. Redis comes back empty (restarted without its append-only file), and then a process holding a reservation
+ * lease (API and workers in one, as `npm start` runs them: only a process with workers draws from leases) is SIGKILLed. The wipe takes the maintenance queue's schedulers with it, and the jobs that waited
  * in the queue. What must hold, with the worker process never restarted: the reaper runs again by itself
  * (workers/schedules.ts), so within its period (REAPER_EVERY_MS) the killed process's lease, once expired
  * (LEASE_TTL_MS), is released and the generations whose jobs were lost are failed and released; every reply that
@@ -20,10 +20,10 @@ it('20. Redis restarted empty, then an API process SIGKILLed: the running worker
   const c = cluster();
   const checks = new Checks(
     '20. Redis wiped, then an API SIGKILL',
-    '1 API + 1 worker (text concurrency 1); the API holds a lease after 6 requests; 4 background requests (provider latency 3 s), 3 of them waiting in the queue; Redis SIGKILLed and started again without its append-only file; the API SIGKILLed; the worker left running',
+    '1 API-and-workers process + 1 worker (text concurrency 1 each); the first holds a lease after 6 requests; 4 background requests (provider latency 3 s), 2 of them waiting in the queue; Redis SIGKILLed and started again without its append-only file; the API-and-workers process SIGKILLed; the worker left running',
   );
   const tally = new Tally();
-  const api = await c.startApi();
+  const api = await c.startAll({ WORKER_CONCURRENCY_TEXT: '1' });
   const worker = await c.startWorker({ WORKER_CONCURRENCY_TEXT: '1' });
   const org = await c.seed({ balance: '100' });
   const ask = (i: number, extra: object = {}) => post(`${api.url}/v1/responses`, { model: MODELS.chat, input: `wipe ${i}`, max_output_tokens: 32, ...extra }, org.auth, 30_000);
@@ -42,9 +42,9 @@ it('20. Redis restarted empty, then an API process SIGKILLed: the running worker
   tally.addAll(background);
   checks.that(background.every((r) => r.status === 200), `background requests: ${background.map((r) => r.status).join(',')}`);
   const text = c.queues[QUEUES.text];
-  await waitFor('1 job running, 3 waiting', async () => {
-    const n = await text.getJobCounts('active', 'waiting');
-    return n.active === 1 && n.waiting === 3;
+  await waitFor('2 jobs running (one per process), 2 waiting (background work waits prioritized: fair queues)', async () => {
+    const n = await text.getJobCounts('active', 'waiting', 'prioritized');
+    return n.active === 2 && n.waiting + n.prioritized === 2;
   }, 10_000);
 
   const wipedAt = Date.now();
@@ -91,7 +91,7 @@ it('20. Redis restarted empty, then an API process SIGKILLed: the running worker
     requests: tally.total,
     errors: tally.errors(),
     holds:
-      `${held} lease(s) before the wipe; Redis restarted empty and the API SIGKILLed; the worker, never restarted, scheduled its reaper again: the lease released and ${bg.filter((g) => g.status === 'failed').length} lost background generations failed and released ${sweptMs} ms after the wipe ` +
+      `${held} lease(s) before the wipe; Redis restarted empty and the API-and-workers process SIGKILLed; the worker, never restarted, scheduled its reaper again: the lease released and ${bg.filter((g) => g.status === 'failed').length} lost background generations failed and released ${sweptMs} ms after the wipe ` +
       `(background: ${bg.map((g) => g.status).join(', ')}); ${costly.length} replies with a cost each charged once, exactly; nothing held, reserved or pending; a new API served 200 on the wiped Redis`,
   });
   if (failures.length) console.error(c.tails(30));

@@ -55,9 +55,10 @@ export interface ClusterOptions {
 }
 
 export interface Proc {
-  role: 'api' | 'worker';
+  /** `all`: one process serving the API and the workers, as `npm start` with WEB_CONCURRENCY=1. */
+  role: 'api' | 'worker' | 'all';
   pid: number;
-  /** API only. */
+  /** API and all only. */
   port: number;
   url: string;
   log: string;
@@ -91,6 +92,8 @@ export interface Cluster {
   procs: Proc[];
   startApi(env?: Record<string, string>): Promise<Proc>;
   startWorker(env?: Record<string, string>): Promise<Proc>;
+  /** One process serving the API and the workers (`npm start`'s process: bin/start.ts, WEB_CONCURRENCY=1). */
+  startAll(env?: Record<string, string>): Promise<Proc>;
   /** Resolves once `n` worker processes serve the text queue. */
   waitForWorkers(n: number, timeoutMs?: number): Promise<void>;
   seed(opts?: { balance?: string; keyLimit?: string; rateLimitPerMinute?: number }): Promise<SeededOrg>;
@@ -172,11 +175,12 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   const procs: Proc[] = [];
   let seq = 0;
 
-  async function spawnProc(role: 'api' | 'worker', extra: Record<string, string> = {}): Promise<Proc> {
-    const port = role === 'api' ? await freePort() : 0;
+  async function spawnProc(role: Proc['role'], extra: Record<string, string> = {}): Promise<Proc> {
+    const port = role === 'worker' ? 0 : await freePort();
     const log = path.join(dir, `${role}-${++seq}.log`);
     const fd = fs.openSync(log, 'a');
-    const script = path.join(ROOT, 'dist', role === 'api' ? 'api/main.js' : 'workers/main.js');
+    const script = path.join(ROOT, 'dist', { api: 'api/main.js', worker: 'workers/main.js', all: 'bin/start.js' }[role]);
+    if (role === 'all') extra = { WEB_CONCURRENCY: '1', ...extra };
     const child = spawn(process.execPath, [script], {
       cwd: dir,
       env: { ...process.env, ...env, ...extra, PORT: String(port), NODE_ENV: 'production' },
@@ -217,6 +221,21 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     }
   };
 
+  /** Resolves once the process answers /healthz. */
+  async function listening(p: Proc): Promise<Proc> {
+    const until = Date.now() + 30_000;
+    for (;;) {
+      if (!p.alive) throw new Error(`${p.role} process exited during start:\n${tailOf(p.log, 30)}`);
+      const ok = await fetch(`${p.url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ok) return p;
+      if (Date.now() > until) throw new Error(`${p.role} process did not listen within 30 s:\n${tailOf(p.log, 30)}`);
+      await sleep(100);
+    }
+  }
+
   const cluster: Cluster = {
     dir,
     redis,
@@ -230,18 +249,10 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     env,
     procs,
     async startApi(extra) {
-      const p = await spawnProc('api', extra);
-      const until = Date.now() + 30_000;
-      for (;;) {
-        if (!p.alive) throw new Error(`API process exited during start:\n${tailOf(p.log, 30)}`);
-        const ok = await fetch(`${p.url}/healthz`).then(
-          (r) => r.ok,
-          () => false,
-        );
-        if (ok) return p;
-        if (Date.now() > until) throw new Error(`API process did not listen within 30 s:\n${tailOf(p.log, 30)}`);
-        await sleep(100);
-      }
+      return listening(await spawnProc('api', extra));
+    },
+    async startAll(extra) {
+      return listening(await spawnProc('all', extra));
     },
     async startWorker(extra) {
       const before = await queues.text.getWorkersCount();
