@@ -1,5 +1,5 @@
 import type { Response } from 'express';
-import type { Caller } from '../services/generation-gateway';
+import type { Caller } from '../services/generation-order';
 
 /** The caller of an authenticated request, as the guard left it on `res.locals` (principal, trace id and span, Idempotency-Key). */
 export function callerOf(res: Response): Caller {

@@ -6,7 +6,7 @@ import { createResponsesStreamFormatter, encodeSse, type ResponsesStreamBase, ty
 import type { Logger } from '../../shared/logger';
 import type { TextResult } from '../../shared/providers/provider.types';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
-import type { Submission } from './generation-gateway';
+import type { Submission } from './generation-order';
 import { TERMINAL_EVENTS, type ResponseStreamLog } from './response-stream-log';
 import { finishedStatus, hasEnded, publicError, responseObjectOf, storedRequest, unix, usageOf, withPublicIds } from './stored-responses';
 import type { StoredError } from '../../shared/errors/app-error';

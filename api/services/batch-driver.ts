@@ -15,7 +15,8 @@ import { DEFAULT_CONCURRENCY, type BatchJobData } from '../../shared/queue/job-c
 import { readLines, type BatchFiles } from '../../shared/services/batch-files.service';
 import type { BatchEndpoint } from '../../shared/schemas/batches.schema';
 import { requestHash } from '../middleware/idempotency';
-import type { Caller, GenerationGateway } from './generation-gateway';
+import type { GenerationGateway } from './generation-gateway';
+import type { Caller } from './generation-order';
 import type { BatchLineKind } from './batch-lines';
 import { validateInput } from './batch-validation';
 

@@ -10,7 +10,7 @@ import { buildEmbeddingList, chatToCanonical, embeddingsToCanonical, embeddingUs
 import { QUEUES, type QueueName } from '../../shared/queue/queue-names';
 import type { EmbeddingsDonePayload, TextDonePayload } from '../../shared/queue/job-catalog';
 import { jsonBodyProblem } from '../middleware/reject-nul';
-import type { Caller, Submission } from './generation-gateway';
+import type { Caller, Submission } from './generation-order';
 import { textRouting, type TextService } from './text.service';
 import type { EmbeddingsService, StoredEmbeddings } from './embeddings.service';
 import type { ImagesService } from './images.service';

@@ -8,7 +8,7 @@ import { QUEUES } from '../../shared/queue/queue-names';
 import type { EmbeddingsJobData } from '../../shared/queue/job-catalog';
 import type { EmbeddingsBody } from '../../shared/schemas/embeddings.schema';
 import type { EmbeddingsDonePayload } from '../../shared/queue/job-catalog';
-import type { Caller, Submission, WaitingServiceDeps } from './generation-gateway';
+import type { Caller, Submission, WaitingServiceDeps } from './generation-order';
 import { awaitText } from './text-replies';
 
 /** What an embeddings generation stores as its result (`replay` only when the request had an Idempotency-Key). */

@@ -1,15 +1,14 @@
 import type { Queue } from 'bullmq';
-import { AppError, type StoredError } from '../../shared/errors/app-error';
+import { AppError } from '../../shared/errors/app-error';
 import type { Logger } from '../../shared/logger';
 import { AT_ONCE_QUEUES, JOB_OPTIONS } from '../../shared/queue/job-catalog';
-import type { BusMessage, GenerationBus } from '../../shared/queue/generation-bus';
+import type { GenerationBus } from '../../shared/queue/generation-bus';
 import type { QueueName } from '../../shared/queue/queue-names';
-import { RUNNING, type ApiType, type GenerationService, type GenerationState, type IdempotencyClaim, type NewGeneration, type RequestType, type ResponseMode } from '../../shared/services/generation.service';
-import type { GenerationJobBase, PlannedCandidate } from '../../shared/queue/job-catalog';
+import { RUNNING, type GenerationService, type GenerationState, type NewGeneration, type ResponseMode } from '../../shared/services/generation.service';
+import type { GenerationJobBase } from '../../shared/queue/job-catalog';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
-import { type Principal, ownerOf } from '../../shared/auth/principal';
-import type { PlannedRoute, RoutePlanner } from './route-planner';
-import { ZERO, money, toStorage, type Decimal, type MoneyLike } from '../../shared/money';
+import { ownerOf } from '../../shared/auth/principal';
+import { money, toStorage, type Decimal } from '../../shared/money';
 import { Mailbox } from './mailbox';
 import type Redis from 'ioredis';
 import { publishStop, type StopReason } from '../../shared/queue/cancel-channel';
@@ -19,103 +18,9 @@ import { addJob, type ClaimTicket } from '../../shared/queue/claims';
 import { uncount, workClassOf } from '../../shared/queue/fairness';
 import type { LocalLane } from '../../shared/runtime/local-lane';
 import type { LeaseDesk } from '../../shared/billing/leases';
+import { STOP_GRACE_MS, type FinalMessage, type GenerationOrder, type Submission } from './generation-order';
+import { attach } from './idempotent-replay';
 
-export type FinalMessage = Extract<BusMessage, { type: 'done' | 'failed' | 'cancelled' }>;
-
-export interface Submission {
-  id: string;
-  /** The queue its job went to (cancelling removes it from there). */
-  queue: QueueName;
-  granted: Decimal;
-  /** Messages from the worker (absent for background jobs). */
-  mailbox?: Mailbox;
-  /** Stop listening (call when the reply is sent or the client left). */
-  detach(): void;
-  /**
-   * The request carries an Idempotency-Key: its generation outlives a wait that runs out (a repeat of the request
-   * picks it up), instead of being cancelled.
-   */
-  keyed?: boolean;
-  /** The generation of an earlier request with the same Idempotency-Key (nothing new was reserved). */
-  replayed?: boolean;
-  /**
-   * The generation's created_at, as its record and every read of it answer (a replay: the first request's); absent
-   * for a request granted from a lease, whose record commits later (a route then takes its own clock).
-   */
-  createdAt?: Date;
-  /**
-   * Resolves once the generation's record is committed: at once, except for a request granted from a lease, whose
-   * record commits while its job runs (a route that reads the record back right away awaits it).
-   */
-  recorded?: Promise<unknown>;
-}
-
-/** Who asks: the caller, the request's trace id and its Idempotency-Key (docs/idempotency.md), as the guard left them. */
-export interface Caller {
-  principal: Principal;
-  traceId: string;
-  /** The request span (tracing on only): the job carries it, so the worker's spans join the request's trace. */
-  traceparent?: string;
-  idempotency?: IdempotencyClaim;
-}
-
-/** The order fields a planned route gives: the serving model, the candidates in order, what was dropped, the plan's warnings. */
-export function routed(route: PlannedRoute): Pick<GenerationOrder<GenerationJobBase>, 'primary' | 'candidates' | 'dropped' | 'warnings'> {
-  return { primary: route.primary, candidates: route.candidates, dropped: route.plan.dropped, warnings: route.plan.warnings };
-}
-
-/** What a generation service that waits for its worker's reply is given. */
-export interface WaitingServiceDeps {
-  planner: RoutePlanner;
-  gateway: GenerationGateway;
-  /** How long a synchronous request waits for its worker (SYNC_WAIT_MS). */
-  syncWaitMs: number;
-}
-
-/** The fields of a job that `order` fills in for every kind. */
-type CommonJobField = keyof Omit<GenerationJobBase, 'stickyKey'>;
-
-/**
- * A generation to reserve, record and enqueue: the one description every kind (text, embeddings, typed questions,
- * images, media) gives the gateway. `order` builds both the generation record and its job from it.
- */
-export interface GenerationOrder<T extends GenerationJobBase> {
-  queue: QueueName;
-  id: string;
-  caller: Caller;
-  requestType: RequestType;
-  apiType: ApiType;
-  mode: ResponseMode;
-  /** The catalog model that serves it; `model` is what the record shows (default its id). */
-  primary: { id: string; displayName: string };
-  model?: string;
-  /** What the caller sent, kept on the record (echo fields, conversations, history). */
-  request: unknown;
-  /** Endpoints to try, in order. */
-  candidates: PlannedCandidate[];
-  /** Candidates the plan dropped, kept on the record's routing. */
-  dropped?: unknown;
-  /** The record's routing names the queue (media: cancel and the reaper find the job there). */
-  routingQueue?: boolean;
-  /** Warnings for the worker (it adds those of the endpoint that answers), and those stored on the record at once. */
-  warnings: string[];
-  recordWarnings?: string[];
-  bound: MoneyLike;
-  minimum?: MoneyLike;
-  callBackUrl?: string;
-  sourceGenerationId?: string;
-  previousResponseId?: string;
-  /** Remove the job from Redis once it ends (its payload carries text the caller asked us not to keep: `store: false`). */
-  forget?: boolean;
-  /** The job fields of this kind, once the reservation is known (text lowers max_output_tokens to what was granted). */
-  job: (granted: Decimal) => Omit<T, CommonJobField>;
-}
-
-/** How often a repeated request reads the state of the generation it attached to. */
-const REPLAY_POLL_MS = 150;
-
-/** How long the API waits for a worker told to stop to settle its generation and report the cost (then it ends it itself, uncharged). */
-export const STOP_GRACE_MS = 5_000;
 /** How often a cancel that waits for the worker (`chargeStreamed`) reads the generation's state. */
 const CANCEL_POLL_MS = 50;
 
@@ -218,7 +123,7 @@ export class GenerationGateway {
       if (drawn) return drawn;
     }
     const created = await this.reserve(gen);
-    if ('replayOf' in created) return this.attach(created.replayOf, queue, gen, opts.listen);
+    if ('replayOf' in created) return attach(this.generations, created.replayOf, queue, gen, opts.listen);
     const { granted, createdAt } = created;
     const mailbox = opts.listen ? new Mailbox() : undefined;
     const detach = mailbox ? this.bus.listen(gen.id, (m) => mailbox.put(m)) : () => {};
@@ -339,47 +244,6 @@ export class GenerationGateway {
       if (!(await this.settlements.waitSettled(gen.organizationId))) throw e;
       return this.generations.createOrReplay(gen);
     }
-  }
-
-  /**
-   * A repeated request (same Idempotency-Key, same body) joins the generation the first one made. Its worker
-   * replies to the first request's API process, so the repeat reads the generation's state from the database
-   * until it ends and hands the outcome to the route like a worker message: a finished generation is replayed
-   * from what it stored, a running one is waited for. A stream cannot join one that is still streaming (its
-   * earlier deltas went to the first client): 409.
-   */
-  private async attach(id: string, queue: QueueName, gen: NewGeneration, listen: boolean): Promise<Submission> {
-    const first = await this.generations.state(id);
-    // Both 409s below pass once the first request has gone further: the SDKs may repeat them (x-should-retry).
-    if (!first) throw new AppError('CONFLICT', `The first request with this Idempotency-Key is still being accepted: repeat in a moment`, { metadata: { generation_id: id }, retry: true });
-    if (gen.responseMode === 'stream' && RUNNING.has(first.status)) {
-      throw new AppError('CONFLICT', `Generation ${id} of this Idempotency-Key is still streaming to the first request: repeat once it has ended to replay it`, {
-        metadata: { generation_id: id },
-        retry: true,
-      });
-    }
-    const base = { id, queue, granted: ZERO, keyed: true, replayed: true, createdAt: first.createdAt };
-    if (!listen) return { ...base, detach: () => {} };
-    const mailbox = new Mailbox();
-    let stopped = false;
-    const deliver = (g: GenerationState): boolean => {
-      if (RUNNING.has(g.status)) return false;
-      if (g.status === 'completed') mailbox.put({ type: 'done', payload: g.result, id, seq: 1 });
-      else if (g.status === 'failed') mailbox.put({ type: 'failed', error: g.error as unknown as StoredError, id, seq: 1 });
-      else mailbox.put({ type: 'cancelled', ...(g.result ? { payload: g.result } : {}), id, seq: 1 });
-      return true;
-    };
-    if (!deliver(first)) {
-      void (async () => {
-        while (!stopped) {
-          await new Promise((r) => setTimeout(r, REPLAY_POLL_MS));
-          if (stopped) return;
-          const g = await this.generations.state(id).catch(() => null);
-          if (g && deliver(g)) return;
-        }
-      })();
-    }
-    return { ...base, mailbox, detach: () => void (stopped = true) };
   }
 
   /**

@@ -9,7 +9,7 @@ import { QUEUES } from '../../shared/queue/queue-names';
 import { check } from '../../shared/schemas/ajv';
 import { imageGenerationIssues, imageGenerationSchema, type ImageGenerationBody } from '../../shared/schemas/images.schema';
 import type { MediaJobData } from '../../shared/queue/job-catalog';
-import { routed, type Caller, type Submission } from './generation-gateway';
+import { routed, type Caller, type Submission } from './generation-order';
 import type { MediaReply, MediaServiceDeps } from './media-records';
 
 /** Null-valued optional fields count as absent (OpenAI accepts `null` for them, and so do many clients). */

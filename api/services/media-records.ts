@@ -6,7 +6,8 @@ import { CallbackUrlError, checkCallbackUrl } from '../../shared/services/callba
 import type { FilesService } from '../../shared/services/files.service';
 import { RUNNING } from '../../shared/services/generation.service';
 import type { Principal } from '../../shared/auth/principal';
-import type { FinalMessage, GenerationGateway, Submission } from './generation-gateway';
+import type { GenerationGateway } from './generation-gateway';
+import type { FinalMessage, Submission } from './generation-order';
 import type { RoutePlanner } from './route-planner';
 
 /** A reply: status, body, headers (Retry-After while a generation runs). */

@@ -9,7 +9,7 @@ import { check } from '../../shared/schemas/ajv';
 import { mediaCreateSchema, type MediaCreateBody } from '../../shared/schemas/media.schema';
 import { queueOfGeneration, type MediaJobData, type MediaKind } from '../../shared/queue/job-catalog';
 import type { CallbackService } from '../../shared/services/callbacks.service';
-import { routed, type Caller } from './generation-gateway';
+import { routed, type Caller } from './generation-order';
 import { RUNNING } from '../../shared/services/generation.service';
 import type { MediaReply, MediaServiceDeps } from './media-records';
 

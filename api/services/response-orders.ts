@@ -3,7 +3,7 @@ import { itemReferenceIds, responsesToCanonical } from '../../shared/formats';
 import type { ResponsesBody } from '../../shared/schemas/responses.schema';
 import { unstoredBody, type StoredResponses, type StoredResponsesRequest } from './stored-responses';
 import { textRouting, type TextService, type TextSubmitted } from './text.service';
-import type { Caller } from './generation-gateway';
+import type { Caller } from './generation-order';
 import type { PlannedRoute } from './route-planner';
 
 const withoutReasoning = ({ reasoning: _reasoning, ...rest }: ResponsesBody): ResponsesBody => rest;

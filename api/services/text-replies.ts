@@ -3,7 +3,8 @@ import { openEventStream } from './event-stream';
 import { AppError, type StoredError } from '../../shared/errors/app-error';
 import type { TextResult, TextStreamEvent } from '../../shared/providers/provider.types';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
-import { STOP_GRACE_MS, type FinalMessage, type GenerationGateway, type Submission } from './generation-gateway';
+import type { GenerationGateway } from './generation-gateway';
+import { STOP_GRACE_MS, type FinalMessage, type Submission } from './generation-order';
 import { toAppError } from '../middleware/error-handler';
 import { buildChatCompletion, chatUsage, type ChatCompletion } from '../../shared/formats';
 

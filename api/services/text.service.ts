@@ -9,7 +9,8 @@ import { estimateInputTokens, maxBound, outputTokensFor, textBound } from '../..
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';
 import type { ApiType, IdempotencyClaim, ResponseMode } from '../../shared/services/generation.service';
-import type { GenerationGateway, Submission } from './generation-gateway';
+import type { GenerationGateway } from './generation-gateway';
+import type { Submission } from './generation-order';
 import type { Principal } from '../../shared/auth/principal';
 import type { RequestHandler, Response } from 'express';
 import type { Db } from '../../shared/db/client';

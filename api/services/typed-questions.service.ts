@@ -7,7 +7,7 @@ import { QUEUES } from '../../shared/queue/queue-names';
 import type { TypedQuestionsJobData } from '../../shared/queue/job-catalog';
 import type { TypedQuestionsBody } from '../../shared/schemas/typed-questions.schema';
 import type { TypedQuestionsDonePayload } from '../../shared/queue/job-catalog';
-import { routed, type Caller, type WaitingServiceDeps } from './generation-gateway';
+import { routed, type Caller, type WaitingServiceDeps } from './generation-order';
 import { awaitText } from './text-replies';
 
 /**
