@@ -4,7 +4,8 @@ import { tokenCost } from '../../shared/billing/pricing';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { EmbeddingsDonePayload, EmbeddingsJobData } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
-import { endCompleted, endFailed, endStopped, failureError, runAttempts, upstreamRequest, type EndpointCall, type RunTiming } from './attempt-loop';
+import { endCompleted, endFailed, endStopped, runAttempts, upstreamRequest, type EndpointCall, type RunTiming } from './attempt-loop';
+import { failureError } from './attempt-failures';
 import type { StopSignal } from '../../shared/stop';
 import type { GenAiUsage } from '../../shared/telemetry/tracing';
 

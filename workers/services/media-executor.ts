@@ -16,7 +16,8 @@ import type { MediaAttempt, MediaJobData, MediaStep } from '../../shared/queue/j
 import { CallbackService } from '../../shared/services/callbacks.service';
 import type { WorkerDeps } from '../worker-deps';
 import type { MediaSettings } from '../../shared/config/env';
-import { attemptOf, failedAttempt, failureError, runAttempts, upstreamRequest, type EndpointCall } from './attempt-loop';
+import { runAttempts, upstreamRequest, type EndpointCall } from './attempt-loop';
+import { attemptOf, failedAttempt, failureError } from './attempt-failures';
 import { ImageExecutor, type ImagesCallResult } from './image-executor';
 import { OutputStore } from './output-store';
 

@@ -14,7 +14,8 @@ import { MaskSession } from '../../shared/plugins/masker';
 import { stopReasonOf } from '../../shared/queue/cancel-channel';
 import type { StopSignal } from '../../shared/stop';
 import type { GenAiUsage } from '../../shared/telemetry/tracing';
-import { attemptOf, endCompleted, endFailed, endStopped, failedAttempt, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
+import { endCompleted, endFailed, endStopped, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
+import { attemptOf, failedAttempt, failureError } from './attempt-failures';
 
 export type { Attempt };
 

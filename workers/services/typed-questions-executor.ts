@@ -7,7 +7,8 @@ import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate, QuestionAttempt, TypedQuestionsDonePayload, TypedQuestionsJobData, TextJobData } from '../../shared/queue/job-catalog';
 import { readAnswer, schemeOf, type TypedAnswer } from '../../shared/formats/typed-questions.mapper';
 import type { WorkerDeps } from '../worker-deps';
-import { endCompleted, endFailed, endStopped, failureError, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
+import { endCompleted, endFailed, endStopped, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
+import { failureError } from './attempt-failures';
 import type { StopSignal } from '../../shared/stop';
 import type { GenAiUsage } from '../../shared/telemetry/tracing';
 
