@@ -7,7 +7,8 @@
 import { imageGenerationSchema } from '../../shared/schemas/images.schema';
 import { mediaCreateSchema, mediaOperationSchema } from '../../shared/schemas/media.schema';
 import { createKeySchema, updateKeySchema } from '../../shared/schemas/keys.schema';
-import { inputItemsQuerySchema, responsesSchema, retrieveResponseQuerySchema } from '../../shared/schemas/responses.schema';
+import { responsesSchema } from '../../shared/schemas/responses.schema';
+import { inputItemsQuerySchema, retrieveResponseQuerySchema } from '../../shared/schemas/responses-query.schema';
 import { chatSchema } from '../../shared/schemas/chat.schema';
 import { embeddingsSchema } from '../../shared/schemas/embeddings.schema';
 import { typedQuestionsSchema } from '../../shared/schemas/typed-questions.schema';

@@ -2,14 +2,13 @@ import { Router, type Response } from 'express';
 import type { AppContext } from '../app-context';
 import { AppError } from '../../shared/errors/app-error';
 import { check } from '../../shared/schemas/ajv';
+import { responsesSchema, type ResponsesBody } from '../../shared/schemas/responses.schema';
 import {
   inputItemsQuerySchema,
-  responsesSchema,
   retrieveResponseQuerySchema,
   type InputItemsQuery,
-  type ResponsesBody,
   type RetrieveResponseQuery,
-} from '../../shared/schemas/responses.schema';
+} from '../../shared/schemas/responses-query.schema';
 import { buildResponseObject, createResponsesStreamFormatter, encodeSse, inputItemPage, withoutText } from '../../shared/formats';
 import { randomBase62 } from '../../shared/ids';
 import type { Prisma } from '../../shared/db/generated/client';

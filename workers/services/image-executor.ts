@@ -3,7 +3,7 @@ import { imageMimeType, type MediaOutput } from '../../shared/formats/media.mapp
 import type { PlannedCandidate } from '../../shared/queue/job-catalog';
 import type { MediaJobData } from '../../shared/queue/job-catalog';
 import { upstreamError } from '../../shared/providers/upstream-error';
-import { ignoredParameterWarnings, ignoredValueWarnings, substitutedValueWarnings } from '../../shared/routing/plan-route';
+import { ignoredParameterWarnings, ignoredValueWarnings, substitutedValueWarnings } from '../../shared/routing/route-parameters';
 import { IMAGE_RULES, nearestImageSize } from '../../shared/schemas/images.schema';
 import type { EndpointConfig } from '../../shared/catalog/catalog.types';
 import type { WorkerDeps } from '../worker-deps';

@@ -7,7 +7,7 @@ import type { MediaInput, MediaTask, ProviderAdapter } from '../../shared/provid
 import type { HttpRequestSpec, UpstreamFailure } from '../../shared/providers/provider.types';
 import { adapterFor } from '../../shared/providers/registry';
 import { isUpstreamError } from '../../shared/providers/upstream-error';
-import { ignoredParameterWarnings } from '../../shared/routing/plan-route';
+import { ignoredParameterWarnings } from '../../shared/routing/route-parameters';
 import { rub } from '../../shared/metrics/metrics';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate } from '../../shared/queue/job-catalog';

@@ -3,7 +3,7 @@ import { isUpstreamError, UpstreamError } from '../../shared/providers/upstream-
 import { DEFAULT_MAX_OUTPUT_TOKENS, type InputItem, type TextResult, type TextStreamEvent, type TokenUsage, type UpstreamFailure } from '../../shared/providers/provider.types';
 import { estimateInputTokens, tokenCost } from '../../shared/billing/pricing';
 import { requestWithout } from '../../shared/formats/format-utils';
-import { ignoredParameterWarnings } from '../../shared/routing/plan-route';
+import { ignoredParameterWarnings } from '../../shared/routing/route-parameters';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate, TextDonePayload, TextJobData } from '../../shared/queue/job-catalog';
 import type { ResolvedEndpoint } from '../../shared/catalog/catalog-index';
