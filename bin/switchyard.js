@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 'use strict';
-// The `switchyard` operator CLI (decisions.md section 1). The commands live in shared/cli/main.ts. They run from
+// The `switchyard` operator CLI (decisions.md section 1). The commands live in shared/cli/ (main.ts). They run from
 // the TypeScript sources (bin/ts-register.js compiles them with @swc/core, cached), so the CLI works right after
 // `npm install`; where the sources or @swc/core are absent (a pruned image), from the build in dist/.
 const fs = require('node:fs');

@@ -1,7 +1,11 @@
 import { STATUS_CODES } from 'node:http';
 import { ERROR_CODES } from '../../shared/errors/error-codes';
 import { errorResponseSchema } from './response-schemas';
-import { CODE_SAMPLES, EXAMPLE_ORIGIN, EXAMPLES } from './examples';
+import { CODE_SAMPLES, EXAMPLE_ORIGIN, type OperationExamples } from './examples';
+import { ACCOUNT_EXAMPLES } from './account-examples';
+import { TEXT_EXAMPLES } from './text-examples';
+import { MEDIA_EXAMPLES } from './media-examples';
+import { BATCH_EXAMPLES } from './batch-examples';
 import { IDEMPOTENT_ROUTES, ROUTE_DOCS, type JsonSchema, type RouteAuth, type RouteDoc, type RouteResponse } from './route-docs';
 
 /** Keywords ajv understands (or we add for ajv) that are not JSON Schema 2020-12 / OpenAPI 3.1 vocabulary. */
@@ -10,6 +14,9 @@ const AJV_ONLY = new Set(['$async', '$data', 'errorMessage', 'instanceof', 'rege
 const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
 /** Keywords whose value is data, not a schema: copied as they are. */
 const DATA = new Set(['enum', 'const', 'default', 'examples', 'example', 'required', 'dependentRequired']);
+
+/** Every operation's request and response examples, by "METHOD /path" (api/openapi/examples.ts). */
+export const EXAMPLES: Record<string, OperationExamples> = { ...ACCOUNT_EXAMPLES, ...TEXT_EXAMPLES, ...MEDIA_EXAMPLES, ...BATCH_EXAMPLES };
 
 export type OpenApiDocument = {
   openapi: '3.1.0';

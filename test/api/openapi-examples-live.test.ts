@@ -4,12 +4,12 @@
  * stack serving the demo catalog, and the example reply must have the real reply's shape — the same fields at the
  * top level and in the first element of each list. A changed reply then fails here until its example follows.
  * `DUMP_EXAMPLES=/tmp/replies.jsonl npx jest test/api/openapi-examples-live.test.ts` writes the real replies instead,
- * to update api/openapi/examples.ts from.
+ * to update api/openapi/*-examples.ts from.
  */
 import fs from 'node:fs';
 import request from 'supertest';
 import { createTestStack, type StackOrg, type TestStack } from '../helpers/test-stack';
-import { EXAMPLES } from '../../api/openapi/examples';
+import { EXAMPLES } from '../../api/openapi/build-openapi';
 import demoCatalog from '../../config/catalog.demo.json';
 
 let s: TestStack;

@@ -2,8 +2,8 @@ import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 import { ajv, queryAjv } from '../../shared/schemas/ajv';
 import { ROUTE_DOCS, type JsonSchema } from '../../api/openapi/route-docs';
-import { buildOpenApi } from '../../api/openapi/build-openapi';
-import { CODE_SAMPLES, EXAMPLES } from '../../api/openapi/examples';
+import { buildOpenApi, EXAMPLES } from '../../api/openapi/build-openapi';
+import { CODE_SAMPLES } from '../../api/openapi/examples';
 
 const key = (r: { method: string; path: string }) => `${r.method.toUpperCase()} ${r.path}`;
 const errorsOf = (v: { errors?: unknown }) => JSON.stringify(v.errors ?? null);

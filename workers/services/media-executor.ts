@@ -1,15 +1,11 @@
 import { DelayedError, Queue, UnrecoverableError, type Job } from 'bullmq';
 import { endpointBySlug, type ResolvedEndpoint } from '../../shared/catalog/catalog-index';
-import { money, moneyString } from '../../shared/money';
 import { AppError } from '../../shared/errors/app-error';
-import { mediaCost, mediaData, producedUnits, imageRequestToMediaInput, type MediaOutput, type MediaResult, type MediaUsage } from '../../shared/formats/media.mapper';
+import { imageRequestToMediaInput, type MediaOutput } from '../../shared/formats/media.mapper';
 import type { MediaInput, MediaTask, ProviderAdapter } from '../../shared/providers/adapter.types';
-import type { HttpRequestSpec, UpstreamFailure } from '../../shared/providers/provider.types';
+import type { HttpRequestSpec } from '../../shared/providers/provider.types';
 import { adapterFor } from '../../shared/providers/registry';
 import { isUpstreamError } from '../../shared/providers/upstream-error';
-import { ignoredParameterWarnings } from '../../shared/routing/route-parameters';
-import { rub } from '../../shared/metrics/metrics';
-import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate } from '../../shared/queue/job-catalog';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { MediaAttempt, MediaJobData, MediaStep } from '../../shared/queue/job-catalog';
@@ -17,26 +13,14 @@ import { CallbackService } from '../../shared/services/callbacks.service';
 import type { WorkerDeps } from '../worker-deps';
 import type { MediaSettings } from '../../shared/config/env';
 import { runAttempts, upstreamRequest, type EndpointCall } from './attempt-loop';
-import { attemptOf, failedAttempt, failureError } from './attempt-failures';
+import { failureError } from './attempt-failures';
 import { ImageExecutor, type ImagesCallResult } from './image-executor';
 import { OutputStore } from './output-store';
+import { MediaEndings } from './media-endings';
 
 /** The MEDIA_* settings (Config.media, shared/config/env.ts) and a test seam for downloads. */
 export interface MediaExecutorOptions extends MediaSettings {
   fetch?: typeof fetch;
-}
-
-interface Completion {
-  candidate: PlannedCandidate;
-  resolved: ResolvedEndpoint;
-  outputs: MediaOutput[];
-  attempts: MediaAttempt[];
-  seconds?: number;
-  tokens?: { input: number; output: number };
-  taskId?: string;
-  content?: string;
-  /** What the endpoint's request could not carry, beyond the plan's dropped parameters. */
-  warnings?: string[];
 }
 
 /**
@@ -47,7 +31,8 @@ interface Completion {
  *   polling → the job re-schedules itself with job.moveToDelayed + DelayedError (growing back-off): no worker
  *             sleeps; each run reads the task once
  *   done    → outputs downloaded into our storage (each saved file recorded in the step, so a retry does not
- *             store it twice), the money settled once, the waiting API told, the callback queued
+ *             store it twice), the money settled once, the waiting API told, the callback queued (the endings:
+ *             media-endings.ts)
  *
  * A retry after a crash resumes at the saved step, polling the same task instead of creating a second one.
  * A generation cancelled meanwhile is seen at the next step: the upstream task is cancelled and the job ends.
@@ -55,7 +40,7 @@ interface Completion {
 export class MediaExecutor {
   private readonly images: ImageExecutor;
   private readonly store: OutputStore;
-  private readonly callbacks: CallbackService;
+  private readonly endings: MediaEndings;
   /** The callbacks queue this executor opened itself (none given): closed by close(). */
   private readonly ownQueue?: Queue;
 
@@ -68,7 +53,7 @@ export class MediaExecutor {
     this.store = new OutputStore(deps, { fetch: opts.fetch ?? globalThis.fetch, downloadTimeoutMs: opts.downloadTimeoutMs });
     this.images = new ImageExecutor(deps, this.store);
     if (!callbacks) this.ownQueue = new Queue(QUEUES.callbacks, { connection: deps.redis, prefix: deps.config.queuePrefix });
-    this.callbacks = callbacks ?? new CallbackService(this.ownQueue!, { backoffMs: opts.callbackBackoffMs });
+    this.endings = new MediaEndings(deps, callbacks ?? new CallbackService(this.ownQueue!, { backoffMs: opts.callbackBackoffMs }));
   }
 
   async close(): Promise<void> {
@@ -87,7 +72,7 @@ export class MediaExecutor {
       this.deps.logger.warn('media job step failed', { generationId: job.data.generationId, err: e, last, trace_id: job.data.traceId });
       if (last) {
         const err = new AppError('INTERNAL_ERROR', 'The generation could not be completed');
-        await this.fail(job.data, err, job.data.step?.attempts ?? []).catch(() => undefined);
+        await this.endings.fail(job.data, err, job.data.step?.attempts ?? []).catch(() => undefined);
       }
       throw e;
     }
@@ -100,10 +85,10 @@ export class MediaExecutor {
     if (gen.status === 'completed' || gen.status === 'failed' || gen.status === 'cancelled') {
       // A run that stored files and died before settling: the outcome decides what stays (cancelled: nothing).
       if (gen.status === 'cancelled' && data.step) await this.cancelUpstream(data, data.step);
-      await this.discardUnkept(data);
+      await this.endings.discardUnkept(data);
       // A run that died between its ending's commit and queueing the callback: queued now (its job id dedupes).
-      await this.callback(data, gen.status);
-      if (gen.status === 'cancelled') await this.publisher(data).send({ type: 'cancelled' });
+      await this.endings.callback(data, gen.status);
+      if (gen.status === 'cancelled') await this.endings.publisher(data).send({ type: 'cancelled' });
       return;
     }
     if (data.step) return this.poll(job, token, data.step);
@@ -128,12 +113,12 @@ export class MediaExecutor {
       // A task is judged when it finishes (complete / failTask), not when it is created.
       onAnswer: false,
     });
-    if (out.kind !== 'answered') return this.fail(data, failureError(this.deps, out.attempts, out.kind === 'failed' ? out.last : undefined), out.attempts);
+    if (out.kind !== 'answered') return this.endings.fail(data, failureError(this.deps, out.attempts, out.kind === 'failed' ? out.last : undefined), out.attempts);
     const { candidate, resolved } = out.call;
     const attempts = out.attempts as MediaAttempt[];
     if ('images' in out.value) {
       const { outputs, tokens, warnings } = out.value.images;
-      return this.complete(data, { candidate, resolved, outputs, tokens, warnings, attempts });
+      return this.endings.complete(data, { candidate, resolved, outputs, tokens, warnings, attempts });
     }
     const { task } = out.value;
     const step: MediaStep = { phase: 'polling', candidate: data.candidates.indexOf(candidate), taskId: task.id, polls: 0, pollErrors: 0, createdAt: Date.now(), attempts, saved: [] };
@@ -159,7 +144,7 @@ export class MediaExecutor {
     const resolved = candidate && endpointBySlug(this.deps.catalog, candidate.slug);
     const adapter = resolved && adapterFor(resolved.provider.kind);
     if (!candidate || !resolved || !adapter?.media) {
-      return this.fail(data, AppError.fromReason('provider_error', 'The endpoint running this generation is no longer in the catalog'), step.attempts);
+      return this.endings.fail(data, AppError.fromReason('provider_error', 'The endpoint running this generation is no longer in the catalog'), step.attempts);
     }
     let task: MediaTask;
     try {
@@ -168,7 +153,7 @@ export class MediaExecutor {
     } catch (e) {
       if (!isUpstreamError(e)) throw e;
       const pollErrors = step.pollErrors + 1;
-      if (pollErrors > this.opts.maxPollErrors) return this.failTask(data, step, e.failure);
+      if (pollErrors > this.opts.maxPollErrors) return this.endings.failTask(data, step, e.failure);
       return this.schedule(job, token, { ...step, pollErrors, polls: step.polls + 1 });
     }
     return this.onTask(job, token, { ...step, pollErrors: 0 }, task);
@@ -181,15 +166,15 @@ export class MediaExecutor {
       case 'processing':
         if (Date.now() - step.createdAt > this.opts.taskTimeoutMs) {
           await this.cancelUpstream(data, step);
-          return this.failTask(data, step, { reason: 'upstream_timeout', message: `The provider did not finish within ${Math.round(this.opts.taskTimeoutMs / 1000)} s` });
+          return this.endings.failTask(data, step, { reason: 'upstream_timeout', message: `The provider did not finish within ${Math.round(this.opts.taskTimeoutMs / 1000)} s` });
         }
         return this.schedule(job, token, { ...step, polls: step.polls + 1 });
       case 'succeeded':
         return this.completeTask(job, step, task);
       case 'failed':
-        return this.failTask(data, step, { reason: 'provider_error', message: `The provider failed the generation: ${task.error ?? 'no reason given'}`, raw: task.error });
+        return this.endings.failTask(data, step, { reason: 'provider_error', message: `The provider failed the generation: ${task.error ?? 'no reason given'}`, raw: task.error });
       case 'cancelled':
-        return this.endCancelled(data);
+        return this.endings.endCancelled(data);
     }
   }
 
@@ -208,7 +193,7 @@ export class MediaExecutor {
     const candidate = data.candidates[step.candidate];
     const resolved = endpointBySlug(this.deps.catalog, candidate.slug)!;
     // Text instead of a file is an answer too (interface.md: the record's `content`); nothing at all is not.
-    if (task.outputs.length === 0 && !task.text) return this.failTask(data, step, { reason: 'malformed_reply', message: 'The provider finished without an output file or text' });
+    if (task.outputs.length === 0 && !task.text) return this.endings.failTask(data, step, { reason: 'malformed_reply', message: 'The provider finished without an output file or text' });
     const saved = [...step.saved];
     await this.whileNotCancelled(data, async (signal) => {
       for (const url of task.outputs) {
@@ -223,104 +208,7 @@ export class MediaExecutor {
     if (timed && seconds === undefined) this.deps.logger.warn('no duration for a timed media output', { generationId: data.generationId, trace_id: data.traceId });
     const outputs: MediaOutput[] = saved.map((s) => ({ url: s.url, fileId: s.fileId, mimeType: s.mimeType, ...(seconds !== undefined && { durationSeconds: seconds }) }));
     const tokens = task.metrics.inputTokens !== undefined || task.metrics.outputTokens !== undefined ? { input: task.metrics.inputTokens ?? 0, output: task.metrics.outputTokens ?? 0 } : undefined;
-    return this.complete(data, { candidate, resolved, outputs, attempts: step.attempts, seconds, tokens, taskId: task.id, content: task.text });
-  }
-
-  /** Settles the money once and records the result; tells the waiting API; queues the callback. */
-  private async complete(data: MediaJobData, c: Completion): Promise<void> {
-    const prompt = typeof data.input.prompt === 'string' ? data.input.prompt : data.image?.request.prompt;
-    const units = producedUnits(data.kind, c.outputs, { seconds: c.seconds, prompt, sourceIsImage: data.sourceIsImage });
-    // usage × price, within the reservation (an upper bound: the endpoint's longest output). A provider that
-    // still went beyond it is charged the bound; the rest is recorded for operators, never taken silently.
-    const priced = mediaCost(c.resolved.endpoint.price, units);
-    const reserved = await this.reservedAmount(data.generationId);
-    const overrun = reserved !== undefined && priced.greaterThan(reserved) ? priced.minus(reserved) : undefined;
-    const cost = overrun ? reserved! : priced;
-    const usage: MediaUsage = { input_units: data.inputUnits, output_units: c.outputs.length };
-    if (c.seconds !== undefined) usage.duration_seconds = c.seconds;
-    if (c.tokens) Object.assign(usage, { input_tokens: c.tokens.input, output_tokens: c.tokens.output, total_tokens: c.tokens.input + c.tokens.output });
-    const result: MediaResult = {
-      ...(c.outputs.length > 0 && { data: mediaData(c.outputs) }),
-      outputs: c.outputs,
-      provider: c.resolved.provider.id,
-      endpoint: c.candidate.slug,
-      ...(c.taskId !== undefined && { taskId: c.taskId }),
-      ...(c.content !== undefined && { content: c.content }),
-    };
-    const warnings = [...data.warnings, ...ignoredParameterWarnings(c.candidate.dropParams, c.candidate.model, c.resolved.provider.id), ...(c.warnings ?? [])];
-    const outcome = await this.deps.generations.finish(data.generationId, {
-      status: 'completed',
-      cost,
-      result,
-      usage,
-      warnings,
-      model: c.candidate.model,
-      provider: c.resolved.provider.id,
-      finalEndpointSlug: c.candidate.slug,
-      finishReason: 'stop',
-      attemptsCount: c.attempts.length + 1,
-      generationTimeMs: await this.elapsed(data.generationId),
-      upstreamId: c.taskId ?? null,
-      routing: {
-        attempts: c.attempts,
-        answeredBy: c.candidate.slug,
-        ...(overrun && {
-          overrun: {
-            uncharged_rub: moneyString(overrun),
-            priced_rub: moneyString(priced),
-            charged_rub: moneyString(cost),
-            ...(c.seconds !== undefined && { duration_seconds: c.seconds }),
-            ...(c.resolved.endpoint.maxDurationSeconds !== undefined && { max_duration_seconds: c.resolved.endpoint.maxDurationSeconds }),
-          },
-        }),
-      },
-    });
-    if (overrun && outcome.applied) {
-      this.deps.metrics.mediaUncharged.inc({ provider: c.resolved.provider.id }, rub(overrun));
-      this.deps.logger.warn('media output beyond the reserved bound: charged the bound', {
-        generationId: data.generationId,
-        endpoint: c.candidate.slug,
-        seconds: c.seconds,
-        uncharged_rub: moneyString(overrun),
-        trace_id: data.traceId,
-      });
-    }
-    this.deps.stats.record(c.candidate.slug, { ok: true, at: Date.now() });
-    this.deps.metrics.providerAttempts.inc({ provider: c.resolved.provider.id, outcome: 'ok' });
-    // Storing and settling are one decision: a generation cancelled while its output was being stored ends
-    // cancelled and free, and the files this run stored go (the cancel route removes those it found).
-    if (!outcome.applied) await this.discardUnkept(data);
-    // The callback is queued before anything else can fail: a re-run after this point finds the ending and queues
-    // it again (deduped), never loses it.
-    if (outcome.applied) await this.callback(data, 'completed');
-    await this.publisher(data).send(outcome.applied ? { type: 'done', payload: { id: data.generationId } } : { type: 'cancelled' });
-  }
-
-  private failTask(data: MediaJobData, step: MediaStep, f: Pick<UpstreamFailure, 'reason' | 'message' | 'status' | 'raw'>): Promise<void> {
-    const candidate = data.candidates[step.candidate];
-    const provider = endpointBySlug(this.deps.catalog, candidate.slug)?.provider.id ?? candidate.slug;
-    const attempts = [...step.attempts, attemptOf(provider, candidate.slug, f) as MediaAttempt];
-    failedAttempt(this.deps, candidate.slug, provider, f);
-    const reason = f.reason === 'upstream_timeout' ? 'upstream_timeout' : 'provider_error';
-    const err = AppError.fromReason(reason, f.message, { raw: f.raw ?? f.message, provider_name: provider, attempts });
-    return this.fail(data, err, attempts);
-  }
-
-  /** Ends the generation as failed (nothing charged). */
-  private async fail(data: MediaJobData, err: AppError, attempts: MediaAttempt[]): Promise<void> {
-    const error = err.toStored();
-    const outcome = await this.deps.generations.finish(data.generationId, { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, generationTimeMs: await this.elapsed(data.generationId) });
-    if (outcome.applied) await this.callback(data, 'failed');
-    await this.discardUnkept(data);
-    await this.publisher(data).send(outcome.applied ? { type: 'failed', error } : { type: 'cancelled' });
-  }
-
-  /** The provider cancelled the task on its side. */
-  private async endCancelled(data: MediaJobData): Promise<void> {
-    const outcome = await this.deps.generations.finish(data.generationId, { status: 'cancelled' });
-    if (outcome.applied) await this.callback(data, 'cancelled');
-    await this.discardUnkept(data);
-    await this.publisher(data).send({ type: 'cancelled' });
+    return this.endings.complete(data, { candidate, resolved, outputs, attempts: step.attempts, seconds, tokens, taskId: task.id, content: task.text });
   }
 
   /**
@@ -355,10 +243,10 @@ export class MediaExecutor {
     const g = await this.deps.db.generation.findUnique({ where: { id: data.generationId }, select: { status: true } });
     if (g?.status !== 'cancelled') return false;
     if (data.step) await this.cancelUpstream(data, data.step);
-    await this.discardUnkept(data);
+    await this.endings.discardUnkept(data);
     // Cancelled by the API, which queued the callback too: again here (deduped) in case it died before it could.
-    await this.callback(data, 'cancelled');
-    await this.publisher(data).send({ type: 'cancelled' });
+    await this.endings.callback(data, 'cancelled');
+    await this.endings.publisher(data).send({ type: 'cancelled' });
     return true;
   }
 
@@ -375,31 +263,6 @@ export class MediaExecutor {
     }
   }
 
-  /** Removes the stored files the generation's outcome does not keep (all of them unless it completed). */
-  private async discardUnkept(data: MediaJobData): Promise<void> {
-    const n = await this.deps.files.discardUnkept(data.generationId);
-    if (n > 0) this.deps.logger.info('discarded the output of a generation that did not complete', { generationId: data.generationId, files: n, trace_id: data.traceId });
-  }
-
-  private async callback(data: MediaJobData, status: 'completed' | 'failed' | 'cancelled'): Promise<void> {
-    if (!data.callBackUrl) return;
-    await this.callbacks.enqueue({ generationId: data.generationId, organizationId: data.organizationId, url: data.callBackUrl, status });
-  }
-
-  /** What the generation reserved (its cost's upper bound); undefined for a record without one. */
-  private async reservedAmount(id: string) {
-    const g = await this.deps.db.generation.findUnique({ where: { id }, select: { reservedAmount: true } });
-    return g ? money(g.reservedAmount.toString()) : undefined;
-  }
-
-  private async elapsed(id: string): Promise<number | null> {
-    const g = await this.deps.db.generation.findUnique({ where: { id }, select: { startedAt: true } });
-    return g?.startedAt ? Math.max(0, this.deps.clock().getTime() - g.startedAt.getTime()) : null;
-  }
-
-  private publisher(data: MediaJobData): GenerationPublisher {
-    return new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId, this.deps.lane.buses);
-  }
 }
 
 /** The media input sent to one endpoint: without the fields it does not support (dropped with a warning). */
