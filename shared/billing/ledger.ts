@@ -7,19 +7,6 @@ import { money, toStorage, type Decimal, type MoneyLike } from '../money';
 
 export type ReserveRefusal = 'balance_insufficient' | 'key_limit_exceeded' | 'member_limit_exceeded';
 
-export interface ReserveInput {
-  generationId: string;
-  organizationId: string;
-  apiKeyId?: string | null;
-  userId?: string | null;
-  /** The upper bound of the cost. */
-  amount: MoneyLike;
-  /** The least that still lets the request run (text requests can shrink max_output_tokens); defaults to amount. */
-  minimum?: MoneyLike;
-}
-
-export type SettleOutcome = 'charged' | 'released' | 'already_settled' | 'not_found';
-
 /** The one wording of each refusal (402 and 403 replies), whichever money call refused. */
 const REFUSAL_MESSAGES: Record<ReserveRefusal, string> = {
   balance_insufficient: 'Insufficient funds: the organization balance does not cover this request',
@@ -105,9 +92,9 @@ export interface LedgerOptions {
 export const CLOSE_HOLD_MS = 2;
 
 /**
- * The money core: reserve → charge / release, and top-ups. Each call is one atomic SQL function (the
- * money_functions and set_based_ledger_batches migrations), idempotent per generation id, safe under any concurrency.
- * Money moves only through this module.
+ * The money core: a generation's open (reserve and record) and close (charge or release, and its ending), leases,
+ * discards and top-ups. Each call is one atomic SQL function (prisma/migrations), idempotent per generation id, safe
+ * under any concurrency. Money moves only through this module.
  *
  * The hot path (`open`, `close`) reserves with the generation's insert and settles with its ending, group-committed
  * (shared/db/batcher.ts): opens and closes share one batch, so one request's open and another's close take each
@@ -244,37 +231,9 @@ export class Ledger {
     });
   }
 
-  /** Reserves up to `amount` (at least `minimum`) for a generation; returns the granted amount or throws 402. */
-  async reserve(input: ReserveInput): Promise<Decimal> {
-    const rows = await this.db.$queryRaw<Array<{ granted: string; reason: string | null }>>`
-      SELECT granted::text AS granted, reason FROM sy_reserve(${input.generationId}, ${input.organizationId},
-        ${input.apiKeyId ?? null}, ${input.userId ?? null}, ${toStorage(input.amount)}::numeric,
-        ${toStorage(input.minimum ?? input.amount)}::numeric, ${this.clock()}::timestamptz)`;
-    const { granted, reason } = rows[0];
-    if (reason) refuse(reason);
-    return money(granted);
-  }
-
-  /** Charges the real cost and frees the rest of the reservation. Running it twice charges once. */
-  charge(generationId: string, actual: MoneyLike): Promise<{ outcome: SettleOutcome; charged: Decimal }> {
-    return this.settle(generationId, actual, false);
-  }
-
-  /** Frees the whole reservation: failed and cancelled generations cost nothing. */
-  release(generationId: string): Promise<{ outcome: SettleOutcome; charged: Decimal }> {
-    return this.settle(generationId, 0, true);
-  }
-
   async topUp(organizationId: string, amount: MoneyLike): Promise<Decimal | null> {
     const rows = await this.db.$queryRaw<Array<{ balance: string | null }>>`
       SELECT sy_topup(${organizationId}, ${toStorage(amount)}::numeric, ${this.clock()}::timestamptz)::text AS balance`;
     return rows[0].balance === null ? null : money(rows[0].balance);
-  }
-
-  private async settle(generationId: string, actual: MoneyLike, release: boolean) {
-    const rows = await this.db.$queryRaw<Array<{ outcome: SettleOutcome; charged: string }>>`
-      SELECT outcome, charged::text AS charged FROM sy_settle(${generationId}, ${toStorage(actual)}::numeric,
-        ${release}, ${this.clock()}::timestamptz)`;
-    return { outcome: rows[0].outcome, charged: money(rows[0].charged) };
   }
 }

@@ -2,7 +2,7 @@ import request from 'supertest';
 import { signToken } from '../../shared/auth/tokens';
 import { Ledger } from '../../shared/billing/ledger';
 import { createTestApp, type TestApp } from '../helpers/test-app';
-import { seedKey, seedOrg, TEST_SECRET } from '../helpers/fixtures';
+import { seedKey, seedOrg, spend, TEST_SECRET } from '../helpers/fixtures';
 
 let h: TestApp;
 let org: Awaited<ReturnType<typeof seedOrg>>;
@@ -98,9 +98,7 @@ describe('GET /v1/key', () => {
   it('returns every field of the key info record', async () => {
     const member = await org.accounts.createUser({ organizationId: org.organizationId, email: 'k@example.com', role: 'member' });
     const k = await seedKey(org.accounts, org.organizationId, { userId: member.userId, limit: '10', reset: 'weekly' });
-    const ledger = new Ledger(h.t.db);
-    await ledger.reserve({ generationId: 'gen_keyinfo_1', organizationId: org.organizationId, apiKeyId: k.id, amount: '2' });
-    await ledger.charge('gen_keyinfo_1', '1.25');
+    await spend(new Ledger(h.t.db, undefined, { pool: h.t.pool }), org.organizationId, 'gen_keyinfo_1', { apiKeyId: k.id, bound: '2', cost: '1.25' });
     const res = await request(h.app).get('/v1/key').set(bearer(k.key));
     expect(res.status).toBe(200);
     expect(res.body).toEqual({

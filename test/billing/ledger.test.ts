@@ -3,7 +3,7 @@ import { money } from '../../shared/money';
 import { periodStart } from '../../shared/billing/periods';
 import { AppError } from '../../shared/errors/app-error';
 import { createTestDb, type TestDb } from '../helpers/test-db';
-import { seedKey, seedOrg } from '../helpers/fixtures';
+import { openRow, seedKey, seedOrg, spend } from '../helpers/fixtures';
 
 let t: TestDb;
 beforeAll(async () => {
@@ -24,6 +24,12 @@ async function orgState(orgId: string) {
   return { balance: money(o.balance), reserved: money(o.reserved), spent: money(o.spent), ledgerBalance: money(sums[0].amount), ledgerReserved: money(sums[0].reserved) };
 }
 
+/** The ledger as a process has it: its batcher group-commits opens and closes on the pool (shared/runtime/bootstrap.ts). */
+const processLedger = (clock?: () => Date) => new Ledger(t.db, clock, { pool: t.pool });
+
+/** Several processes' ledgers: each batches its own calls, and their batches race in PostgreSQL. */
+const processes = (n: number) => Array.from({ length: n }, () => processLedger());
+
 async function reasonOf(p: Promise<unknown>): Promise<string | null> {
   try {
     await p;
@@ -33,31 +39,34 @@ async function reasonOf(p: Promise<unknown>): Promise<string | null> {
   }
 }
 
-describe('Ledger under concurrency', () => {
-  it('lets exactly 5 of 50 concurrent reservations through when the balance fits 5, and the ledger sums to the balance', async () => {
+describe('Ledger under concurrency (open and close, through the batchers of several processes)', () => {
+  it('lets exactly 5 of 50 concurrent opens through when the balance fits 5, and the ledger sums to the balance', async () => {
     const { organizationId } = await seedOrg(t.db, { balance: '5.000001' });
-    const ledger = new Ledger(t.db);
+    const ledgers = processes(4);
     const ids = Array.from({ length: 50 }, genId);
-    const results = await Promise.all(ids.map((id) => reasonOf(ledger.reserve({ generationId: id, organizationId, amount: '1' }))));
+    const results = await Promise.all(ids.map((id, i) => reasonOf(ledgers[i % 4].open(openRow(organizationId, id, { bound: '1' })))));
     expect(results.filter((r) => r === null)).toHaveLength(5);
     expect(results.filter((r) => r === 'balance_insufficient')).toHaveLength(45);
 
     const granted = ids.filter((_, i) => results[i] === null);
-    await Promise.all(granted.map((id) => ledger.charge(id, '1')));
+    const closed = await Promise.all(granted.map((id, i) => ledgers[i % 4].close({ id, status: 'completed', cost: '1' })));
+    expect(closed.every((c) => c.applied && c.charged.toFixed(6) === '1.000000')).toBe(true);
     const s = await orgState(organizationId);
     expect(s.balance.toFixed(6)).toBe('0.000001');
     expect(s.reserved.toFixed(6)).toBe('0.000000');
     expect(s.spent.toFixed(6)).toBe('5.000000');
     expect(s.ledgerBalance.equals(s.balance)).toBe(true);
     expect(s.ledgerReserved.equals(s.reserved)).toBe(true);
+    // A refused open records nothing.
+    expect(await t.db.generation.count({ where: { organizationId } })).toBe(5);
   });
 
   it('never exceeds a key limit: 5 of 50 fit', async () => {
     const { accounts, organizationId } = await seedOrg(t.db, { balance: '1000' });
     const key = await seedKey(accounts, organizationId, { limit: '2.5', reset: 'daily' });
-    const ledger = new Ledger(t.db);
+    const ledgers = processes(4);
     const results = await Promise.all(
-      Array.from({ length: 50 }, () => reasonOf(ledger.reserve({ generationId: genId(), organizationId, apiKeyId: key.id, amount: '0.5' }))),
+      Array.from({ length: 50 }, (_, i) => reasonOf(ledgers[i % 4].open(openRow(organizationId, genId(), { apiKeyId: key.id, bound: '0.5' })))),
     );
     expect(results.filter((r) => r === null)).toHaveLength(5);
     expect(results.filter((r) => r === 'key_limit_exceeded')).toHaveLength(45);
@@ -68,68 +77,74 @@ describe('Ledger under concurrency', () => {
     const member = await accounts.createUser({ organizationId, email: 'm@example.com', role: 'member', limit: '5', reset: 'monthly' });
     const k1 = await seedKey(accounts, organizationId, { userId: member.userId });
     const k2 = await seedKey(accounts, organizationId, { userId: member.userId });
-    const ledger = new Ledger(t.db);
+    const ledgers = processes(4);
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
-        reasonOf(ledger.reserve({ generationId: genId(), organizationId, apiKeyId: i % 2 ? k1.id : k2.id, userId: member.userId, amount: '1' })),
+        reasonOf(ledgers[i % 4].open(openRow(organizationId, genId(), { apiKeyId: i % 2 ? k1.id : k2.id, userId: member.userId, bound: '1' }))),
       ),
     );
     expect(results.filter((r) => r === null)).toHaveLength(5);
     expect(results.filter((r) => r === 'member_limit_exceeded')).toHaveLength(45);
   });
 
-  it('settles concurrently and repeatedly without double charging', async () => {
+  it('settles concurrently and repeatedly without double charging: 20 closes of one generation charge once', async () => {
     const { organizationId } = await seedOrg(t.db, { balance: '100' });
-    const ledger = new Ledger(t.db);
+    const ledgers = processes(4);
     const id = genId();
-    await ledger.reserve({ generationId: id, organizationId, amount: '10' });
-    const outcomes = await Promise.all(Array.from({ length: 20 }, () => ledger.charge(id, '3.3333333333')));
-    expect(outcomes.filter((o) => o.outcome === 'charged')).toHaveLength(1);
-    expect(outcomes.filter((o) => o.outcome === 'already_settled')).toHaveLength(19);
-    expect((await ledger.release(id)).outcome).toBe('already_settled');
+    await ledgers[0].open(openRow(organizationId, id, { bound: '10' }));
+    const outcomes = await Promise.all(Array.from({ length: 20 }, (_, i) => ledgers[i % 4].close({ id, status: 'completed', cost: '3.3333333333' })));
+    expect(outcomes.filter((o) => o.applied)).toHaveLength(1);
+    expect(outcomes.find((o) => o.applied)!.charged.toFixed(10)).toBe('3.3333333333');
+    expect(outcomes.filter((o) => !o.applied)).toHaveLength(19);
+    // A release after the charge: the first ending stands.
+    expect((await ledgers[1].close({ id, status: 'failed' })).applied).toBe(false);
     const s = await orgState(organizationId);
     expect(s.balance.toFixed(10)).toBe('96.6666666667');
     expect(s.reserved.isZero()).toBe(true);
     expect(s.ledgerBalance.equals(s.balance)).toBe(true);
+    const g = await t.db.generation.findUniqueOrThrow({ where: { id } });
+    expect([g.status, money(g.clientCost).toFixed(10)]).toEqual(['completed', '3.3333333333']);
   });
 });
 
 describe('Ledger rules', () => {
   it('releases a failed generation in full: it costs nothing', async () => {
     const { organizationId } = await seedOrg(t.db, { balance: '10' });
-    const ledger = new Ledger(t.db);
+    const ledger = processLedger();
     const id = genId();
-    await ledger.reserve({ generationId: id, organizationId, amount: '4' });
+    await ledger.open(openRow(organizationId, id, { bound: '4' }));
     expect((await orgState(organizationId)).reserved.toFixed(2)).toBe('4.00');
-    expect(await ledger.release(id)).toMatchObject({ outcome: 'released' });
+    const closed = await ledger.close({ id, status: 'failed' });
+    expect([closed.applied, closed.charged.toFixed(2)]).toEqual([true, '0.00']);
     const s = await orgState(organizationId);
     expect(s.balance.toFixed(2)).toBe('10.00');
     expect(s.reserved.toFixed(2)).toBe('0.00');
   });
 
-  it('is idempotent on reserve for the same generation', async () => {
+  it('is idempotent on open for the same generation', async () => {
     const { organizationId } = await seedOrg(t.db, { balance: '10' });
-    const ledger = new Ledger(t.db);
+    const ledger = processLedger();
     const id = genId();
-    await ledger.reserve({ generationId: id, organizationId, amount: '4' });
-    await ledger.reserve({ generationId: id, organizationId, amount: '4' });
+    const first = await ledger.open(openRow(organizationId, id, { bound: '4' }));
+    const again = await ledger.open(openRow(organizationId, id, { bound: '4' }));
+    expect([first, again].map((o) => ('granted' in o ? o.granted.toFixed(2) : o))).toEqual(['4.00', '4.00']);
     expect((await orgState(organizationId)).reserved.toFixed(2)).toBe('4.00');
   });
 
   it('grants less than the bound, down to the minimum, when only that fits', async () => {
     const { organizationId } = await seedOrg(t.db, { balance: '3' });
-    const ledger = new Ledger(t.db);
-    const granted = await ledger.reserve({ generationId: genId(), organizationId, amount: '10', minimum: '1' });
-    expect(granted.toFixed(2)).toBe('3.00');
-    expect(await reasonOf(ledger.reserve({ generationId: genId(), organizationId, amount: '10', minimum: '0.5' }))).toBe('balance_insufficient');
+    const ledger = processLedger();
+    const opened = await ledger.open(openRow(organizationId, genId(), { bound: '10', minimum: '1' }));
+    expect('granted' in opened && opened.granted.toFixed(2)).toBe('3.00');
+    expect(await reasonOf(ledger.open(openRow(organizationId, genId(), { bound: '10', minimum: '0.5' })))).toBe('balance_insufficient');
   });
 
   it('charges more than reserved only from free balance, never below zero, and records the rest as uncollected', async () => {
     const { organizationId } = await seedOrg(t.db, { balance: '5' });
-    const ledger = new Ledger(t.db);
+    const ledger = processLedger();
     const id = genId();
-    await ledger.reserve({ generationId: id, organizationId, amount: '2' });
-    const r = await ledger.charge(id, '7');
+    await ledger.open(openRow(organizationId, id, { bound: '2' }));
+    const r = await ledger.close({ id, status: 'completed', cost: '7' });
     expect(r.charged.toFixed(2)).toBe('5.00');
     const s = await orgState(organizationId);
     expect(s.balance.toFixed(2)).toBe('0.00');
@@ -142,14 +157,12 @@ describe('Ledger rules', () => {
     const clock = () => now;
     const { accounts, organizationId } = await seedOrg(t.db, { balance: '100', clock });
     const key = await seedKey(accounts, organizationId, { limit: '1', reset: 'daily' });
-    const ledger = new Ledger(t.db, clock);
-    const first = genId();
-    await ledger.reserve({ generationId: first, organizationId, apiKeyId: key.id, amount: '1' });
-    await ledger.charge(first, '1');
+    const ledger = processLedger(clock);
+    await spend(ledger, organizationId, genId(), { apiKeyId: key.id, bound: '1', cost: '1' });
     now = new Date('2026-11-22T21:59:59Z');
-    expect(await reasonOf(ledger.reserve({ generationId: genId(), organizationId, apiKeyId: key.id, amount: '0.1' }))).toBe('key_limit_exceeded');
+    expect(await reasonOf(ledger.open(openRow(organizationId, genId(), { apiKeyId: key.id, bound: '0.1' })))).toBe('key_limit_exceeded');
     now = new Date('2026-11-22T22:00:00Z');
-    expect(await reasonOf(ledger.reserve({ generationId: genId(), organizationId, apiKeyId: key.id, amount: '0.1' }))).toBeNull();
+    expect(await reasonOf(ledger.open(openRow(organizationId, genId(), { apiKeyId: key.id, bound: '0.1' })))).toBeNull();
   });
 
   it('rolls a weekly limit on Monday 01:00 Moscow and a monthly one on the 1st', async () => {
@@ -158,21 +171,18 @@ describe('Ledger rules', () => {
     const { accounts, organizationId } = await seedOrg(t.db, { balance: '100', clock });
     const weekly = await seedKey(accounts, organizationId, { limit: '1', reset: 'weekly' });
     const monthly = await seedKey(accounts, organizationId, { limit: '1', reset: 'monthly' });
-    const ledger = new Ledger(t.db, clock);
-    for (const k of [weekly, monthly]) {
-      const id = genId();
-      await ledger.reserve({ generationId: id, organizationId, apiKeyId: k.id, amount: '1' });
-      await ledger.charge(id, '1');
-    }
+    const ledger = processLedger(clock);
+    for (const k of [weekly, monthly]) await spend(ledger, organizationId, genId(), { apiKeyId: k.id, bound: '1', cost: '1' });
+    const fits = (k: { id: string }) => reasonOf(ledger.open(openRow(organizationId, genId(), { apiKeyId: k.id, bound: '1' })));
     now = new Date('2026-11-22T22:00:00Z'); // Monday 01:00 MSK
-    expect(await reasonOf(ledger.reserve({ generationId: genId(), organizationId, apiKeyId: weekly.id, amount: '1' }))).toBeNull();
-    expect(await reasonOf(ledger.reserve({ generationId: genId(), organizationId, apiKeyId: monthly.id, amount: '1' }))).toBe('key_limit_exceeded');
+    expect(await fits(weekly)).toBeNull();
+    expect(await fits(monthly)).toBe('key_limit_exceeded');
     now = new Date('2026-11-30T22:00:00Z'); // 1 December 01:00 MSK
-    expect(await reasonOf(ledger.reserve({ generationId: genId(), organizationId, apiKeyId: monthly.id, amount: '1' }))).toBeNull();
+    expect(await fits(monthly)).toBeNull();
   });
 
   it('refuses a top-up of an unknown organization', async () => {
-    expect(await new Ledger(t.db).topUp('org_missing', '1')).toBeNull();
+    expect(await processLedger().topUp('org_missing', '1')).toBeNull();
   });
 });
 

@@ -2,6 +2,7 @@ import { AccountsService } from '../../shared/services/accounts.service';
 import type { Db } from '../../shared/db/client';
 import type { LimitReset } from '../../shared/billing/periods';
 import { money, type Decimal } from '../../shared/money';
+import type { Ledger, OpenRow } from '../../shared/billing/ledger';
 
 export const TEST_SECRET = 'test-secret-not-for-production';
 
@@ -40,4 +41,30 @@ export async function orgMoney(db: Db, organizationId: string): Promise<{ balanc
       FROM organizations o WHERE o.id = ${organizationId}`;
   if (!o) throw new Error(`no organization ${organizationId}`);
   return { balance: money(o.balance), reserved: money(o.reserved).minus(money(o.leased)) };
+}
+
+/** A generation's open for `Ledger.open` (the columns GenerationService.create sends, least of them). */
+export function openRow(
+  organizationId: string,
+  id: string,
+  opts: { apiKeyId?: string | null; userId?: string | null; bound: string; minimum?: string },
+): OpenRow {
+  return {
+    id, organization_id: organizationId, api_key_id: opts.apiKeyId ?? null, user_id: opts.userId ?? null,
+    bound: opts.bound, minimum: opts.minimum ?? opts.bound,
+    model: 'm', unified_model_id: 'm', model_display_name: 'M', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync',
+  };
+}
+
+/** Spends `cost` the way a generation does in production: `Ledger.open` reserves `bound`, `Ledger.close` charges. */
+export async function spend(
+  ledger: Ledger,
+  organizationId: string,
+  id: string,
+  opts: { apiKeyId?: string | null; userId?: string | null; bound: string; cost: string },
+): Promise<void> {
+  const opened = await ledger.open(openRow(organizationId, id, opts));
+  if (!('granted' in opened)) throw new Error(`${id}: not opened (${JSON.stringify(opened)})`);
+  const closed = await ledger.close({ id, status: 'completed', cost: opts.cost });
+  if (!closed.applied) throw new Error(`${id}: its close was not applied`);
 }
