@@ -37,7 +37,7 @@ export interface WorkerDeps {
   metrics: Metrics;
   /** Stored files: the media worker saves generated files, the maintenance job deletes expired ones. */
   files: FilesService;
-  /** Settlements whose reply went out before their commit (attempt-loop.ts endCompleted). */
+  /** Settlements whose reply went out before their commit (shared/billing/reply-then-settle.ts). */
   settlements: SettlementJournal;
   /** What this process's workers share with its API: claims, reply channels, the records of jobs claimed here (shared/runtime/local-lane.ts). */
   lane: LocalLane;

@@ -143,7 +143,7 @@ export class GenerationGateway {
    * runs while the generation's record commits (its bound moving from the lease to its own reservation). Its worker takes
    * the record from the lane (shared/runtime/local-lane.ts) with the job: a reply never goes out for a generation that
    * neither the database nor a settlement promise holds, so its `done` may leave once its promise carries the record
-   * (workers/services/attempt-loop.ts endCompleted); every other final message waits for the record's commit. A record
+   * (shared/billing/reply-then-settle.ts settleCompleted); every other final message waits for the record's commit. A record
    * that fails before any `done` went out ends the generation for its client as unavailable, and its job is stopped (it
    * settles nothing: there is no record); after a `done`, the promise is kept by the run, its re-run or the reaper. The
    * job is marked `drawn`: a run anywhere else (a re-run after this process died) finds no record in its lane and ends

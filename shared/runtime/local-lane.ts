@@ -31,7 +31,7 @@ export class LocalLane {
     return entry.record;
   }
 
-  /** The record of the generation a run of this process holds (attempt-loop.ts endCompleted). */
+  /** The record of the generation a run of this process holds (shared/billing/reply-then-settle.ts settleCompleted). */
   recordOf(generationId: string): PendingRecord | undefined {
     return this.records.get(generationId)?.record;
   }

@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { money } from '../../shared/money';
 import { closeRowOf, type NewGeneration } from '../../shared/services/generation.service';
-import { keptEarlierPromise } from '../../workers/services/attempt-loop';
+import { keptEarlierPromise } from '../../shared/billing/reply-then-settle';
 import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';
 import { QUEUES } from '../../shared/queue/queue-names';
 import { createTestStack, type StackOrg, type TestStack } from '../helpers/test-stack';

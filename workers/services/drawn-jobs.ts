@@ -3,7 +3,7 @@ import { AppError } from '../../shared/errors/app-error';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { GenerationJobBase } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
-import { keptEarlierPromise } from './attempt-loop';
+import { keptEarlierPromise } from '../../shared/billing/reply-then-settle';
 
 /**
  * The processor of a text or embeddings queue. Every job first keeps a promise an earlier run of it made (a re-run

@@ -29,7 +29,7 @@ export function withQueueWaitSpan(tracing: Tracing | undefined, processor: Proce
 }
 
 /**
- * Runs a generation's settlement (the close in the ledger: workers/services/attempt-loop.ts) under a `switchyard.settle`
+ * Runs a generation's settlement (the close in the ledger: shared/billing/reply-then-settle.ts, from attempt-loop.ts endCompleted) under a `switchyard.settle`
  * span with the ending and the cost charged (`switchyard.cost_rub`, what `settle` resolves to; the ledger keeps the exact
  * decimal).
  */

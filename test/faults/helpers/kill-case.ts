@@ -26,7 +26,7 @@ export interface KillCase {
   leasesHeld(): Promise<number>;
   /**
    * Waits until the earlier requests' jobs have ended. A reply goes out before its settlement commits and its job
-   * stays active until then (workers/services/attempt-loop.ts endCompleted): a row lock taken sooner would hold that
+   * stays active until then (shared/billing/reply-then-settle.ts settleCompleted): a row lock taken sooner would hold that
    * settlement and its job too.
    */
   settled(): Promise<void>;
