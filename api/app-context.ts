@@ -133,11 +133,7 @@ export function buildContext(deps: AppDeps): AppContext {
   const settlements = new SettlementJournal(
     deps.redis,
     deps.config.queuePrefix,
-    async (ids) => {
-      const ended = await deps.db.generation.findMany({ where: { id: { in: ids }, status: { notIn: ['pending', 'processing'] } }, select: { id: true } });
-      const spent = new Set(ended.map((r) => r.id));
-      return new Set(ids.filter((id) => !spent.has(id)));
-    },
+    (ids) => generations.stillRunning(ids),
     undefined,
     lane.buses,
   );

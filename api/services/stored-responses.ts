@@ -8,6 +8,7 @@ import type { ResponsesBody } from '../../shared/schemas/responses.schema';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
 import type { Principal } from '../../shared/auth/principal';
 import type { StoredError } from '../../shared/errors/app-error';
+import { RUNNING } from '../../shared/services/generation.service';
 
 /** What a responses generation keeps in its `request` column: the body (echo fields) and the whole conversation. */
 export interface StoredResponsesRequest {
@@ -69,7 +70,7 @@ export function responseObjectOf(g: Generation): ResponseObject {
 }
 
 /** Whether a generation has ended (any way). */
-export const hasEnded = (g: Pick<Generation, 'status'>) => g.status !== 'pending' && g.status !== 'processing';
+export const hasEnded = (g: Pick<Generation, 'status'>) => !RUNNING.has(g.status);
 
 /** What a `store: false` (or deleted) response's record keeps of its body: the routing and limits, no text. */
 export function unstoredBody(body: ResponsesBody): ResponsesBody {
