@@ -378,3 +378,5 @@ function scopeFilter(scope: FileScope, owner: FileOwner | undefined): Prisma.Sto
     ? { OR: [{ userId: null }, { userId: { not: owner.id } }] }
     : { OR: [{ apiKeyId: null }, { apiKeyId: { not: owner.id } }] };
 }
+
+export type { StoredFile };
