@@ -43,6 +43,9 @@ import { BatchesService } from './services/batches.service';
 import { BatchDriver } from './services/batch-driver';
 import { batchLineKinds } from './services/batch-lines';
 import { StoredResponses } from './services/stored-responses';
+import { BackgroundStreams } from './services/background-streams';
+import { ResponseStreamLog } from './services/response-stream-log';
+import { databaseAnswers } from '../shared/db/client';
 
 /** Everything a route needs, built once from injected I/O (no module-level state). */
 export interface AppDeps {
@@ -97,6 +100,10 @@ export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'work
   planner: RoutePlanner;
   /** One service per kind of generation: each plans, bounds, reserves and enqueues through the gateway, then waits. */
   text: TextService;
+  /** Stored responses as the caller may see them (the Responses API, and its batch lines). */
+  responses: StoredResponses;
+  /** Background responses' event streams (relayed, resumed, forgotten). */
+  backgroundStreams: BackgroundStreams;
   embeddings: EmbeddingsService;
   questions: TypedQuestionsService;
   images: ImagesService;
@@ -133,11 +140,7 @@ export function buildContext(deps: AppDeps): AppContext {
   const settlements = new SettlementJournal(
     deps.redis,
     deps.config.queuePrefix,
-    async (ids) => {
-      const ended = await deps.db.generation.findMany({ where: { id: { in: ids }, status: { notIn: ['pending', 'processing'] } }, select: { id: true } });
-      const spent = new Set(ended.map((r) => r.id));
-      return new Set(ids.filter((id) => !spent.has(id)));
-    },
+    (ids) => generations.stillRunning(ids),
     undefined,
     lane.buses,
   );
@@ -162,11 +165,12 @@ export function buildContext(deps: AppDeps): AppContext {
   const text = new TextService({ db: deps.db, planner, gateway, syncWaitMs });
   const embeddings = new EmbeddingsService({ catalog: deps.catalog, planner, gateway, syncWaitMs });
   const images = new ImagesService({ planner, gateway, records, files });
+  const responses = new StoredResponses(deps.db, settlements);
   const batchFiles = new BatchFiles(deps.db, store, clock);
   const batchDriver = new BatchDriver({
     db: deps.db,
     files: batchFiles,
-    kinds: batchLineKinds({ text, stored: new StoredResponses(deps.db, settlements), embeddings, images }),
+    kinds: batchLineKinds({ text, stored: responses, embeddings, images }),
     gateway,
     logger: deps.logger,
     metrics,
@@ -183,6 +187,8 @@ export function buildContext(deps: AppDeps): AppContext {
     gateway,
     planner,
     text,
+    responses,
+    backgroundStreams: new BackgroundStreams(deps.db, new ResponseStreamLog(deps.redis, deps.config.queuePrefix), deps.logger, clock),
     embeddings,
     questions: new TypedQuestionsService({ db: deps.db, planner, gateway, syncWaitMs }),
     images,
@@ -195,7 +201,7 @@ export function buildContext(deps: AppDeps): AppContext {
     batchFiles,
     batches: new BatchesService({ db: deps.db, files: batchFiles, queue: queues.batches, logger: deps.logger, clock }),
     batchDriver,
-    databaseReady: () => deps.db.$queryRaw`SELECT 1`,
+    databaseReady: () => databaseAnswers(deps.db),
     ready: async () => {
       // The subscriber too: a SUBSCRIBE sent while ioredis still runs its ready check can be lost, leaving the
       // reply channel deaf (every synchronous wait would then run out).

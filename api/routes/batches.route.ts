@@ -6,8 +6,7 @@ import type { AppContext } from '../app-context';
 import type { Principal } from '../../shared/auth/principal';
 import { AppError } from '../../shared/errors/app-error';
 import { check } from '../../shared/schemas/ajv';
-import type { BatchFile } from '../../shared/db/generated/client';
-import { BATCH_FILE_MAX_BYTES, isBatchFileId, type BatchFiles } from '../../shared/services/batch-files.service';
+import { BATCH_FILE_MAX_BYTES, isBatchFileId, type BatchFile, type BatchFiles } from '../../shared/services/batch-files.service';
 import {
   createBatchSchema,
   listBatchesQuerySchema,

@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import type { AppContext } from '../app-context';
 import { AppError } from '../../shared/errors/app-error';
 import { resolveRange } from '../../shared/storage/byte-range';
-import type { StoredFile } from '../../shared/db/generated/client';
+import type { StoredFile } from '../../shared/services/files.service';
 
 /**
  * File bytes, served by Switchyard: `GET /v1/files/{id}/content`.

@@ -7,7 +7,7 @@ import { createKeySchema, updateKeySchema, type CreateKeyBody, type UpdateKeyBod
 import { moneyNumber } from '../../shared/money';
 import { limitRemaining } from '../../shared/services/key-info.service';
 import { authorizeKeyPatch, lockedOnCreate } from '../../shared/auth/key-permissions';
-import type { ApiKey } from '../../shared/db/generated/client';
+import type { ApiKey } from '../../shared/services/accounts.service';
 
 /**
  * Key management for personal-account tokens: owner and admin manage every key of the organization,

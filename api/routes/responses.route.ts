@@ -9,26 +9,19 @@ import {
   type InputItemsQuery,
   type RetrieveResponseQuery,
 } from '../../shared/schemas/responses-query.schema';
-import { buildResponseObject, createResponsesStreamFormatter, encodeSse, inputItemPage, withoutText } from '../../shared/formats';
+import { buildResponseObject, createResponsesStreamFormatter, encodeSse, inputItemPage } from '../../shared/formats';
 import { randomBase62 } from '../../shared/ids';
-import type { Prisma } from '../../shared/db/generated/client';
 import { QUEUES } from '../../shared/queue/queue-names';
-import type { TextDonePayload } from '../../shared/queue/job-catalog';
-import { BackgroundStreams } from '../services/background-streams';
-import { ResponseStreamLog } from '../services/response-stream-log';
 import {
   finishedStatus,
   hasEnded,
   publicError,
   responseObjectOf,
-  StoredResponses,
   storedRequest,
   turnInput,
   unix,
-  unstoredBody,
   usageOf,
   withPublicIds,
-  type StoredResponsesRequest,
 } from '../services/stored-responses';
 import { orderResponse } from '../services/response-orders';
 import { callerOf } from './caller';
@@ -39,9 +32,7 @@ import { callerOf } from './caller';
  */
 export function responsesRoutes(ctx: AppContext): Router {
   const r = Router();
-  const stored = new StoredResponses(ctx.db, ctx.settlements);
-  const log = new ResponseStreamLog(ctx.redis, ctx.config.queuePrefix);
-  const background = new BackgroundStreams(ctx.db, log, ctx.logger, ctx.clock);
+  const { responses: stored, backgroundStreams: background } = ctx;
   const idOf = (req: { params: Record<string, string | string[] | undefined> }) => String(req.params.id);
 
   r.post('/v1/responses', ...ctx.guard, async (req, res: Response) => {
@@ -125,7 +116,7 @@ export function responsesRoutes(ctx: AppContext): Router {
     }
     // Cancelling twice answers the cancelled response again; a response that ended otherwise cannot be cancelled.
     if (!hasEnded(g)) await ctx.gateway.cancel(g.id, QUEUES.text, { chargeStreamed: true });
-    const now = await ctx.db.generation.findUniqueOrThrow({ where: { id: g.id } });
+    const now = await stored.reread(g.id);
     if (now.status !== 'cancelled') throw new AppError('BAD_REQUEST', `Cannot cancel a response that has ended (status ${responseObjectOf(now).status})`);
     res.json(responseObjectOf(now));
   });
@@ -134,18 +125,9 @@ export function responsesRoutes(ctx: AppContext): Router {
     const g = await stored.get(res.locals.principal, idOf(req));
     // A running response is cancelled first, so no later ending writes its text back.
     if (!hasEnded(g)) await ctx.gateway.cancel(g.id, QUEUES.text, { chargeStreamed: true });
-    const now = await ctx.db.generation.findUniqueOrThrow({ where: { id: g.id } });
     // The record stays for billing and history; the conversation and the answer's text go.
-    const record: StoredResponsesRequest = { body: unstoredBody(storedRequest(now).body), input: [], deleted: true };
-    const payload = now.result as unknown as TextDonePayload | null;
-    await ctx.db.generation.update({
-      where: { id: g.id },
-      data: {
-        request: record as unknown as Prisma.InputJsonValue,
-        ...(payload && { result: { ...payload, result: withoutText(payload.result) } as unknown as Prisma.InputJsonValue }),
-      },
-    });
-    await log.forget(g.id);
+    await stored.erase(g.id);
+    await background.forget(g.id);
     res.json({ id: g.id, object: 'response', deleted: true });
   });
 

@@ -13,8 +13,7 @@ import {
   type UpdateFileBody,
   type UploadOptions,
 } from '../../shared/schemas/storage.schema';
-import { normalizeMediaMime, type FileOwner } from '../../shared/services/files.service';
-import type { StoredFile } from '../../shared/db/generated/client';
+import { normalizeMediaMime, type FileOwner, type StoredFile } from '../../shared/services/files.service';
 
 const unsupported = (mime: string | undefined) =>
   AppError.validation(

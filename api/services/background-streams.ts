@@ -36,6 +36,11 @@ export class BackgroundStreams {
     private readonly clock: () => Date,
   ) {}
 
+  /** Drops a response's relayed events (its text: DELETE /v1/responses/{id}). */
+  forget(id: string): Promise<void> {
+    return this.log.forget(id);
+  }
+
   /** Starts relaying a streamed background response (not awaited: it outlives the request, whose trace id it logs). */
   relay(sub: Submission, f: ResponsesStreamFormatter, traceId: string): void {
     void this.runRelay(sub, f)

@@ -1,13 +1,14 @@
 import type { SettlementJournal } from '../../shared/billing/settlement-journal';
 import type { Db } from '../../shared/db/client';
-import type { Generation } from '../../shared/db/generated/client';
+import type { Generation, Prisma } from '../../shared/db/generated/client';
 import { AppError } from '../../shared/errors/app-error';
-import { buildResponseObject, incompleteReason, publicUsage, type PublicError, type ResponseObject, type ResponseStatus } from '../../shared/formats';
+import { buildResponseObject, incompleteReason, publicUsage, withoutText, type PublicError, type ResponseObject, type ResponseStatus } from '../../shared/formats';
 import type { InputItem, OutputItem, TextResult } from '../../shared/providers/provider.types';
 import type { ResponsesBody } from '../../shared/schemas/responses.schema';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
 import type { Principal } from '../../shared/auth/principal';
 import type { StoredError } from '../../shared/errors/app-error';
+import { RUNNING } from '../../shared/services/generation.service';
 
 /** What a responses generation keeps in its `request` column: the body (echo fields) and the whole conversation. */
 export interface StoredResponsesRequest {
@@ -69,7 +70,7 @@ export function responseObjectOf(g: Generation): ResponseObject {
 }
 
 /** Whether a generation has ended (any way). */
-export const hasEnded = (g: Pick<Generation, 'status'>) => g.status !== 'pending' && g.status !== 'processing';
+export const hasEnded = (g: Pick<Generation, 'status'>) => !RUNNING.has(g.status);
 
 /** What a `store: false` (or deleted) response's record keeps of its body: the routing and limits, no text. */
 export function unstoredBody(body: ResponsesBody): ResponsesBody {
@@ -158,6 +159,28 @@ export class StoredResponses {
         apiType: 'responses',
         organizationId: principal.organizationId,
         ...(principal.kind === 'key' ? { apiKeyId: principal.keyId } : principal.role === 'member' ? { userId: principal.userId } : {}),
+      },
+    });
+  }
+
+  /** A response's record as it is now (after a cancel: how it ended). */
+  reread(id: string): Promise<Generation> {
+    return this.db.generation.findUniqueOrThrow({ where: { id } });
+  }
+
+  /**
+   * Deletes a response's texts (DELETE /v1/responses/{id}; cancel a running one first, so no later ending writes its
+   * text back): the record stays for billing and history; the conversation and the answer's text go.
+   */
+  async erase(id: string): Promise<void> {
+    const now = await this.reread(id);
+    const record: StoredResponsesRequest = { body: unstoredBody(storedRequest(now).body), input: [], deleted: true };
+    const payload = now.result as unknown as TextDonePayload | null;
+    await this.db.generation.update({
+      where: { id },
+      data: {
+        request: record as unknown as Prisma.InputJsonValue,
+        ...(payload && { result: { ...payload, result: withoutText(payload.result) } as unknown as Prisma.InputJsonValue }),
       },
     });
   }

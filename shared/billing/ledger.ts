@@ -217,14 +217,15 @@ export class Ledger {
   /**
    * Undoes a generation refused before any provider was called (its job could not be enqueued): releases its reservation
    * and deletes its record, and the Idempotency-Key that names it, in one transaction. The ledger keeps the reserve and
-   * release pair (no net effect). A generation that already ended is left as it is. Idempotent; true when it deleted.
+   * release pair (no net effect). A generation that already ended (its status not in `running`, the caller's RUNNING_STATUSES)
+   * is left as it is. Idempotent; true when it deleted.
    */
-  async discard(g: { id: string; organizationId: string; idempotencyKey?: string | null }): Promise<boolean> {
+  async discard(g: { id: string; organizationId: string; idempotencyKey?: string | null }, running: readonly string[]): Promise<boolean> {
     return this.db.$transaction(async (tx) => {
       // sy_settle locks as every money call does (organization, key, member, reservation); the record after it, as a close.
       await tx.$queryRaw`SELECT outcome FROM sy_settle(${g.id}, 0, true, ${this.clock()}::timestamptz)`;
       const [r] = await tx.$queryRaw<Array<{ n: number }>>`
-        WITH gone AS (DELETE FROM generations WHERE id = ${g.id} AND status IN ('pending', 'processing') RETURNING id),
+        WITH gone AS (DELETE FROM generations WHERE id = ${g.id} AND status::text = ANY(${[...running]}::text[]) RETURNING id),
              k AS (DELETE FROM idempotency_keys WHERE organization_id = ${g.organizationId} AND key = ${g.idempotencyKey ?? null} AND generation_id IN (SELECT id FROM gone))
         SELECT COUNT(*)::int AS n FROM gone`;
       return r.n > 0;

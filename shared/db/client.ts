@@ -16,6 +16,9 @@ export function connectDb(databaseUrl: string, opts: { max?: number } = {}): { d
   return { db: new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) }), pool };
 }
 
+/** Resolves when the database answers a query (readiness checks). */
+export const databaseAnswers = (db: Db): Promise<unknown> => db.$queryRaw`SELECT 1`;
+
 /** connectDb's client alone (tools and checks that move no money on the hot path). */
 export function createDb(databaseUrl: string, opts: { max?: number } = {}): Db {
   return connectDb(databaseUrl, opts).db;

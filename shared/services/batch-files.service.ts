@@ -224,3 +224,5 @@ export class BatchFiles {
     return out;
   }
 }
+
+export type { BatchFile };

@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Db } from '../db/client';
 import type { Prisma, StoredFile } from '../db/generated/client';
 import { newId } from '../ids';
+import { RUNNING } from './generation.service';
 import { AppError } from '../errors/app-error';
 import type { BlobObject, BlobStore, ByteRange } from '../storage/blob-store';
 import type {
@@ -327,7 +328,7 @@ export class FilesService {
    */
   async discardUnkept(generationId: string): Promise<number> {
     const g = await this.db.generation.findUnique({ where: { id: generationId }, select: { status: true, result: true } });
-    if (!g || g.status === 'pending' || g.status === 'processing') return 0;
+    if (!g || RUNNING.has(g.status)) return 0;
     const keep = g.status === 'completed' ? keptFileIds(g.result) : [];
     const files = await this.db.storedFile.findMany({ where: { generationId, ...(keep.length ? { id: { notIn: keep } } : {}) } });
     let n = 0;
@@ -377,3 +378,5 @@ function scopeFilter(scope: FileScope, owner: FileOwner | undefined): Prisma.Sto
     ? { OR: [{ userId: null }, { userId: { not: owner.id } }] }
     : { OR: [{ apiKeyId: null }, { apiKeyId: { not: owner.id } }] };
 }
+
+export type { StoredFile };

@@ -1,4 +1,5 @@
 import type { Db } from '../db/client';
+import type { GenerationStatus } from '../db/generated/enums';
 import { AppError, type StoredError } from '../errors/app-error';
 import { toStorage, type Decimal, type MoneyLike } from '../money';
 import { Ledger, type CloseRow, type DrawnRow, type OpenRow } from '../billing/ledger';
@@ -44,13 +45,17 @@ export interface IdempotencyClaim {
 /** A new generation was reserved and recorded (at `createdAt`), or the Idempotency-Key already names one (`replayOf`). */
 export type Created = { granted: Decimal; createdAt: Date } | { replayOf: string };
 
-/** What a replay needs of an existing generation. */
-/** The states of a generation that has not ended yet: queued or running. */
-export const RUNNING: ReadonlySet<string> = new Set(['pending', 'processing']);
+/**
+ * The states of a generation that has not ended yet: queued or running. The one rule of "still running": the set for
+ * checks, the list for queries (Prisma's `in`/`notIn`, SQL's `= ANY`).
+ */
+export const RUNNING_STATUSES: readonly GenerationStatus[] = ['pending', 'processing'];
+export const RUNNING: ReadonlySet<string> = new Set(RUNNING_STATUSES);
 
+/** What a replay needs of an existing generation. */
 export interface GenerationState {
   id: string;
-  status: 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled';
+  status: GenerationStatus;
   result: unknown;
   error: unknown;
   createdAt: Date;
@@ -145,6 +150,13 @@ export class GenerationService {
     return this.db.generation.findUnique({ where: { id }, select: { id: true, status: true, result: true, error: true, createdAt: true } });
   }
 
+  /** Which of these generations still run: not ended, or not recorded (yet) (the settlement journal's question). */
+  async stillRunning(ids: readonly string[]): Promise<Set<string>> {
+    const ended = await this.db.generation.findMany({ where: { id: { in: [...ids] }, status: { notIn: [...RUNNING_STATUSES] } }, select: { id: true } });
+    const spent = new Set(ended.map((r) => r.id));
+    return new Set(ids.filter((id) => !spent.has(id)));
+  }
+
   /** pending → processing (media and background jobs, so pollers see progress). */
   async markProcessing(id: string, queueTimeMs?: number): Promise<boolean> {
     const n = await this.db.$executeRaw`
@@ -167,7 +179,7 @@ export class GenerationService {
    * record gone, in one transaction (Ledger.discard). True when it was discarded, false when it had already ended.
    */
   discard(g: Pick<NewGeneration, 'id' | 'organizationId' | 'idempotency'>): Promise<boolean> {
-    return this.ledger.discard({ id: g.id, organizationId: g.organizationId, idempotencyKey: g.idempotency?.key });
+    return this.ledger.discard({ id: g.id, organizationId: g.organizationId, idempotencyKey: g.idempotency?.key }, RUNNING_STATUSES);
   }
 
   /**

@@ -2,6 +2,7 @@ import type { Db } from '../db/client';
 import { Prisma, type Generation, type GenerationStatus, type Role } from '../db/generated/client';
 import { AppError } from '../errors/app-error';
 import { moneyString } from '../money';
+import { RUNNING_STATUSES } from './generation.service';
 import type { HistoryQuery, HistoryRequestType, HistorySortField, HistoryStatusFilter } from '../schemas/history.schema';
 
 /** Who is looking: an API key sees its own generations; a personal-account token sees per its role. */
@@ -94,7 +95,7 @@ const PUBLIC_STATUS: Record<GenerationStatus, PublicStatus> = {
 export const STATUS_FILTER_STATES: Record<HistoryStatusFilter, GenerationStatus[]> = {
   completed: ['completed'],
   failed: ['failed', 'cancelled'],
-  pending: ['pending', 'processing'],
+  pending: [...RUNNING_STATUSES],
   processing: ['processing'],
   cancelled: ['cancelled'],
 };

@@ -4,7 +4,8 @@ import path from 'node:path';
 /**
  * The floors of the code (docs/architecture.md "Floors of the code"), read from the sources' imports: api/ and workers/
  * never import each other; the folders of shared/ import each other one way only; no two files need each other at run
- * time; no production module imports test code; no production file is over 400 lines.
+ * time; no production module imports test code; no production file is over 400 lines; routes and the composition root
+ * call services, never Prisma.
  */
 const ROOT = path.resolve(__dirname, '../..');
 const PRODUCTION = ['api', 'workers', 'shared', 'bin', 'fakes'];
@@ -12,6 +13,7 @@ const MAX_LINES = 400;
 
 interface Source {
   file: string;
+  text: string;
   lines: number;
   /** Every file it imports (types included), and those it needs at run time. */
   imports: string[];
@@ -48,7 +50,7 @@ function sources(): Source[] {
       const to = resolve(f, m[1]!);
       if (to) imports.push(to), runtime.push(to);
     }
-    return { file: path.relative(ROOT, f), lines: text.split('\n').length, imports, runtime };
+    return { file: path.relative(ROOT, f), text, lines: text.split('\n').length, imports, runtime };
   });
 }
 
@@ -119,6 +121,20 @@ describe('the floors of the code', () => {
   it('no two files need each other at run time', () => {
     const edges = new Map(all.map((s) => [s.file, new Set(s.runtime)]));
     expect(cycles(edges)).toEqual([]);
+  });
+
+  it('routes and the composition root call services, not Prisma', () => {
+    // A text check: the generated client imported (types too), or the database handle used (`ctx.db.generation...`;
+    // a route does not even hold it). The composition root hands `deps.db` to services, and queries nothing itself.
+    const generated = /from\s+'[^']*\/db\/generated\//;
+    const offending = all.flatMap((s) => {
+      const route = s.file.startsWith('api/routes/');
+      if (!route && s.file !== 'api/app-context.ts') return [];
+      const uses = (route ? /\.db\b/ : /\.db\./).exec(s.text);
+      return [...(generated.test(s.text) ? [`${s.file} imports the generated Prisma client`] : []), ...(uses ? [`${s.file} uses ${uses[0]}`] : [])];
+    });
+    expect(all.filter((s) => s.file.startsWith('api/routes/')).length).toBeGreaterThan(10); // the scan sees the routes
+    expect(offending).toEqual([]);
   });
 
   it(`no production file is over ${MAX_LINES} lines`, () => {

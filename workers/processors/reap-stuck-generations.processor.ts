@@ -5,6 +5,7 @@ import { QUEUES, type QueueName } from '../../shared/queue/queue-names';
 import type { WorkerDeps } from '../worker-deps';
 import type { ReaperSettings } from '../../shared/config/env';
 import type { CallbackService } from '../../shared/services/callbacks.service';
+import { RUNNING_STATUSES } from '../../shared/services/generation.service';
 
 /** Job name in the `maintenance` queue. Never rename it: the scheduler in Redis refers to it. */
 export const REAP_STUCK_GENERATIONS = 'reap-stuck-generations';
@@ -45,7 +46,7 @@ export function stuckGenerationReaper(
     if (leases > 0) deps.logger.warn('released leases their processes stopped renewing', { leases });
     const before = new Date(deps.clock().getTime() - opts.minAgeMs);
     const stuck = await deps.db.generation.findMany({
-      where: { status: { in: ['pending', 'processing'] }, createdAt: { lt: before } },
+      where: { status: { in: [...RUNNING_STATUSES] }, createdAt: { lt: before } },
       select: { id: true, organizationId: true, apiType: true, requestType: true, routing: true, callBackUrl: true },
       orderBy: { createdAt: 'asc' },
       take: 500,
