@@ -4,7 +4,7 @@
  * demo mode (its fake providers, its catalog). After warm-up requests (so leases and caches are as in steady state),
  * the counters are reset and one request of each kind is sent: a synchronous chat completion, then a streamed
  * response. A function counts when it ran during that request (start-up and timers between requests are reset away;
- * the project's fake providers and everything in node_modules are left out).
+ * the fake providers, which demo mode runs in the same process, and everything in node_modules are left out).
  *
  *   npm run -s build && DATABASE_URL=postgresql://postgres@127.0.0.1:5432/<db> REDIS_URL=redis://127.0.0.1:6379 \
  *     QUEUE_PREFIX=walk node dist/bench/walk.js [--list]
@@ -54,7 +54,7 @@ async function main(): Promise<void> {
     for (const script of result) {
       if (!script.url.startsWith('file://')) continue;
       const file = path.relative(ROOT, new URL(script.url).pathname).replace(/^dist\//, '');
-      if (file.startsWith('..') || file.includes('node_modules') || file.startsWith('test/') || file.startsWith('bench/')) continue;
+      if (file.startsWith('..') || file.includes('node_modules') || file.startsWith('test/') || file.startsWith('bench/') || file.startsWith('fakes/')) continue;
       const ran = script.functions.filter((f) => f.ranges[0]!.count > 0 && f.functionName !== '').map((f) => f.functionName);
       if (ran.length) files.set(file, ran);
     }
