@@ -9,14 +9,10 @@
  * (database sy_bench_batch) and Redis (prefix {sybench-batch}); a fake provider answers chat completions after
  * `latencyMs`. Peak RSS is the kernel's high-water mark of each process (VmHWM in /proc/<pid>/status).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import Redis from 'ioredis';
-import { createDb } from '../shared/db/client';
-import { AccountsService } from '../shared/services/accounts.service';
-import { firstLine, resetDatabase } from './children';
+import { benchStack, waitReady } from './children';
 
 const DIST = path.resolve(__dirname, '..');
 const PG = process.env.BENCH_DATABASE_URL?.replace(/\/[^/]*$/, '/sy_bench_batch') ?? 'postgresql://postgres@127.0.0.1:5432/sy_bench_batch';
@@ -36,49 +32,20 @@ function rss(pid: number): { now: number; peak: number } {
 const stop = (p: ChildProcess) => new Promise((r) => (p.once('exit', r), p.kill('SIGTERM')));
 
 async function main(): Promise<void> {
-  await resetDatabase(PG);
-  const redis = new Redis(REDIS_URL);
-  const wipe = async () => {
-    const keys = await redis.keys(`${PREFIX}*`);
-    if (keys.length) await redis.del(...keys);
-  };
-  await wipe();
-
-  const fake = spawn(process.execPath, [path.join(DIST, 'fakes/main.js'), '--port', '0', '--knobs', JSON.stringify({ latencyMs: LATENCY })]);
-  const fakeUrl = await firstLine(fake);
-  const catalog = path.join(os.tmpdir(), 'switchyard-batch-bench-catalog.json');
-  fs.writeFileSync(
-    catalog,
-    JSON.stringify({
-      providers: { openai: { kind: 'openai', baseUrl: `${fakeUrl}/openai/v1`, apiKeyEnv: 'BENCH_PROVIDER_KEY', timeoutMs: 30_000 } },
-      models: { 'bench/chat': { displayName: 'Bench chat', type: 'chat', endpoints: [{ provider: 'openai', upstreamModel: 'gpt-4.1-mini', price: { prompt: 40, completion: 160 }, supports: [] }] } },
-    }),
-  );
-  const db = createDb(PG);
-  const accounts = new AccountsService(db, 'bench');
-  const org = await accounts.createOrganization({ name: 'bench', balance: '1000000' });
-  const key = await accounts.createKey({ organizationId: org.organizationId, rateLimitPerMinute: 0 });
-  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-batch-bench-'));
-  const env = {
-    ...process.env,
-    DATABASE_URL: PG,
-    REDIS_URL,
-    QUEUE_PREFIX: PREFIX,
-    SWITCHYARD_CATALOG: catalog,
-    SWITCHYARD_SECRET: 'bench',
-    SWITCHYARD_HOME: home,
-    BENCH_PROVIDER_KEY: 'bench',
-    LOG_LEVEL: 'warn',
-    BATCH_LINES_IN_FLIGHT: IN_FLIGHT,
-    BATCH_POLL_MS: '200',
-    WORKER_METRICS_PORT: '9391',
-  };
+  const stack = await benchStack({ dist: DIST, databaseUrl: PG, redisUrl: REDIS_URL, prefix: PREFIX, name: 'batch', env: { BATCH_LINES_IN_FLIGHT: IN_FLIGHT, BATCH_POLL_MS: '200', WORKER_METRICS_PORT: '9391' } });
+  const { home, db, redis, wipe } = stack;
+  const fake = await stack.fake({ latencyMs: LATENCY });
+  stack.catalog({
+    providers: { openai: { kind: 'openai', baseUrl: `${fake.url}/openai/v1`, apiKeyEnv: 'BENCH_PROVIDER_KEY', timeoutMs: 30_000 } },
+    models: { 'bench/chat': { displayName: 'Bench chat', type: 'chat', endpoints: [{ provider: 'openai', upstreamModel: 'gpt-4.1-mini', price: { prompt: 40, completion: 160 }, supports: [] }] } },
+  });
+  const org = await stack.seed('bench', '1000000');
   const port = 3991;
-  const api = spawn(process.execPath, [path.join(DIST, 'api/main.js')], { env: { ...env, PORT: String(port) }, stdio: 'ignore' });
-  const worker = spawn(process.execPath, [path.join(DIST, 'workers/main.js')], { env, stdio: 'ignore' });
+  const api = stack.start('api', { PORT: String(port) });
+  const worker = stack.start('worker');
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 150 && !(await fetch(`${url}/readyz`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 200));
-  const auth = { Authorization: `Bearer ${key.key}` };
+  await waitReady(url, 30_000);
+  const auth = { Authorization: `Bearer ${org.key}` };
   const idle = { api: rss(api.pid!).now, worker: rss(worker.pid!).now };
 
   const input = path.join(home, 'input.jsonl');
@@ -116,7 +83,7 @@ async function main(): Promise<void> {
       `| ${LINES} | ${(bytes / 1048576).toFixed(1)} MiB | ${LATENCY} ms | ${IN_FLIGHT} | ${b.status} | ${b.request_counts.completed} / ${b.request_counts.failed} | ${((uploaded - started) / 1000).toFixed(2)} | ${seconds.toFixed(1)} | ${(LINES / seconds).toFixed(0)} | ${peak.api.toFixed(0)} (${idle.api.toFixed(0)}) | ${peak.worker.toFixed(0)} (${idle.worker.toFixed(0)}) | ${(content.byteLength / 1048576).toFixed(1)} MiB | ${downloadSeconds.toFixed(2)} |`,
     ].join('\n'),
   );
-  await Promise.all([stop(api), stop(worker), stop(fake)]);
+  await Promise.all([stop(api), stop(worker), stop(fake.child)]);
   await db.$disconnect();
   await wipe();
   redis.disconnect();

@@ -15,15 +15,11 @@
  * by one of A's slow calls); the table shows both. `FAIR_BENCH_A_CAP` sets A's max-concurrency (default none). The run
  * stops by itself within `FAIR_BENCH_DEADLINE_S` (240).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import Redis from 'ioredis';
-import { createDb } from '../shared/db/client';
-import { AccountsService } from '../shared/services/accounts.service';
-import { firstLine, resetDatabase, waitReady } from './children';
+import { benchStack, waitReady } from './children';
 
 const DIST = path.resolve(__dirname, '..');
 const PG = process.env.BENCH_DATABASE_URL?.replace(/\/[^/]*$/, '/sy_bench_fair') ?? 'postgresql://postgres@127.0.0.1:5432/sy_bench_fair';
@@ -81,55 +77,29 @@ async function measureB(key: string, n: number, until: number): Promise<{ image:
 
 async function main(): Promise<void> {
   const deadline = Date.now() + DEADLINE_MS;
-  await resetDatabase(PG);
-  const redis = new Redis(REDIS_URL);
-  const wipe = async () => {
-    const keys = await redis.keys(`${PREFIX}*`);
-    if (keys.length) await redis.del(...keys);
-  };
-  await wipe();
-
-  const fakes = [FAST_MS, SLOW_MS].map((latencyMs) => spawn(process.execPath, [path.join(DIST, 'fakes/main.js'), '--port', '0', '--knobs', JSON.stringify({ latencyMs })]));
-  const [fastUrl, slowUrl] = await Promise.all(fakes.map(firstLine));
-  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-fair-bench-'));
-  const catalog = path.join(home, 'catalog.json');
+  const stack = await benchStack({ dist: DIST, databaseUrl: PG, redisUrl: REDIS_URL, prefix: PREFIX, name: 'fair', env: { BATCH_POLL_MS: '200', WORKER_METRICS_PORT: String(PORT + 5400) } });
+  const { home, db, redis, wipe, accounts } = stack;
+  const [fast, slow] = await Promise.all([FAST_MS, SLOW_MS].map((latencyMs) => stack.fake({ latencyMs })));
+  const fakes = [fast!.child, slow!.child];
   const provider = (url: string) => ({ kind: 'openai', baseUrl: `${url}/openai/v1`, apiKeyEnv: 'BENCH_PROVIDER_KEY', timeoutMs: 60_000 });
   const chat = (p: string) => ({ displayName: `Bench chat (${p})`, type: 'chat', endpoints: [{ provider: p, upstreamModel: 'gpt-4.1-mini', price: { prompt: 40, completion: 160 }, supports: ['max_tokens'] }] });
-  fs.writeFileSync(
-    catalog,
-    JSON.stringify({
-      providers: { fast: provider(fastUrl!), slow: provider(slowUrl!) },
-      models: {
-        'bench/chat': chat('fast'),
-        'bench/slow-chat': chat('slow'),
-        'bench/image': { displayName: 'Bench image', type: 'image', endpoints: [{ provider: 'fast', upstreamModel: 'gpt-image-1', price: { image: 1 }, supports: [] }] },
-      },
-    }),
-  );
-  const db = createDb(PG);
-  const accounts = new AccountsService(db, 'bench');
+  stack.catalog({
+    providers: { fast: provider(fast!.url), slow: provider(slow!.url) },
+    models: {
+      'bench/chat': chat('fast'),
+      'bench/slow-chat': chat('slow'),
+      'bench/image': { displayName: 'Bench image', type: 'image', endpoints: [{ provider: 'fast', upstreamModel: 'gpt-image-1', price: { image: 1 }, supports: [] }] },
+    },
+  });
   const seed = async (name: string) => {
-    const org = await accounts.createOrganization({ name, balance: '100000000' });
-    return { org: org.organizationId, key: (await accounts.createKey({ organizationId: org.organizationId, rateLimitPerMinute: 0 })).key };
+    const s = await stack.seed(name, '100000000');
+    return { org: s.organizationId, key: s.key };
   };
   const A = await seed('bench A');
   if (A_CAP) await accounts.updateOrganization(A.org, { maxConcurrency: A_CAP });
   const B = await seed('bench B');
-  const env = {
-    ...process.env,
-    DATABASE_URL: PG,
-    REDIS_URL,
-    QUEUE_PREFIX: PREFIX,
-    SWITCHYARD_CATALOG: catalog,
-    SWITCHYARD_SECRET: 'bench',
-    SWITCHYARD_HOME: home,
-    BENCH_PROVIDER_KEY: 'bench',
-    LOG_LEVEL: 'warn',
-    BATCH_POLL_MS: '200',
-    WORKER_METRICS_PORT: String(PORT + 5400),
-  };
-  const api = spawn(process.execPath, [path.join(DIST, 'api/main.js')], { env: { ...env, PORT: String(PORT) }, stdio: 'ignore' });
-  const worker = spawn(process.execPath, [path.join(DIST, 'workers/main.js')], { env, stdio: 'ignore' });
+  const api = stack.start('api', { PORT: String(PORT) });
+  const worker = stack.start('worker');
   const aborter = new AbortController();
   setMaxListeners(0, aborter.signal); // one listener per in-flight call of A's
   const say = (s: string) => console.error(`fairness: ${s}`);

@@ -8,16 +8,9 @@
  * share the machine's PostgreSQL (database sy_bench_media) and Redis (prefix {sybench-media}); a fake provider
  * speaks Replicate's predictions API. Env: MEDIA_BENCH_JOBS (24), MEDIA_BENCH_LATENCY_MS (400), MEDIA_BENCH_WORKERS ("1,2,4").
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { Client } from 'pg';
-import Redis from 'ioredis';
-import { migrate } from '../shared/db/migrate';
-import { createDb } from '../shared/db/client';
-import { AccountsService } from '../shared/services/accounts.service';
-import { firstLine } from './children';
+import { benchStack } from './children';
 
 const DIST = path.resolve(__dirname, '..');
 const PG = process.env.BENCH_DATABASE_URL?.replace(/\/[^/]*$/, '/sy_bench_media') ?? 'postgresql://postgres@127.0.0.1:5432/sy_bench_media';
@@ -28,63 +21,29 @@ const LATENCY = Number(process.env.MEDIA_BENCH_LATENCY_MS ?? 400);
 const FLEETS = (process.env.MEDIA_BENCH_WORKERS ?? '1,2,4').split(',').map(Number);
 
 async function main(): Promise<void> {
-  const admin = new Client({ connectionString: PG.replace(/\/[^/]*$/, '/postgres') });
-  await admin.connect();
-  await admin.query('DROP DATABASE IF EXISTS sy_bench_media WITH (FORCE)');
-  await admin.query('CREATE DATABASE sy_bench_media');
-  await admin.end();
-  await migrate(PG);
-  const redis = new Redis(REDIS_URL);
-  const wipe = async () => {
-    const keys = await redis.keys(`${PREFIX}*`);
-    if (keys.length) await redis.del(...keys);
-  };
-  await wipe();
-
-  const fake = spawn(process.execPath, [path.join(DIST, 'fakes/main.js'), '--port', '0', '--knobs', JSON.stringify({ latencyMs: LATENCY, replicateSteps: 1, mediaDurationSeconds: 5 })]);
-  const fakeUrl = await firstLine(fake);
-  const catalog = path.join(os.tmpdir(), 'switchyard-media-bench-catalog.json');
-  fs.writeFileSync(
-    catalog,
-    JSON.stringify({
-      providers: { rep: { kind: 'replicate', baseUrl: `${fakeUrl}/replicate/v1`, apiKeyEnv: 'BENCH_PROVIDER_KEY', timeoutMs: 30_000 } },
-      models: { 'bench/video': { displayName: 'Bench video', type: 'video', endpoints: [{ provider: 'rep', upstreamModel: 'bench/video-gen', price: { video_per_second: 1 }, supports: ['duration'] }] } },
-    }),
-  );
-  const db = createDb(PG);
-  const accounts = new AccountsService(db, 'bench');
-  const org = await accounts.createOrganization({ name: 'bench', balance: '1000000' });
-  const key = await accounts.createKey({ organizationId: org.organizationId, rateLimitPerMinute: 0 });
-  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-media-bench-'));
-  const env = {
-    ...process.env,
-    DATABASE_URL: PG,
-    REDIS_URL,
-    QUEUE_PREFIX: PREFIX,
-    SWITCHYARD_CATALOG: catalog,
-    SWITCHYARD_SECRET: 'bench',
-    SWITCHYARD_HOME: home,
-    BENCH_PROVIDER_KEY: 'bench',
-    LOG_LEVEL: 'warn',
-    WORKER_CONCURRENCY_MEDIA: '1',
-    MEDIA_POLL_MS: '100',
-    MEDIA_POLL_MAX_MS: '200',
-  };
+  const stack = await benchStack({ dist: DIST, databaseUrl: PG, redisUrl: REDIS_URL, prefix: PREFIX, name: 'media', env: { WORKER_CONCURRENCY_MEDIA: '1', MEDIA_POLL_MS: '100', MEDIA_POLL_MAX_MS: '200' } });
+  const { db, redis, wipe } = stack;
+  const fake = await stack.fake({ latencyMs: LATENCY, replicateSteps: 1, mediaDurationSeconds: 5 });
+  stack.catalog({
+    providers: { rep: { kind: 'replicate', baseUrl: `${fake.url}/replicate/v1`, apiKeyEnv: 'BENCH_PROVIDER_KEY', timeoutMs: 30_000 } },
+    models: { 'bench/video': { displayName: 'Bench video', type: 'video', endpoints: [{ provider: 'rep', upstreamModel: 'bench/video-gen', price: { video_per_second: 1 }, supports: ['duration'] }] } },
+  });
+  const org = await stack.seed('bench', '1000000');
   const port = 3990;
-  const api = spawn(process.execPath, [path.join(DIST, 'api/main.js')], { env: { ...env, PORT: String(port) }, stdio: 'ignore' });
+  const api = stack.start('api', { PORT: String(port) });
   for (let i = 0; i < 100 && !(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 200));
 
   const rows: string[] = ['| worker processes | jobs | wall time s | jobs/s | speed-up |', '|---|---|---|---|---|'];
   let base = 0;
   for (const n of FLEETS) {
-    const workers = Array.from({ length: n }, (_, i) => spawn(process.execPath, [path.join(DIST, 'workers/main.js')], { env: { ...env, WORKER_METRICS_PORT: String(9300 + i) }, stdio: 'ignore' }));
+    const workers = Array.from({ length: n }, (_, i) => stack.start('worker', { WORKER_METRICS_PORT: String(9300 + i) }));
     await new Promise((r) => setTimeout(r, 2500)); // workers connect
     const started = Date.now();
     const ids: string[] = [];
     for (let i = 0; i < JOBS; i++) {
       const res = await fetch(`http://127.0.0.1:${port}/v1/media`, {
         method: 'POST',
-        headers: { Authorization: `Bearer ${key.key}`, 'Content-Type': 'application/json' },
+        headers: { Authorization: `Bearer ${org.key}`, 'Content-Type': 'application/json' },
         body: JSON.stringify({ model: 'bench/video', input: { prompt: `clip ${i}`, duration: 5 }, async: true }),
       });
       ids.push(((await res.json()) as { id: string }).id);
@@ -102,7 +61,8 @@ async function main(): Promise<void> {
     await Promise.all(workers.map((w) => new Promise((r) => (w.once('exit', r), w.kill('SIGTERM')))));
   }
   api.kill('SIGTERM');
-  fake.kill('SIGTERM');
+  fake.child.kill('SIGTERM');
+  fs.rmSync(stack.home, { recursive: true, force: true });
   await db.$disconnect();
   await wipe();
   redis.disconnect();
