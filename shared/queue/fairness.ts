@@ -103,9 +103,11 @@ export function fairLuaCalls(first: number): { plan: string; count: (p: string) 
   };
 }
 
+// Its keys (the band's, the organization's, the queue's prioritized set and wait list) are the script's KEYS, so a
+// Redis Cluster runs it on their node: they share the queue prefix's hash tag. ARGV: lo, hi, interactive, base, span, ttl.
 const ENQUEUE = `${FAIR_LUA}
-local c = ${fairLuaCalls(1).count(fairLuaCalls(1).plan)}
-return c`;
+local p = fairPlan(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3])
+return fairCount(p, KEYS[1], KEYS[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])`;
 
 const UNCOUNT = `
 local band = redis.call("HMGET", KEYS[1], "epoch", "floor")
@@ -119,7 +121,7 @@ type Scripted = Redis & Record<string, (...a: unknown[]) => Promise<unknown>>;
 const defined = new WeakSet<object>();
 function scripted(client: Redis): Scripted {
   if (!defined.has(client)) {
-    client.defineCommand('switchyardFairEnqueue', { numberOfKeys: 0, lua: ENQUEUE });
+    client.defineCommand('switchyardFairEnqueue', { numberOfKeys: 4, lua: ENQUEUE });
     client.defineCommand('switchyardFairUncount', { numberOfKeys: 2, lua: UNCOUNT });
     defined.add(client);
   }

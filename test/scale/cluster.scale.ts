@@ -10,7 +10,7 @@ import { createTestStack, STACK_MODELS, type TestStack } from '../helpers/test-s
 import { TEST_REDIS_URL } from '../helpers/test-env';
 import { masterOf, spawnNode, waitClusterHealthy } from './helpers/redis-cluster';
 import { signOperatorToken } from '../../shared/auth/operator-tokens';
-import { TEST_SECRET } from '../helpers/fixtures';
+import { TEST_SECRET, orgMoney } from '../helpers/fixtures';
 
 const ports = (process.env.SCALE_CLUSTER_PORTS ?? '').split(',').filter(Boolean).map(Number);
 const onCluster = TEST_REDIS_URL.startsWith('redis+cluster://') && ports.length > 0;
@@ -101,10 +101,10 @@ describeCluster('Redis Cluster', () => {
       if (open) await new Promise((r) => setTimeout(r, 300));
     }
     expect(open).toBe(0);
-    // Every charge exactly once: reserved back to zero, the ledger sums to the balance, and what was charged is
-    // what the completed generations cost.
+    // Every charge exactly once: nothing reserved by a request (a lease's unspent part is money set aside, not held),
+    // the ledger sums to the balance, and what was charged is what the completed generations cost.
     const after = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
-    expect(money(after.reserved).isZero()).toBe(true);
+    expect((await orgMoney(s.t.db, org.organizationId)).reserved.isZero()).toBe(true);
     const [ledger] = await s.t.db.$queryRaw<Array<{ s: string }>>`SELECT COALESCE(SUM(amount),0)::text AS s FROM ledger_entries WHERE organization_id = ${org.organizationId}`;
     expect(money(ledger!.s).equals(money(after.balance))).toBe(true);
     const [cost] = await s.t.db.$queryRaw<Array<{ s: string; n: number }>>`SELECT COALESCE(SUM(client_cost),0)::text AS s, (COUNT(*) FILTER (WHERE status = 'completed'))::int AS n FROM generations WHERE organization_id = ${org.organizationId} AND created_at >= ${new Date(started)}`;
