@@ -33,7 +33,7 @@ const stop = (p: ChildProcess) => new Promise((r) => (p.once('exit', r), p.kill(
 
 async function main(): Promise<void> {
   const stack = await benchStack({ dist: DIST, databaseUrl: PG, redisUrl: REDIS_URL, prefix: PREFIX, name: 'batch', env: { BATCH_LINES_IN_FLIGHT: IN_FLIGHT, BATCH_POLL_MS: '200', WORKER_METRICS_PORT: '9391' } });
-  const { home, db, redis, wipe } = stack;
+  const { home } = stack;
   const fake = await stack.fake({ latencyMs: LATENCY });
   stack.catalog({
     providers: { openai: { kind: 'openai', baseUrl: `${fake.url}/openai/v1`, apiKeyEnv: 'BENCH_PROVIDER_KEY', timeoutMs: 30_000 } },
@@ -84,10 +84,7 @@ async function main(): Promise<void> {
     ].join('\n'),
   );
   await Promise.all([stop(api), stop(worker), stop(fake.child)]);
-  await db.$disconnect();
-  await wipe();
-  redis.disconnect();
-  fs.rmSync(home, { recursive: true, force: true });
+  await stack.close();
 }
 
 main().catch((e: Error) => {

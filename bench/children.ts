@@ -60,6 +60,8 @@ export interface BenchStack {
   seed(name: string, balance: string): Promise<{ organizationId: string; key: string }>;
   /** A Switchyard process from dist/ (`api` or `worker`) with the bench's environment, `env` over it. */
   start(role: 'api' | 'worker', env?: Record<string, string>): ChildProcess;
+  /** Once the processes have stopped: the database connection closed, the bench's Redis keys and home folder gone. */
+  close(): Promise<void>;
 }
 
 /**
@@ -107,5 +109,11 @@ export async function benchStack(o: { dist: string; databaseUrl: string; redisUr
       return { organizationId: org.organizationId, key: (await accounts.createKey({ organizationId: org.organizationId, rateLimitPerMinute: 0 })).key };
     },
     start: (role, extra = {}) => spawn(process.execPath, [path.join(o.dist, role === 'api' ? 'api/main.js' : 'workers/main.js')], { env: { ...env, ...extra }, stdio: 'ignore' }),
+    async close() {
+      await db.$disconnect();
+      await wipe();
+      redis.disconnect();
+      fs.rmSync(home, { recursive: true, force: true });
+    },
   };
 }

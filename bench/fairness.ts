@@ -17,7 +17,6 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
-import fs from 'node:fs';
 import path from 'node:path';
 import { benchStack, waitReady } from './children';
 
@@ -78,7 +77,7 @@ async function measureB(key: string, n: number, until: number): Promise<{ image:
 async function main(): Promise<void> {
   const deadline = Date.now() + DEADLINE_MS;
   const stack = await benchStack({ dist: DIST, databaseUrl: PG, redisUrl: REDIS_URL, prefix: PREFIX, name: 'fair', env: { BATCH_POLL_MS: '200', WORKER_METRICS_PORT: String(PORT + 5400) } });
-  const { home, db, redis, wipe, accounts } = stack;
+  const { db, accounts } = stack;
   const [fast, slow] = await Promise.all([FAST_MS, SLOW_MS].map((latencyMs) => stack.fake({ latencyMs })));
   const fakes = [fast!.child, slow!.child];
   const provider = (url: string) => ({ kind: 'openai', baseUrl: `${url}/openai/v1`, apiKeyEnv: 'BENCH_PROVIDER_KEY', timeoutMs: 60_000 });
@@ -213,10 +212,7 @@ async function main(): Promise<void> {
   } finally {
     aborter.abort();
     await Promise.all([stop(api), stop(worker), ...fakes.map(stop)]);
-    await db.$disconnect();
-    await wipe();
-    redis.disconnect();
-    fs.rmSync(home, { recursive: true, force: true });
+    await stack.close();
   }
 }
 

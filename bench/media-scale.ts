@@ -8,7 +8,6 @@
  * share the machine's PostgreSQL (database sy_bench_media) and Redis (prefix {sybench-media}); a fake provider
  * speaks Replicate's predictions API. Env: MEDIA_BENCH_JOBS (24), MEDIA_BENCH_LATENCY_MS (400), MEDIA_BENCH_WORKERS ("1,2,4").
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { benchStack } from './children';
 
@@ -22,7 +21,7 @@ const FLEETS = (process.env.MEDIA_BENCH_WORKERS ?? '1,2,4').split(',').map(Numbe
 
 async function main(): Promise<void> {
   const stack = await benchStack({ dist: DIST, databaseUrl: PG, redisUrl: REDIS_URL, prefix: PREFIX, name: 'media', env: { WORKER_CONCURRENCY_MEDIA: '1', MEDIA_POLL_MS: '100', MEDIA_POLL_MAX_MS: '200' } });
-  const { db, redis, wipe } = stack;
+  const { db } = stack;
   const fake = await stack.fake({ latencyMs: LATENCY, replicateSteps: 1, mediaDurationSeconds: 5 });
   stack.catalog({
     providers: { rep: { kind: 'replicate', baseUrl: `${fake.url}/replicate/v1`, apiKeyEnv: 'BENCH_PROVIDER_KEY', timeoutMs: 30_000 } },
@@ -62,10 +61,7 @@ async function main(): Promise<void> {
   }
   api.kill('SIGTERM');
   fake.child.kill('SIGTERM');
-  fs.rmSync(stack.home, { recursive: true, force: true });
-  await db.$disconnect();
-  await wipe();
-  redis.disconnect();
+  await stack.close();
   console.log(rows.join('\n'));
 }
 
