@@ -14,5 +14,7 @@ module.exports = {
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
   testTimeout: 30000,
-  maxWorkers: 2,
+  // Most files wait on fake providers and timers more than they compute: four at a time took `npm test` from 300 s to
+  // 205 s on a 2-core machine (two runs, all passing), and the leases-off leg from 128 s to 116 s.
+  maxWorkers: 4,
 };

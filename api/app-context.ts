@@ -40,12 +40,16 @@ import { LocalLane } from '../shared/runtime/local-lane';
 import type { BlobStore } from '../shared/storage/blob-store';
 import { BatchFiles } from '../shared/services/batch-files.service';
 import { BatchesService } from './services/batches.service';
+import { BatchSteps } from './services/batch-steps';
 import { BatchDriver } from './services/batch-driver';
 import { batchLineKinds } from './services/batch-lines';
+import { BatchUpstream } from './services/batch-upstream';
+import { UpstreamBatches } from '../shared/services/upstream-batches.service';
 import { StoredResponses } from './services/stored-responses';
 import { BackgroundStreams } from './services/background-streams';
 import { ResponseStreamLog } from './services/response-stream-log';
 import { databaseAnswers } from '../shared/db/client';
+import { announceKeyChange, listenForKeyChanges, type KeyChange } from '../shared/runtime/key-changes';
 
 /** Everything a route needs, built once from injected I/O (no module-level state). */
 export interface AppDeps {
@@ -145,7 +149,15 @@ export function buildContext(deps: AppDeps): AppContext {
     lane.buses,
   );
   const leases = deps.config.leases.requests > 0 ? new LeaseDesk(ledger, deps.config.leases, deps.logger, clock) : undefined;
-  const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix }, settlements, lane, leases);
+  // A key changed, here or in another process (shared/runtime/key-changes.ts): not served from the cache, nor from a
+  // lease taken under its old terms.
+  const applyKeyChange = (change: KeyChange) => {
+    auth.forget(change.keyId);
+    if (change.terms) leases?.revokeKey(change.keyId);
+  };
+  // Batch lines whose endpoint has batch prices are parked for their provider's own batch API (docs/batches.md).
+  const upstreamBatches = new UpstreamBatches(deps.db, clock);
+  const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix }, settlements, lane, leases, { catalog: deps.catalog, store: upstreamBatches });
   const planner = new RoutePlanner(deps.catalog, stats);
   metrics.trackQueues(queues);
   const store = deps.blobStore ?? createBlobStore(deps.config);
@@ -166,7 +178,7 @@ export function buildContext(deps: AppDeps): AppContext {
   const embeddings = new EmbeddingsService({ catalog: deps.catalog, planner, gateway, syncWaitMs });
   const images = new ImagesService({ planner, gateway, records, files });
   const responses = new StoredResponses(deps.db, settlements);
-  const batchFiles = new BatchFiles(deps.db, store, clock);
+  const batchFiles = new BatchFiles(deps.db, store, clock, deps.config.batches.fileRetentionDays);
   const batchDriver = new BatchDriver({
     db: deps.db,
     files: batchFiles,
@@ -176,6 +188,8 @@ export function buildContext(deps: AppDeps): AppContext {
     metrics,
     clock,
     settings: deps.config.batches,
+    upstream: new BatchUpstream({ store: upstreamBatches, catalog: deps.catalog, queue: queues.upstream_batches, gateway, logger: deps.logger, settings: deps.config.batches }),
+    steps: new BatchSteps(deps.redis, deps.config.queuePrefix),
   });
   return {
     ...deps,
@@ -207,6 +221,7 @@ export function buildContext(deps: AppDeps): AppContext {
       // reply channel deaf (every synchronous wait would then run out).
       await Promise.all([whenReady(deps.redis), whenReady(deps.subscriber)]);
       await bus.start();
+      await listenForKeyChanges(deps.subscriber, deps.config.queuePrefix, applyKeyChange);
     },
     close: async () => {
       await leases?.close();
@@ -220,7 +235,10 @@ export function buildContext(deps: AppDeps): AppContext {
     guard,
     readGuard: [...guard, settledReads(settlements)],
     settlements,
-    accounts: new AccountsService(deps.db, deps.secret, clock, leases),
+    accounts: new AccountsService(deps.db, deps.secret, clock, async (change) => {
+      applyKeyChange(change);
+      await announceKeyChange(deps.redis, deps.config.queuePrefix, change);
+    }),
     keyInfo: new KeyInfoService(deps.db, clock),
     ledger,
   };

@@ -1,7 +1,7 @@
 import { createApp, serverOptionsFor } from './app';
 import { bootstrap, listen, onShutdown, type Runtime } from '../shared/runtime/bootstrap';
 import { QUEUES } from '../shared/queue/queue-names';
-import { startBatchDriver } from './services/batch-driver';
+import { startBatchDriver } from './services/batch-driver-worker';
 
 /** Starts the HTTP API on a bootstrapped runtime; returns its stopper. */
 export async function startWeb(rt: Runtime): Promise<{ port: number; close(): Promise<void> }> {

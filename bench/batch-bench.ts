@@ -4,6 +4,10 @@
  * is a number, not a claim.
  *
  *   npm run bench:batch            # BATCH_BENCH_LINES (50000), BATCH_BENCH_LATENCY_MS (5), BATCH_LINES_IN_FLIGHT (64)
+ *   npm run bench:batch -- --upstream   # the model's endpoint has batch prices: its lines go to the fake provider's own
+ *                                       # batch API (docs/batches.md "Provider batch APIs"); BATCH_BENCH_UPSTREAM_MS (5000:
+ *                                       # how long the fake takes per upstream batch), BATCH_UPSTREAM_MAX_LINES (10000),
+ *                                       # BATCH_UPSTREAM_POLL_MS (1000 here), BATCH_UPSTREAM_GATHER_MS (2000)
  *
  * One API process (`dist/api/main.js`) and one worker process (`dist/workers/main.js`) share the machine's PostgreSQL
  * (database sy_bench_batch) and Redis (prefix {sybench-batch}); a fake provider answers chat completions after
@@ -21,6 +25,14 @@ const PREFIX = '{sybench-batch}';
 const LINES = Number(process.env.BATCH_BENCH_LINES ?? 50_000);
 const LATENCY = Number(process.env.BATCH_BENCH_LATENCY_MS ?? 5);
 const IN_FLIGHT = process.env.BATCH_LINES_IN_FLIGHT ?? '64';
+/** `--upstream`: the endpoint has batch prices, so the lines go to the fake provider's batch API in chunks. */
+const UPSTREAM = process.argv.includes('--upstream');
+const UPSTREAM_MS = Number(process.env.BATCH_BENCH_UPSTREAM_MS ?? 5000);
+const UPSTREAM_ENV = {
+  BATCH_UPSTREAM_MAX_LINES: process.env.BATCH_UPSTREAM_MAX_LINES ?? '10000',
+  BATCH_UPSTREAM_POLL_MS: process.env.BATCH_UPSTREAM_POLL_MS ?? '1000',
+  BATCH_UPSTREAM_GATHER_MS: process.env.BATCH_UPSTREAM_GATHER_MS ?? '2000',
+};
 
 /** Resident memory now and at its peak (MiB) of a process, from /proc. */
 function rss(pid: number): { now: number; peak: number } {
@@ -32,12 +44,13 @@ function rss(pid: number): { now: number; peak: number } {
 const stop = (p: ChildProcess) => new Promise((r) => (p.once('exit', r), p.kill('SIGTERM')));
 
 async function main(): Promise<void> {
-  const stack = await benchStack({ dist: DIST, databaseUrl: PG, redisUrl: REDIS_URL, prefix: PREFIX, name: 'batch', env: { BATCH_LINES_IN_FLIGHT: IN_FLIGHT, BATCH_POLL_MS: '200', WORKER_METRICS_PORT: '9391' } });
+  const stack = await benchStack({ dist: DIST, databaseUrl: PG, redisUrl: REDIS_URL, prefix: PREFIX, name: 'batch', env: { BATCH_LINES_IN_FLIGHT: IN_FLIGHT, BATCH_POLL_MS: '200', WORKER_METRICS_PORT: '9391', ...UPSTREAM_ENV } });
   const { home } = stack;
-  const fake = await stack.fake({ latencyMs: LATENCY });
+  const fake = await stack.fake({ latencyMs: LATENCY, batchMs: UPSTREAM_MS });
+  const batch = UPSTREAM ? { batch: { price: { prompt: 20, completion: 80 } } } : {};
   stack.catalog({
     providers: { openai: { kind: 'openai', baseUrl: `${fake.url}/openai/v1`, apiKeyEnv: 'BENCH_PROVIDER_KEY', timeoutMs: 30_000 } },
-    models: { 'bench/chat': { displayName: 'Bench chat', type: 'chat', endpoints: [{ provider: 'openai', upstreamModel: 'gpt-4.1-mini', price: { prompt: 40, completion: 160 }, supports: [] }] } },
+    models: { 'bench/chat': { displayName: 'Bench chat', type: 'chat', endpoints: [{ provider: 'openai', upstreamModel: 'gpt-4.1-mini', price: { prompt: 40, completion: 160 }, ...batch, supports: [] }] } },
   });
   const org = await stack.seed('bench', '1000000');
   const port = 3991;
@@ -76,6 +89,19 @@ async function main(): Promise<void> {
   const content = await (await fetch(`${url}/v1/files/${b.output_file_id}/content`, { headers: auth })).arrayBuffer();
   const downloadSeconds = (Date.now() - downloadStart) / 1000;
 
+  // Where the lines went: the fake's batch API counters (upstream batches created, lines run there) and our chunks.
+  const upstream = (await (await fetch(`${fake.url}/_fake/batches`)).json()) as { created: number; linesRun: number; uploads: number };
+  const chunks = await stack.db.upstreamBatch.findMany({ select: { lines: true, status: true } });
+  const [{ parked }] = await stack.db.$queryRawUnsafe<Array<{ parked: number }>>(`SELECT count(*)::int AS parked FROM generations WHERE routing->>'upstreamBatch' IS NOT NULL`);
+  if (UPSTREAM) {
+    console.log(
+      [
+        `| lines | provider batch | chunks (lines each) | upstream batches created | lines run upstream | lines parked for it |`,
+        `|---|---|---|---|---|---|`,
+        `| ${LINES} | ${UPSTREAM_MS} ms | ${chunks.length} (${chunks.map((c) => c.lines).join(', ')}) | ${upstream.created} | ${upstream.linesRun} | ${parked} |`,
+      ].join('\n'),
+    );
+  }
   console.log(
     [
       `| lines | input | provider latency | in flight | status | completed / failed | upload s | total s | lines/s | API peak RSS MiB (idle) | worker peak RSS MiB (idle) | output | download s |`,

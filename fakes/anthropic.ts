@@ -1,8 +1,9 @@
-/** Anthropic Messages API wire format, mounted at `/anthropic/v1`. */
+/** Anthropic Messages API wire format, mounted at `/anthropic/v1`; Message Batches in anthropic-batches.ts. */
 import { arr, isObj, newId, num, obj, runStream, sendJson, sendRaw, sse, str, strList } from './common';
 import type { Ctx, Json, WireFormat } from './common';
 import { compose } from './synth';
 import type { Completion } from './synth';
+import { anthropicBatchRoutes } from './anthropic-batches';
 
 const ERRORS: Record<number, [type: string, message: string]> = {
   400: ['invalid_request_error', 'Invalid request.'],
@@ -151,6 +152,7 @@ export const anthropic: WireFormat = {
       if (!isObj(ctx.body)) return error(ctx, 400, 'There was an error parsing the body of your request. Please ensure the body is valid JSON.');
       return path === '/messages' ? messages(ctx) : countTokens(ctx);
     }
+    if (await anthropicBatchRoutes(ctx, messages, error)) return;
     if (method === 'GET' && path === '/models') {
       const data = MODELS.map((id) => ({ type: 'model', id, display_name: id, created_at: '2025-01-01T00:00:00Z' }));
       return sendJson(ctx, 200, { data, has_more: false, first_id: MODELS[0], last_id: MODELS[MODELS.length - 1] });

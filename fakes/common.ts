@@ -6,6 +6,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FakeKnobs } from './fake-provider';
 import type { Prediction } from './replicate';
+import type { AnthropicBatch } from './anthropic-batches';
+import type { BatchStats } from './batch-lines';
+import type { OpenAIBatch, OpenAIFile } from './openai-batches';
 
 export interface Ctx {
   req: IncomingMessage;
@@ -26,11 +29,15 @@ export interface Ctx {
   shared: SharedState;
 }
 
-/** State that outlives one request (Replicate predictions). */
+/** State that outlives one request (Replicate predictions, OpenAI files and batches, Anthropic message batches). */
 export interface SharedState {
   predictions: Map<string, Prediction>;
   /** Every `POST /predictions/{id}/cancel` received: the prediction and its status when the cancel came. */
   cancels: Array<{ id: string; status: string; at: Date }>;
+  openaiFiles: Map<string, OpenAIFile>;
+  openaiBatches: Map<string, OpenAIBatch>;
+  anthropicBatches: Map<string, AnthropicBatch>;
+  batchStats: BatchStats;
 }
 
 /** One wire format, mounted under its own path prefix. */

@@ -2,7 +2,8 @@
  * Fake upstream AI provider: one real `node:http` server speaking four wire formats on distinct
  * base paths — OpenAI `/openai/v1`, Anthropic `/anthropic/v1`, Gemini `/gemini/v1beta`,
  * Replicate `/replicate/v1` — plus generated files at `/files/<name>.<ext>` and a small control
- * API at `/_fake/{knobs,reset,requests,aborted}` for out-of-process use (see main.ts).
+ * API at `/_fake/{knobs,reset,requests,aborted,batches}` for out-of-process use (see main.ts). OpenAI's Batch API
+ * and Anthropic's Message Batches are served too (openai-batches.ts, anthropic-batches.ts).
  */
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
@@ -14,10 +15,19 @@ import { gemini } from './gemini';
 import { openai } from './openai';
 import { replicate } from './replicate';
 import { MEDIA } from './synth';
+import { newBatchStats } from './batch-lines';
+import type { BatchStats } from './batch-lines';
 
 export interface FakeKnobs {
   /** Delay before the response headers (and so before the first stream chunk). */
   latencyMs?: number;
+  /** A random extra delay, 0 to this many ms, on top of `latencyMs` (requests sent together then end apart). */
+  latencyJitterMs?: number;
+  /**
+   * Generation requests whose body (as JSON) contains a marker wait this much longer: `{"[slow]": 30000}`. Neither the
+   * batch APIs' requests (files, batches) nor the lines they run are delayed.
+   */
+  markerLatencyMs?: Record<string, number>;
   /** Force an HTTP error status (e.g. 500, 429, 400), body in the provider's error format. */
   status?: number;
   /** Apply the failure knobs (status, malformed, hang, resetConnection, failMidStream) to the first N requests only; alone it means status 500. */
@@ -68,6 +78,24 @@ export interface FakeKnobs {
   replicateText?: string;
   /** With `replicateText`: the text is the whole output, no file (a model that answers in words instead). */
   replicateTextOnly?: boolean;
+  /**
+   * How long an OpenAI or Anthropic batch takes to end, from its creation (default 200 ms): validating for the first
+   * tenth, lines run evenly over the next eight tenths, finalizing for the last. A batch keeps the knobs of its creation.
+   */
+  batchMs?: number;
+  /** Batch lines whose request (as JSON) contains a marker fail with its status, in the format's error body: `{"[fail-500]": 500}`. */
+  batchLineErrors?: Record<string, number>;
+  /** The whole batch fails: OpenAI's ends `failed` (`errors.data`, `token_limit_exceeded`) after validating; Anthropic refuses the create (400). */
+  batchFail?: boolean;
+  /** The batch expires once this many lines ran (0: none runs): OpenAI `expired` (the rest `batch_expired` in the error file), Anthropic `expired` results. */
+  batchExpireAfterLines?: number;
+}
+
+/** The extra wait `markerLatencyMs` gives a request of this body. */
+function markerLatency(knobs: FakeKnobs, path: string, body: unknown): number {
+  if (!knobs.markerLatencyMs || /\/(files|batches)(\/|$)/.test(path)) return 0;
+  const text = typeof body === 'string' ? body : JSON.stringify(body ?? null);
+  return Object.entries(knobs.markerLatencyMs).reduce((ms, [marker, extra]) => (text.includes(marker) ? ms + extra : ms), 0);
 }
 
 export interface RecordedRequest {
@@ -95,6 +123,11 @@ export interface FakeProvider {
   replicateCancels: SharedState['cancels'];
   /** Replicate predictions by id, in creation order (the last one is the newest). */
   replicatePredictions: SharedState['predictions'];
+  /** Counters of the OpenAI and Anthropic batch APIs (batches created, lines run, cancels, uploads); also `GET /_fake/batches`. */
+  batchStats: BatchStats;
+  /** OpenAI batches and Anthropic message batches by id, in creation order. */
+  openaiBatches: SharedState['openaiBatches'];
+  anthropicBatches: SharedState['anthropicBatches'];
   /**
    * Requests whose caller closed the connection before the reply was complete (an aborted upstream call: a
    * cancelled or timed-out generation), the last 1000. Connections the fake drops itself are not counted.
@@ -133,7 +166,7 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
   let seen = 0; // API requests since the knobs were set, for failTimes
   let baseUrl = '';
   const requests: RecordedRequest[] = [];
-  const shared: SharedState = { predictions: new Map(), cancels: [] };
+  const shared: SharedState = { predictions: new Map(), cancels: [], openaiFiles: new Map(), openaiBatches: new Map(), anthropicBatches: new Map(), batchStats: newBatchStats() };
   const aborted: RecordedRequest[] = [];
   let closing = false;
   const timers = new Set<NodeJS.Timeout>();
@@ -196,7 +229,8 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
     ctx.failing = isFailure(knobs) && (knobs.failTimes === undefined || seen < knobs.failTimes);
     seen++;
 
-    if (knobs.latencyMs) await sleep(knobs.latencyMs);
+    const latency = (knobs.latencyMs ?? 0) + (knobs.latencyJitterMs ? Math.floor(Math.random() * knobs.latencyJitterMs) : 0) + markerLatency(knobs, ctx.path, body);
+    if (latency) await sleep(latency);
     if (res.destroyed) return;
     if (ctx.failing && knobs.hang) return; // hold the socket until the client or close() drops it
     if (ctx.failing && knobs.resetConnection) return hangUp(res);
@@ -222,6 +256,7 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
     else if (method === 'POST' && what === '/reset') provider.reset();
     else if (method === 'GET' && what === '/requests') return sendRaw(ctx, 200, requests);
     else if (method === 'GET' && what === '/aborted') return sendRaw(ctx, 200, aborted);
+    else if (method === 'GET' && what === '/batches') return sendRaw(ctx, 200, shared.batchStats);
     else if (method !== 'GET' || what !== '/knobs') return sendRaw(ctx, 404, { error: { message: 'unknown control route' } });
     sendRaw(ctx, 200, knobs);
   }
@@ -251,6 +286,9 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
     requests,
     replicateCancels: shared.cancels,
     replicatePredictions: shared.predictions,
+    batchStats: shared.batchStats,
+    openaiBatches: shared.openaiBatches,
+    anthropicBatches: shared.anthropicBatches,
     aborted,
     async waitForAborted(n, timeoutMs = 5_000) {
       const until = Date.now() + timeoutMs;
@@ -267,6 +305,10 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
       aborted.length = 0;
       shared.predictions.clear();
       shared.cancels.length = 0;
+      shared.openaiFiles.clear();
+      shared.openaiBatches.clear();
+      shared.anthropicBatches.clear();
+      Object.assign(shared.batchStats, newBatchStats());
     },
     close() {
       closing = true;

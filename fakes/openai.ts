@@ -1,11 +1,12 @@
 /**
  * OpenAI wire format, mounted at `/openai/v1`: chat completions, Responses API, embeddings,
- * image generations and the model list.
+ * image generations and the model list; files and batches in openai-batches.ts.
  */
 import { arr, isObj, newId, num, obj, runStream, sendJson, sendRaw, sse, str, strList, unixNow } from './common';
 import type { Ctx, Json, WireFormat } from './common';
 import { compose, embed, float32Base64, PNG_BASE64, tokenCount, utf8Bytes } from './synth';
 import type { Completion, TokenLogprob } from './synth';
+import { openaiBatchRoutes } from './openai-batches';
 
 const ERRORS: Record<number, [type: string, code: string | null, message: string]> = {
   400: ['invalid_request_error', null, 'Invalid request.'],
@@ -307,6 +308,11 @@ const POST_ROUTES = new Map<string, (ctx: Ctx) => Promise<void> | void>([
   ['/embeddings', embeddings],
   ['/images/generations', images],
 ]);
+/** A batch line: the synchronous route of its url (openai-batches.ts checked the url against the batch's endpoint). */
+const batchLine = (ctx: Ctx): Promise<void> | void => {
+  const route = POST_ROUTES.get(ctx.path);
+  return route ? route(ctx) : error(ctx, 404, `Invalid URL (POST /v1${ctx.path})`, null, null);
+};
 const modelObj = (id: string): Json => ({ id, object: 'model', created: 1700000000, owned_by: 'openai' });
 
 export const openai: WireFormat = {
@@ -324,6 +330,7 @@ export const openai: WireFormat = {
       if (!isObj(ctx.body)) return error(ctx, 400, "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)", null, null);
       return post(ctx);
     }
+    if (await openaiBatchRoutes(ctx, batchLine, error)) return;
     if (method === 'GET' && path === '/models') return sendJson(ctx, 200, { object: 'list', data: MODELS.map(modelObj) });
     if (method === 'GET' && path.startsWith('/models/')) return sendJson(ctx, 200, modelObj(decodeURIComponent(path.slice(8))));
     error(ctx, 404, `Invalid URL (${method} /v1${path})`, null, null);

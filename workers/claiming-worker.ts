@@ -1,6 +1,7 @@
 import { Worker, type Job } from 'bullmq';
 import { claimedJobJson } from '../shared/queue/bullmq-claim';
-import { claimToken, type Claimer, type ClaimTicket, type LocalClaimers } from '../shared/queue/claims';
+import { claimToken, isTicketToken, takeToken, type Claimer, type ClaimTicket, type LocalClaimers } from '../shared/queue/claims';
+import type { SlotShare } from './services/default-share';
 
 /**
  * A BullMQ Worker that also runs the jobs this process's API claims for it as it enqueues them
@@ -22,6 +23,7 @@ export class ClaimingWorker extends Worker implements Claimer {
   private tickets = 0;
   private readonly claimed = new Set<Promise<unknown>>();
   private withdraw?: () => void;
+  private share?: SlotShare;
 
   /** Offers this Worker's free slots to the jobs its process enqueues for its queue (the process's lane: `claimers`). */
   offerClaims(claimers: LocalClaimers): this {
@@ -29,11 +31,38 @@ export class ClaimingWorker extends Worker implements Claimer {
     return this;
   }
 
-  hold(): ClaimTicket | null {
+  /** Counts the organizations holding its slots in `share`, the queue's in this process, and runs jobs given its headroom. */
+  shareWith(share: SlotShare): this {
+    this.share = share;
+    return this;
+  }
+
+  private takesJobs(): boolean {
     // A rate-limited worker leaves every job to its fetch, which applies the limit.
-    if (this.closing || !this.isRunning() || this.isPaused() || this.opts.limiter || this.busy + this.holding + this.starting >= this.concurrency) return null;
+    return !this.closing && this.isRunning() && !this.isPaused() && !this.opts.limiter;
+  }
+
+  full(): boolean {
+    return this.busy + this.holding + this.starting >= this.concurrency;
+  }
+
+  hold(organizationId?: string): ClaimTicket | null {
+    return this.takesJobs() && !this.full() ? this.ticket(claimToken(this.id, this.tickets++), organizationId) : null;
+  }
+
+  holdBeyond(organizationId: string): ClaimTicket | null {
+    return this.share && this.takesJobs() ? this.share.beyond(organizationId, this, 'claim') : null;
+  }
+
+  ticketBeyond(kind: 'claim' | 'take', organizationId: string, ended: () => void): ClaimTicket {
+    return this.ticket(kind === 'claim' ? claimToken(this.id, this.tickets++) : takeToken(this.id, this.tickets++), organizationId, ended);
+  }
+
+  /** A slot for one job; its organization, when known, holds it in the share from now until the job ends or the ticket is released. */
+  private ticket(token: string, organizationId?: string, ended?: () => void): ClaimTicket {
     this.holding++;
-    const token = claimToken(this.id, this.tickets++);
+    const org = this.share && organizationId;
+    if (org) this.share!.started(org);
     let open = true;
     const settle = () => {
       if (!open) return false;
@@ -41,25 +70,35 @@ export class ClaimingWorker extends Worker implements Claimer {
       this.holding--;
       return true;
     };
+    const over = () => {
+      if (org) this.share!.ended(org);
+      ended?.();
+    };
     return {
       token,
       lockDuration: this.opts.lockDuration ?? 30_000,
-      start: (raw, jobId, nextTurn) => settle() && this.runClaimed(raw, jobId, token, nextTurn === true),
-      release: () => void settle(),
+      start: (raw, jobId, nextTurn) => settle() && this.runClaimed(raw, jobId, token, nextTurn === true, over),
+      release: () => void (settle() && over()),
     };
   }
 
   protected override async callProcessJob(job: Job, token: string, signal?: AbortSignal): Promise<unknown> {
     this.busy++;
+    if (this.share && this.full()) this.share.full();
+    // A fetched job's organization holds its slot in the share while it runs (a ticket's was counted with the ticket).
+    const org = (job.data as { organizationId?: unknown } | undefined)?.organizationId;
+    const held = this.share && typeof org === 'string' && !isTicketToken(token) ? org : undefined;
+    if (held) this.share!.started(held);
     try {
       return await super.callProcessJob(job, token, signal);
     } finally {
       this.busy--;
+      if (held) this.share!.ended(held);
     }
   }
 
-  /** Runs a claimed job now, or on the event loop's next turn (`nextTurn`); `close` waits for it either way. */
-  private runClaimed(raw: string[], jobId: string, token: string, nextTurn: boolean): true {
+  /** Runs a claimed job now, or on the event loop's next turn (`nextTurn`); `close` waits for it either way; then `ended`. */
+  private runClaimed(raw: string[], jobId: string, token: string, nextTurn: boolean, ended?: () => void): true {
     const go = () => {
       let job: Job;
       try {
@@ -83,7 +122,10 @@ export class ClaimingWorker extends Worker implements Claimer {
       });
     const run: Promise<unknown> = (nextTurn ? later() : Promise.resolve(go()))
       .catch((err: unknown) => this.emit('error', err as Error))
-      .finally(() => this.claimed.delete(run));
+      .finally(() => {
+        this.claimed.delete(run);
+        ended?.();
+      });
     this.claimed.add(run);
     return true;
   }

@@ -1,6 +1,7 @@
-import { Job, Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
+import { Queue, Worker, type Processor, type WorkerOptions } from 'bullmq';
 import type Redis from 'ioredis';
 import { AT_ONCE_QUEUES, DEFAULT_CONCURRENCY } from '../shared/queue/job-catalog';
+import { promoteIfDelayed } from '../shared/queue/promote';
 import { ClaimingWorker } from './claiming-worker';
 import { QUEUES, type QueueName } from '../shared/queue/queue-names';
 import type { WorkerDeps } from './worker-deps';
@@ -13,17 +14,22 @@ import { maintenanceProcessor } from './processors/maintenance.processor';
 import { imageProcessor } from './processors/image.processor';
 import { mediaProcessor } from './processors/media.processor';
 import { callbackProcessor } from './processors/callback.processor';
+import { upstreamBatchProcessor } from './processors/upstream-batch.processor';
 import { CallbackService } from '../shared/services/callbacks.service';
 import { claimedRuns } from './services/drawn-jobs';
 import { withQueueWaitSpan } from './services/job-spans';
 import { fairStart } from './services/fair-start';
 import { OrgCaps } from '../shared/queue/org-cap';
+import { SlotShare, takeIntoHeadroom } from './services/default-share';
+
+/** The generation queues: started in their organization's fair order, under its cap, with the default share's headroom. */
+const SHARED_QUEUES: ReadonlySet<QueueName> = new Set([QUEUES.text, QUEUES.embeddings, QUEUES.image, QUEUES.media]);
 
 /**
  * Queue → processor: the worker catalog. A generation job starts in its organization's fair order, under its cap
  * (fair-start.ts); a text or embeddings job drawn from a lease runs only where it was claimed (drawn-jobs.ts).
  */
-function processors(deps: WorkerDeps, callbacks: CallbackService, fair: (p: Processor) => Processor): Partial<Record<QueueName, Processor>> {
+function processors(deps: WorkerDeps, callbacks: CallbackService, fair: (p: Processor) => Processor, lines: Record<'text' | 'embeddings' | 'batches', Queue>): Partial<Record<QueueName, Processor>> {
   return {
     [QUEUES.text]: withQueueWaitSpan(deps.tracing, fair(claimedRuns(deps, textProcessor(deps) as Processor))),
     [QUEUES.embeddings]: withQueueWaitSpan(deps.tracing, fair(claimedRuns(deps, embeddingsProcessor(deps) as Processor))),
@@ -31,6 +37,7 @@ function processors(deps: WorkerDeps, callbacks: CallbackService, fair: (p: Proc
     [QUEUES.image]: withQueueWaitSpan(deps.tracing, fair(imageProcessor(deps, callbacks) as Processor)),
     [QUEUES.media]: withQueueWaitSpan(deps.tracing, fair(mediaProcessor(deps, callbacks) as Processor)),
     [QUEUES.callbacks]: callbackProcessor(deps) as Processor,
+    [QUEUES.upstreamBatches]: upstreamBatchProcessor(deps, lines) as Processor,
   };
 }
 
@@ -67,27 +74,39 @@ export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { que
   // Finished media generations with a `callBackUrl` are queued here (one queue for the pool, closed with it).
   const callbacksQueue = new Queue(QUEUES.callbacks, { connection: deps.redis, prefix: deps.config.queuePrefix });
   const callbacks = new CallbackService(callbacksQueue, { backoffMs: deps.config.media.callbackBackoffMs });
+  // A batch line that falls back from its provider's batch API is enqueued on its ordinary queue (closed with the pool).
+  // A chunk that ends wakes its batch's driver (its job on the `batches` queue, run by the API processes).
+  const lineQueues = {
+    text: new Queue(QUEUES.text, { connection: deps.redis, prefix: deps.config.queuePrefix }),
+    embeddings: new Queue(QUEUES.embeddings, { connection: deps.redis, prefix: deps.config.queuePrefix }),
+    batches: new Queue(QUEUES.batches, { connection: deps.redis, prefix: deps.config.queuePrefix }),
+  };
   const caps = new OrgCaps(deps.redis, deps.config.queuePrefix, deps.config.worker.lockDurationMs);
   // A job put back at its organization's cap is woken (moved from delayed to its place in the queue) by a worker of its queue.
   const wake = async (queueName: string, id: string) => {
     const w = workers.find((x) => x.name === queueName);
-    const job = w && (await Job.fromId(w, id));
-    if (job && (await job.isDelayed())) await job.promote();
+    if (w) await promoteIfDelayed(w, id);
   };
-  const table = processors(deps, callbacks, (p) => fairStart(deps, caps, p, wake));
+  const table = processors(deps, callbacks, (p) => fairStart(deps, caps, p, wake), lineQueues);
   const queues = (opts.queues ?? (Object.keys(table) as QueueName[])).filter((q) => table[q]);
+  const shares = new Map(queues.filter((q) => SHARED_QUEUES.has(q)).map((q) => [q, new SlotShare(concurrencyFor(q, deps.config.worker), deps.config.worker.shareHeadroom)]));
   const workers = queues.flatMap((q) => workerSlots(q, deps.config.worker).map((slots) => [q, slots] as const)).map(([q, slots]) => {
     const options: WorkerOptions = {
       connection,
       prefix: deps.config.queuePrefix,
       concurrency: slots,
-      // Jobs are removed on completion by their own options (job catalog); a stalled job is re-run once.
-      maxStalledCount: 1,
+      // Jobs are removed on completion by their own options (job catalog); a stalled job is re-run once. A provider batch's
+      // job any number of times: its state is its row, each step guarded (upstream-batch-runner.ts).
+      maxStalledCount: q === QUEUES.upstreamBatches ? 1_000 : 1,
       stalledInterval: deps.config.worker.stalledIntervalMs,
       lockDuration: deps.config.worker.lockDurationMs,
     };
-    // A waiting client's job for these queues may be claimed by a worker of its own process (shared/queue/claims.ts).
-    const w = AT_ONCE_QUEUES.has(q) ? new ClaimingWorker(q, table[q]!, options).offerClaims(deps.lane.claimers) : new Worker(q, table[q]!, options);
+    // A waiting client's job for these queues may be claimed by a worker of its own process (shared/queue/claims.ts);
+    // a generation queue's Workers run the jobs given its headroom (services/default-share.ts).
+    const share = shares.get(q);
+    const w = share || AT_ONCE_QUEUES.has(q) ? new ClaimingWorker(q, table[q]!, options) : new Worker(q, table[q]!, options);
+    if (w instanceof ClaimingWorker && share) w.shareWith(share);
+    if (w instanceof ClaimingWorker && AT_ONCE_QUEUES.has(q)) w.offerClaims(deps.lane.claimers);
     instrumentWorker(w, deps.metrics);
     w.on('error', (err) => deps.logger.error('worker error', { queue: q, err }));
     w.on('failed', (job, err) => deps.logger.error('job failed', { queue: q, jobId: job?.id, err }));
@@ -100,6 +119,9 @@ export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { que
     if (deps.stops.abort(id, reason)) return;
     for (const w of workers) w.cancelJob(id, reason);
   }).catch((err: unknown) => deps.logger.error('stop channel not subscribed', { err }));
+  const stopTaking = [...shares].filter(([, share]) => share.headroom > 0).map(([q, share]) =>
+    takeIntoHeadroom({ share, workers: workers.filter((w): w is ClaimingWorker => w.name === q && w instanceof ClaimingWorker), redis: deps.redis, logger: deps.logger }),
+  );
   return {
     workers,
     async ready() {
@@ -107,9 +129,11 @@ export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { que
       await subscribed;
     },
     async close() {
+      for (const stop of stopTaking) stop();
       await Promise.all(workers.map((w) => w.close()));
       await deps.stats.flush();
       await callbacksQueue.close();
+      await Promise.all(Object.values(lineQueues).map((q) => q.close()));
       stops.disconnect();
     },
   };

@@ -24,10 +24,10 @@ interface CacheEntry {
 
 /**
  * Resolves `Authorization: Bearer ...` to a principal (decisions.md section 2). Lookups are cached for
- * `cacheMs` (1 s by default) to keep the database off the hot path; a revocation through this process
- * takes effect at once, one made elsewhere (another API process, the CLI) within `cacheMs` of its commit
- * (test/faults/key-revocation.fault.ts). At 1 s the cache costs one key lookup per key and second per
- * process, which the profile does not show (bench/rounds/01-first-round.md), so no cross-process invalidation channel.
+ * `cacheMs` (1 s by default) to keep the database off the hot path. A key changed through the API is forgotten by every
+ * API process: by this one before it answers, by the others as the change's message arrives
+ * (shared/runtime/key-changes.ts). One changed where no message is sent (the CLI), or whose message is lost, is seen
+ * within `cacheMs` of its commit (test/faults/key-revocation.fault.ts).
  */
 export class Authenticator {
   /** Keyed by the API key itself, not its hash: hashing every request's key showed in the profile. */

@@ -84,14 +84,12 @@ export function keysRoutes(ctx: AppContext): Router {
       ...('limit' in body ? { limit: body.limit, reset: body.limit_reset ?? (body.limit === null ? null : key.limitReset ?? 'never') } : {}),
       ...(!('limit' in body) && body.limit_reset !== undefined ? { reset: body.limit_reset } : {}),
     });
-    ctx.auth.forget(key.id);
     res.json(view((await ctx.keyInfo.unleased('api_key_id', [updated]))[0]));
   });
 
   r.delete('/v1/keys/:id', ...ctx.guard, async (req, res) => {
     const key = await manageable(res, String(req.params.id));
     await ctx.accounts.revokeKey(key.id);
-    ctx.auth.forget(key.id);
     res.json({ id: key.id, revoked: true, deleted: true });
   });
   return r;

@@ -1,24 +1,23 @@
-import { randomBytes } from 'node:crypto';
-import { DelayedError, Worker, type Job } from 'bullmq';
-import type Redis from 'ioredis';
+import { DelayedError, type Job } from 'bullmq';
 import type { Db } from '../../shared/db/client';
 import type { Batch, Generation, Prisma } from '../../shared/db/generated/client';
 import { AppError, isAppError } from '../../shared/errors/app-error';
 import type { Logger } from '../../shared/logger';
 import type { Metrics } from '../../shared/metrics/metrics';
-import type { BatchSettings, Config } from '../../shared/config/env';
+import type { BatchSettings } from '../../shared/config/env';
 import type { Principal } from '../../shared/auth/principal';
 import { money, ZERO, type Decimal } from '../../shared/money';
 import { RUNNING } from '../../shared/services/generation.service';
-import { QUEUES } from '../../shared/queue/queue-names';
-import { DEFAULT_CONCURRENCY, type BatchJobData } from '../../shared/queue/job-catalog';
+import type { BatchJobData } from '../../shared/queue/job-catalog';
 import { readLines, type BatchFiles } from '../../shared/services/batch-files.service';
 import type { BatchEndpoint } from '../../shared/schemas/batches.schema';
 import { requestHash } from '../middleware/idempotency';
 import type { GenerationGateway } from './generation-gateway';
 import type { Caller } from './generation-order';
-import type { BatchLineKind } from './batch-lines';
+import { lineError, toLineError, type BatchLineKind } from './batch-lines';
+import { isParked, type BatchUpstream } from './batch-upstream';
 import { validateInput } from './batch-validation';
+import type { BatchSteps } from './batch-steps';
 
 /** A line started and not yet answered: its place in the input and its generation's id. */
 interface InFlight {
@@ -45,17 +44,22 @@ export interface BatchDriverDeps {
   metrics: Metrics;
   clock: () => Date;
   settings: BatchSettings;
+  /** Lines parked for providers' own batch APIs (docs/batches.md "Provider batch APIs"); without it, none are. */
+  upstream?: BatchUpstream;
+  /** One step of a batch at a time across runs (batch-steps.ts); without it two runs' steps may overlap, their commits still guarded. */
+  steps?: BatchSteps;
 }
 
-interface Step {
-  more: boolean;
-  moved: boolean;
-}
+/** What a step did: whether the batch has more to do, lines were answered or started, it only waits on providers (`BatchUpstream.idle`). */
+type Step = { more: boolean; moved: boolean; idle?: boolean };
 
 /** How long one run of a driver's job steps before it waits in the delayed set (well within its lock). */
 const RUN_BUDGET_MS = 5_000;
 /** The wait after a step that moved lines. */
 const FAST_POLL_MS = 20;
+
+/** How many lines a step claims while every line in flight is parked for a provider's batch API. */
+const PARKED_CLAIM = 1_000;
 
 /** How many not-started lines one commit answers `batch_expired` (a part each). */
 const EXPIRED_CHUNK = 1000;
@@ -86,11 +90,13 @@ export class BatchDriver {
 
   /**
    * Steps while the batch moves, for up to RUN_BUDGET_MS: after a step that answered or started lines the next comes
-   * soon (FAST_POLL_MS, doubling while nothing moves, up to `pollMs`); then the job waits in the delayed set.
+   * soon (FAST_POLL_MS, doubling while nothing moves, up to `pollMs`; up to `upstreamPollMs` while the batch only waits
+   * on providers' batch APIs, BatchUpstream.idle); then the job waits in the delayed set, its wait kept in its data for
+   * the next run (a chunk that ends promotes the job).
    */
   async run(job: Job<BatchJobData>, token?: string): Promise<void> {
     const started = Date.now();
-    let wait = FAST_POLL_MS;
+    let wait = job.data.waitMs ?? FAST_POLL_MS;
     for (;;) {
       let s: Step;
       try {
@@ -101,18 +107,19 @@ export class BatchDriver {
         s = { more: true, moved: false };
       }
       if (!s.more) return;
-      wait = s.moved ? FAST_POLL_MS : Math.min(wait * 2, this.d.settings.pollMs);
+      wait = s.moved ? FAST_POLL_MS : Math.min(wait * 2, s.idle ? this.d.settings.upstreamPollMs : this.d.settings.pollMs);
       if (Date.now() - started + wait > RUN_BUDGET_MS) break;
       await new Promise((r) => setTimeout(r, wait));
     }
+    if (wait !== job.data.waitMs) await job.updateData({ ...job.data, waitMs: wait });
     await job.moveToDelayed(Date.now() + wait, token);
     throw new DelayedError();
   }
 
   /** One step: whether the batch has more to do, and whether lines were answered or started. */
   async step(batchId: string): Promise<Step> {
-    const s = await this.stepOnce(batchId);
-    return typeof s === 'boolean' ? { more: s, moved: false } : s;
+    const s = this.d.steps ? await this.d.steps.exclusive(batchId, () => this.stepOnce(batchId)) : await this.stepOnce(batchId);
+    return s === undefined ? { more: true, moved: false } : typeof s === 'boolean' ? { more: s, moved: false } : s;
   }
 
   private async stepOnce(batchId: string): Promise<boolean | Step> {
@@ -126,25 +133,39 @@ export class BatchDriver {
     const inFlight = b.inFlight as unknown as InFlight[];
 
     // 1. The lines that ended are answered; those never recorded (claimed by a run that died before ordering them)
-    //    are ordered again, unless the batch stops.
-    const rows = inFlight.length ? await this.d.db.generation.findMany({ where: { id: { in: inFlight.map((l) => l.id) } } }) : [];
-    const byId = new Map(rows.map((g) => [g.id, g]));
+    //    are ordered again, unless the batch stops. States first (a parked line waits long), whole records of the ended.
+    const states = inFlight.length ? await this.d.db.generation.findMany({ where: { id: { in: inFlight.map((l) => l.id) } }, select: { id: true, status: true, routing: true } }) : [];
+    const byId = new Map(states.map((g) => [g.id, g]));
+    const endedIds = states.filter((g) => !RUNNING.has(g.status)).map((g) => g.id);
+    const ended = new Map((endedIds.length ? await this.d.db.generation.findMany({ where: { id: { in: endedIds } } }) : []).map((g) => [g.id, g]));
     const answers = new Map<number, Answer>();
     const running: InFlight[] = [];
     const unordered: InFlight[] = [];
+    const parked = new Set<string>();
     for (const l of inFlight) {
-      const g = byId.get(l.id);
-      if (!g) unordered.push(l);
-      else if (RUNNING.has(g.status)) running.push(l);
+      const s = byId.get(l.id);
+      const g = ended.get(l.id);
+      if (!s) unordered.push(l);
+      else if (!g) {
+        running.push(l);
+        if (isParked(s.routing)) parked.add(l.id);
+      }
+      // A cancel stopped it before it ran (a parked line never sent, or left out by its provider): in neither file.
+      else if (b.status === 'cancelling' && g.status === 'cancelled' && money(g.clientCost).isZero()) continue;
       else answers.set(l.line, await this.answer(b, kind, l, g, expired));
     }
     if (expired && b.status === 'in_progress') {
-      // Past the window nothing more starts; the lines still running are stopped (uncharged unless they end first).
-      for (const l of running) await this.d.gateway.cancel(l.id, kind.queue).catch(() => undefined);
+      // Past the window nothing more starts; the lines still running are stopped (uncharged unless they end first), a
+      // provider's batch by its worker (what the provider finished is still charged and answered). A parked line fallen
+      // back to its ordinary job is stopped as an ordinary one (a step while its chunk still settles leaves it to the next).
+      const onPath = parked.size ? ((await this.d.upstream?.onPath([...parked])) ?? parked) : parked;
+      for (const l of running) if (!onPath.has(l.id)) await this.d.gateway.cancel(l.id, kind.queue).catch(() => undefined);
+      if (parked.size) await this.d.upstream?.stop(b, () => kind.queue);
       for (const l of unordered) answers.set(l.line, this.expiredAnswer(b, l));
       return this.expire(b, answers, running);
     }
     if (b.status === 'cancelling') {
+      if (parked.size) await this.d.upstream?.stop(b, () => kind.queue);
       // Claimed but never ordered: they never started, so they never run (and are in neither file).
       const v = await this.commit(b, answers, { inFlight: running });
       if (!v) return true;
@@ -153,13 +174,18 @@ export class BatchDriver {
     }
 
     // 2. New lines are claimed while the batch is still in progress, then ordered with the unordered ones.
-    const room = this.d.settings.linesInFlight - running.length - unordered.length;
+    // Parked lines hold no worker slot: up to `maxParked` of them run beside `linesInFlight` ordinary ones, and while
+    // every line in flight is parked a step claims up to PARKED_CLAIM at once (chunks then fill before their gather ends).
+    const maxInFlight = this.d.settings.linesInFlight + (this.d.upstream?.maxParked ?? 0);
+    const parking = parked.size > 0 && parked.size === running.length;
+    const room = Math.min(parking ? PARKED_CLAIM : this.d.settings.linesInFlight - (running.length - parked.size) - unordered.length, maxInFlight - running.length - unordered.length);
     const claimed = room > 0 && b.completed + b.failed + inFlight.length < b.total ? await this.readFrom(b, room) : { lines: [], next: { line: b.nextLine, offset: Number(b.nextOffset) } };
     const fresh = claimed.lines.map((l) => ({ line: l.line, offset: l.offset, customId: l.customId, id: lineGenerationId(b.id, kind.idPrefix, l.line) }));
     const toOrder = [...unordered, ...fresh];
     const state = await this.commit(b, answers, {
       inFlight: [...running, ...toOrder],
       claim: fresh.length > 0 ? { nextLine: claimed.next.line, nextOffset: claimed.next.offset } : undefined,
+      ordering: toOrder.length > 0,
     });
     if (!state) return true;
     const bodies = new Map(claimed.lines.map((l) => [l.line, l.body]));
@@ -170,7 +196,7 @@ export class BatchDriver {
         const body = bodies.get(l.line) ?? (await this.lineAt(b, l.offset)).body;
         try {
           if (principal instanceof AppError) throw principal;
-          await kind.order(this.callerOf(b, principal!, l, body), body, l.id);
+          if ((await kind.order(this.callerOf(b, principal!, l, body), body, l.id)).parked) parked.add(l.id);
         } catch (e) {
           // Refused before any provider was called (402 when the balance or a limit runs out, 403, 404, 400 ...): the
           // line's answer is that error, and nothing was reserved.
@@ -180,13 +206,22 @@ export class BatchDriver {
       }),
     );
     const after = { ...b, ...state };
+    // A refused line with a generation (two runs at once: a stalled job re-run's order granted) stays in flight.
+    const recorded = refused.size ? await this.d.db.generation.findMany({ where: { id: { in: toOrder.map((l) => l.id) } }, select: { id: true } }) : [];
+    for (const g of recorded) refused.delete(toOrder.find((l) => l.id === g.id)!.line);
     if (refused.size) {
       const v = await this.commit(after, refused, { inFlight: (after.inFlight as unknown as InFlight[]).filter((l) => !refused.has(l.line)) });
       if (!v) return true;
       Object.assign(after, v);
     }
-    if ((after.inFlight as unknown as InFlight[]).length === 0 && after.completed + after.failed >= after.total) return this.finish(after, 'completed');
-    return { more: true, moved: answers.size + toOrder.length > 0 };
+    const left = after.inFlight as unknown as InFlight[];
+    if (left.length === 0 && after.completed + after.failed >= after.total) return this.finish(after, 'completed');
+    // Parked lines go upstream in chunks: all of them once every line is claimed or no more may be.
+    const all = after.completed + after.failed + left.length >= after.total || left.length >= maxInFlight;
+    if (parked.size) await this.d.upstream?.send(after, all);
+    const moved = answers.size + toOrder.length > 0;
+    const idle = parked.size > 0 && (await this.d.upstream?.idle({ moved, claimable: !all, inFlight: left.length, parked: [...parked] })) === true;
+    return { more: true, moved, idle };
   }
 
   private async validate(b: Batch): Promise<boolean> {
@@ -202,30 +237,20 @@ export class BatchDriver {
   }
 
   /**
-   * Appends `answers` (a part of the output file and one of the error file) and commits them with the new state, if
-   * no other run committed since `b` was read. The new state's fields, or null when another run got there first.
+   * Appends `answers` (a part of the output file and one of the error file) and commits them with the new state, if no
+   * other run committed since `b` was read (`ordering`: a new version, even unchanged): its new fields, else null.
    */
-  private async commit(b: Batch, answers: Map<number, Answer>, change: { inFlight: InFlight[]; claim?: { nextLine: number; nextOffset: number } }): Promise<Partial<Batch> | null> {
-    if (!answers.size && !change.claim && change.inFlight.length === (b.inFlight as unknown[]).length) return {};
+  private async commit(b: Batch, answers: Map<number, Answer>, change: { inFlight: InFlight[]; claim?: { nextLine: number; nextOffset: number }; ordering?: boolean }): Promise<Partial<Batch> | null> {
+    if (!answers.size && !change.claim && !change.ordering && change.inFlight.length === (b.inFlight as unknown[]).length) return {};
     const ok = [...answers.values()].filter((a) => a.ok);
     const bad = [...answers.values()].filter((a) => !a.ok);
-    const outputParts = [...(b.outputParts as string[])];
-    const errorParts = [...(b.errorParts as string[])];
-    const write = async (lines: Answer[], parts: string[], tag: string) => {
-      if (!lines.length) return 0;
-      const bytes = Buffer.from(lines.map((a) => `${a.json}\n`).join(''));
-      const key = `${b.id}_${tag}_${b.version}_${randomBytes(4).toString('hex')}`;
-      await this.d.files.putPart(key, bytes);
-      parts.push(key);
-      return bytes.length;
-    };
-    const outBytes = await write(ok, outputParts, 'o');
-    const errBytes = await write(bad, errorParts, 'e');
+    // A new part of the output file and one of the error file, listed only if this commit applies.
+    const parts = [await this.d.files.writePart(b.id, b.version, 'output', ok.map((a) => a.json)), await this.d.files.writePart(b.id, b.version, 'error', bad.map((a) => a.json))].filter((p) => p !== null);
+    const outBytes = parts.find((p) => p.kind === 'output')?.bytes ?? 0;
+    const errBytes = parts.find((p) => p.kind === 'error')?.bytes ?? 0;
     const cost = [...answers.values()].reduce((s, a) => s.plus(a.cost), ZERO);
     const data = {
       inFlight: change.inFlight as unknown as Prisma.InputJsonValue,
-      outputParts,
-      errorParts,
       outputBytes: b.outputBytes + BigInt(outBytes),
       errorBytes: b.errorBytes + BigInt(errBytes),
       outputLines: b.outputLines + ok.length,
@@ -236,8 +261,8 @@ export class BatchDriver {
       version: b.version + 1,
       ...(change.claim && { nextLine: change.claim.nextLine, nextOffset: BigInt(change.claim.nextOffset) }),
     };
-    const n = await this.d.db.batch.updateMany({ where: { id: b.id, version: b.version, ...(change.claim && { status: 'in_progress' }) }, data });
-    if (n.count !== 1) return null;
+    const applied = await this.d.files.commitParts(b.id, b.version, parts, (tx) => tx.batch.updateMany({ where: { id: b.id, version: b.version, ...(change.claim && { status: 'in_progress' }) }, data }));
+    if (!applied) return null;
     for (const a of answers.values()) this.d.metrics.batchLines.inc({ status: a.ok ? 'completed' : a.expired ? 'expired' : 'failed' });
     return data as unknown as Partial<Batch>;
   }
@@ -254,19 +279,18 @@ export class BatchDriver {
   /** The batch's last commit: its output and error files recorded with its final status, in one transaction. */
   private async finish(b: Batch, status: 'completed' | 'cancelled' | 'expired'): Promise<boolean> {
     const now = this.d.clock();
+    // Both commits require the status read: a cancel commits `cancelling` without the version (the next step ends it).
     if (status === 'completed' && b.status !== 'finalizing') {
-      const n = await this.d.db.batch.updateMany({ where: { id: b.id, version: b.version }, data: { status: 'finalizing', finalizingAt: now, version: { increment: 1 } } });
+      const n = await this.d.db.batch.updateMany({ where: { id: b.id, version: b.version, status: b.status }, data: { status: 'finalizing', finalizingAt: now, version: { increment: 1 } } });
       if (n.count !== 1) return true;
       b = { ...b, status: 'finalizing', version: b.version + 1 };
     }
-    const file = (parts: string[], bytes: bigint, lines: number, name: string) =>
-      parts.length ? { id: `file-${randomBytes(12).toString('base64url').replace(/[-_]/g, 'x')}`, organizationId: b.organizationId, apiKeyId: b.apiKeyId, userId: b.userId, purpose: 'batch_output', filename: `${b.id}_${name}.jsonl`, bytes, lines, storageKey: parts[0], parts, createdAt: now } : null;
-    const output = file(b.outputParts as string[], b.outputBytes, b.outputLines, 'output');
-    const error = file(b.errorParts as string[], b.errorBytes, b.errorLines, 'error');
+    const output = await this.d.files.fileOfParts(b, 'output', { bytes: b.outputBytes, lines: b.outputLines }, now);
+    const error = await this.d.files.fileOfParts(b, 'error', { bytes: b.errorBytes, lines: b.errorLines }, now);
     const at = status === 'completed' ? { completedAt: now } : status === 'cancelled' ? { cancelledAt: now } : { expiredAt: now };
     const ended = await this.d.db.$transaction(async (tx) => {
       const n = await tx.batch.updateMany({
-        where: { id: b.id, version: b.version },
+        where: { id: b.id, version: b.version, status: b.status },
         data: { status, ...at, outputFileId: output?.id ?? null, errorFileId: error?.id ?? null, inFlight: [], version: { increment: 1 } },
       });
       if (n.count !== 1) return false;
@@ -330,6 +354,7 @@ export class BatchDriver {
     const caller = b.apiKeyId ?? `user ${b.userId}`;
     return {
       principal,
+      batchId: b.id,
       traceId: b.traceId ?? b.id,
       idempotency: { key: `${b.id} line ${l.line}`, caller, hash: requestHash(caller, 'POST', b.endpoint, body) },
     };
@@ -355,32 +380,4 @@ export class BatchDriver {
     const json = JSON.stringify({ id: lineRequestId(b.id, l.line), custom_id: l.customId, response: { status_code: e.status, request_id: requestId, body: e.toBody(b.traceId ?? b.id) }, error: { code: 'batch_expired', message: e.message } });
     return { ok: false, expired: true, cost: ZERO, json };
   }
-}
-
-/** The error an ended generation that did not complete answers with. */
-function lineError(g: Pick<Generation, 'status' | 'error'>): AppError {
-  if (g.status === 'failed' && g.error) return AppError.fromStored(g.error as never);
-  return new AppError('CONFLICT', 'The generation was cancelled');
-}
-
-function toLineError(e: unknown): AppError {
-  return new AppError('INTERNAL_ERROR', `The line could not be started: ${(e as Error)?.message ?? String(e)}`);
-}
-
-/**
- * The BullMQ Worker of the `batches` queue: every API process runs one (the driver orders lines through the services
- * the routes use, which live in the API). A process that dies leaves its drivers' jobs to any other's stalled check.
- */
-export function startBatchDriver(driver: BatchDriver, connection: Redis, config: Pick<Config, 'queuePrefix' | 'worker'>, logger: Logger): Worker {
-  const w = new Worker<BatchJobData>(QUEUES.batches, (job, token) => driver.run(job, token), {
-    connection,
-    prefix: config.queuePrefix,
-    concurrency: config.worker.concurrency.batches ?? DEFAULT_CONCURRENCY.batches,
-    // A driver's job may be re-run after any number of stalls: its state is the batch's row, each commit guarded.
-    maxStalledCount: 1_000,
-    lockDuration: config.worker.lockDurationMs,
-    stalledInterval: config.worker.stalledIntervalMs,
-  });
-  w.on('error', (err) => logger.error('batch driver error', { err }));
-  return w;
 }

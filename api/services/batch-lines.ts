@@ -134,6 +134,11 @@ export function storableBody(body: unknown): void {
   if (problem) throw AppError.validation([{ path: `/body${problem.path === '/' ? '' : problem.path}`, message: problem.message }]);
 }
 
+/** A line whose order failed for a reason of ours (not a refusal): 500, nothing reserved. */
+export function toLineError(e: unknown): AppError {
+  return new AppError('INTERNAL_ERROR', `The line could not be started: ${(e as Error)?.message ?? String(e)}`);
+}
+
 /** The error an ended generation that did not complete answers with. */
 export function lineError(g: Pick<Generation, 'status' | 'error'>): AppError {
   if (g.status === 'failed' && g.error) return AppError.fromStored(g.error as unknown as StoredError);

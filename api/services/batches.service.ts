@@ -6,6 +6,7 @@ import { randomBase62 } from '../../shared/ids';
 import { ownerOf, type Principal } from '../../shared/auth/principal';
 import { moneyJson } from '../../shared/formats/format-utils';
 import { JOB_OPTIONS, type BatchJobData } from '../../shared/queue/job-catalog';
+import { promoteIfDelayed } from '../../shared/queue/promote';
 import { visibleTo, type BatchFiles } from '../../shared/services/batch-files.service';
 import type { BatchStatus, CreateBatchBody, ListBatchesQuery } from '../../shared/schemas/batches.schema';
 import type { Logger } from '../../shared/logger';
@@ -140,8 +141,7 @@ export class BatchesService {
     if (n.count === 0 && now.status !== 'cancelling' && now.status !== 'cancelled') {
       throw new AppError('CONFLICT', `Batch ${b.id} has ended (status ${now.status}) and cannot be cancelled`);
     }
-    const job = await this.d.queue.getJob(b.id).catch(() => undefined);
-    if (job && (await job.getState().catch(() => 'unknown')) === 'delayed') await job.promote().catch(() => undefined);
+    await promoteIfDelayed(this.d.queue, b.id);
     return now;
   }
 

@@ -1,4 +1,4 @@
-import type { Queue } from 'bullmq';
+import type { Job, Queue } from 'bullmq';
 import { AppError } from '../../shared/errors/app-error';
 import type { Logger } from '../../shared/logger';
 import { AT_ONCE_QUEUES, JOB_OPTIONS } from '../../shared/queue/job-catalog';
@@ -20,6 +20,22 @@ import type { LocalLane } from '../../shared/runtime/local-lane';
 import type { LeaseDesk } from '../../shared/billing/leases';
 import { STOP_GRACE_MS, type FinalMessage, type GenerationOrder, type Submission } from './generation-order';
 import { attach } from './idempotent-replay';
+import type { Catalog } from '../../shared/catalog/catalog.types';
+import type { UpstreamBatches } from '../../shared/services/upstream-batches.service';
+import { takesUpstreamBatch } from '../../shared/providers/batch-routing';
+import { QUEUES } from '../../shared/queue/queue-names';
+
+/** Where batch lines bound for a provider's own batch API are parked (docs/batches.md "Provider batch APIs"). */
+export interface UpstreamParking {
+  catalog: Catalog;
+  store: UpstreamBatches;
+}
+
+/** A batch line parked for its endpoint's batch API: its batch and the endpoint. */
+interface Park {
+  batchId: string;
+  slug: string;
+}
 
 /** How often a cancel that waits for the worker (`chargeStreamed`) reads the generation's state. */
 const CANCEL_POLL_MS = 50;
@@ -42,6 +58,8 @@ export class GenerationGateway {
     private readonly lane: LocalLane,
     /** Reservations granted in memory from this process's leases (shared/billing/leases.ts); without it, none. */
     private readonly leases?: LeaseDesk,
+    /** Batch lines for providers' own batch APIs are parked there; without it, every line runs as a job. */
+    private readonly parking?: UpstreamParking,
   ) {}
 
   get replyChannel(): string {
@@ -56,6 +74,7 @@ export class GenerationGateway {
     const owner = ownerOf(o.caller.principal);
     // Background work (a background response, an async media call, a batch line): nobody waits for its messages.
     const replyTo = o.mode === 'async' || o.mode === 'batch' ? null : this.replyChannel;
+    const park = this.parkOf(o);
     return this.submit<T>(
       o.queue,
       {
@@ -71,7 +90,7 @@ export class GenerationGateway {
         responseMode: o.mode,
         request: o.request,
         warnings: o.recordWarnings?.length ? o.recordWarnings : undefined,
-        routing: { ...(o.routingQueue && { queue: o.queue }), candidates: o.candidates.map((c) => c.slug), ...(o.dropped !== undefined && { dropped: o.dropped }) },
+        routing: { ...(o.routingQueue && { queue: o.queue }), candidates: o.candidates.map((c) => c.slug), ...(o.dropped !== undefined && { dropped: o.dropped }), ...(park && { upstreamBatch: park.slug }) },
         callBackUrl: o.callBackUrl ?? null,
         sourceGenerationId: o.sourceGenerationId ?? null,
         previousResponseId: o.previousResponseId ?? null,
@@ -98,8 +117,19 @@ export class GenerationGateway {
           ...(o.caller.principal.maxConcurrency && { maxConcurrency: o.caller.principal.maxConcurrency }),
         }) as unknown as T,
       // A capped organization's job may be put back at its start (shared/queue/org-cap.ts): it is never claimed here.
-      { listen: replyTo !== null, forget: o.forget, capped: o.caller.principal.maxConcurrency != null },
+      { listen: replyTo !== null, forget: o.forget, capped: o.caller.principal.maxConcurrency != null, park },
     );
+  }
+
+  /**
+   * A batch line whose route puts first an endpoint with batch prices, whose provider's batch API takes its operation,
+   * is parked for that API (docs/batches.md "Provider batch APIs"); null for anything else.
+   */
+  private parkOf(o: Pick<GenerationOrder<GenerationJobBase>, 'mode' | 'queue' | 'candidates' | 'caller' | 'upstreamBatch'>): Park | undefined {
+    if (!this.parking || o.mode !== 'batch' || !o.caller.batchId || o.upstreamBatch === false) return undefined;
+    const operation = o.queue === QUEUES.text ? 'text' : o.queue === QUEUES.embeddings ? 'embeddings' : null;
+    const slug = o.candidates[0]?.slug;
+    return operation && takesUpstreamBatch(this.parking.catalog, operation, slug) ? { batchId: o.caller.batchId, slug: slug! } : undefined;
   }
 
   /**
@@ -116,7 +146,7 @@ export class GenerationGateway {
    * `max_output_tokens` lowered to what was granted). `forget` removes the job from Redis once it ends (its
    * payload carries the caller's text, which `store: false` asks us not to keep).
    */
-  private async submit<T extends object>(queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { listen: boolean; forget?: boolean; capped?: boolean }): Promise<Submission> {
+  private async submit<T extends object>(queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { listen: boolean; forget?: boolean; capped?: boolean; park?: Park }): Promise<Submission> {
     const claimable = opts.listen && !opts.capped && AT_ONCE_QUEUES.has(queue);
     if (this.leases && claimable && !gen.idempotency) {
       const drawn = await this.submitDrawn(this.leases, queue, gen, job, opts);
@@ -125,10 +155,11 @@ export class GenerationGateway {
     const created = await this.reserve(gen);
     if ('replayOf' in created) return attach(this.generations, created.replayOf, queue, gen, opts.listen);
     const { granted, createdAt } = created;
+    if (opts.park) return this.parkLine(queue, gen, job(granted), opts.park, granted, createdAt);
     const mailbox = opts.listen ? new Mailbox() : undefined;
     const detach = mailbox ? this.bus.listen(gen.id, (m) => mailbox.put(m)) : () => {};
     try {
-      const ticket = claimable ? this.lane.claimers.hold(this.queues[queue].qualifiedName) : null;
+      const ticket = claimable ? this.lane.claimers.hold(this.queues[queue].qualifiedName, gen.organizationId) : null;
       await this.enqueue(queue, gen, job(granted), opts, ticket);
     } catch (e) {
       detach();
@@ -152,7 +183,7 @@ export class GenerationGateway {
    * not give the job now: nothing was added, and the request takes the `reserved` path.
    */
   private async submitDrawn<T extends object>(leases: LeaseDesk, queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { forget?: boolean }): Promise<Submission | null> {
-    const ticket = this.lane.claimers.hold(this.queues[queue].qualifiedName);
+    const ticket = this.lane.claimers.hold(this.queues[queue].qualifiedName, gen.organizationId);
     if (!ticket) return null;
     const bound = money(gen.bound);
     const lease = leases.draw({ organizationId: gen.organizationId, apiKeyId: gen.apiKeyId ?? null, userId: gen.userId ?? null }, bound);
@@ -205,6 +236,20 @@ export class GenerationGateway {
       },
     );
     return { id: gen.id, queue, granted: bound, mailbox, detach, keyed: false, recorded };
+  }
+
+  /**
+   * A batch line for its endpoint's provider batch API: reserved and recorded like any generation, then parked with the
+   * job it would have had (a fallback enqueues exactly that) instead of enqueued; the batch's driver sends it upstream
+   * in a chunk. Parking refused (PostgreSQL away) is an enqueue refused: released, the record gone, 503.
+   */
+  private async parkLine(queue: QueueName, gen: NewGeneration, job: object, park: Park, granted: Decimal, createdAt: Date): Promise<Submission> {
+    try {
+      await this.parking!.store.park({ generationId: gen.id, batchId: park.batchId, endpointSlug: park.slug, queue, job });
+    } catch (e) {
+      return this.enqueueFailed(gen, e);
+    }
+    return { id: gen.id, queue, granted, detach: () => {}, keyed: gen.idempotency !== undefined, createdAt, parked: true };
   }
 
   /**
@@ -282,8 +327,22 @@ export class GenerationGateway {
   async cancel(id: string, queue: QueueName, opts: { chargeStreamed?: boolean } = {}): Promise<boolean> {
     const job = await this.queues[queue].getJob(id).catch(() => undefined);
     const data = job?.data as Partial<GenerationJobBase & { step: unknown; mode: ResponseMode }> | undefined;
-    // Its worker already replied with the cost (reply, then settle): that ending stands, and is committed now.
-    if (data?.organizationId && (await this.settlements.keep(data.organizationId, id, this.generations))) return false;
+    const org = data?.organizationId;
+    if (!org) return this.cancelHeld(id, queue, job, data, opts);
+    // While this cancel decides, no worker can promise the generation's settlement and reply on it (its commit then
+    // comes first, and races this one in the database). Unless its worker already replied with the cost (reply, then
+    // settle): that ending stands, and is committed now.
+    const held = await this.settlements.holdForCancel(org, id).catch(() => false);
+    if (!held && (await this.settlements.keep(org, id, this.generations))) return false;
+    try {
+      return await this.cancelHeld(id, queue, job, data, opts);
+    } finally {
+      if (held) await this.settlements.releaseCancel(org, id).catch(() => undefined);
+    }
+  }
+
+  /** `cancel`, once no settlement can be promised ahead of it. */
+  private async cancelHeld(id: string, queue: QueueName, job: Job | undefined, data: Partial<GenerationJobBase & { step: unknown; mode: ResponseMode }> | undefined, opts: { chargeStreamed?: boolean }): Promise<boolean> {
     const holdsTask = job !== undefined && data?.step !== undefined && (await job.getState().catch(() => 'unknown')) === 'delayed';
     // Removing fails when the job is running (locked by its worker).
     const removed = job !== undefined && !holdsTask && (await job.remove().then(() => true, () => false));

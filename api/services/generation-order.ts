@@ -27,6 +27,11 @@ export interface Submission {
   /** The generation of an earlier request with the same Idempotency-Key (nothing new was reserved). */
   replayed?: boolean;
   /**
+   * A batch line parked for its endpoint's provider batch API (docs/batches.md "Provider batch APIs"): reserved and
+   * recorded, no job of its own; a worker's chunk job sends it upstream.
+   */
+  parked?: boolean;
+  /**
    * The generation's created_at, as its record and every read of it answer (a replay: the first request's); absent
    * for a request granted from a lease, whose record commits later (a route then takes its own clock).
    */
@@ -45,6 +50,8 @@ export interface Caller {
   /** The request span (tracing on only): the job carries it, so the worker's spans join the request's trace. */
   traceparent?: string;
   idempotency?: IdempotencyClaim;
+  /** A batch line's batch (docs/batches.md): its line may go to its endpoint's provider batch API. */
+  batchId?: string;
 }
 
 /** The order fields a planned route gives: the serving model, the candidates in order, what was dropped, the plan's warnings. */
@@ -95,6 +102,8 @@ export interface GenerationOrder<T extends GenerationJobBase> {
   previousResponseId?: string;
   /** Remove the job from Redis once it ends (its payload carries text the caller asked us not to keep: `store: false`). */
   forget?: boolean;
+  /** False: a batch line that must run on the ordinary path (a text request with plugins, which run around the call). */
+  upstreamBatch?: false;
   /** The job fields of this kind, once the reservation is known (text lowers max_output_tokens to what was granted). */
   job: (granted: Decimal) => Omit<T, CommonJobField>;
 }

@@ -53,6 +53,8 @@ export interface TextSubmit {
   outputLimitField?: string;
   /** The request's Idempotency-Key, when it has one (docs/idempotency.md). */
   idempotency?: IdempotencyClaim;
+  /** A batch line's batch (Caller.batchId). */
+  batchId?: string;
 }
 
 /** The routing fields chat completions and responses share: model or models, provider preferences, stickiness, plugins. */
@@ -131,7 +133,7 @@ export class TextService {
     const submission = await this.d.gateway.order<TextJobData>({
       queue: QUEUES.text,
       id: s.id ?? newId('gen'),
-      caller: { principal: s.principal, traceId: s.traceId, traceparent: s.traceparent, idempotency: s.idempotency },
+      caller: { principal: s.principal, traceId: s.traceId, traceparent: s.traceparent, idempotency: s.idempotency, batchId: s.batchId },
       requestType: 'chat',
       apiType: s.apiType,
       mode: s.mode,
@@ -152,6 +154,8 @@ export class TextService {
         return { stickyKey: route.stickyKey, apiType: s.apiType, mode: s.mode, request, plugins: s.plugins?.length ? s.plugins : undefined, ...(s.store === false && { store: false as const }) };
       },
       forget: s.store === false,
+      // Plugins run around the provider call, which a provider's batch API makes without us.
+      ...(s.plugins?.length && { upstreamBatch: false as const }),
     });
     return { submission, route, request, warnings };
   }

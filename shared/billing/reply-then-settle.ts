@@ -11,7 +11,7 @@ import type { GenerationEvent } from '../queue/generation-bus';
 import type { GenerationJobBase } from '../queue/job-catalog';
 import type { CloseRow } from './ledger';
 import type { PendingRecord } from './pending-record';
-import type { PromiseKeeper, SettlementJournal } from './settlement-journal';
+import { PromiseRefused, type PromiseKeeper, type SettlementJournal } from './settlement-journal';
 
 /** The ledger's closes: GenerationService (shared/services/generation.service.ts). */
 export interface SettlementLedger extends PromiseKeeper {
@@ -68,6 +68,8 @@ export async function settleCompleted(deps: SettlementDeps, pub: ReplyChannel, d
   try {
     await deps.settlements.promise(data.organizationId, { row, replyTo: data.replyTo, message, ...(record && { open: record.row, at: Date.now() }) });
   } catch (err) {
+    // A cancel holds the generation: nothing was replied yet, so settle first; the first ending to commit stands.
+    if (err instanceof PromiseRefused) return replySettled(pub, payload, await deps.generations.finishRow(row));
     // Redis refused the promise: nothing was replied yet, so settle first, as without it.
     deps.logger.warn('settlement not promised, settling before the reply', { generationId: data.generationId, err, trace_id: data.traceId });
     await replySettled(pub, payload, await deps.generations.finishRow(row));
@@ -127,6 +129,8 @@ async function endStream(
   try {
     await deps.settlements.promise(data.organizationId, { row, replyTo: data.replyTo, message, ...(record && { open: record.row, at: Date.now() }) });
   } catch (err) {
+    // A cancel holds the generation: its ending and this commit race in the database, and the first one stands.
+    if (err instanceof PromiseRefused) return replySettled(pub, payload, await commit);
     deps.logger.warn('a stream settlement neither committed nor promised', { generationId: data.generationId, err, trace_id: data.traceId });
     const unknown = new AppError('SERVICE_UNAVAILABLE', `The answer is complete, but its charge could not be recorded now: GET /v1/history/generations/${data.generationId} shows whether it was`, {
       metadata: { generation_id: data.generationId },

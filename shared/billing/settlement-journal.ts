@@ -30,6 +30,46 @@ export interface PromiseKeeper {
 /** A stored promise's `row.result` when it is the reply's payload (written once, in the message). */
 const RESULT_IS_PAYLOAD = '$message.payload';
 
+/**
+ * A cancel's hold on a generation in the journal (`holdForCancel`): the entry's value while a cancel decides. A hold
+ * older than CANCEL_HOLD_MS (its cancel died) no longer refuses a promise.
+ */
+const CANCEL_MARK = '{"cancel":';
+export const CANCEL_HOLD_MS = 30_000;
+
+/** A promise refused because a cancel holds the generation (`holdForCancel`): the worker settles before replying. */
+export class PromiseRefused extends Error {
+  constructor(generationId: string) {
+    super(`a cancel holds generation ${generationId}: its settlement commits before the reply`);
+  }
+}
+
+// KEYS[1] the organization's journal; ARGV: generation id, value, now (ms), hold lifetime (ms). A promise is written
+// unless a live cancel hold is there (0); a hold is written unless a promise is there (0). One script: Redis runs it
+// whole, so a promise and a cancel's hold never both succeed.
+const PROMISE_SCRIPT = `
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if cur and string.sub(cur, 1, ${CANCEL_MARK.length}) == '${CANCEL_MARK}' then
+  local at = tonumber(string.match(cur, '^{"cancel":(%d+)'))
+  if at and at + tonumber(ARGV[4]) > tonumber(ARGV[3]) then return 0 end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1`;
+const HOLD_SCRIPT = `
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if cur and string.sub(cur, 1, ${CANCEL_MARK.length}) ~= '${CANCEL_MARK}' then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1`;
+const RELEASE_SCRIPT = `
+local cur = redis.call('HGET', KEYS[1], ARGV[1])
+if cur and string.sub(cur, 1, ${CANCEL_MARK.length}) == '${CANCEL_MARK}' then redis.call('HDEL', KEYS[1], ARGV[1]) end
+return 1`;
+
+const isHold = (value: string | null | undefined) => value?.startsWith(CANCEL_MARK) === true;
+
+/** The journal's scripts as ioredis defines them on its connection. */
+type JournalScripts = Record<'switchyardPromise' | 'switchyardCancelHold' | 'switchyardCancelRelease', (...args: Array<string | number>) => Promise<number>>;
+
 /** How long a read waits for an organization's promised settlements before it answers anyway. */
 export const SETTLE_WAIT_MS = 5_000;
 const POLL_MS = 2;
@@ -60,7 +100,16 @@ export class SettlementJournal {
     private readonly eraseVia: Redis = redis,
     /** The process's reply channels (shared/runtime/local-lane.ts): a reply sent again to a waiter here goes to it directly. */
     private readonly buses?: LocalBuses,
-  ) {}
+  ) {
+    // EVALSHA once loaded, as the project's other scripts (a promise is on every reply's path).
+    redis.defineCommand('switchyardPromise', { numberOfKeys: 1, lua: PROMISE_SCRIPT });
+    redis.defineCommand('switchyardCancelHold', { numberOfKeys: 1, lua: HOLD_SCRIPT });
+    redis.defineCommand('switchyardCancelRelease', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
+  }
+
+  private get scripts(): JournalScripts {
+    return this.redis as unknown as JournalScripts;
+  }
 
   private key(organizationId: string): string {
     return `${this.prefix}:settling:${organizationId}`;
@@ -72,13 +121,29 @@ export class SettlementJournal {
    */
   async promise(organizationId: string, s: PromisedSettlement): Promise<void> {
     const stored = s.message.type === 'done' && s.row.result === s.message.payload ? { ...s, row: { ...s.row, result: RESULT_IS_PAYLOAD } } : s;
-    await this.redis.hset(this.key(organizationId), s.row.id, JSON.stringify(stored));
+    const written = await this.scripts.switchyardPromise(this.key(organizationId), s.row.id, JSON.stringify(stored), Date.now(), CANCEL_HOLD_MS);
+    if (written === 0) throw new PromiseRefused(s.row.id);
+  }
+
+  /**
+   * A cancel's hold on the generation, taken before the cancel reads its state and released after its commit: while it
+   * is held no worker can promise the generation's settlement (`promise` is refused, so the worker commits before it
+   * replies, and whichever ending commits first stands). False when a promise is already there: that reply went out,
+   * and the cancel keeps it instead (`keep`).
+   */
+  async holdForCancel(organizationId: string, generationId: string): Promise<boolean> {
+    return (await this.scripts.switchyardCancelHold(this.key(organizationId), generationId, `${CANCEL_MARK}${Date.now()}}`)) === 1;
+  }
+
+  /** Releases a cancel's hold (a promise written since, after the hold ran out, stays). */
+  async releaseCancel(organizationId: string, generationId: string): Promise<void> {
+    await this.scripts.switchyardCancelRelease(this.key(organizationId), generationId);
   }
 
   /** The promise of one generation, or null. */
   async read(organizationId: string, generationId: string): Promise<PromisedSettlement | null> {
     const text = await this.redis.hget(this.key(organizationId), generationId);
-    if (!text) return null;
+    if (!text || isHold(text)) return null;
     const s = JSON.parse(text) as PromisedSettlement;
     if (s.row.result === RESULT_IS_PAYLOAD && s.message.type === 'done') s.row.result = s.message.payload;
     return s;
@@ -126,6 +191,7 @@ export class SettlementJournal {
     const keyPrefix = this.key('');
     for (const key of await scanKeys(this.redis, `${keyPrefix}*`)) {
       for (const [generationId, text] of Object.entries(await this.redis.hgetall(key))) {
+        if (isHold(text)) continue;
         const s = JSON.parse(text) as PromisedSettlement;
         if (s.open && (s.at ?? 0) <= now - minAgeMs) found.push({ organizationId: key.slice(keyPrefix.length), generationId, open: s.open });
       }
@@ -161,4 +227,5 @@ export class SettlementJournal {
   }
 }
 
-const pending = (ids: string[], values: Array<string | null>) => ids.filter((_, i) => values[i] !== null);
+/** The ids whose promises are still there (a cancel's hold is no promise: nothing to wait for). */
+const pending = (ids: string[], values: Array<string | null>) => ids.filter((_, i) => values[i] !== null && !isHold(values[i]));

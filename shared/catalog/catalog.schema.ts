@@ -1,6 +1,7 @@
 import { MEDIA_OPERATIONS, MODEL_TYPES, PRICE_FIELDS, PROVIDER_KINDS } from './catalog.types';
 
 const decimal = { anyOf: [{ type: 'number' }, { type: 'string', pattern: '^-?\\d+(\\.\\d+)?$' }] };
+const price = { type: 'object', additionalProperties: false, properties: Object.fromEntries(PRICE_FIELDS.map((f) => [f, decimal])) };
 
 /** JSON Schema of config/catalog.json (decisions.md section 1). Cross-references are checked in code. */
 export const catalogSchema = {
@@ -45,7 +46,9 @@ export const catalogSchema = {
               properties: {
                 provider: { type: 'string' },
                 upstreamModel: { type: 'string', minLength: 1 },
-                price: { type: 'object', additionalProperties: false, properties: Object.fromEntries(PRICE_FIELDS.map((f) => [f, decimal])) },
+                price,
+                // The provider's own batch API at these prices (docs/batches.md); where it may appear is checked in code.
+                batch: { type: 'object', required: ['price'], additionalProperties: false, properties: { price } },
                 supports: { type: 'array', items: { type: 'string' }, uniqueItems: true },
                 contextLength: { type: 'integer', minimum: 1 },
                 maxOutputTokens: { type: 'integer', minimum: 1 },

@@ -22,6 +22,16 @@ export type PriceField = (typeof PRICE_FIELDS)[number];
 /** Decimal strings or numbers in the file; kept as strings after loading so no float ever touches money. */
 export type Price = Partial<Record<PriceField, string>>;
 
+/**
+ * The provider kinds with a batch API of their own (OpenAI's `/v1/batches`, Anthropic's Message Batches) and the model
+ * types it takes: where an endpoint may carry `batch` prices (docs/batches.md "Provider batch APIs"). It mirrors the
+ * adapters' `batch.operations` (a unit test holds the two together; the catalog does not import the adapters).
+ */
+export const BATCH_API_MODEL_TYPES: Readonly<Partial<Record<ProviderKind, readonly ModelType[]>>> = {
+  openai: ['chat', 'embedding'],
+  anthropic: ['chat'],
+};
+
 export const MEDIA_OPERATIONS = ['extend', 'upscale_1080p', 'upscale_4k'] as const;
 export type MediaOperation = (typeof MEDIA_OPERATIONS)[number];
 
@@ -58,6 +68,11 @@ export interface EndpointConfig {
   maxDurationSeconds?: number;
   legacy?: boolean;
   operations?: MediaOperation[];
+  /**
+   * The provider's own batch API serves this endpoint at these prices (the same names as `price`, each at most the
+   * regular one): a batch line routed here first goes there (docs/batches.md "Provider batch APIs").
+   */
+  batch?: { price: Price };
 }
 
 export interface ModelConfig {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import Ajv from 'ajv';
 import { catalogSchema } from './catalog.schema';
 import { expandSupports } from './supports';
-import { PROVIDER_KINDS, type Catalog, type EndpointConfig, type ModelConfig, type Price, type ProviderConfig } from './catalog.types';
+import { BATCH_API_MODEL_TYPES, PROVIDER_KINDS, type Catalog, type EndpointConfig, type ModelConfig, type Price, type ProviderConfig } from './catalog.types';
 
 export class CatalogError extends Error {
   constructor(readonly problems: string[]) {
@@ -16,7 +16,7 @@ const validateShape = ajv.compile(catalogSchema);
 
 interface RawCatalog {
   providers: Record<string, Omit<ProviderConfig, 'id' | 'timeoutMs' | 'apiKey'> & { timeoutMs?: number }>;
-  models: Record<string, { displayName: string; type: ModelConfig['type']; endpoints: Array<Omit<EndpointConfig, 'slug' | 'price' | 'supports'> & { price: Record<string, number | string>; supports?: string[] }> }>;
+  models: Record<string, { displayName: string; type: ModelConfig['type']; endpoints: Array<Omit<EndpointConfig, 'slug' | 'price' | 'supports' | 'batch'> & { price: Record<string, number | string>; supports?: string[]; batch?: { price: Record<string, number | string> } }> }>;
 }
 
 /**
@@ -40,13 +40,19 @@ export function parseCatalog(raw: unknown, keys: Readonly<Record<string, string 
   const models: Record<string, ModelConfig> = Object.create(null);
   for (const [id, m] of Object.entries(data.models)) {
     const endpoints: EndpointConfig[] = m.endpoints.map((e) => {
-      const price: Price = {};
-      for (const [field, value] of Object.entries(e.price)) price[field as keyof Price] = String(value);
-      return { ...e, slug: `${id}:${e.provider}`, price, supports: expandSupports(e.supports ?? []) };
+      const { batch, ...rest } = e;
+      return { ...rest, slug: `${id}:${e.provider}`, price: priceOf(e.price), supports: expandSupports(e.supports ?? []), ...(batch && { batch: { price: priceOf(batch.price) } }) };
     });
     models[id] = { id, displayName: m.displayName, type: m.type, endpoints };
   }
   return { providers, models };
+}
+
+/** Prices as decimal strings: no float ever touches money. */
+function priceOf(raw: Record<string, number | string>): Price {
+  const price: Price = {};
+  for (const [field, value] of Object.entries(raw)) price[field as keyof Price] = String(value);
+  return price;
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -76,7 +82,34 @@ function referenceProblems(raw: unknown): string[] {
       for (const [field, value] of Object.entries(isRecord(e.price) ? e.price : {})) {
         if (String(value).startsWith('-')) problems.push(`model "${id}" endpoint ${i}: negative price ${field} = ${String(value)}`);
       }
+      if (e.batch !== undefined) problems.push(...batchProblems(`model "${id}" endpoint ${i}`, e, isRecord(m) ? m.type : undefined, providers));
     });
+  }
+  return problems;
+}
+
+/**
+ * An endpoint's `batch` prices (docs/batches.md "Provider batch APIs"): only on a provider whose kind has a batch API
+ * for the model's type (BATCH_API_MODEL_TYPES), each price named in `price` too, none negative, none above the regular
+ * one (a line reserves at the regular price: its batch charge must fit in that).
+ */
+function batchProblems(where: string, e: Record<string, unknown>, type: unknown, providers: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  const provider = typeof e.provider === 'string' && Object.hasOwn(providers, e.provider) ? providers[e.provider] : undefined;
+  const kind = isRecord(provider) && typeof provider.kind === 'string' ? provider.kind : undefined;
+  // An unknown kind is named once, above.
+  if (kind !== undefined && (PROVIDER_KINDS as readonly string[]).includes(kind)) {
+    const types = (BATCH_API_MODEL_TYPES as Record<string, readonly string[] | undefined>)[kind];
+    if (!types) problems.push(`${where}: batch prices on provider "${String(e.provider)}" of kind "${kind}", which has no batch API (batch APIs: ${Object.keys(BATCH_API_MODEL_TYPES).join(', ')})`);
+    else if (typeof type === 'string' && !types.includes(type)) problems.push(`${where}: batch prices on a ${type} model, which the ${kind} batch API does not take (it takes ${types.join(', ')})`);
+  }
+  const regular = isRecord(e.price) ? e.price : {};
+  const batch = isRecord(e.batch) && isRecord(e.batch.price) ? e.batch.price : {};
+  for (const [field, value] of Object.entries(batch)) {
+    const text = String(value);
+    if (text.startsWith('-')) problems.push(`${where}: negative batch price ${field} = ${text}`);
+    else if (!Object.hasOwn(regular, field)) problems.push(`${where}: batch price ${field} has no regular price ${field}`);
+    else if (!String(regular[field]).startsWith('-') && Number(text) > Number(regular[field])) problems.push(`${where}: batch price ${field} = ${text} is above the regular price ${String(regular[field])}`);
   }
   return problems;
 }

@@ -51,7 +51,7 @@ export interface Config {
   /** Reservation leases (shared/billing/leases.ts): LEASE_REQUESTS (0: off), LEASE_HEADROOM, LEASE_IDLE_MS, LEASE_TTL_MS, LEASE_MAX_AGE_MS. */
   leases: LeaseSettings;
   media: MediaSettings;
-  /** The Batch API's drivers (api/services/batch-driver.ts): BATCH_LINES_IN_FLIGHT, BATCH_POLL_MS. */
+  /** The Batch API's drivers (api/services/batch-driver.ts) and files: BATCH_LINES_IN_FLIGHT, BATCH_POLL_MS, BATCH_FILE_RETENTION_DAYS. */
   batches: BatchSettings;
   /** S3-compatible file storage when S3_BUCKET is set; else files live under `<homeDir>/files`. */
   s3?: S3Settings;
@@ -70,6 +70,12 @@ export interface WorkerSettings {
   /** Stalled-job timing (how soon a dead worker's jobs run again): WORKER_STALLED_INTERVAL_MS, WORKER_LOCK_DURATION_MS. */
   stalledIntervalMs: number;
   lockDurationMs: number;
+  /**
+   * The default share's headroom (workers/services/default-share.ts): slots each worker process keeps per generation
+   * queue beyond its concurrency, for organizations holding fewer than their share, as a fraction of that concurrency
+   * (at least one slot; 0: none). WORKER_SHARE_HEADROOM, default 0.125.
+   */
+  shareHeadroom: number;
   /** Port of a worker process's own /metrics: WORKER_METRICS_PORT, default 9091 (0: any free port). */
   metricsPort: number;
 }
@@ -101,6 +107,21 @@ export interface BatchSettings {
   linesInFlight: number;
   /** How often a batch's driver looks at its running lines: BATCH_POLL_MS, default 500. */
   pollMs: number;
+  /**
+   * Days a batch file is kept after its creation (then the maintenance sweep deletes it; an input not before the
+   * batches reading it have ended): BATCH_FILE_RETENTION_DAYS, default 30; 0 keeps them until deleted.
+   */
+  fileRetentionDays: number;
+  /**
+   * Provider batch APIs (docs/batches.md): the most lines of one upstream batch (BATCH_UPSTREAM_MAX_LINES, 10,000; also the
+   * most parked lines a driver keeps in flight beside `linesInFlight`), how often a worker polls one
+   * (BATCH_UPSTREAM_POLL_MS, 15,000; also the longest a driver waits between steps while its batch only waits on
+   * providers), and how long parked lines wait for company before their chunk is sent
+   * (BATCH_UPSTREAM_GATHER_MS, 2,000).
+   */
+  upstreamMaxLines: number;
+  upstreamPollMs: number;
+  upstreamGatherMs: number;
 }
 
 /** S3_BUCKET, S3_REGION (default us-east-1), S3_ENDPOINT, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_FORCE_PATH_STYLE, S3_PREFIX. */
@@ -155,6 +176,15 @@ function positive(env: Env, name: string, fallback: number): number {
   if (value === undefined || value === '') return fallback;
   const n = Number(value);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got "${value}"`);
+  return n;
+}
+
+/** A number from 0 to 1, or `fallback` when unset or empty. */
+function fraction(env: Env, name: string, fallback: number): number {
+  const value = env[name];
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0 || n > 1) throw new Error(`${name} must be a number from 0 to 1, got "${value}"`);
   return n;
 }
 
@@ -213,6 +243,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
       concurrency,
       stalledIntervalMs: positive(env, 'WORKER_STALLED_INTERVAL_MS', 15_000),
       lockDurationMs: positive(env, 'WORKER_LOCK_DURATION_MS', 30_000),
+      shareHeadroom: fraction(env, 'WORKER_SHARE_HEADROOM', 0.125),
       metricsPort: int(env, 'WORKER_METRICS_PORT', DEFAULT_WORKER_METRICS_PORT),
     },
     reaper: { everyMs: positive(env, 'REAPER_EVERY_MS', 60_000), minAgeMs: positive(env, 'REAPER_MIN_AGE_MS', 120_000) },
@@ -232,7 +263,14 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
       cancelCheckMs: positive(env, 'MEDIA_CANCEL_CHECK_MS', 1000),
       callbackBackoffMs: env.CALLBACK_BACKOFF_MS ? positive(env, 'CALLBACK_BACKOFF_MS', 1000) : undefined,
     },
-    batches: { linesInFlight: positive(env, 'BATCH_LINES_IN_FLIGHT', 64), pollMs: positive(env, 'BATCH_POLL_MS', 500) },
+    batches: {
+      linesInFlight: positive(env, 'BATCH_LINES_IN_FLIGHT', 64),
+      pollMs: positive(env, 'BATCH_POLL_MS', 500),
+      fileRetentionDays: int(env, 'BATCH_FILE_RETENTION_DAYS', 30),
+      upstreamMaxLines: positive(env, 'BATCH_UPSTREAM_MAX_LINES', 10_000),
+      upstreamPollMs: positive(env, 'BATCH_UPSTREAM_POLL_MS', 15_000),
+      upstreamGatherMs: positive(env, 'BATCH_UPSTREAM_GATHER_MS', 2_000),
+    },
     s3: env.S3_BUCKET
       ? {
           bucket: env.S3_BUCKET,

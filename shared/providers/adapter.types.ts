@@ -116,6 +116,119 @@ export interface MediaTaskOperation {
   parseTask(json: unknown): MediaTask;
 }
 
+// ---------- provider batch APIs (OpenAI Batch, Anthropic Message Batches) ----------
+
+/**
+ * One line handed to a provider's batch API: our id for it (the generation's id, the provider's `custom_id`) and the
+ * request the adapter's `text` or `embeddings` `buildRequest` describes for the same call (stream off).
+ */
+export interface UpstreamBatchLine {
+  customId: string;
+  request: HttpRequestSpec;
+}
+
+/** A provider batch, in our words. */
+export interface UpstreamBatch {
+  id: string;
+  /**
+   * `running`: the provider still works on it (validating, in progress, finalizing, cancelling).
+   * `ended`: its results can be read (completed, cancelled or expired: each line that ran has a result, the others a
+   * retryable failure). `failed`: the provider refused the whole batch (no line ran; every line may be retried).
+   */
+  status: 'running' | 'ended' | 'failed';
+  /** Once `ended`: the GETs whose `text` replies hold the result lines (OpenAI: output and error files; Anthropic: results). */
+  results: HttpRequestSpec[];
+  /** Why it `failed`, as the provider says. */
+  error?: string;
+}
+
+/** One result line: the line's reply body exactly as the synchronous call answers it, or why it has none. */
+export type UpstreamBatchResult =
+  | { customId: string; ok: true; body: unknown }
+  | {
+      customId: string;
+      ok: false;
+      /** The provider's status for the line (400, 429, 500...), when it gave one. */
+      status?: number;
+      message: string;
+      /** Whether the line may be tried again on another path (5xx, 429, cancelled, expired: yes; 4xx: no). */
+      retryable: boolean;
+    };
+
+/** A batch on a page of the provider's list, in our words; `raw` is read with `parseBatch` once it is taken. */
+export interface ListedBatch {
+  id: string;
+  /** When the provider created it (ms), when the list says. */
+  createdMs?: number;
+  /** How many requests it holds, when the list says. */
+  requests?: number;
+  /** Our tag, where the provider keeps one (`buildCreate`'s `tag`). */
+  tag?: string;
+  raw: unknown;
+}
+
+/**
+ * What a chunk's run knows of the batch an earlier run may have created and never recorded (docs/batches.md
+ * "Crashes"), and what it must not take.
+ */
+export interface SoughtBatch {
+  /** The chunk's id: the create's `tag`. */
+  tag: string;
+  /** When the create could have been accepted (ms, clock skew included): from a little before the chunk went `submitting` to now. */
+  sinceMs: number;
+  untilMs: number;
+  /** How many requests it could hold: the chunk's lines still running now at least, the chunk's lines at most. */
+  minLines: number;
+  maxLines: number;
+  /** Which of the listed batches chunks have recorded (their `upstream_id`): another chunk's, never taken. */
+  known: ReadonlySet<string>;
+  /** Other chunks whose create may be on its way (rows `submitting`): a batch that fits them too is not told apart. */
+  others: ReadonlyArray<{ sinceMs: number; maxLines: number }>;
+  /** Whether the pages listed reach back past `sinceMs` (else a batch seen once may have a twin further back). */
+  complete: boolean;
+}
+
+/** The batch taken (`batch`), or none; `candidates`: the batches that fit but could not be told apart (none taken). */
+export interface BatchMatch {
+  batch?: ListedBatch;
+  candidates: string[];
+}
+
+/**
+ * A provider's own batch API: create a batch of lines, read its state, cancel it, read its results. Pure: each
+ * method describes a request or reads a reply; `api.ts` performs them.
+ */
+export interface BatchApiOperation {
+  /** The operations whose requests its batch API takes. */
+  operations: Array<'text' | 'embeddings'>;
+  /** OpenAI: the JSONL upload of the lines (`POST /files`, `purpose=batch`); absent where a create carries the lines. */
+  buildUpload?(lines: UpstreamBatchLine[], apiKey: string): HttpRequestSpec;
+  /** The uploaded file's id, from `buildUpload`'s reply. */
+  parseUpload?(json: unknown): string;
+  /**
+   * Creates the batch: from the uploaded file (OpenAI; `fileId` set) or from the lines themselves (Anthropic). `tag`
+   * (our id for the batch) goes where the provider keeps it with the batch (OpenAI `metadata`), for `find`.
+   */
+  buildCreate(input: { lines: UpstreamBatchLine[]; fileId?: string; tag?: string }, apiKey: string): HttpRequestSpec;
+  /**
+   * Where the provider lists its batches, newest first (OpenAI `GET /batches`, Anthropic `GET /messages/batches`), so
+   * a run that cannot tell whether an earlier run's create was accepted finds that batch instead of creating a second
+   * one: `build` a page of the list (`after`: the `next` of the page before), `parse` it, and `match` what the pages
+   * listed so far against what the run knows of its batch.
+   */
+  find?: {
+    build(after: string | undefined, apiKey: string): HttpRequestSpec;
+    parse(json: unknown): { batches: ListedBatch[]; next?: string };
+    match(listed: readonly ListedBatch[], sought: SoughtBatch): BatchMatch;
+  };
+  buildGet(batchId: string, apiKey: string): HttpRequestSpec;
+  buildCancel(batchId: string, apiKey: string): HttpRequestSpec;
+  /** Reads a batch from the create, get or cancel reply; `results` are built with `apiKey`. */
+  parseBatch(json: unknown, apiKey: string): UpstreamBatch;
+  /** Reads one line of a results reply (blank lines are skipped by the caller). */
+  parseResultLine(line: string): UpstreamBatchResult;
+}
+
 // ---------- the manifest ----------
 
 export interface AdapterSupports {
@@ -158,4 +271,6 @@ export interface ProviderAdapter<K extends ProviderKind = ProviderKind> {
   embeddings?: EmbeddingsOperation;
   images?: ImagesOperation;
   media?: MediaTaskOperation;
+  /** The provider's own batch API, where it has one. */
+  batch?: BatchApiOperation;
 }

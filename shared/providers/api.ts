@@ -2,6 +2,7 @@
  * The only I/O of the provider layer: performs the `HttpRequestSpec`s the adapters describe, over one undici
  * `Agent` (a keep-alive connection pool per origin). Every failure leaves here as an `UpstreamError`.
  */
+import { randomBytes } from 'node:crypto';
 import { Agent, type Dispatcher } from 'undici';
 import type { ErrorBodyExtractor, SseEvent } from './adapter.types';
 import type { HttpRequestSpec } from './provider.types';
@@ -31,7 +32,7 @@ export interface UpstreamCallOptions {
 export interface UpstreamReply {
   status: number;
   headers: Record<string, string>;
-  /** The parsed body (a 2xx that is not JSON is a `malformed_reply`). */
+  /** The parsed body (a 2xx that is not JSON is a `malformed_reply`); undefined when the spec asked `replyAs: 'text'`. */
   json: unknown;
   text: string;
 }
@@ -76,6 +77,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
         const text = await res.body.text();
         const headers = flattenHeaders(res.headers);
         if (!isSuccess(res.statusCode)) throw replyError(res.statusCode, headers, text, call);
+        if (spec.replyAs === 'text') return { status: res.statusCode, headers, json: undefined, text };
         let json: unknown;
         try {
           json = JSON.parse(text);
@@ -133,8 +135,17 @@ function send(agent: Agent, baseUrl: string, spec: HttpRequestSpec, call: Upstre
   if (call.signal?.aborted) return Promise.reject(abortedError(call.signal.reason));
   const target = joinUpstreamUrl(baseUrl, spec.path);
   const headers = { ...spec.headers };
-  const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
-  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+  let body: string | Buffer | undefined;
+  if (spec.multipart) {
+    const form = multipartBody(spec.multipart);
+    // The boundary is ours: whatever content type the spec named (the adapters' JSON default) gives way to it.
+    for (const name of Object.keys(headers)) if (name.toLowerCase() === 'content-type') delete headers[name];
+    headers['content-type'] = form.contentType;
+    body = form.body;
+  } else if (spec.body !== undefined) {
+    body = JSON.stringify(spec.body);
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+  }
   return agent.request({
     origin: target.origin,
     path: target.path,
@@ -145,6 +156,20 @@ function send(agent: Agent, baseUrl: string, spec: HttpRequestSpec, call: Upstre
     headersTimeout: call.timeoutMs,
     bodyTimeout: call.timeoutMs,
   });
+}
+
+/** A `multipart/form-data` body (RFC 7578): the text fields in order, then the file part, under a random boundary. */
+export function multipartBody(form: NonNullable<HttpRequestSpec['multipart']>): { contentType: string; body: Buffer } {
+  const boundary = `----switchyard${randomBytes(16).toString('hex')}`;
+  const quoted = (value: string): string => value.replace(/"/g, '%22').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+  const parts: string[] = [];
+  for (const [name, value] of Object.entries(form.fields)) {
+    parts.push(`--${boundary}\r\ncontent-disposition: form-data; name="${quoted(name)}"\r\n\r\n${value}\r\n`);
+  }
+  const { file } = form;
+  parts.push(`--${boundary}\r\ncontent-disposition: form-data; name="${quoted(file.field)}"; filename="${quoted(file.filename)}"\r\ncontent-type: ${file.contentType}\r\n\r\n`);
+  const body = Buffer.concat([Buffer.from(parts.join(''), 'utf8'), Buffer.from(file.data, 'utf8'), Buffer.from(`\r\n--${boundary}--\r\n`, 'utf8')]);
+  return { contentType: `multipart/form-data; boundary=${boundary}`, body };
 }
 
 async function* sseEvents(body: Dispatcher.ResponseData['body'], call: UpstreamCallOptions): AsyncGenerator<SseEvent> {

@@ -140,7 +140,12 @@ export interface HttpRequestSpec {
   /** Path and query appended to the provider's `baseUrl`. */
   path: string;
   headers: Record<string, string>;
+  /** A JSON body. */
   body?: unknown;
+  /** A `multipart/form-data` body instead (a provider's file upload): text fields, then one file part. */
+  multipart?: { fields: Record<string, string>; file: { field: string; filename: string; contentType: string; data: string } };
+  /** How the 2xx reply is read: `json` (default; anything else is a `malformed_reply`) or `text` (JSONL results). */
+  replyAs?: 'json' | 'text';
 }
 
 /** An upstream failure, classified once (see shared/providers/upstream-error.ts). */

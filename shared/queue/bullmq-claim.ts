@@ -77,7 +77,6 @@ rcall("HINCRBY", jobKey, "ats", 1)
 return {added, rcall("HGETALL", jobKey)}
 `;
 const COMMAND = 'switchyardAddClaimed';
-const defined = new WeakSet<object>();
 
 /**
  * The arguments BullMQ gives its `addStandardJob` script for this job (as `queue.add` builds them: Queue.addJob,
@@ -100,10 +99,8 @@ export async function addStandardJobArgs(queue: Queue, data: object, opts: JobsO
  */
 export async function addClaimed(queue: Queue, args: unknown[], token: string, lockDuration: number, only: boolean, fair?: string[]): Promise<string[] | null | 'not-added' | 'backlogged'> {
   const client = (await queue.backend.client) as unknown as Record<string, (...a: unknown[]) => Promise<unknown>> & { defineCommand(name: string, d: { numberOfKeys: number; lua: string }): void };
-  if (!defined.has(client)) {
-    client.defineCommand(COMMAND, { numberOfKeys: 9, lua: CLAIM_JOB });
-    defined.add(client);
-  }
+  // Defined once per connection (ioredis adds the command as a method of the client), as generation-bus.ts does.
+  if (!(COMMAND in client)) client.defineCommand(COMMAND, { numberOfKeys: 9, lua: CLAIM_JOB });
   const [added, raw, backlogged] = (await client[COMMAND]!(...args, token, lockDuration, Date.now(), only ? '1' : '0', ...(fair ?? []))) as [unknown, unknown, unknown];
   if (raw === -1) return 'not-added';
   if (backlogged === 1) return 'backlogged';
@@ -119,4 +116,50 @@ export async function queueClient(queue: Queue): Promise<Redis> {
 /** A claimed job's hash decoded as BullMQ decodes what its fetch returns (numbers, options, short field names). */
 export function claimedJobJson(raw: string[]): JobJson {
   return raw2NextJobData([raw])[0] as JobJson;
+}
+
+/**
+ * Takes one job that waits in the wait list (not only its head) and makes it active for `token`, as BullMQ's fetch
+ * would have made it active had it been next: for the default share's headroom (workers/services/default-share.ts),
+ * which starts a waiting interactive job of an organization under its share while every slot is held. The same
+ * checks and steps as the claim above (not paused, rate limited or at the global concurrency; lock, `active` event,
+ * `processedOn`, started attempts); the marker goes when nothing is left to fetch.
+ */
+const TAKE_JOB = `
+local rcall = redis.call
+local waitKey, activeKey, metaKey, eventsKey, markerKey, prioritizedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local jobId = ARGV[2]
+if not rcall("LPOS", waitKey, jobId) then return 0 end
+local meta = rcall("HMGET", metaKey, "paused", "concurrency", "max")
+if meta[1] or meta[3] or (meta[2] and rcall("LLEN", activeKey) >= tonumber(meta[2])) then return 0 end
+rcall("LREM", waitKey, 1, jobId)
+rcall("LPUSH", activeKey, jobId)
+if rcall("LLEN", waitKey) == 0 and rcall("ZCARD", prioritizedKey) == 0 then rcall("ZREM", markerKey, "0") end
+local jobKey = ARGV[1] .. jobId
+rcall("SET", jobKey .. ":lock", ARGV[3], "PX", ARGV[4])
+rcall("XADD", eventsKey, "*", "event", "active", "jobId", jobId, "prev", "waiting")
+rcall("HSET", jobKey, "processedOn", ARGV[5])
+rcall("HINCRBY", jobKey, "ats", 1)
+return rcall("HGETALL", jobKey)
+`;
+const TAKE_COMMAND = 'switchyardTakeWaiting';
+
+/** A queue or a Worker: its keys, in BullMQ's naming. */
+type QueueKeys = { keys: Record<string, string>; toKey(type: string): string };
+
+/** Takes the waiting job `jobId` for `token` (TAKE_JOB): its hash as BullMQ's fetch returns it, or null when it no longer waits or the queue gives nothing now. */
+export async function takeWaiting(client: Redis, queue: QueueKeys, jobId: string, token: string, lockDuration: number): Promise<string[] | null> {
+  const c = client as Redis & Record<string, (...a: unknown[]) => Promise<unknown>>;
+  if (!(TAKE_COMMAND in c)) client.defineCommand(TAKE_COMMAND, { numberOfKeys: 6, lua: TAKE_JOB });
+  const k = queue.keys;
+  const raw = await c[TAKE_COMMAND]!(k.wait, k.active, k.meta, k.events, k.marker, k.prioritized, queue.toKey(''), jobId, token, lockDuration, Date.now());
+  return Array.isArray(raw) ? (raw as string[]) : null;
+}
+
+/** The organization of a waiting generation job (its payload's `organizationId`), or null when it is gone. */
+export async function waitingJobOrganization(client: Redis, queue: QueueKeys, jobId: string): Promise<string | null> {
+  const data = await client.hget(queue.toKey(jobId), 'data');
+  if (!data) return null;
+  const org = (JSON.parse(data) as { organizationId?: unknown }).organizationId;
+  return typeof org === 'string' ? org : null;
 }

@@ -1,5 +1,6 @@
 import type Redis from 'ioredis';
 import { Stop, type StopSignal } from '../stop';
+import { listenForJson } from './redis';
 
 /**
  * Why a running job is told to stop (the reason its stop signal carries):
@@ -39,19 +40,10 @@ export function publishStop(redis: Redis, prefix: string, id: string, reason: St
  * Worker side: subscribes `sub` (a connection of its own, in subscriber mode from now on) and calls `onStop` for
  * every well-formed message. Resolves once subscribed.
  */
-export async function listenForStops(sub: Redis, prefix: string, onStop: (id: string, reason: StopReason) => void): Promise<void> {
-  const channel = cancelChannel(prefix);
-  sub.on('message', (from: string, text: string) => {
-    if (from !== channel) return;
-    let m: Partial<CancelMessage>;
-    try {
-      m = JSON.parse(text) as Partial<CancelMessage>;
-    } catch {
-      return;
-    }
+export function listenForStops(sub: Redis, prefix: string, onStop: (id: string, reason: StopReason) => void): Promise<void> {
+  return listenForJson(sub, cancelChannel(prefix), (m) => {
     if (typeof m.id === 'string' && isStopReason(m.reason)) onStop(m.id, m.reason);
   });
-  await sub.subscribe(channel);
 }
 
 /**

@@ -27,8 +27,13 @@ export interface ClaimTicket {
 
 /** A worker of this process that takes jobs as they are enqueued. */
 export interface Claimer {
-  /** A ticket when a slot is free, else null. */
-  hold(): ClaimTicket | null;
+  /** A ticket when a slot is free, else null; `organizationId`: whose job it is for (the default share counts it). */
+  hold(organizationId?: string): ClaimTicket | null;
+  /**
+   * A ticket for one of the default share's headroom slots (workers/services/default-share.ts), asked when no slot is
+   * free: only for an organization holding fewer than its share, and while the headroom has room; else null.
+   */
+  holdBeyond?(organizationId: string): ClaimTicket | null;
 }
 
 /** The lock token of a claimed job (a fetched job's token is the worker's own). */
@@ -37,6 +42,14 @@ export function claimToken(workerId: string, n: number): string {
 }
 export function isClaimToken(token: string | undefined): boolean {
   return token?.includes(':claim:') === true;
+}
+/** The lock token of a job taken from the wait list into a headroom slot (it waited, so it was counted: not a claim's). */
+export function takeToken(workerId: string, n: number): string {
+  return `${workerId}:take:${n}`;
+}
+/** A claimed or a taken job's token: it started on a ticket, not on the worker's fetch. */
+export function isTicketToken(token: string | undefined): boolean {
+  return isClaimToken(token) || token?.includes(':take:') === true;
 }
 
 /**
@@ -57,10 +70,19 @@ export class LocalClaimers {
     };
   }
 
-  /** A free slot of a worker of this process for the queue, held until the job starts there or is released; null when none. */
-  hold(qualifiedName: string): ClaimTicket | null {
-    for (const c of this.byQueue.get(qualifiedName) ?? []) {
-      const ticket = c.hold();
+  /**
+   * A free slot of a worker of this process for the queue, held until the job starts there or is released; with the
+   * job's organization, when every slot is taken, a headroom slot if that organization is under its share; null when none.
+   */
+  hold(qualifiedName: string, organizationId?: string): ClaimTicket | null {
+    const claimers = this.byQueue.get(qualifiedName) ?? [];
+    for (const c of claimers) {
+      const ticket = c.hold(organizationId);
+      if (ticket) return ticket;
+    }
+    if (organizationId === undefined) return null;
+    for (const c of claimers) {
+      const ticket = c.holdBeyond?.(organizationId);
       if (ticket) return ticket;
     }
     return null;

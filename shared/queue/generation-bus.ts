@@ -139,7 +139,9 @@ export class GenerationBus {
       } else {
         sub.on('ready', recheck);
       }
-      sub.on('message', (_channel: string, text: string) => {
+      sub.on('message', (channel: string, text: string) => {
+        // The connection may carry other channels too (shared/runtime/key-changes.ts).
+        if (channel !== this.channel) return;
         let m: BusMessage;
         try {
           m = JSON.parse(text) as BusMessage;

@@ -12,6 +12,7 @@
  * | callbacks   | CallbackJobData                     | none                                         |
  * | maintenance | none (repeatable reaper job)        | none                                         |
  * | batches     | BatchJobData                        | none: the batch's record is the outcome      |
+ * | upstream_batches | UpstreamBatchJobData           | none: each line's generation is the outcome  |
  *
  * A failure crosses as `StoredError` (shared/errors/app-error.ts: AppError.toStored / fromStored).
  */
@@ -196,10 +197,25 @@ export interface CallbackJobData {
   status: 'completed' | 'failed' | 'cancelled';
   /** When the first attempt signed the record's file URLs (ms): every retry sends the same body. */
   signedAt?: number;
+  /** The generation's request span (tracing on): each delivery attempt is a span under it. */
+  traceparent?: string;
 }
 
 /** A batch's driver (queue `batches`, api/services/batch-driver.ts): its state is the batch's row, not the job. */
 export interface BatchJobData {
+  batchId: string;
+  organizationId: string;
+  traceId?: string;
+  /** The driver's wait between steps when its last run ended (api/services/batch-driver.ts `run`): the next run goes on from it. */
+  waitMs?: number;
+}
+
+/**
+ * A chunk of a batch's parked lines at a provider's own batch API (queue `upstream_batches`,
+ * workers/services/upstream-batch-runner.ts): its state is the `upstream_batches` row, not the job.
+ */
+export interface UpstreamBatchJobData {
+  upstreamBatchId: string;
   batchId: string;
   organizationId: string;
   traceId?: string;
@@ -214,6 +230,7 @@ export interface JobContracts {
   [QUEUES.callbacks]: { data: CallbackJobData; result: void };
   [QUEUES.maintenance]: { data: Record<string, never>; result: void };
   [QUEUES.batches]: { data: BatchJobData; result: void };
+  [QUEUES.upstreamBatches]: { data: UpstreamBatchJobData; result: void };
 }
 export type JobDataOf<Q extends QueueName> = JobContracts[Q]['data'];
 export type JobResultOf<Q extends QueueName> = JobContracts[Q]['result'];
@@ -257,6 +274,8 @@ export const JOB_OPTIONS: Record<QueueName, JobsOptions> = {
   [QUEUES.maintenance]: { attempts: 3, removeOnComplete: { count: 100 }, removeOnFail: { count: 100 } },
   // A driver step that throws is retried with back-off; its state is in PostgreSQL, so a retry resumes.
   [QUEUES.batches]: { attempts: 20, backoff: { type: 'exponential', delay: 1000 }, removeOnComplete: { count: 1000 }, removeOnFail: { age: 7 * 24 * 3600 } },
+  // A chunk's step that throws (its provider or PostgreSQL away) is retried with back-off; its state is its row.
+  [QUEUES.upstreamBatches]: { attempts: 20, backoff: { type: 'exponential', delay: 2000 }, removeOnComplete: { count: 1000 }, removeOnFail: { age: 7 * 24 * 3600 } },
 };
 
 /**
@@ -275,4 +294,5 @@ export const DEFAULT_CONCURRENCY: Record<QueueName, number> = {
   callbacks: 32,
   maintenance: 1,
   batches: 8,
+  upstream_batches: 8,
 };

@@ -11,6 +11,11 @@ export const QUEUES = {
   maintenance: 'maintenance',
   /** Batch drivers (api/services/batch-driver.ts): one step job per batch; its lines go to the queues of their kinds. */
   batches: 'batches',
+  /**
+   * Provider batch APIs (workers/services/upstream-batch-runner.ts): one step job per chunk of a batch's lines sent to an
+   * endpoint's own batch API (submit, poll, settle).
+   */
+  upstreamBatches: 'upstream_batches',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];

@@ -120,6 +120,25 @@ export function whenReady(redis: Redis, timeoutMs = 10_000): Promise<void> {
 }
 
 /**
+ * Subscribes `sub` (a connection in subscriber mode from now on; it may carry other channels) to `channel` and calls
+ * `on` with every message of that channel that parses as a JSON object (a message that does not is dropped; `on`
+ * checks the fields). Resolves once subscribed.
+ */
+export async function listenForJson(sub: Redis, channel: string, on: (message: Record<string, unknown>) => void): Promise<void> {
+  sub.on('message', (from: string, text: string) => {
+    if (from !== channel) return;
+    let m: unknown;
+    try {
+      m = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (m !== null && typeof m === 'object' && !Array.isArray(m)) on(m as Record<string, unknown>);
+  });
+  await sub.subscribe(channel);
+}
+
+/**
  * Warns (one log line) when the Redis behind `redis` keeps no append-only file: the queues, the settlement journal
  * (replies promised before their commit) and the reservation outcomes live there, and a restart would lose them
  * (README.md "Redis in production"). Silent when CONFIG is not permitted (managed Redis) or answers otherwise.

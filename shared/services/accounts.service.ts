@@ -1,7 +1,7 @@
 import type { Db } from '../db/client';
 import type { ApiKey } from '../db/generated/client';
 import { Ledger } from '../billing/ledger';
-import type { LeaseDesk } from '../billing/leases';
+import type { KeyChange } from '../runtime/key-changes';
 import { money, toStorage, type MoneyLike } from '../money';
 import type { LimitReset } from '../billing/periods';
 import { generateApiKey, hashApiKey, keyLabel, newSecret } from '../auth/api-keys';
@@ -45,8 +45,11 @@ export class AccountsService {
     private readonly db: Db,
     private readonly secret: string,
     private readonly clock: () => Date = () => new Date(),
-    /** This process's reservation leases (shared/billing/leases.ts): told at once when a key's terms change. */
-    private readonly leases?: Pick<LeaseDesk, 'revokeKey'>,
+    /**
+     * Told of every change to a key once it committed (the API: this process's key cache and leases at once, the other
+     * processes through shared/runtime/key-changes.ts); without it (the CLI) they learn within their own bounds.
+     */
+    private readonly onKeyChange?: (change: KeyChange) => Promise<void>,
   ) {
     this.ledger = new Ledger(db, clock);
   }
@@ -134,7 +137,7 @@ export class AccountsService {
     const found = await this.db.apiKey.findUnique({ where: { id } });
     if (!found) throw new AppError('NOT_FOUND', `Key ${id} not found`);
     if (!found.revokedAt) await this.db.apiKey.update({ where: { id }, data: { revokedAt: this.clock(), updatedAt: this.clock() } });
-    await this.newTerms(id);
+    await this.changed(id, true);
     return { id, revoked: true as const };
   }
 
@@ -163,17 +166,18 @@ export class AccountsService {
     // Conditional on "not revoked": a revocation racing this update wins.
     const { count } = await this.db.apiKey.updateMany({ where: { id, revokedAt: null }, data });
     if (count === 0) throw new AppError('CONFLICT', `Key ${id} is revoked: a revoked key is final and cannot be changed or enabled again`);
-    if (patch.limit !== undefined || patch.reset !== undefined || patch.disabled === true) await this.newTerms(id);
+    await this.changed(id, patch.limit !== undefined || patch.reset !== undefined || patch.disabled === true);
     return this.db.apiKey.findUniqueOrThrow({ where: { id } });
   }
 
   /**
-   * Money leased under a key's old terms (shared/billing/leases.ts) is not drawn from again: its leases are revoked,
-   * here at once, in other processes at their next renewal; requests already granted from them keep what they drew.
+   * A key changed. When its terms did (`terms`), money leased under the old ones (shared/billing/leases.ts) is not drawn
+   * from again: its leases are revoked in PostgreSQL (a process not told learns it at its next renewal); requests
+   * already granted from them keep what they drew.
    */
-  private async newTerms(id: string): Promise<void> {
-    this.leases?.revokeKey(id);
-    await this.ledger.revokeLeasesOfKey(id);
+  private async changed(id: string, terms: boolean): Promise<void> {
+    await this.onKeyChange?.({ keyId: id, terms });
+    if (terms) await this.ledger.revokeLeasesOfKey(id);
   }
 
   private issueTokenFor(userId: string, org: string, role: Role, ttlSeconds = DEFAULT_TOKEN_TTL_SECONDS): string {

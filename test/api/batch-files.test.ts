@@ -42,7 +42,9 @@ describe('POST /v1/files (purpose batch)', () => {
   it('stores a JSONL upload and answers the OpenAI file object', async () => {
     const res = await request(h.app).post('/v1/files').set(auth).field('purpose', 'batch').attach('file', Buffer.from(`${line(1)}\n${line(2)}\n`), 'in.jsonl');
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ object: 'file', purpose: 'batch', filename: 'in.jsonl', bytes: Buffer.byteLength(`${line(1)}\n${line(2)}\n`), expires_at: null });
+    expect(res.body).toMatchObject({ object: 'file', purpose: 'batch', filename: 'in.jsonl', bytes: Buffer.byteLength(`${line(1)}\n${line(2)}\n`) });
+    // Kept BATCH_FILE_RETENTION_DAYS (30 by default) after its creation.
+    expect(res.body.expires_at).toBe(res.body.created_at + 30 * 86_400);
     const content = await request(h.app).get(`/v1/files/${res.body.id}/content`).set(auth);
     expect(content.text).toBe(`${line(1)}\n${line(2)}\n`);
   });

@@ -314,6 +314,9 @@ describe('Idempotency-Key (issue 9.16)', () => {
   });
 
   it('a failed generation that cost nothing frees its key: the repeat runs anew', async () => {
+    // `failTimes` fails the next request the fake sees: no generation of an earlier test (the media operation left
+    // running above polls the fake) may take it.
+    await until(async () => (await s.t.db.generation.count({ where: { organizationId: org.organizationId, status: { in: ['pending', 'processing'] } } })) === 0, 20_000);
     s.fake.setKnobs({ status: 500, failTimes: 1 });
     const key = newKey();
     const body = { model: STACK_MODELS.chat, input: 'flaky' };

@@ -1,7 +1,9 @@
 import request from 'supertest';
 import { money } from '../../shared/money';
 import { closeRowOf, type NewGeneration } from '../../shared/services/generation.service';
-import { keptEarlierPromise } from '../../shared/billing/reply-then-settle';
+import { keptEarlierPromise, settleCompleted } from '../../shared/billing/reply-then-settle';
+import { CANCEL_HOLD_MS, PromiseRefused } from '../../shared/billing/settlement-journal';
+import type { GenerationEvent } from '../../shared/queue/generation-bus';
 import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';
 import { QUEUES } from '../../shared/queue/queue-names';
 import { createTestStack, type StackOrg, type TestStack } from '../helpers/test-stack';
@@ -275,6 +277,86 @@ describe('promised settlements are kept by whoever comes next', () => {
     await s.ctx.queues.text.add(QUEUES.text, { generationId: id, organizationId: org.organizationId } as never, { jobId: id });
     expect(await s.ctx.gateway.cancel(id, QUEUES.text)).toBe(false);
     await expectCharged(id);
+  });
+
+  // The window a cancel used to have: it found no promise, the worker then promised and replied, and the cancel's
+  // commit won, so the client held an answer that was never charged. A cancel now holds the generation while it decides.
+  describe("a cancel's hold and a worker's promise exclude each other", () => {
+    const data = (id: string) => ({ generationId: id, organizationId: org.organizationId, replyTo: 'api-test', reserved: '1', mode: 'sync' });
+    const replies = () => {
+      const sent: Array<{ type: string; payload?: { cost: string }; statusAtSend?: string }> = [];
+      return {
+        sent,
+        channel: (id: string) => ({
+          send: async (e: GenerationEvent) => {
+            const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
+            sent.push({ ...(e as { type: string; payload?: { cost: string } }), statusAtSend: g.status });
+          },
+        }),
+      };
+    };
+
+    it('while a cancel holds it, the worker commits before it replies; when the cancel commits first, the reply is cancelled and nothing is charged', async () => {
+      const g = gen(org.organizationId);
+      await s.ctx.generations.create(g);
+      expect(await s.ctx.settlements.holdForCancel(org.organizationId, g.id)).toBe(true);
+      // The cancel commits its ending while it holds the generation...
+      expect((await s.ctx.generations.finish(g.id, { status: 'cancelled' })).applied).toBe(true);
+      // ...and the worker's answer arrives: it cannot promise, so it commits first, loses, and replies `cancelled`.
+      const r = replies();
+      const row = closeRowOf(g.id, { status: 'completed', cost: '0.25', result: { cost: '0.25' } });
+      await settleCompleted(s.workerDeps, r.channel(g.id), data(g.id), row, { cost: '0.25' });
+      expect(r.sent.map((e) => e.type)).toEqual(['cancelled']);
+      await s.ctx.settlements.releaseCancel(org.organizationId, g.id);
+      const after = await s.t.db.generation.findUniqueOrThrow({ where: { id: g.id } });
+      expect(after.status).toBe('cancelled');
+      expect(money(after.clientCost).isZero()).toBe(true);
+      expect(await s.ctx.settlements.read(org.organizationId, g.id)).toBeNull();
+    });
+
+    it('while a cancel holds it and the worker commits first, its reply shows the charge and the cancel loses', async () => {
+      const g = gen(org.organizationId);
+      await s.ctx.generations.create(g);
+      expect(await s.ctx.settlements.holdForCancel(org.organizationId, g.id)).toBe(true);
+      const r = replies();
+      const row = closeRowOf(g.id, { status: 'completed', cost: '0.25', result: { cost: '0.25' } });
+      await settleCompleted(s.workerDeps, r.channel(g.id), data(g.id), row, { cost: '0.25' });
+      // Committed before the reply went out: the reply never runs ahead of its charge while a cancel decides.
+      expect(r.sent).toEqual([expect.objectContaining({ type: 'done', statusAtSend: 'completed' })]);
+      expect((await s.ctx.generations.finish(g.id, { status: 'cancelled' })).applied).toBe(false);
+      await s.ctx.settlements.releaseCancel(org.organizationId, g.id);
+      await expectCharged(g.id);
+    });
+
+    it('a promise already made refuses the hold (the cancel keeps the promise); a released hold, or a stale one, refuses nothing; reads do not wait for a hold', async () => {
+      const id = await promised();
+      expect(await s.ctx.settlements.holdForCancel(org.organizationId, id)).toBe(false);
+      expect(await s.ctx.settlements.keep(org.organizationId, id, s.ctx.generations)).toBe(true);
+      await expectCharged(id);
+
+      const g = gen(org.organizationId);
+      const row = closeRowOf(g.id, { status: 'completed', cost: '0.25' });
+      const promise = () => s.ctx.settlements.promise(org.organizationId, { row, replyTo: null, message: { type: 'done', payload: { cost: '0.25' } } });
+      expect(await s.ctx.settlements.holdForCancel(org.organizationId, g.id)).toBe(true);
+      expect(await s.ctx.settlements.read(org.organizationId, g.id)).toBeNull();
+      const started = Date.now();
+      expect(await s.ctx.settlements.waitSettled(org.organizationId, { generationIds: [g.id], timeoutMs: 2_000 })).toBe(false);
+      await s.ctx.settlements.waitSettled(org.organizationId, { timeoutMs: 2_000 });
+      expect(Date.now() - started).toBeLessThan(1_000);
+      await expect(promise()).rejects.toBeInstanceOf(PromiseRefused);
+      await s.ctx.settlements.releaseCancel(org.organizationId, g.id);
+      await promise();
+      // Releasing a hold leaves a promise made since in place.
+      await s.ctx.settlements.releaseCancel(org.organizationId, g.id);
+      expect(await s.ctx.settlements.read(org.organizationId, g.id)).not.toBeNull();
+      await s.ctx.settlements.kept(org.organizationId, g.id);
+
+      // A hold its cancel never released (the process died) stops refusing after CANCEL_HOLD_MS.
+      await s.ctx.redis.hset(`${s.ctx.config.queuePrefix}:settling:${org.organizationId}`, g.id, `{"cancel":${Date.now() - CANCEL_HOLD_MS - 1}}`);
+      await promise();
+      expect(await s.ctx.settlements.read(org.organizationId, g.id)).not.toBeNull();
+      await s.ctx.settlements.kept(org.organizationId, g.id);
+    });
   });
 
   it('a promise left behind for a generation that has ended is erased once a wait for it runs out', async () => {

@@ -4,10 +4,10 @@
  * conventions) and the settlement (our cost), exported over OTLP/HTTP to a real receiver. The API and the workers
  * have tracers of their own, as separate processes do: the worker's spans join the trace only through the job.
  */
-import { randomBytes } from 'node:crypto';
 import request from 'supertest';
 import { money } from '../../shared/money';
 import { startOtlpCollector, type OtlpCollector, type ReceivedSpan } from '../../fakes/otlp-collector';
+import { incoming, traceOf } from '../helpers/traces';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 
 const SERVER = 2;
@@ -36,23 +36,7 @@ afterAll(async () => {
 });
 beforeEach(() => s.fake.reset());
 
-/** A caller's own trace context: `00-<trace id>-<span id>-01`. */
-function incoming() {
-  const traceId = randomBytes(16).toString('hex');
-  const spanId = randomBytes(8).toString('hex');
-  return { traceId, spanId, header: `00-${traceId}-${spanId}-01` };
-}
-
-/** The spans of `traceId`, once `until` holds for them (both tracers are flushed while waiting). */
-async function trace(traceId: string, until: (spans: ReceivedSpan[]) => boolean): Promise<ReceivedSpan[]> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    await Promise.all([s.ctx.tracing?.flush(), s.workerDeps.tracing?.flush()]);
-    const spans = collector.spans.filter((x) => x.traceId === traceId);
-    if (until(spans) || Date.now() > deadline) return spans;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const trace = (traceId: string, until: (spans: ReceivedSpan[]) => boolean) => traceOf(s, collector, traceId, until);
 
 const named = (spans: ReceivedSpan[], name: string) => spans.filter((x) => x.name === name);
 const hasAll = (n: number) => (spans: ReceivedSpan[]) => named(spans, 'switchyard.settle').length === 1 && spans.filter((x) => x.kind === CLIENT).length === n && spans.some((x) => x.kind === SERVER);

@@ -312,7 +312,7 @@ describe('catalog check', () => {
       'openai/gpt-4.1-mini': {
         displayName: 'GPT-4.1 mini',
         type: 'chat',
-        endpoints: [{ provider: 'acme', upstreamModel: 'gpt-4.1-mini', price: { prompt: 40, completion: 160, request: 0 }, supports: ['temperature', 'stream'] }],
+        endpoints: [{ provider: 'acme', upstreamModel: 'gpt-4.1-mini', price: { prompt: 40, completion: 160, request: 0 }, batch: { price: { prompt: 20, completion: '80' } }, supports: ['temperature', 'stream'] }],
       },
       'anthropic/claude': {
         displayName: 'Claude',
@@ -351,6 +351,25 @@ describe('catalog check', () => {
     ['missing provider', bad((c) => (c.models['openai/gpt-4.1-mini'].endpoints[0].provider = 'ghost')), /provider "ghost" is not defined/],
     ['unknown kind', bad((c) => (c.providers.acme.kind = 'telepathy')), /unknown kind "telepathy"/],
     ['negative price', bad((c) => (c.models['anthropic/claude'].endpoints[0].price.prompt = '-1')), /negative price prompt = -1/],
+    // Batch prices (docs/batches.md "Provider batch APIs"): only where the provider has a batch API for the model's type.
+    ['negative batch price', bad((c) => (c.models['openai/gpt-4.1-mini'].endpoints[0].batch.price.prompt = '-1')), /endpoint 0: negative batch price prompt = -1/],
+    ['batch price above the regular one', bad((c) => (c.models['openai/gpt-4.1-mini'].endpoints[0].batch.price.completion = '161')), /batch price completion = 161 is above the regular price 160/],
+    ['batch price with no regular price', bad((c) => (c.models['openai/gpt-4.1-mini'].endpoints[0].batch.price.image = '1')), /batch price image has no regular price image/],
+    [
+      'batch prices on a kind without a batch API',
+      bad((c) => {
+        c.providers.acme.kind = 'gemini';
+      }),
+      /batch prices on provider "acme" of kind "gemini", which has no batch API/,
+    ],
+    [
+      'batch prices on a model type the batch API does not take',
+      bad((c) => {
+        c.models['openai/gpt-4.1-mini'].type = 'image';
+      }),
+      /batch prices on a image model, which the openai batch API does not take \(it takes chat, embedding\)/,
+    ],
+    ['batch without a price', bad((c) => (c.models['openai/gpt-4.1-mini'].endpoints[0].batch = {})), /batch must have required property 'price'/],
   ])('refuses a catalog with a %s, exit 1', async (_name, catalog, problem) => {
     const file = write(`${String(_name).replace(/ /g, '-')}.json`, catalog);
     const stderr = await failure(`catalog check --file ${file} --json`, problem, noDb());

@@ -8,6 +8,7 @@ import type { Batch } from 'openai/resources/batches';
 import request from 'supertest';
 import { money, ZERO, type Decimal } from '../../shared/money';
 import { moneyJson } from '../../shared/formats/format-utils';
+import { batchEnded, batchUntil, jsonl, type BatchLine } from '../helpers/openai-batches';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { waitUntil as waitFor } from '../helpers/until';
 
@@ -23,7 +24,7 @@ beforeAll(async () => {
 afterAll(() => s.close());
 beforeEach(() => s.fake.reset());
 
-type Line = { custom_id: string; method: string; url: string; body: Record<string, unknown> };
+type Line = BatchLine;
 interface OutLine {
   id: string;
   custom_id: string;
@@ -37,22 +38,13 @@ const chatLine = (i: number, extra: Record<string, unknown> = {}): Line => ({
   url: '/v1/chat/completions',
   body: { model: STACK_MODELS.chat, messages: [{ role: 'user', content: `batch line ${i}` }], max_tokens: 32, ...extra },
 });
-const jsonl = (lines: Line[]) => lines.map((l) => JSON.stringify(l)).join('\n') + '\n';
 
 async function upload(c: OpenAI, lines: Line[]) {
   return c.files.create({ file: await toFile(Buffer.from(jsonl(lines)), 'input.jsonl'), purpose: 'batch' });
 }
 
-async function until(c: OpenAI, id: string, done: (b: Batch) => boolean, timeoutMs = 30_000): Promise<Batch> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const b = await c.batches.retrieve(id);
-    if (done(b)) return b;
-    if (Date.now() > end) throw new Error(`batch ${id} still ${b.status}: ${JSON.stringify(b.request_counts)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-const ended = (b: Batch) => ['completed', 'failed', 'expired', 'cancelled'].includes(b.status);
+const until = batchUntil;
+const ended = batchEnded;
 
 async function lines(c: OpenAI, fileId: string | null | undefined): Promise<OutLine[]> {
   if (!fileId) return [];

@@ -2,17 +2,18 @@
  * Case 17. Claim at enqueue (docs/architecture.md, shared/queue/claims.ts): a waiting client's text job is added and
  * made active for a worker of its own process in one Redis script, and runs there without being fetched. Here one of
  * the two processes of `npm start` (WEB_CONCURRENCY=2) is SIGKILLed while such claimed jobs are inside their provider
- * call (2 s): half of the requests carry an Idempotency-Key (reserved first, then enqueued), half do not (reserved and
- * enqueued at once, their outcome handed over in memory).
+ * call (2 s): half of the requests carry an Idempotency-Key (reserved first, then enqueued), half do not (drawn from
+ * the process's lease when it has one with room, else reserved like the keyed ones: docs/architecture.md "Submitting").
  * What must hold: every in-flight job was claimed (its lock carries a claim token; nothing waited in the queue); the
- * killed process's jobs are re-run by the survivor once their locks lapse, like any stalled BullMQ job: a keyed one
- * calls the provider again and completes, charged once; an unkeyed one finds its reservation orphaned and ends failed,
+ * killed process's jobs are re-run by the survivor once their locks lapse, like any stalled BullMQ job: a reserved one
+ * (keyed or not) calls the provider again and completes, charged once; a drawn one is an orphan and ends failed,
  * uncharged, with no second call; the survivor's own requests answer 200; nothing is left queued, reserved or lost.
+ * Which path an unkeyed request took depends on the leases the warm-up left (a lease idle for LEASE_IDLE_MS is given
+ * back), so each cut generation is judged by its job's `drawn` mark.
  */
 import { settledAudit } from './helpers/audit';
-import { PREFIX, useCluster } from './helpers/cluster';
-import { checkNothingReserved, endings, killOneMidCall, runKillCase } from './helpers/kill-case';
-import { waitFor } from './helpers/wait';
+import { useCluster } from './helpers/cluster';
+import { burstOnBoth, checkNothingReserved, endings, killOneMidCall, runKillCase } from './helpers/kill-case';
 import { QUEUES } from '../../shared/queue/queue-names';
 
 const cluster = useCluster({ name: 'claim-kill' });
@@ -22,7 +23,7 @@ it('17. jobs claimed at enqueue, their process SIGKILLed mid-call: re-run by the
     cluster(),
     {
       name: '17. claimed at enqueue, process SIGKILL',
-      injected: 'npm start, WEB_CONCURRENCY=2; 8 text requests (4 with an Idempotency-Key) whose jobs were claimed at enqueue by the worker of their own process; one process SIGKILLed inside their provider calls (2 s)',
+      injected: 'npm start, WEB_CONCURRENCY=2; 8 text requests (4 with an Idempotency-Key, the others drawn from a lease or reserved) whose jobs were claimed at enqueue by the worker of their own process; one process SIGKILLed inside their provider calls (2 s)',
       input: 'claimed',
     },
     async (k) => {
@@ -31,39 +32,43 @@ it('17. jobs claimed at enqueue, their process SIGKILLed mid-call: re-run by the
       tally.addAll(warm);
       checks.that(warm.every((r) => r.status === 200), `warm-up: ${warm.map((r) => r.status).join(',')}`);
 
-      const before = k.upstreamPosts();
       c.fake.setKnobs({ latencyMs: 2000 });
-      const keys = Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? `claim-kill-${i}-${Date.now()}` : undefined));
-      const pending = keys.map((key, i) => k.ask(100 + i, key ? { 'Idempotency-Key': key } : {}));
-      const text = c.queues[QUEUES.text];
-      await waitFor('8 jobs inside their provider calls', async () => (await text.getJobCounts('active')).active === 8 && k.upstreamPosts() - before === 8, 15_000);
-      const active = await text.getActive();
-      const locks = await Promise.all(active.map((j) => c.conn.get(`${PREFIX}:${QUEUES.text}:${j.id}:lock`)));
+      const burst = await burstOnBoth(k, 8, (round) => {
+        const keys = Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? `claim-kill-${round}-${i}-${Date.now()}` : undefined));
+        return keys.map((key, i) => k.ask(100 + i, key ? { 'Idempotency-Key': key } : {}));
+      });
+      const { pending, locks, drawn, before } = burst;
       const claimed = locks.filter((l) => l?.includes(':claim:')).length;
       checks.that(claimed === 8, `jobs claimed at enqueue: ${claimed} of 8 (locks ${JSON.stringify(locks)})`);
-      const waited = (await text.getJobCounts('waiting')).waiting;
+      const waited = (await c.queues[QUEUES.text].getJobCounts('waiting')).waiting;
       checks.that(waited === 0, `jobs waiting in the queue: ${waited}`);
 
       const { replies, cut } = await killOneMidCall(k, pending);
-      const cutKeyed = cut.filter((i) => keys[i]).length;
       const audit = await settledAudit(c.db, 30_000);
 
-      const warmIds = warm.map((r) => String(r.json?.id));
-      const ids = (await c.db.generation.findMany({ where: { organizationId: org.organizationId, id: { notIn: warmIds } }, select: { id: true } })).map((g) => g.id);
+      const ids = burst.jobs.map((j) => String(j.id));
       const { gens, failedUncharged, completed } = await endings(k, ids);
       const keyed = new Set((await c.db.idempotencyKey.findMany({ where: { organizationId: org.organizationId }, select: { generationId: true } })).map((g) => g.generationId));
       checks.that(gens.length === 8, `generations of the 8 requests: ${gens.length}`);
       const answered = new Set(replies.filter((r) => r.status === 200).map((r) => String(r.json?.id)));
-      checks.that(failedUncharged.every((g) => !keyed.has(g.id)), `keyed generations ended failed: ${failedUncharged.filter((g) => keyed.has(g.id)).map((g) => g.id).join(',')}`);
-      checks.that(failedUncharged.length === cut.length - cutKeyed, `unkeyed cut requests ${cut.length - cutKeyed}, generations failed and released ${failedUncharged.length}`);
-      checks.that(completed.length === 8 - failedUncharged.length, `completed and charged: ${completed.length}; statuses ${gens.map((g) => g.status).join(',')}`);
       checks.that([...answered].every((id) => completed.some((g) => g.id === id)), 'a 200 reply whose generation is not completed and charged');
+      // The killed process's generations: a drawn one is an orphan (failed, released, no second call); a reserved one,
+      // keyed or not, is re-run (a second call) and completes, charged once.
+      const cutGens = gens.filter((g) => !answered.has(g.id));
+      checks.that(cutGens.length === cut.length, `generations of the cut requests: ${cutGens.length}, cut replies ${cut.length}`);
+      const orphans = cutGens.filter((g) => drawn.has(g.id));
+      const rerun = cutGens.filter((g) => !drawn.has(g.id));
+      checks.that(orphans.every((g) => !keyed.has(g.id)), `keyed generations drawn from a lease: ${orphans.filter((g) => keyed.has(g.id)).map((g) => g.id).join(',')}`);
+      const failedIds = new Set(failedUncharged.map((g) => g.id));
+      checks.that(failedUncharged.length === orphans.length && orphans.every((g) => failedIds.has(g.id)), `drawn cut generations ${orphans.map((g) => g.id).join(',') || 'none'}, failed and released ${failedUncharged.map((g) => g.id).join(',') || 'none'}`);
+      checks.that(completed.length === 8 - orphans.length, `completed and charged: ${completed.length} of ${8 - orphans.length}; statuses ${gens.map((g) => `${g.status}${drawn.has(g.id) ? '(drawn)' : ''}`).join(',')}`);
       const upstream = k.upstreamPosts() - before;
-      checks.that(upstream === 8 + cutKeyed, `upstream calls for the 8 requests: ${upstream}, expected ${8 + cutKeyed} (a second call for each cut keyed request only)`);
+      checks.that(upstream === 8 + rerun.length, `upstream calls for the 8 requests: ${upstream}, expected ${8 + rerun.length} (a second call for each cut reserved request only)`);
+      const rerunKeyed = rerun.filter((g) => keyed.has(g.id)).length;
       await checkNothingReserved(k);
       return {
         audit,
-        holds: `8 jobs claimed at enqueue (claim tokens on their locks, none waiting in the queue); one process SIGKILLed inside their provider calls: ${cut.length} replies cut (${cutKeyed} keyed); its jobs re-run by the survivor after their locks lapsed: the ${cutKeyed} keyed completed and were charged once (a second upstream call each), the ${cut.length - cutKeyed} others ended failed and released (no second call); the survivor's ${8 - cut.length} answered 200; ${upstream} upstream calls; no job, reservation or money left over`,
+        holds: `${burst.retried ? `${burst.retried} burst(s) held by one process let finish; ` : ''}8 jobs claimed at enqueue (claim tokens on their locks, none waiting in the queue; ${drawn.size} drawn from leases); one process SIGKILLed inside their provider calls: ${cut.length} replies cut; its jobs re-run by the survivor after their locks lapsed: the ${rerun.length} reserved (${rerunKeyed} keyed) completed and were charged once (a second upstream call each), the ${orphans.length} drawn ended failed and released (no second call); the survivor's ${8 - cut.length} answered 200; ${upstream} upstream calls; no job, reservation or money left over`,
       };
     },
   ));

@@ -1,6 +1,8 @@
 /**
  * Case 12. A key revoked or disabled through one API process while another API process keeps serving it from its
- * in-memory key cache (api/middleware/auth.ts caches lookups for 1 s so the database stays off the hot path).
+ * in-memory key cache (api/middleware/auth.ts caches lookups for 1 s so the database stays off the hot path). The
+ * change's message (shared/runtime/key-changes.ts) makes the other process forget it at once; the cache's second is
+ * the bound that holds even where that message is lost.
  * What must hold: the other process refuses the key within one second of the revoking reply, and never accepts
  * it again; the same for a key disabled with PATCH, and for one enabled again (accepted within a second).
  */

@@ -109,13 +109,14 @@ it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a
     const wave1 = Array.from({ length: 12 }, (_, i) => ask(org, 100 + i));
     await waitFor('wave 1 inside its provider calls', async () => (await c.queues.text.getActiveCount()) >= 12 && posts() >= upstreamBefore + 12);
 
-    // Both rows locked; requests of the gate organization until each process has a batch waiting on it.
+    // Both rows locked; requests of the gate organization until each process has a batch waiting on it (up to 40, 150 ms
+    // apart: on a busy machine a process's first may take a while to reach PostgreSQL).
     const orgLock = await lockOrganization(c.pg.url, org.organizationId);
     locks.push(orgLock);
     const gateLock = await lockOrganization(c.pg.url, gate.organizationId);
     locks.push(gateLock);
     const gated: Array<Promise<Reply>> = [];
-    for (let i = 0; i < 10 && !(await inBoth(gateLock.pid)); i++) {
+    for (let i = 0; i < 40 && !(await inBoth(gateLock.pid)); i++) {
       gated.push(ask(gate, 300 + i));
       await sleep(150);
     }

@@ -45,8 +45,16 @@ export function pythonVenv(requirement = PYTHON_OPENAI_REQUIREMENT): PythonVenv 
     const pip = run(path.join(tmp, 'bin', 'python'), ['-m', 'pip', 'install', '--quiet', '--retries', '1', '--timeout', '15', requirement], 300_000);
     if (!pip.ok) return { ok: false, reason: `pip install ${requirement} failed: ${tail(pip.output)}` };
     fs.writeFileSync(path.join(tmp, 'ready'), `${requirement}\n`);
-    fs.rmSync(dir, { recursive: true, force: true });
-    fs.renameSync(tmp, dir);
+    // Two test files may make it at once (jest runs files in parallel): the first rename wins, and a later maker keeps
+    // that one, never removing a venv a test may be running (only a directory with no `ready` is replaced).
+    try {
+      fs.renameSync(tmp, dir);
+    } catch {
+      if (!fs.existsSync(path.join(dir, 'ready'))) {
+        fs.rmSync(dir, { recursive: true, force: true });
+        fs.renameSync(tmp, dir);
+      }
+    }
     return { ok: true, python, dir };
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });

@@ -26,7 +26,7 @@ export async function createTestApp(
 ): Promise<TestApp> {
   const t = await createTestDb();
   const prefix = `{t-${randomBytes(5).toString('hex')}}`;
-  // npm start's defaults (leases on); `TEST_LEASES=0 npm test` runs the suite with leases off (a CI leg of its own).
+  // npm start's defaults (leases on); `npm run test:leases-off` (TEST_LEASES=0) runs the money suites with leases off.
   const leases = process.env.TEST_LEASES === undefined ? {} : { LEASE_REQUESTS: process.env.TEST_LEASES };
   const config: Config = { ...loadConfig({ QUEUE_PREFIX: prefix, ...leases, ...opts.env }, []), redisUrl: TEST_REDIS_URL, databaseUrl: t.url };
   const redis = createRedis(TEST_REDIS_URL, { name: 'test-api' });

@@ -21,7 +21,7 @@ import { createLogger } from '../../shared/logger';
 import type { AppContext, AppDeps } from '../../api/app-context';
 import { buildWorkerDeps, type WorkerDeps } from '../../workers/worker-deps';
 import { startWorkerPool, type WorkerPool } from '../../workers/worker-pool';
-import { startBatchDriver } from '../../api/services/batch-driver';
+import { startBatchDriver } from '../../api/services/batch-driver-worker';
 import type { QueueName } from '../../shared/queue/queue-names';
 import { LocalLane } from '../../shared/runtime/local-lane';
 import { startFakeProvider, type FakeKnobs, type FakeProvider } from '../../fakes/fake-provider';

@@ -41,8 +41,11 @@ describe('warnWithoutAppendOnly', () => {
   });
   afterAll(async () => {
     for (const r of connections) r.disconnect();
+    // Gone before its folder is: a Redis still writing its append-only files made the removal fail (ENOTEMPTY).
+    const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once('exit', r));
     child.kill('SIGKILL');
-    fs.rmSync(dir, { recursive: true, force: true });
+    await exited;
+    fs.rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
   });
   beforeEach(() => void (warnings.length = 0));
 

@@ -3,6 +3,7 @@ import { JOB_OPTIONS } from '../../shared/queue/job-catalog';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { WorkerDeps } from '../worker-deps';
 import type { CallbackService } from '../../shared/services/callbacks.service';
+import { BatchFiles } from '../../shared/services/batch-files.service';
 import { REAP_STUCK_GENERATIONS, stuckGenerationReaper } from './reap-stuck-generations.processor';
 
 /** Job names of the `maintenance` queue. Never rename one: schedulers in Redis refer to them. */
@@ -18,14 +19,20 @@ export const DELETE_EXPIRED_FILES_EVERY_MS = 15 * 60_000;
 export function maintenanceProcessor(deps: Pick<WorkerDeps, 'files' | 'clock' | 'logger'> & Partial<WorkerDeps>, callbacks?: CallbackService) {
   // The reaper needs the database and the queues; a processor built with files only (tests) has no reaper.
   const reap = deps.db && deps.generations && deps.redis && deps.config ? stuckGenerationReaper(deps as WorkerDeps, deps.config.reaper, callbacks) : undefined;
+  // Batch files past BATCH_FILE_RETENTION_DAYS (docs/batches.md), in the file storage media files use.
+  const batchFiles = deps.db && deps.config ? new BatchFiles(deps.db, deps.files.store, deps.clock, deps.config.batches.fileRetentionDays) : undefined;
   const handlers: Record<string, (job: Job) => Promise<unknown>> = {
     ...(reap && { [MAINTENANCE_JOBS.reapStuckGenerations]: reap }),
     [MAINTENANCE_JOBS.deleteExpiredFiles]: async () => {
       const deleted = await deps.files.deleteExpired(deps.clock());
       if (deleted > 0) deps.logger.info('deleted expired files', { deleted });
+      // Expired batch files, and the objects of batch parts never committed (a run killed between its write and its commit).
+      const batch = batchFiles && { batchFiles: await batchFiles.deleteExpired(deps.clock()), uncommittedParts: await batchFiles.deleteUncommittedParts(deps.clock()) };
+      if (batch?.batchFiles) deps.logger.info('deleted expired batch files', { deleted: batch.batchFiles });
+      if (batch?.uncommittedParts) deps.logger.info('deleted uncommitted batch parts', { deleted: batch.uncommittedParts });
       // The same sweep drops Idempotency-Keys past their 24 hours (docs/idempotency.md).
-      if (!deps.generations) return { deleted };
-      return { deleted, idempotencyKeys: await deps.generations.forgetExpiredIdempotencyKeys(deps.clock()) };
+      if (!deps.generations) return { deleted, ...batch };
+      return { deleted, ...batch, idempotencyKeys: await deps.generations.forgetExpiredIdempotencyKeys(deps.clock()) };
     },
   };
   return async (job: Job) => {

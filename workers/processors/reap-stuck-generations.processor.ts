@@ -6,6 +6,7 @@ import type { WorkerDeps } from '../worker-deps';
 import type { ReaperSettings } from '../../shared/config/env';
 import type { CallbackService } from '../../shared/services/callbacks.service';
 import { RUNNING_STATUSES } from '../../shared/services/generation.service';
+import { UpstreamBatches } from '../../shared/services/upstream-batches.service';
 
 /** Job name in the `maintenance` queue. Never rename it: the scheduler in Redis refers to it. */
 export const REAP_STUCK_GENERATIONS = 'reap-stuck-generations';
@@ -52,6 +53,9 @@ export function stuckGenerationReaper(
       take: 500,
     });
     let reaped = 0;
+    // Batch lines parked for a provider's batch API have no job while they wait there (docs/batches.md).
+    const parked = stuck.filter((g) => typeof (g.routing as { upstreamBatch?: unknown } | null)?.upstreamBatch === 'string').map((g) => g.id);
+    const waiting = await new UpstreamBatches(deps.db).waiting(parked);
     // Promises that carry the record of a generation granted from a lease, whose job no longer runs: their records never
     // committed, so no stuck generation names them; the reply they showed is kept (recorded, then charged).
     for (const p of await deps.settlements.withRecordsOlderThan(opts.minAgeMs, deps.clock().getTime())) {
@@ -62,6 +66,7 @@ export function stuckGenerationReaper(
       }
     }
     for (const g of stuck) {
+      if (waiting.has(g.id)) continue;
       const state = await queue(queueOfGeneration(g)).getJobState(g.id);
       if (LIVE.has(state)) continue;
       // A worker that replied before it could commit (settlement-journal.ts): the charge its reply showed stands.

@@ -15,7 +15,7 @@ import { closeRowOf, type Finish } from '../../shared/services/generation.servic
 import type { StopSignal } from '../../shared/stop';
 import { settleCompleted, type CompletedJob } from '../../shared/billing/reply-then-settle';
 import type { GenAiUsage } from '../../shared/telemetry/tracing';
-import { AttemptSpan, tracedSettlement } from './job-spans';
+import { AttemptSpan, tracedEnding, tracedSettlement } from './job-spans';
 
 /** One upstream call that did not answer (or an endpoint that could not be called): shared/queue/job-catalog.ts. */
 export type { Attempt };
@@ -165,28 +165,35 @@ export function endCompleted(deps: WorkerDeps, pub: GenerationPublisher, data: C
 type CompletedFinish = Finish & { status: 'completed'; cost: NonNullable<Finish['cost']> };
 
 /** Ends a generation as failed (nothing charged) and tells the waiting API process. */
-export async function endFailed(deps: WorkerDeps, pub: GenerationPublisher, generationId: string, err: AppError, attempts: Attempt[], timing: RunTiming): Promise<void> {
+export function endFailed(deps: WorkerDeps, pub: GenerationPublisher, job: EndingJob, err: AppError, attempts: Attempt[], timing: RunTiming): Promise<void> {
   const error = err.toStored();
-  await deps.generations.finish(generationId, {
-    status: 'failed',
-    error,
-    routing: { attempts },
-    attemptsCount: attempts.length,
-    queueTimeMs: timing.queueTimeMs,
-    generationTimeMs: Math.max(0, Date.now() - timing.startedAt),
-  });
-  await pub.send({ type: 'failed', error });
+  return tracedEnding(deps.tracing, job, 'failed', async () => {
+    await deps.generations.finish(job.generationId, {
+      status: 'failed',
+      error,
+      routing: { attempts },
+      attemptsCount: attempts.length,
+      queueTimeMs: timing.queueTimeMs,
+      generationTimeMs: Math.max(0, Date.now() - timing.startedAt),
+    });
+    await pub.send({ type: 'failed', error });
+  }, { code: error.code, message: error.message });
 }
 
 /** The job was told to stop before anything billable was produced: the generation ends cancelled, uncharged. */
-export async function endStopped(deps: WorkerDeps, pub: GenerationPublisher, generationId: string, attempts: Attempt[], timing: RunTiming, traceId?: string): Promise<void> {
-  deps.logger.info('generation stopped, upstream call aborted', { generationId, trace_id: traceId });
-  const outcome = await deps.generations.finish(generationId, {
-    status: 'cancelled',
-    routing: { attempts },
-    attemptsCount: attempts.length,
-    queueTimeMs: timing.queueTimeMs,
-    generationTimeMs: Math.max(0, Date.now() - timing.startedAt),
+export function endStopped(deps: WorkerDeps, pub: GenerationPublisher, job: EndingJob, attempts: Attempt[], timing: RunTiming): Promise<void> {
+  deps.logger.info('generation stopped, upstream call aborted', { generationId: job.generationId, trace_id: job.traceId });
+  return tracedEnding(deps.tracing, job, 'cancelled', async () => {
+    const outcome = await deps.generations.finish(job.generationId, {
+      status: 'cancelled',
+      routing: { attempts },
+      attemptsCount: attempts.length,
+      queueTimeMs: timing.queueTimeMs,
+      generationTimeMs: Math.max(0, Date.now() - timing.startedAt),
+    });
+    if (outcome.applied) await pub.send({ type: 'cancelled' });
   });
-  if (outcome.applied) await pub.send({ type: 'cancelled' });
 }
+
+/** What an ending needs of its job: the generation, and the trace its ending span joins. */
+export type EndingJob = Pick<GenerationJobBase, 'generationId' | 'traceId' | 'traceparent'>;

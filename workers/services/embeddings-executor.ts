@@ -23,8 +23,8 @@ export class EmbeddingsExecutor {
       signal,
       usageOf: embeddingUsage,
     });
-    if (out.kind === 'stopped') return endStopped(this.deps, pub, data.generationId, out.attempts, run, data.traceId);
-    if (out.kind === 'failed') return endFailed(this.deps, pub, data.generationId, failureError(this.deps, out.attempts, out.last), out.attempts, run);
+    if (out.kind === 'stopped') return endStopped(this.deps, pub, data, out.attempts, run);
+    if (out.kind === 'failed') return endFailed(this.deps, pub, data, failureError(this.deps, out.attempts, out.last), out.attempts, run);
 
     const result = out.value;
     const { candidate, resolved } = out.call;

@@ -33,8 +33,9 @@ export function withQueueWaitSpan(tracing: Tracing | undefined, processor: Proce
  * span with the ending and the cost charged (`switchyard.cost_rub`, what `settle` resolves to; the ledger keeps the exact
  * decimal).
  */
-export async function tracedSettlement(tracing: Tracing, job: Pick<GenerationJobBase, 'traceparent' | 'generationId'>, status: string, settle: () => Promise<string>): Promise<void> {
+export async function tracedSettlement(tracing: Tracing, job: Pick<GenerationJobBase, 'traceparent' | 'generationId'>, status: string, settle: () => Promise<string>, failure?: { code: string; message: string }): Promise<void> {
   const span = tracing.start('switchyard.settle', job.traceparent, { attributes: { [ATTR.generationId]: job.generationId, 'switchyard.status': status } });
+  if (failure) span.fail(failure.message, failure.code);
   try {
     const cost = await settle();
     span.set({ [ATTR.costRub]: Number(cost) });
@@ -44,6 +45,28 @@ export async function tracedSettlement(tracing: Tracing, job: Pick<GenerationJob
   } finally {
     span.end();
   }
+}
+
+/**
+ * A generation's ending that charges nothing (failed, cancelled) under the same `switchyard.settle` span as a
+ * completion: its status, cost 0, and a failure's error code as `error.type`. Untraced jobs just end.
+ */
+export function tracedEnding(tracing: Tracing | undefined, job: Pick<GenerationJobBase, 'traceparent' | 'generationId'>, status: 'failed' | 'cancelled', end: () => Promise<void>, failure?: { code: string; message: string }): Promise<void> {
+  if (!tracing || !job.traceparent) return end();
+  return tracedSettlement(tracing, job, status, () => end().then(() => '0'), failure);
+}
+
+/**
+ * One look at an asynchronous media task (a poll of the provider's task) as a client span under the request's trace:
+ * the endpoint, the task and the poll's number; `seen` records the task's status, `failed` a poll that did not answer.
+ * Undefined when this job is not traced.
+ */
+export function pollSpan(tracing: Tracing | undefined, job: Pick<GenerationJobBase, 'traceparent' | 'generationId'>, slug: string, taskId: string, poll: number): TraceSpan | undefined {
+  if (!tracing || !job.traceparent) return undefined;
+  return tracing.start('switchyard.media_poll', job.traceparent, {
+    kind: 'client',
+    attributes: { [ATTR.generationId]: job.generationId, [ATTR.endpoint]: slug, 'switchyard.task_id': taskId, 'switchyard.poll': poll },
+  });
 }
 
 /**

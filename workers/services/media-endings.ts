@@ -10,6 +10,7 @@ import type { MediaAttempt, MediaJobData, MediaStep, PlannedCandidate } from '..
 import type { CallbackService } from '../../shared/services/callbacks.service';
 import type { WorkerDeps } from '../worker-deps';
 import { attemptOf, failedAttempt } from './attempt-failures';
+import { tracedEnding, tracedSettlement } from './job-spans';
 
 interface Completion {
   candidate: PlannedCandidate;
@@ -37,7 +38,14 @@ export class MediaEndings {
   ) {}
 
   /** Settles the money once and records the result; tells the waiting API; queues the callback. */
-  async complete(data: MediaJobData, c: Completion): Promise<void> {
+  complete(data: MediaJobData, c: Completion): Promise<void> {
+    const tracing = this.deps.tracing;
+    if (!tracing || !data.traceparent) return this.completeNow(data, c);
+    let charged = '0';
+    return tracedSettlement(tracing, data, 'completed', () => this.completeNow(data, c, (cost) => (charged = cost)).then(() => charged));
+  }
+
+  private async completeNow(data: MediaJobData, c: Completion, charged?: (cost: string) => void): Promise<void> {
     const prompt = typeof data.input.prompt === 'string' ? data.input.prompt : data.image?.request.prompt;
     const units = producedUnits(data.kind, c.outputs, { seconds: c.seconds, prompt, sourceIsImage: data.sourceIsImage });
     // usage × price, within the reservation (an upper bound: the endpoint's longest output). A provider that
@@ -85,6 +93,7 @@ export class MediaEndings {
         }),
       },
     });
+    if (outcome.applied) charged?.(moneyString(cost));
     if (overrun && outcome.applied) {
       this.deps.metrics.mediaUncharged.inc({ provider: c.resolved.provider.id }, rub(overrun));
       this.deps.logger.warn('media output beyond the reserved bound: charged the bound', {
@@ -117,20 +126,24 @@ export class MediaEndings {
   }
 
   /** Ends the generation as failed (nothing charged). */
-  async fail(data: MediaJobData, err: AppError, attempts: MediaAttempt[]): Promise<void> {
+  fail(data: MediaJobData, err: AppError, attempts: MediaAttempt[]): Promise<void> {
     const error = err.toStored();
-    const outcome = await this.deps.generations.finish(data.generationId, { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, generationTimeMs: await this.elapsed(data.generationId) });
-    if (outcome.applied) await this.callback(data, 'failed');
-    await this.discardUnkept(data);
-    await this.publisher(data).send(outcome.applied ? { type: 'failed', error } : { type: 'cancelled' });
+    return tracedEnding(this.deps.tracing, data, 'failed', async () => {
+      const outcome = await this.deps.generations.finish(data.generationId, { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, generationTimeMs: await this.elapsed(data.generationId) });
+      if (outcome.applied) await this.callback(data, 'failed');
+      await this.discardUnkept(data);
+      await this.publisher(data).send(outcome.applied ? { type: 'failed', error } : { type: 'cancelled' });
+    }, { code: error.code, message: error.message });
   }
 
   /** The provider cancelled the task on its side. */
-  async endCancelled(data: MediaJobData): Promise<void> {
-    const outcome = await this.deps.generations.finish(data.generationId, { status: 'cancelled' });
-    if (outcome.applied) await this.callback(data, 'cancelled');
-    await this.discardUnkept(data);
-    await this.publisher(data).send({ type: 'cancelled' });
+  endCancelled(data: MediaJobData): Promise<void> {
+    return tracedEnding(this.deps.tracing, data, 'cancelled', async () => {
+      const outcome = await this.deps.generations.finish(data.generationId, { status: 'cancelled' });
+      if (outcome.applied) await this.callback(data, 'cancelled');
+      await this.discardUnkept(data);
+      await this.publisher(data).send({ type: 'cancelled' });
+    });
   }
 
   /** Removes the stored files the generation's outcome does not keep (all of them unless it completed). */
@@ -141,7 +154,7 @@ export class MediaEndings {
 
   async callback(data: MediaJobData, status: 'completed' | 'failed' | 'cancelled'): Promise<void> {
     if (!data.callBackUrl) return;
-    await this.callbacks.enqueue({ generationId: data.generationId, organizationId: data.organizationId, url: data.callBackUrl, status });
+    await this.callbacks.enqueue({ generationId: data.generationId, organizationId: data.organizationId, url: data.callBackUrl, status, ...(data.traceparent && { traceparent: data.traceparent }) });
   }
 
   /** What the generation reserved (its cost's upper bound); undefined for a record without one. */

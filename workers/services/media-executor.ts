@@ -17,6 +17,7 @@ import { failureError } from './attempt-failures';
 import { ImageExecutor, type ImagesCallResult } from './image-executor';
 import { OutputStore } from './output-store';
 import { MediaEndings } from './media-endings';
+import { pollSpan } from './job-spans';
 
 /** The MEDIA_* settings (Config.media, shared/config/env.ts) and a test seam for downloads. */
 export interface MediaExecutorOptions extends MediaSettings {
@@ -147,14 +148,19 @@ export class MediaExecutor {
       return this.endings.fail(data, AppError.fromReason('provider_error', 'The endpoint running this generation is no longer in the catalog'), step.attempts);
     }
     let task: MediaTask;
+    const span = pollSpan(this.deps.tracing, data, candidate.slug, step.taskId, step.polls + 1);
     try {
       const reply = await this.call(resolved, adapter, adapter.media.buildGet(step.taskId, resolved.provider.apiKey ?? ''));
       task = adapter.media.parseTask(reply.json);
+      span?.set({ 'switchyard.task_status': task.status });
     } catch (e) {
+      span?.fail((e as Error).message, isUpstreamError(e) ? e.failure.reason : undefined);
       if (!isUpstreamError(e)) throw e;
       const pollErrors = step.pollErrors + 1;
       if (pollErrors > this.opts.maxPollErrors) return this.endings.failTask(data, step, e.failure);
       return this.schedule(job, token, { ...step, pollErrors, polls: step.polls + 1 });
+    } finally {
+      span?.end();
     }
     return this.onTask(job, token, { ...step, pollErrors: 0 }, task);
   }

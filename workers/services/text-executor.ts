@@ -16,6 +16,7 @@ import type { StopSignal } from '../../shared/stop';
 import type { GenAiUsage } from '../../shared/telemetry/tracing';
 import { endCompleted, endFailed, endStopped, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
 import { attemptOf, failedAttempt, failureError } from './attempt-failures';
+import { tracedSettlement } from './job-spans';
 
 export type { Attempt };
 
@@ -78,7 +79,7 @@ export class TextExecutor {
       throw e;
     }
     if (out.kind === 'stopped') return this.stopped(data, out.cause instanceof MidStreamFailure ? out.cause : undefined, attempts, pub, signal!, run);
-    if (out.kind === 'failed') return endFailed(this.deps, pub, data.generationId, failureError(this.deps, attempts, out.last), attempts, run);
+    if (out.kind === 'failed') return endFailed(this.deps, pub, data, failureError(this.deps, attempts, out.last), attempts, run);
 
     const { result, firstTokenAt } = out.value;
     const { candidate, resolved } = out.call;
@@ -192,7 +193,7 @@ export class TextExecutor {
    */
   private async stopped(data: TextJobData, partial: MidStreamFailure | undefined, attempts: Attempt[], pub: GenerationPublisher, signal: StopSignal, timing: RunTiming) {
     const reason = stopReasonOf(signal) ?? 'cancelled';
-    if (!partial) return endStopped(this.deps, pub, data.generationId, attempts, timing, data.traceId);
+    if (!partial) return endStopped(this.deps, pub, data, attempts, timing);
     this.deps.logger.info('generation stopped, upstream call aborted', { generationId: data.generationId, reason, trace_id: data.traceId });
     attempts.push({ provider: partial.providerId, endpoint: partial.candidate.slug, reason: 'provider_error', message: `stopped: ${reason}` });
     const ending =
@@ -208,7 +209,15 @@ export class TextExecutor {
    * Charges what a cut stream produced, records the ending (failed with `ending`, or cancelled), and sends the final
    * message with that same cost.
    */
-  private async settlePartial(data: TextJobData, e: MidStreamFailure, attempts: Attempt[], pub: GenerationPublisher, timing: RunTiming, ending: AppError | 'cancelled') {
+  private settlePartial(data: TextJobData, e: MidStreamFailure, attempts: Attempt[], pub: GenerationPublisher, timing: RunTiming, ending: AppError | 'cancelled'): Promise<unknown> {
+    const tracing = this.deps.tracing;
+    if (!tracing || !data.traceparent) return this.settlePartialNow(data, e, attempts, pub, timing, ending);
+    const failure = ending === 'cancelled' ? undefined : { code: ending.code, message: ending.message };
+    return tracedSettlement(tracing, data, ending === 'cancelled' ? 'cancelled' : 'failed', () => this.settlePartialNow(data, e, attempts, pub, timing, ending), failure);
+  }
+
+  /** settlePartial's work; resolves to what was charged. */
+  private async settlePartialNow(data: TextJobData, e: MidStreamFailure, attempts: Attempt[], pub: GenerationPublisher, timing: RunTiming, ending: AppError | 'cancelled'): Promise<string> {
     const { candidate, providerId } = e;
     const result = e.partial.result(estimateInputTokens(data.request));
     if (e.maxOutputTokens !== undefined) result.usage = { ...result.usage, outputTokens: Math.min(result.usage.outputTokens, e.maxOutputTokens) };
@@ -235,6 +244,7 @@ export class TextExecutor {
     if (error) await pub.send({ type: 'failed', error, payload });
     // The API's cancel that ended it first told its client already.
     else if (outcome.applied) await pub.send({ type: 'cancelled', payload });
+    return payload.cost;
   }
 }
 

@@ -45,13 +45,13 @@ export class TypedQuestionsExecutor {
     const outcomes = await Promise.all(data.questions.map((q) => this.answer(data, q, attempts, signal)));
     const generationTimeMs = Math.max(0, this.deps.clock().getTime() - timing.startedAt);
     // Cancelled or timed out: nobody receives the answers, the generation ends cancelled and uncharged.
-    if (signal?.aborted) return endStopped(this.deps, pub, data.generationId, attempts, run, data.traceId);
+    if (signal?.aborted) return endStopped(this.deps, pub, data, attempts, run);
 
     const answered = outcomes.filter((o): o is Answered => !('fatal' in o));
     if (answered.length < outcomes.length) {
       // The failure that ended a question's loop (a 400: the same input fails everywhere), if any did.
       const fatal = outcomes.map((o) => ('fatal' in o ? o.fatal : undefined)).find((f) => f !== undefined);
-      return endFailed(this.deps, pub, data.generationId, failureError(this.deps, attempts, fatal), attempts, run);
+      return endFailed(this.deps, pub, data, failureError(this.deps, attempts, fatal), attempts, run);
     }
 
     const usage: TokenUsage = { inputTokens: 0, outputTokens: 0 };

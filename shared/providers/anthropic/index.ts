@@ -1,8 +1,9 @@
-/** Anthropic Messages API: text and text streaming; no embeddings, no images, no log-probabilities. */
+/** Anthropic Messages API: text and text streaming, Message Batches; no embeddings, no images, no log-probabilities. */
 import type { ProviderAdapter } from '../adapter.types';
 import { buildMessagesRequest } from './request.mapper';
 import { extractAnthropicError, parseMessage } from './response.mapper';
 import { createAnthropicStreamParser } from './stream.mapper';
+import { anthropicBatch } from './batch.mapper';
 
 export const anthropicAdapter: ProviderAdapter<'anthropic'> = {
   kind: 'anthropic',
@@ -13,4 +14,5 @@ export const anthropicAdapter: ProviderAdapter<'anthropic'> = {
     parseResponse: parseMessage,
     createStreamParser: createAnthropicStreamParser,
   },
+  batch: anthropicBatch,
 };

@@ -1,8 +1,9 @@
-/** OpenAI and every OpenAI-compatible API: chat completions, embeddings, image generations. */
+/** OpenAI and every OpenAI-compatible API: chat completions, embeddings, image generations; the Batch API. */
 import type { ProviderAdapter } from '../adapter.types';
 import { buildChatCompletionRequest, buildEmbeddingRequest, buildImageRequest } from './request.mapper';
 import { extractOpenAIError, parseChatCompletion, parseEmbeddings, parseImages } from './response.mapper';
 import { createOpenAIStreamParser } from './stream.mapper';
+import { openaiBatch } from './batch.mapper';
 
 export const openaiAdapter: ProviderAdapter<'openai'> = {
   kind: 'openai',
@@ -15,4 +16,5 @@ export const openaiAdapter: ProviderAdapter<'openai'> = {
   },
   embeddings: { buildRequest: buildEmbeddingRequest, parseResponse: parseEmbeddings },
   images: { buildRequest: buildImageRequest, parseResponse: parseImages },
+  batch: openaiBatch,
 };

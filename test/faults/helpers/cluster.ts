@@ -52,6 +52,8 @@ export interface ClusterOptions {
   /** timeoutMs of the fake providers in the catalog (default 10 s). */
   providerTimeoutMs?: number;
   knobs?: FakeKnobs;
+  /** Changes the fault catalog before it is written (e.g. batch prices on an endpoint). */
+  catalog?: (raw: RawCatalog) => void;
 }
 
 export interface Proc {
@@ -136,7 +138,9 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   const fake = await startFakeProvider({ knobs: opts.knobs });
   const backup = await startFakeProvider();
   const catalogPath = path.join(dir, 'catalog.json');
-  fs.writeFileSync(catalogPath, JSON.stringify(faultCatalog(fake.url, backup.url, opts.providerTimeoutMs ?? 10_000), null, 2));
+  const raw = faultCatalog(fake.url, backup.url, opts.providerTimeoutMs ?? 10_000);
+  opts.catalog?.(raw);
+  fs.writeFileSync(catalogPath, JSON.stringify(raw, null, 2));
   const db = createDb(pg.url, { max: 10 });
   const accounts = new AccountsService(db, FAULTS_SECRET);
   const conn = createRedis(redis.url, { name: 'faults-suite', patient: true });

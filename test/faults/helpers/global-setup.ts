@@ -5,7 +5,7 @@ import path from 'node:path';
 
 /**
  * Builds dist/ (the processes under test run the build, so a stale one would test old code) unless
- * FAULTS_SKIP_BUILD=1, and starts an empty results table.
+ * FAULTS_SKIP_BUILD=1, and starts an empty results folder (a file per case).
  */
 export default function globalSetup(): void {
   process.env.FAULTS_STARTED_AT = String(Date.now());
@@ -14,6 +14,7 @@ export default function globalSetup(): void {
     execFileSync(process.execPath, [path.join(root, 'scripts/prisma-generate.js')], { cwd: root, stdio: 'inherit' });
     execFileSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
   }
-  process.env.FAULTS_RESULTS ??= path.join(os.tmpdir(), `switchyard-faults-${process.pid}.json`);
-  fs.writeFileSync(process.env.FAULTS_RESULTS, '[]');
+  process.env.FAULTS_RESULTS ??= path.join(os.tmpdir(), `switchyard-faults-${process.pid}`);
+  fs.rmSync(process.env.FAULTS_RESULTS, { recursive: true, force: true });
+  fs.mkdirSync(process.env.FAULTS_RESULTS, { recursive: true });
 }

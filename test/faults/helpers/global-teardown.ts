@@ -19,5 +19,5 @@ export default function globalTeardown(): void {
     fs.mkdirSync(path.join(root, 'docs'), { recursive: true });
     fs.writeFileSync(path.join(root, 'docs/faults.md'), doc);
   }
-  if (process.env.FAULTS_RESULTS) fs.rmSync(process.env.FAULTS_RESULTS, { force: true });
+  if (process.env.FAULTS_RESULTS) fs.rmSync(process.env.FAULTS_RESULTS, { recursive: true, force: true });
 }

@@ -1,11 +1,12 @@
 import type { Audit } from './audit';
-import { MODELS, type Cluster, type SeededOrg } from './cluster';
+import { MODELS, PREFIX, type Cluster, type SeededOrg } from './cluster';
 import { post, Tally, type Reply } from './http';
 import { ledgerBatchesWaiting, lockOrganization, type RowLock } from './locks';
 import { Checks } from './report';
 import { childrenOf, startNpmStart, type NpmStart } from './processes';
 import { queueIdle, queueSettled, waitFor } from './wait';
 import { QUEUES } from '../../../shared/queue/queue-names';
+import type { Job } from 'bullmq';
 
 /** What a process-kill case (15-19) and the outage under streams (21) work with: `npm start` with two processes, an organization, its requests. */
 export interface KillCase {
@@ -98,7 +99,9 @@ export async function runKillCase(c: Cluster, o: { name: string; injected: strin
 
 /** Warm-up in pairs, so that both processes serve some and each takes a lease (cases 18 and 19). */
 export async function warmBothProcesses(k: KillCase): Promise<void> {
-  for (let i = 0; i < 6; i++) {
+  // Six rounds, and on (up to 24) until each process holds a lease: on a busy machine a round's two requests may both
+  // go to one process, and a lease idle for LEASE_IDLE_MS is given back.
+  for (let i = 0; i < 6 || (i < 24 && (await k.leasesHeld()) < 2); i++) {
     const warm = await Promise.all([k.ask(2 * i), k.ask(2 * i + 1)]);
     k.tally.addAll(warm);
     k.checks.that(warm.every((r) => r.status === 200), `warm-up: ${warm.map((r) => r.status).join(',')}`);
@@ -149,6 +152,49 @@ export async function checkPromisesKept(k: KillCase, replies: Reply[], upstream:
   await waitFor('the kept promises erased', async () => (await promised()) === 0, 10_000).catch(() => undefined);
   const promisedAfter = await promised();
   checks.that(promisedAfter === 0, `promises left in Redis: ${promisedAfter}`);
+}
+
+/** A burst of text requests inside their provider calls, held by both processes (`burstOnBoth`). */
+export interface Burst {
+  pending: Array<Promise<Reply>>;
+  /** Their jobs (job id = generation id), their lock tokens, and the ids of those drawn from a lease. */
+  jobs: Job[];
+  locks: Array<string | null>;
+  drawn: Set<string>;
+  /** Upstream calls before this burst went out. */
+  before: number;
+  /** Bursts sent before it that one process held alone (let finish, their replies tallied). */
+  retried: number;
+}
+
+/**
+ * Sends `send(round)`'s `n` text requests (a provider latency set) and waits until all are inside their provider calls.
+ * `npm start` lets the kernel hand each new connection to either process (SCHED_NONE), so a burst may land on one
+ * process alone: then killing one tests nothing. Such a burst (or one `usable` refuses) is let finish, its replies
+ * tallied and its jobs settled, and another is sent, up to `rounds` bursts. Each process's jobs carry its own worker's
+ * id in their lock tokens (`<worker id>:claim:<n>`: shared/queue/claims.ts), one text worker per process.
+ */
+export async function burstOnBoth(k: KillCase, n: number, send: (round: number) => Array<Promise<Reply>>, usable: (b: Burst) => boolean = () => true, rounds = 6): Promise<Burst> {
+  const { c, checks } = k;
+  const text = c.queues[QUEUES.text];
+  for (let round = 0; ; round++) {
+    const before = k.upstreamPosts();
+    const pending = send(round);
+    await waitFor(`${n} jobs inside their provider calls`, async () => (await text.getJobCounts('active')).active === n && k.upstreamPosts() - before === n, 15_000);
+    const jobs = await text.getActive();
+    const locks = await Promise.all(jobs.map((j) => c.conn.get(`${PREFIX}:${QUEUES.text}:${j.id}:lock`)));
+    const drawn = new Set(jobs.filter((j) => (j.data as { drawn?: boolean }).drawn === true).map((j) => String(j.id)));
+    const burst = { pending, jobs, locks, drawn, before, retried: round };
+    const workers = new Set(locks.map((l) => l?.split(':')[0]));
+    if ((workers.size >= 2 && usable(burst)) || round + 1 >= rounds) {
+      checks.that(workers.size >= 2, `a burst held by both processes in ${rounds} tries (workers ${[...workers].join(',')})`);
+      return burst;
+    }
+    const replies = await Promise.all(pending);
+    k.tally.addAll(replies);
+    checks.that(replies.every((r) => r.status === 200), `a burst held by one process: ${replies.map((r) => r.status).join(',')}`);
+    await k.settled();
+  }
 }
 
 /**

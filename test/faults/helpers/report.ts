@@ -21,20 +21,22 @@ export interface ResultRow {
   seconds: number;
 }
 
-export const resultsFile = (): string => process.env.FAULTS_RESULTS ?? path.join(os.tmpdir(), 'switchyard-faults-results.json');
+/** A folder of one file per case: the cases run in two jest workers at once, and each writes only its own row. */
+export const resultsDir = (): string => process.env.FAULTS_RESULTS ?? path.join(os.tmpdir(), 'switchyard-faults-results');
 
 export function readRows(): ResultRow[] {
+  let files: string[];
   try {
-    return JSON.parse(fs.readFileSync(resultsFile(), 'utf8')) as ResultRow[];
+    files = fs.readdirSync(resultsDir()).filter((f) => f.endsWith('.json'));
   } catch {
     return [];
   }
+  return files.map((f) => JSON.parse(fs.readFileSync(path.join(resultsDir(), f), 'utf8')) as ResultRow);
 }
 
 export function recordRow(row: ResultRow): void {
-  const rows = readRows().filter((r) => r.case !== row.case);
-  rows.push(row);
-  fs.writeFileSync(resultsFile(), JSON.stringify(rows, null, 2));
+  fs.mkdirSync(resultsDir(), { recursive: true });
+  fs.writeFileSync(path.join(resultsDir(), `${row.case.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 80)}.json`), JSON.stringify(row, null, 2));
 }
 
 const cell = (s: string | number) => String(s).replace(/\|/g, '\\|').replace(/\n/g, ' ');
@@ -64,8 +66,12 @@ export class Checks {
     return condition;
   }
 
-  /** Records the row (even when something failed, so the table shows it) and returns the failures. */
+  /**
+   * Records the row (even when something failed, so the table shows it) and returns the failures, printed first as a
+   * short list: a CI log cut to its head still names what broke, before the processes' log tails and the diff.
+   */
   finish(r: { requests: number; errors: string; moneyLost: string; holds: string }): string[] {
+    if (this.failures.length) console.error(`${this.name}: ${this.failures.length} check(s) failed\n- ${this.failures.join('\n- ')}`);
     recordRow({ case: this.name, injected: this.injected, ...r, ok: this.failures.length === 0, seconds: (Date.now() - this.started) / 1000 });
     return this.failures;
   }

@@ -1,3 +1,4 @@
+import busboy from 'busboy';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createUpstreamClient, joinUpstreamUrl, type UpstreamClient } from '../../../shared/providers/api';
@@ -51,6 +52,21 @@ async function failureOf(promise: Promise<unknown>): Promise<UpstreamError> {
 
 routes.set('/ok', (_req, res, body) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ echo: JSON.parse(body) })));
 routes.set('/slow', () => undefined); // never answers
+routes.set('/jsonl', (_req, res) => res.writeHead(200, { 'content-type': 'application/octet-stream' }).end('{"a":1}\n{"a":2}\n'));
+// Reads the form the way our own upload route does (busboy), and echoes what it found.
+routes.set('/upload', (req, res, body) => {
+  const fields: Record<string, string> = {};
+  const files: Array<{ field: string; filename: string; mimeType: string; data: string }> = [];
+  const form = busboy({ headers: req.headers });
+  form.on('field', (name, value) => (fields[name] = value));
+  form.on('file', (field, stream, info) => {
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', () => files.push({ field, filename: info.filename ?? '', mimeType: info.mimeType, data: Buffer.concat(chunks).toString('utf8') }));
+  });
+  form.on('close', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ fields, files })));
+  form.end(Buffer.from(body, 'utf8'));
+});
 routes.set('/reset', (req) => req.socket.destroy());
 routes.set('/html', (_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>maintenance</html>'));
 routes.set('/limited', (_req, res) =>
@@ -85,6 +101,29 @@ describe('upstream client', () => {
     const last = seen.at(-1);
     expect(last?.path).toBe('/openai/v1/ok');
     expect(last?.headers).toMatchObject({ authorization: 'Bearer k', 'content-type': 'application/json' });
+  });
+
+  it('sends a multipart/form-data body that a form parser reads back field by field', async () => {
+    const data = '{"custom_id":"a","body":{"text":"ünïcode \\"quoted\\""}}\n{"custom_id":"b"}\n';
+    const upload: HttpRequestSpec = {
+      method: 'POST',
+      path: '/upload',
+      headers: { authorization: 'Bearer k', 'content-type': 'application/json' },
+      multipart: { fields: { purpose: 'batch' }, file: { field: 'file', filename: 'lines.jsonl', contentType: 'application/jsonl', data } },
+    };
+    const reply = await client.request(baseUrl, upload, { timeoutMs: 2000 });
+    expect(reply.json).toEqual({ fields: { purpose: 'batch' }, files: [{ field: 'file', filename: 'lines.jsonl', mimeType: 'application/jsonl', data }] });
+    const sent = seen.at(-1);
+    expect(sent?.headers['content-type']).toMatch(/^multipart\/form-data; boundary=-+switchyard[0-9a-f]{32}$/);
+    expect(sent?.headers.authorization).toBe('Bearer k');
+  });
+
+  it("returns a 2xx reply as text when the spec asks replyAs 'text', and still classifies a non-2xx", async () => {
+    const get = (path: string): HttpRequestSpec => ({ method: 'GET', path, headers: { authorization: 'Bearer k' }, replyAs: 'text' });
+    const reply = await client.request(baseUrl, get('/jsonl'), { timeoutMs: 2000 });
+    expect(reply).toMatchObject({ status: 200, text: '{"a":1}\n{"a":2}\n', json: undefined });
+    const error = await failureOf(client.request(baseUrl, get('/limited'), { timeoutMs: 2000, extractError: extractOpenAIError }));
+    expect(error.failure).toMatchObject({ reason: 'rate_limited', status: 429, message: 'Rate limit reached' });
   });
 
   it('times out as upstream_timeout', async () => {
