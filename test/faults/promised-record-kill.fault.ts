@@ -23,8 +23,11 @@ it('19. replies granted from leases sent on promises carrying their records, nev
     {
       name: '19. promised records, process SIGKILL',
       injected:
-        'npm start, WEB_CONCURRENCY=2; both processes hold a lease after a warm-up; the organization row locked from outside, then 8 requests granted from the leases: they reply on promises carrying their records while records and closes wait in PostgreSQL; both processes SIGKILLed and their waiting backends terminated (nothing committed); then the lock released',
+        'npm start, WEB_CONCURRENCY=2, leases kept 60 s idle (LEASE_IDLE_MS; the default 1 s gave them back while the warm-up settled); both processes hold a lease after a warm-up; the organization row locked from outside, then 8 requests granted from the leases: they reply on promises carrying their records while records and closes wait in PostgreSQL; both processes SIGKILLed and their waiting backends terminated (nothing committed); then the lock released',
       input: 'record',
+      // The warm-up's leases must outlive its settling, which takes more than the default idle second on a busy
+      // machine: a process without a lease reserves for itself, and that waits on the locked row.
+      env: { LEASE_IDLE_MS: '60000', LEASE_MAX_AGE_MS: '120000' },
     },
     async (k) => {
       const { c, checks, tally } = k;

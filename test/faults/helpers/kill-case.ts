@@ -44,14 +44,18 @@ export interface KillCaseEnd {
 }
 
 /**
- * Runs a process-kill case: starts `npm start` (WEB_CONCURRENCY=2) on the cluster, seeds an organization (100 RUB),
+ * Runs a process-kill case: starts `npm start` (WEB_CONCURRENCY=2, `env` over the cluster's) on the cluster, seeds an organization (100 RUB),
  * runs `body`, then ends as every such case does: 4 requests after the replacement answer 200, SIGTERM stops all
  * (exit 0), the audit's problems and the checks are reported (the log's tail on a failure), and the case fails on any.
  */
-export async function runKillCase(c: Cluster, o: { name: string; injected: string; input: string }, body: (k: KillCase) => Promise<KillCaseEnd>): Promise<void> {
+export async function runKillCase(
+  c: Cluster,
+  o: { name: string; injected: string; input: string; env?: Record<string, string> },
+  body: (k: KillCase) => Promise<KillCaseEnd>,
+): Promise<void> {
   const checks = new Checks(o.name, o.injected);
   const tally = new Tally();
-  const npm = await startNpmStart(c, 2);
+  const npm = await startNpmStart(c, 2, o.env);
   const locks: RowLock[] = [];
   try {
     const first = childrenOf(npm.parent.pid!);
