@@ -140,6 +140,8 @@ describe('fallbacks', () => {
     });
     const created = (streamed.body as string).split('\n').find((l) => l.startsWith('data: {') && l.includes('"response.created"'));
     expect(JSON.parse(created!.slice(6)).response.model).toBe('acme/solo');
+    // Ended before the next test sets failures on the fake: a late call of this job would take one of them.
+    await waitUntil(async () => ((await generation(queued.body.id)).status === 'completed' ? true : undefined));
   });
 
   it('falls back to nothing with allow_fallbacks false', async () => {
