@@ -2,9 +2,11 @@ import { parseArgs } from 'node:util';
 import { loadConfig, type Config } from '../config/env';
 import { AppError } from '../errors/app-error';
 import { AccountsService } from '../services/accounts.service';
+import { announceKeyChangeFrom, type KeyChange } from '../runtime/key-changes';
 import type { RuntimeLogger } from '../runtime/process-utils';
+import { readRuntimeInfo } from '../runtime/runtime-file';
 import { resolveSecret } from '../runtime/secret';
-import { describeError, openDatabase } from './database';
+import { describeError, openDatabase, safeUrl } from './database';
 import { CliError, type Command, type Values } from './command';
 import { ACCOUNT_COMMANDS } from './account-commands';
 import { CatalogCheckError, OPERATOR_COMMANDS } from './operator-commands';
@@ -69,6 +71,21 @@ function cliLogger(io: CliIo, logLevel: string): RuntimeLogger {
     io.stderr.write(`switchyard ${level}: ${message}\n`);
   };
   return { debug: verbose ? write('debug') : () => {}, info: verbose ? write('info') : () => {}, warn: write('warn'), error: write('error') };
+}
+
+/**
+ * How a key changed here (revoked) reaches a running deployment at once (shared/runtime/key-changes.ts): over
+ * REDIS_URL, else the Redis of the service running on this machine (its runtime.json); with neither, there is no
+ * service to tell. Unreachable, it is said on stderr: the processes then see the change within a second.
+ */
+function keyChangeTeller(config: Config, logger: RuntimeLogger): (change: KeyChange) => Promise<void> {
+  return async (change) => {
+    const url = config.redisUrl ?? readRuntimeInfo(config.homeDir)?.redisUrl;
+    if (!url) return;
+    if (!(await announceKeyChangeFrom(url, config.queuePrefix, change))) {
+      logger.warn(`the running service was not told of the change (Redis at ${safeUrl(url)} did not answer): its processes see it within a second`);
+    }
+  };
 }
 
 function errorMessage(e: unknown): string {
@@ -153,7 +170,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       const secret = resolveSecret(config);
       const database = await openDatabase(config, logger);
       close = database.close;
-      accounts = new AccountsService(database.db, secret);
+      accounts = new AccountsService(database.db, secret, undefined, keyChangeTeller(config, logger));
     }
     const out = await action(accounts);
     io.stdout.write(values.json ? `${JSON.stringify(out.json)}\n` : `${out.text}\n`);

@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import { listenForJson } from '../queue/redis';
+import { createRedis, listenForJson, whenReady } from '../queue/redis';
 
 /**
  * A key changed (revoked, disabled or enabled, its limit, models or rate limit): every API process of the deployment is
@@ -21,6 +21,24 @@ export function keyChangesChannel(prefix: string): string {
 /** Tells the other processes; never throws (the bounds above hold without it). */
 export async function announceKeyChange(redis: Redis, prefix: string, change: KeyChange): Promise<void> {
   await redis.publish(keyChangesChannel(prefix), JSON.stringify(change)).catch(() => undefined);
+}
+
+/**
+ * Tells a deployment's processes from outside it (the CLI): one short-lived connection to `url`, the message, gone.
+ * False when Redis did not answer within `timeoutMs`: the processes then learn within the bounds above.
+ */
+export async function announceKeyChangeFrom(url: string, prefix: string, change: KeyChange, timeoutMs = 2_000): Promise<boolean> {
+  const redis = createRedis(url, { name: 'switchyard-cli' });
+  redis.on('error', () => undefined);
+  try {
+    await whenReady(redis, timeoutMs);
+    await redis.publish(keyChangesChannel(prefix), JSON.stringify(change));
+    return true;
+  } catch {
+    return false;
+  } finally {
+    redis.disconnect();
+  }
 }
 
 /**

@@ -47,7 +47,7 @@ export class AccountsService {
     private readonly clock: () => Date = () => new Date(),
     /**
      * Told of every change to a key once it committed (the API: this process's key cache and leases at once, the other
-     * processes through shared/runtime/key-changes.ts); without it (the CLI) they learn within their own bounds.
+     * processes through shared/runtime/key-changes.ts; the CLI: the running processes, over Redis).
      */
     private readonly onKeyChange?: (change: KeyChange) => Promise<void>,
   ) {

@@ -6,6 +6,7 @@
  */
 import request from 'supertest';
 import { createApp } from '../../api/app';
+import { runCli } from '../../shared/cli/main';
 import { createLogger } from '../../shared/logger';
 import { createRedis } from '../../shared/queue/redis';
 import { TEST_SECRET } from '../helpers/fixtures';
@@ -86,4 +87,36 @@ it('a key whose limit is lowered on one process is not served from the lease the
   expect(after.body.error.metadata.reason).toBe('key_limit_exceeded');
   await b.settled(org.organizationId);
   expect(await spent()).toBe(before);
+});
+
+/** `switchyard key revoke` run beside the deployment, with `env` over its database and secret; its exit code and stderr. */
+async function cliRevoke(id: string, env: Record<string, string>): Promise<{ code: number; stderr: string }> {
+  let stderr = '';
+  const code = await runCli(['key', 'revoke', '--id', id, '--json'], {
+    stdout: { write: () => true },
+    stderr: { write: (t: string) => ((stderr += t), true) },
+    env: { DATABASE_URL: b.t.url, SWITCHYARD_SECRET: TEST_SECRET, SWITCHYARD_HOME: b.ctx.config.homeDir, ...env },
+  });
+  return { code, stderr };
+}
+
+it('a key revoked with the CLI is refused by the running processes at once: the CLI tells them over REDIS_URL', async () => {
+  const org = await b.seed();
+  expect((await request(b.app).get('/v1/key').set(org.auth)).status).toBe(200);
+  const { code, stderr } = await cliRevoke(org.key.id, { REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: b.ctx.config.queuePrefix });
+  expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+  // Cached for a minute here: only the CLI's message can make `b` refuse it now.
+  const refused = await waitUntil(async () => {
+    const res = await request(b.app).get('/v1/key').set(org.auth);
+    return res.status === 401 ? res.body.error.code : undefined;
+  }, 2_000);
+  expect(refused).toBe('api_key_revoked');
+});
+
+it('a CLI that cannot reach Redis still revokes the key, and says the processes were not told', async () => {
+  const org = await b.seed();
+  const { code, stderr } = await cliRevoke(org.key.id, { REDIS_URL: 'redis://127.0.0.1:1', QUEUE_PREFIX: b.ctx.config.queuePrefix });
+  expect(code).toBe(0);
+  expect(stderr).toMatch(/not told of the change .*redis:\/\/127\.0\.0\.1:1.*within a second/);
+  expect((await b.t.db.apiKey.findUniqueOrThrow({ where: { id: org.key.id } })).revokedAt).not.toBeNull();
 });
