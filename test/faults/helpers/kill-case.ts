@@ -44,9 +44,10 @@ export interface KillCaseEnd {
 }
 
 /**
- * Runs a process-kill case: starts `npm start` (WEB_CONCURRENCY=2, `env` over the cluster's) on the cluster, seeds an organization (100 RUB),
- * runs `body`, then ends as every such case does: 4 requests after the replacement answer 200, SIGTERM stops all
- * (exit 0), the audit's problems and the checks are reported (the log's tail on a failure), and the case fails on any.
+ * Runs a process-kill case: starts `npm start` (WEB_CONCURRENCY=2, the case's `env` over the cluster's) on the cluster,
+ * seeds an organization (100 RUB), runs `body`, then ends as every such case does: 4 requests after the replacement
+ * answer 200, SIGTERM stops all (exit 0), the audit's problems and the checks are reported (the log's tail on a
+ * failure), and the case fails on any.
  */
 export async function runKillCase(
   c: Cluster,
