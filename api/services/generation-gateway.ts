@@ -140,7 +140,8 @@ export class GenerationGateway {
    *   caller covers the bound. Claimed here at once, its money drawn from the lease in memory; its record commits while
    *   its job runs and rides on its settlement promise.
    * - `reserved`: anything else. Reserved and recorded in one commit, then enqueued in its organization's fair order
-   *   (claimed here when a client waits, nothing of its organization waits, and a worker of this process has a free slot).
+   *   (claimed here when a client waits, nothing of its organization waits, and a worker of this process has a free slot;
+   *   claimed without an Idempotency-Key, it is `clientOnly`: a later run, its client gone with this process, is an orphan).
    *
    * `job(granted)` builds the job payload once the reservation is known (text requests may have their
    * `max_output_tokens` lowered to what was granted). `forget` removes the job from Redis once it ends (its
@@ -160,7 +161,8 @@ export class GenerationGateway {
     const detach = mailbox ? this.bus.listen(gen.id, (m) => mailbox.put(m)) : () => {};
     try {
       const ticket = claimable ? this.lane.claimers.hold(this.queues[queue].qualifiedName, gen.organizationId) : null;
-      await this.enqueue(queue, gen, job(granted), opts, ticket);
+      const data = job(granted);
+      await this.enqueue(queue, gen, ticket && !gen.idempotency ? { ...data, clientOnly: true } : data, opts, ticket);
     } catch (e) {
       detach();
       return this.enqueueFailed(gen, e);

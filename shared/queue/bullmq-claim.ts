@@ -33,13 +33,15 @@ export function bullmqScript(file: keyof typeof WRITTEN_FOR.scripts): { name: st
  * older job waits (a claim never overtakes one), and the job is new; otherwise the job is added to `wait` as `queue.add`
  * adds it, or, asked for the claim only (`only`), not added at all. A claim does for this one job what
  * `moveToActive` does through `prepareJobForProcessing`: the lock with the worker's token, the `active` event,
- * `processedOn` and the started-attempts count. The marker the add left for blocked workers goes when nothing else is
+ * `processedOn` and the started-attempts count; and it marks the hash `syc` (claimed), which BullMQ ignores. The marker the add left for blocked workers goes when nothing else is
  * left to fetch; blocked clients are served only once a script ends, so no worker wakes. Otherwise the job stays in
  * `wait`, where any worker fetches it as usual. With a fair lane (fairness.ts), an organization that has jobs of its
  * own waiting gets nothing added (`backlogged`: the caller adds the job with its priority), and a job left in `wait`
  * is counted as that organization's, in the same script.
  */
 const FAIR = fairLuaCalls(8);
+/** The field a claim sets in the job's hash, so that a later run knows the job was claimed at enqueue (`claimedAtEnqueue`). */
+const CLAIMED_FIELD = 'syc';
 const CLAIM_JOB = `
 local function bullmqAddStandardJob()
 ${bullmqScript('addStandardJob-9').content}
@@ -72,7 +74,7 @@ if rcall("ZCARD", keyPrefix .. "prioritized") == 0 then rcall("ZREM", markerKey,
 local jobKey = keyPrefix .. jobId
 rcall("SET", jobKey .. ":lock", ARGV[4], "PX", ARGV[5])
 rcall("XADD", eventsKey, "*", "event", "active", "jobId", jobId, "prev", "waiting")
-rcall("HSET", jobKey, "processedOn", ARGV[6])
+rcall("HSET", jobKey, "processedOn", ARGV[6], "${CLAIMED_FIELD}", "1")
 rcall("HINCRBY", jobKey, "ats", 1)
 return {added, rcall("HGETALL", jobKey)}
 `;
@@ -162,4 +164,12 @@ export async function waitingJobOrganization(client: Redis, queue: QueueKeys, jo
   if (!data) return null;
   const org = (JSON.parse(data) as { organizationId?: unknown }).organizationId;
   return typeof org === 'string' ? org : null;
+}
+
+/**
+ * Whether `job` was claimed at enqueue (the claim's mark in its hash): asked by a later run of it, which BullMQ fetched
+ * once the claim run's lock lapsed.
+ */
+export async function claimedAtEnqueue(client: Redis, job: Pick<Job, 'queueQualifiedName' | 'id'>): Promise<boolean> {
+  return (await client.hget(`${job.queueQualifiedName}:${job.id}`, CLAIMED_FIELD)) === '1';
 }

@@ -52,6 +52,12 @@ export interface GenerationJobBase {
    * (docs/architecture.md "Submitting"): any other run is an orphan (workers/services/drawn-jobs.ts).
    */
   drawn?: true;
+  /**
+   * A waiting client's job without an Idempotency-Key that its process tried to claim at enqueue: its answer can reach
+   * only that client. When the claim took it (`claimedAtEnqueue`), a later run, after that process stopped or stood
+   * still past the job's lock, is an orphan as a drawn job's is (workers/services/drawn-jobs.ts).
+   */
+  clientOnly?: true;
   /** The organization's cap on jobs running at once (`switchyard org update --max-concurrency`): see org-cap.ts. */
   maxConcurrency?: number;
 }

@@ -6,7 +6,8 @@
  * What must hold: the requests were granted from leases (their reservation entries move no money), in both processes
  * (a burst the kernel gave one process alone is let finish and sent again: kill-case.ts `burstOnBoth`); the killed
  * process's drawn jobs are re-run by the survivor, find no outcome and end failed, uncharged, with no second provider
- * call (one that found no room in its lease took the reserved path: re-run, completed and charged once);
+ * call (one that found no room in its lease took the reserved path and, claimed at enqueue, ends the same way; one
+ * that waited in the queue instead is re-run, completed and charged once);
  * the survivor's requests answer 200, charged once; the killed process's lease is released by the reaper once it
  * expires (LEASE_TTL_MS); nothing is left held, reserved, queued or lost.
  */
@@ -38,6 +39,7 @@ it('18. requests granted from leases, their process SIGKILLed mid-call: re-run u
         return workersDrawing.size >= 2;
       });
       const { pending, drawn, before } = burst;
+      const claimed = new Set(burst.jobs.filter((_, i) => burst.locks[i]?.includes(':claim:')).map((j) => String(j.id)));
       const ids = burst.jobs.map((j) => String(j.id));
       await waitFor('their records committed', async () => (await c.db.generation.count({ where: { id: { in: ids } } })) === 8, 10_000);
       // Drawn from a lease: the job says so, and its reservation entry moved no money (the lease had reserved it).
@@ -54,22 +56,23 @@ it('18. requests granted from leases, their process SIGKILLed mid-call: re-run u
 
       const { gens, failedUncharged, completed } = await endings(k, ids);
       const answered = new Set(replies.filter((r) => r.status === 200).map((r) => String(r.json?.id)));
-      // A cut request drawn from the lease is an orphan: failed and released, no second call. One that found no room in
-      // its process's lease took the reserved path: re-run, a second call, completed and charged once.
+      // A cut request claimed at enqueue (drawn from the lease, or reserved when the lease had no room) is an orphan:
+      // failed and released, no second call. One that waited in the queue is re-run: a second call, completed, charged once.
       const cutGens = gens.filter((g) => !answered.has(g.id));
-      const orphans = cutGens.filter((g) => drawn.has(g.id));
+      const orphans = cutGens.filter((g) => claimed.has(g.id));
       const rerun = cutGens.length - orphans.length;
+      const path = (id: string) => (drawn.has(id) ? 'drawn' : claimed.has(id) ? 'reserved, claimed' : 'reserved, queued');
       checks.that(cutGens.length === cut.length, `generations of the cut requests: ${cutGens.length}, cut replies ${cut.length}`);
-      checks.that(orphans.length > 0, 'no cut request was drawn from a lease');
-      checks.that(failedUncharged.length === orphans.length && orphans.every((g) => failedUncharged.some((f) => f.id === g.id)), `drawn cut requests ${orphans.length}, generations failed and released ${failedUncharged.length}`);
-      checks.that(completed.length === 8 - orphans.length, `completed and charged: ${completed.length}; statuses ${gens.map((g) => `${g.status}${drawn.has(g.id) ? '(drawn)' : ''}`).join(',')}`);
+      checks.that(cutGens.some((g) => drawn.has(g.id)), 'no cut request was drawn from a lease');
+      checks.that(failedUncharged.length === orphans.length && orphans.every((g) => failedUncharged.some((f) => f.id === g.id)), `claimed cut requests ${orphans.length}, generations failed and released ${failedUncharged.length}`);
+      checks.that(completed.length === 8 - orphans.length, `completed and charged: ${completed.length}; statuses ${gens.map((g) => `${g.status}(${path(g.id)})`).join(',')}`);
       checks.that([...answered].every((id) => completed.some((g) => g.id === id)), 'a 200 reply whose generation is not completed and charged');
       const upstream = k.upstreamPosts() - before;
       checks.that(upstream === 8 + rerun, `upstream calls for the 8 requests: ${upstream}, expected ${8 + rerun} (no second call for a client that is gone)`);
       await checkNothingReserved(k);
       return {
         audit,
-        holds: `${held} leases after the warm-up; ${burst.retried ? `${burst.retried} burst(s) not drawn in both processes let finish; ` : ''}${drawn.size} of 8 requests granted from them; one process SIGKILLed inside their provider calls: ${cut.length} replies cut, the ${orphans.length} drawn re-run by the survivor and ended failed, uncharged, with no second call${rerun ? ` (${rerun} reserved: re-run, completed, charged once)` : ''}; the survivor's ${8 - cut.length} answered 200 and were charged once; the killed process's lease released by the reaper; ${upstream} upstream calls; nothing left held, reserved or lost`,
+        holds: `${held} leases after the warm-up; ${burst.retried ? `${burst.retried} burst(s) not drawn in both processes let finish; ` : ''}${drawn.size} of 8 requests granted from them; one process SIGKILLed inside their provider calls: ${cut.length} replies cut, the ${orphans.length} claimed at enqueue (${orphans.filter((g) => drawn.has(g.id)).length} drawn) re-run by the survivor and ended failed, uncharged, with no second call${rerun ? ` (${rerun} that had waited in the queue: re-run, completed, charged once)` : ''}; the survivor's ${8 - cut.length} answered 200 and were charged once; the killed process's lease released by the reaper; ${upstream} upstream calls; nothing left held, reserved or lost`,
       };
     },
   ));

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Queue, Worker, type Job } from 'bullmq';
+import { claimedAtEnqueue } from '../../shared/queue/bullmq-claim';
 import { addJob, LocalClaimers, type Claim, type Claimer, type ClaimTicket } from '../../shared/queue/claims';
 import type Redis from 'ioredis';
 import { createRedis, whenReady } from '../../shared/queue/redis';
@@ -200,15 +201,31 @@ describe('claim at enqueue (real Redis)', () => {
     expect(await q.getJobState('closing')).toBe('completed');
   });
 
-  it('a claimed job whose process died is re-run by another worker once its lock lapses, once', async () => {
+  it('a claimed job whose process died is re-run by another worker once its lock lapses, once, and that run knows it was claimed', async () => {
     const q = newQueue();
     const dead = deadClaimer(q);
     expect(await addJob(q, { x: 1 }, { jobId: 's1', ...keep }, claim(q))).toBe('claimed');
+    await q.pause();
+    expect(await addJob(q, { x: 2 }, { jobId: 's2', ...keep }, claim(q))).toBe('queued');
+    await q.resume();
     expect(dead.started).toEqual(['s1']);
-    const runs: string[] = [];
-    worker(new Worker(q.name, async (job: Job) => void runs.push(job.id!), { connection: conn(), prefix, stalledInterval: 200, lockDuration: 400, maxStalledCount: 1 }));
-    await until(async () => (await q.getJobState('s1')) === 'completed', 8000);
-    expect(runs).toEqual(['s1']);
+    const runs: Array<{ id: string; started: number; claimed: boolean }> = [];
+    worker(
+      new Worker(q.name, async (job: Job) => void runs.push({ id: job.id!, started: job.attemptsStarted, claimed: await claimedAtEnqueue(redis, job) }), {
+        connection: conn(),
+        prefix,
+        stalledInterval: 200,
+        lockDuration: 400,
+        maxStalledCount: 1,
+      }),
+    );
+    await until(async () => (await q.getJobState('s1')) === 'completed' && (await q.getJobState('s2')) === 'completed', 8000);
+    // The claim's mark (workers/services/drawn-jobs.ts ends such a re-run of a client-only job uncharged); a job that
+    // waited in the queue has none.
+    expect(runs.sort((a, b) => a.id.localeCompare(b.id))).toEqual([
+      { id: 's1', started: 2, claimed: true },
+      { id: 's2', started: 1, claimed: false },
+    ]);
     expect((await q.getJob('s1'))!.attemptsStarted).toBe(2);
   });
 

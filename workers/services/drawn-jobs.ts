@@ -1,5 +1,7 @@
 import type { Processor } from 'bullmq';
 import { AppError } from '../../shared/errors/app-error';
+import { claimedAtEnqueue } from '../../shared/queue/bullmq-claim';
+import { isClaimToken } from '../../shared/queue/claims';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { GenerationJobBase } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
@@ -10,7 +12,9 @@ import { keptEarlierPromise } from '../../shared/billing/reply-then-settle';
  * after a stall: its reply went out, its settlement is committed now, and no provider is called again). A job drawn
  * from a lease (`drawn`: docs/architecture.md "Submitting") runs only in the run its own process claimed it for, which
  * takes its record from the lane; any other run (its process died, or stood still past the job's lock) is an orphan:
- * its client is gone, so the generation ends failed, uncharged, with no provider call.
+ * its client is gone, so the generation ends failed, uncharged, with no provider call. So is a later run of a reserved
+ * job claimed at enqueue for a client without an Idempotency-Key (`clientOnly`): its answer could reach only that
+ * client, who waited in the process that claimed it; a keyed job is re-run, and the key's repeat gets its answer.
  */
 export function claimedRuns(deps: WorkerDeps, processor: Processor): Processor {
   // Two parameters, as the processors it wraps: BullMQ then makes no AbortSignal per job (shared/queue/cancel-channel.ts JobStops).
@@ -18,7 +22,11 @@ export function claimedRuns(deps: WorkerDeps, processor: Processor): Processor {
     const data = job.data as GenerationJobBase;
     // Its generation may not even be recorded yet: a promise made from a lease carries its record.
     if (await keptEarlierPromise(deps, job)) return;
-    if (!data.drawn) return processor(job, token);
+    if (!data.drawn) {
+      // A re-run (not the claim's run, and not its first start) of a client-only job asks whether a claim started it.
+      if (data.clientOnly && !isClaimToken(token) && job.attemptsStarted > 1 && (await claimedAtEnqueue(deps.redis, job))) return endOrphaned(deps, data);
+      return processor(job, token);
+    }
     const record = deps.lane.take(data.generationId);
     if (!record) return endOrphaned(deps, data);
     try {
@@ -31,8 +39,9 @@ export function claimedRuns(deps: WorkerDeps, processor: Processor): Processor {
 
 async function endOrphaned(deps: WorkerDeps, data: GenerationJobBase): Promise<void> {
   if (await deps.settlements.keep(data.organizationId, data.generationId, deps.generations)) return;
-  deps.logger.warn('a job drawn from a lease ran outside the run its process claimed it for (that process stopped): ended, uncharged', { generationId: data.generationId, trace_id: data.traceId });
-  const error = new AppError('SERVICE_UNAVAILABLE', 'The process that accepted this request stopped before it ran: repeat the request').toStored();
+  const error = new AppError('SERVICE_UNAVAILABLE', 'The process that accepted this request stopped before it answered: repeat the request').toStored();
   const outcome = await deps.generations.finish(data.generationId, { status: 'failed', error });
-  if (outcome.applied) await new GenerationPublisher(deps.redis, data.replyTo, data.generationId, deps.lane.buses).send({ type: 'failed', error });
+  if (!outcome.applied) return; // it had ended before that process stopped
+  deps.logger.warn('a job claimed for a client without an Idempotency-Key ran outside the run its process claimed it for (that process stopped): ended, uncharged', { generationId: data.generationId, trace_id: data.traceId, drawn: data.drawn === true });
+  await new GenerationPublisher(deps.redis, data.replyTo, data.generationId, deps.lane.buses).send({ type: 'failed', error });
 }
