@@ -33,11 +33,12 @@ export function bullmqScript(file: keyof typeof WRITTEN_FOR.scripts): { name: st
  * older job waits (a claim never overtakes one), and the job is new; otherwise the job is added to `wait` as `queue.add`
  * adds it, or, asked for the claim only (`only`), not added at all. A claim does for this one job what
  * `moveToActive` does through `prepareJobForProcessing`: the lock with the worker's token, the `active` event,
- * `processedOn` and the started-attempts count; and it marks the hash `syc` (claimed), which BullMQ ignores. The marker the add left for blocked workers goes when nothing else is
- * left to fetch; blocked clients are served only once a script ends, so no worker wakes. Otherwise the job stays in
- * `wait`, where any worker fetches it as usual. With a fair lane (fairness.ts), an organization that has jobs of its
- * own waiting gets nothing added (`backlogged`: the caller adds the job with its priority), and a job left in `wait`
- * is counted as that organization's, in the same script.
+ * `processedOn` and the started-attempts count; and it marks the hash `syc` (claimed), which BullMQ ignores. The
+ * marker the add left for blocked workers goes when nothing else is left to fetch; blocked clients are served only
+ * once a script ends, so no worker wakes. Otherwise the job stays in `wait`, where any worker fetches it as usual.
+ * With a fair lane (fairness.ts), an organization that has jobs of its own waiting gets nothing added (`backlogged`:
+ * the caller adds the job with its priority), and a job left in `wait` is counted as that organization's, in the same
+ * script.
  */
 const FAIR = fairLuaCalls(8);
 /** The field a claim sets in the job's hash, so that a later run knows the job was claimed at enqueue (`claimedAtEnqueue`). */
