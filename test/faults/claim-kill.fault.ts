@@ -13,23 +13,40 @@
  */
 import { settledAudit } from './helpers/audit';
 import { useCluster } from './helpers/cluster';
+import { call } from './helpers/http';
 import { burstOnBoth, checkNothingReserved, endings, killOneMidCall, runKillCase } from './helpers/kill-case';
+import { waitFor } from './helpers/wait';
 import { QUEUES } from '../../shared/queue/queue-names';
 
 const cluster = useCluster({ name: 'claim-kill' });
 
-/** The case; `leasesOff` runs npm start with LEASE_REQUESTS=0 and sends no keys: every request is reserved, then claimed. */
-function claimKill(o: { name: string; injected: string; leasesOff?: boolean }) {
-  return runKillCase(cluster(), { name: o.name, injected: o.injected, input: 'claimed', env: o.leasesOff ? { LEASE_REQUESTS: '0' } : undefined }, async (k) => {
+/**
+ * The case. `tightKey` (17b) sends no Idempotency-Key and, after the warm-up, gives the API key a limit that leaves room
+ * for TIGHT_BOUNDS requests' bounds, below what a lease needs (LEASE_HEADROOM 8 leases of LEASE_REQUESTS 32 bounds):
+ * the change revokes the key's leases and none is taken again, so every request is reserved, then claimed.
+ */
+const TIGHT_BOUNDS = 96;
+function claimKill(o: { name: string; injected: string; tightKey?: boolean }) {
+  return runKillCase(cluster(), { name: o.name, injected: o.injected, input: 'claimed' }, async (k) => {
     const { c, checks, tally, org } = k;
     const warm = await Promise.all(Array.from({ length: 4 }, (_, i) => k.ask(i)));
     tally.addAll(warm);
     checks.that(warm.every((r) => r.status === 200), `warm-up: ${warm.map((r) => r.status).join(',')}`);
+    if (o.tightKey) {
+      await k.settled();
+      const gens = await c.db.generation.findMany({ where: { id: { in: warm.map((r) => String(r.json?.id)) } }, select: { reservedAmount: true } });
+      const bound = Math.max(...gens.map((g) => Number(g.reservedAmount)));
+      const spent = Number((await c.db.apiKey.findUniqueOrThrow({ where: { id: org.key.id } })).periodSpent);
+      const limit = Number((spent + TIGHT_BOUNDS * bound).toFixed(10));
+      const res = await call('PATCH', `${k.npm.url}/v1/keys/${org.key.id}`, { limit }, { Authorization: `Bearer ${org.ownerToken}` });
+      checks.that(res.status === 200 && bound > 0, `key limit ${limit} RUB (${TIGHT_BOUNDS} bounds of ${bound} over ${spent} spent): ${res.status}`);
+      await waitFor('the key\'s leases given back', async () => (await k.leasesHeld()) === 0, 10_000).catch(() => undefined);
+    }
 
     c.fake.setKnobs({ latencyMs: 2000 });
     const burst = await burstOnBoth(k, 8, (round) => {
-      // Half keyed; none with leases off, whose point is the unkeyed reserved requests (17 has the keyed ones).
-      const keys = Array.from({ length: 8 }, (_, i) => (i % 2 === 0 && !o.leasesOff ? `claim-kill-${round}-${i}-${Date.now()}` : undefined));
+      // Half keyed; none in 17b, whose point is the unkeyed reserved requests (17 has the keyed ones).
+      const keys = Array.from({ length: 8 }, (_, i) => (i % 2 === 0 && !o.tightKey ? `claim-kill-${round}-${i}-${Date.now()}` : undefined));
       return keys.map((key, i) => k.ask(100 + i, key ? { 'Idempotency-Key': key } : {}));
     });
     const { pending, locks, drawn, before } = burst;
@@ -60,7 +77,7 @@ function claimKill(o: { name: string; injected: string; leasesOff?: boolean }) {
       failedUncharged.length === orphans.length && orphans.every((g) => failedIds.has(g.id)),
       `unkeyed cut generations ${orphans.map((g) => `${g.id}(${path(g.id)})`).join(',') || 'none'}, failed and released ${failedUncharged.map((g) => g.id).join(',') || 'none'}`,
     );
-    if (o.leasesOff) checks.that(drawn.size === 0 && orphans.length > 0, `leases off: ${drawn.size} drawn, ${orphans.length} unkeyed reserved cut generations (the case needs at least one)`);
+    if (o.tightKey) checks.that(drawn.size === 0 && orphans.length > 0, `a key too tight for a lease: ${drawn.size} drawn, ${orphans.length} unkeyed reserved cut generations (the case needs at least one)`);
     checks.that(completed.length === 8 - orphans.length, `completed and charged: ${completed.length} of ${8 - orphans.length}; statuses ${gens.map((g) => `${g.status}(${path(g.id)})`).join(',')}`);
     const upstream = k.upstreamPosts() - before;
     checks.that(upstream === 8 + rerun.length, `upstream calls for the 8 requests: ${upstream}, expected ${8 + rerun.length} (a second call for each cut keyed request only)`);
@@ -79,9 +96,9 @@ it('17. jobs claimed at enqueue, their process SIGKILLed mid-call: keyed ones re
     injected: 'npm start, WEB_CONCURRENCY=2; 8 text requests (4 with an Idempotency-Key, the others drawn from a lease or reserved) whose jobs were claimed at enqueue by the worker of their own process; one process SIGKILLed inside their provider calls (2 s)',
   }));
 
-it('17b. the same with leases off: the unkeyed requests, reserved and claimed, are released too', () =>
+it('17b. the same for a key too tight for a lease: the unkeyed requests, reserved and claimed, are released too', () =>
   claimKill({
-    name: '17b. claimed at enqueue, leases off, process SIGKILL',
-    injected: 'as 17 with LEASE_REQUESTS=0 and no Idempotency-Key (no lease: each of the 8 requests reserved, then claimed at enqueue, as when a caller has too little room for a lease); one process SIGKILLed inside their provider calls (2 s)',
-    leasesOff: true,
+    name: '17b. claimed at enqueue, no lease, process SIGKILL',
+    injected: `as 17 without Idempotency-Keys; after the warm-up the API key's limit leaves room for ${TIGHT_BOUNDS} requests' bounds, below what a lease needs (8 leases of 32 bounds): its leases revoked, none taken again, so each of the 8 requests is reserved, then claimed at enqueue; one process SIGKILLed inside their provider calls (2 s)`,
+    tightKey: true,
   }));
