@@ -15,7 +15,8 @@ import { requestHash } from '../middleware/idempotency';
 import type { GenerationGateway } from './generation-gateway';
 import type { Caller } from './generation-order';
 import { lineError, toLineError, type BatchLineKind } from './batch-lines';
-import { isParked, type BatchUpstream } from './batch-upstream';
+import type { BatchUpstream } from './batch-upstream';
+import { isParked } from '../../shared/services/upstream-batches.service';
 import { validateInput } from './batch-validation';
 import type { BatchSteps } from './batch-steps';
 
@@ -160,12 +161,12 @@ export class BatchDriver {
       // back to its ordinary job is stopped as an ordinary one (a step while its chunk still settles leaves it to the next).
       const onPath = parked.size ? ((await this.d.upstream?.onPath([...parked])) ?? parked) : parked;
       for (const l of running) if (!onPath.has(l.id)) await this.d.gateway.cancel(l.id, kind.queue).catch(() => undefined);
-      if (parked.size) await this.d.upstream?.stop(b, () => kind.queue);
+      if (parked.size) await this.d.upstream?.stop(b, kind.queue);
       for (const l of unordered) answers.set(l.line, this.expiredAnswer(b, l));
       return this.expire(b, answers, running);
     }
     if (b.status === 'cancelling') {
-      if (parked.size) await this.d.upstream?.stop(b, () => kind.queue);
+      if (parked.size) await this.d.upstream?.stop(b, kind.queue);
       // Claimed but never ordered: they never started, so they never run (and are in neither file).
       const v = await this.commit(b, answers, { inFlight: running });
       if (!v) return true;
@@ -207,8 +208,9 @@ export class BatchDriver {
     );
     const after = { ...b, ...state };
     // A refused line with a generation (two runs at once: a stalled job re-run's order granted) stays in flight.
-    const recorded = refused.size ? await this.d.db.generation.findMany({ where: { id: { in: toOrder.map((l) => l.id) } }, select: { id: true } }) : [];
-    for (const g of recorded) refused.delete(toOrder.find((l) => l.id === g.id)!.line);
+    const refusedIds = new Map(toOrder.filter((l) => refused.has(l.line)).map((l) => [l.id, l.line]));
+    const recorded = refusedIds.size ? await this.d.db.generation.findMany({ where: { id: { in: [...refusedIds.keys()] } }, select: { id: true } }) : [];
+    for (const g of recorded) refused.delete(refusedIds.get(g.id)!);
     if (refused.size) {
       const v = await this.commit(after, refused, { inFlight: (after.inFlight as unknown as InFlight[]).filter((l) => !refused.has(l.line)) });
       if (!v) return true;

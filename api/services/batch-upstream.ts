@@ -79,11 +79,8 @@ export class BatchUpstream {
    * The batch stops (cancelled or expired): its parked lines no chunk holds never go upstream (cancelled, uncharged);
    * its chunks are cancelled upstream by their workers, woken now (a chunk job waiting for its next poll runs at once).
    */
-  async stop(b: Pick<Batch, 'id'>, queueOf: (generationId: string) => QueueName): Promise<void> {
-    for (const id of await this.d.store.unpark(b.id)) await this.d.gateway.cancel(id, queueOf(id)).catch(() => undefined);
+  async stop(b: Pick<Batch, 'id'>, queue: QueueName): Promise<void> {
+    for (const id of await this.d.store.unpark(b.id)) await this.d.gateway.cancel(id, queue).catch(() => undefined);
     for (const id of await this.d.store.requestCancel(b.id)) await promoteIfDelayed(this.d.queue, id);
   }
 }
-
-/** Whether a generation (its routing as recorded) was parked for a provider's batch API. */
-export const isParked = (routing: unknown): boolean => typeof (routing as { upstreamBatch?: unknown } | null)?.upstreamBatch === 'string';

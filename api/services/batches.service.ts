@@ -7,7 +7,7 @@ import { ownerOf, type Principal } from '../../shared/auth/principal';
 import { moneyJson } from '../../shared/formats/format-utils';
 import { JOB_OPTIONS, type BatchJobData } from '../../shared/queue/job-catalog';
 import { promoteIfDelayed } from '../../shared/queue/promote';
-import { visibleTo, type BatchFiles } from '../../shared/services/batch-files.service';
+import { BATCH_NOT_ENDED, visibleTo, type BatchFiles } from '../../shared/services/batch-files.service';
 import type { BatchStatus, CreateBatchBody, ListBatchesQuery } from '../../shared/schemas/batches.schema';
 import type { Logger } from '../../shared/logger';
 
@@ -147,6 +147,6 @@ export class BatchesService {
 
   /** Whether a batch that has not ended reads this input file (it cannot be deleted until it has). */
   async inputInUse(fileId: string): Promise<boolean> {
-    return (await this.d.db.batch.count({ where: { inputFileId: fileId, status: { in: ['validating', 'in_progress', 'finalizing', 'cancelling'] } } })) > 0;
+    return (await this.d.db.batch.count({ where: { inputFileId: fileId, status: { in: BATCH_NOT_ENDED } } })) > 0;
   }
 }

@@ -16,6 +16,9 @@ export type UpstreamBatchStatus = 'new' | 'submitting' | 'running' | 'done';
 
 export type { UpstreamBatch };
 
+/** Whether a generation (its routing as recorded) was parked for a provider's batch API. */
+export const isParked = (routing: unknown): boolean => typeof (routing as { upstreamBatch?: unknown } | null)?.upstreamBatch === 'string';
+
 /**
  * The rows of the provider batch path: parked lines (`upstream_batch_lines`) and the chunks they are sent in
  * (`upstream_batches`). The API's batch driver parks lines and gathers them into chunks; a worker's chunk job submits,

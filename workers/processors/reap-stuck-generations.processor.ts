@@ -6,7 +6,7 @@ import type { WorkerDeps } from '../worker-deps';
 import type { ReaperSettings } from '../../shared/config/env';
 import type { CallbackService } from '../../shared/services/callbacks.service';
 import { RUNNING_STATUSES } from '../../shared/services/generation.service';
-import { UpstreamBatches } from '../../shared/services/upstream-batches.service';
+import { isParked, UpstreamBatches } from '../../shared/services/upstream-batches.service';
 
 /** Job name in the `maintenance` queue. Never rename it: the scheduler in Redis refers to it. */
 export const REAP_STUCK_GENERATIONS = 'reap-stuck-generations';
@@ -54,7 +54,7 @@ export function stuckGenerationReaper(
     });
     let reaped = 0;
     // Batch lines parked for a provider's batch API have no job while they wait there (docs/batches.md).
-    const parked = stuck.filter((g) => typeof (g.routing as { upstreamBatch?: unknown } | null)?.upstreamBatch === 'string').map((g) => g.id);
+    const parked = stuck.filter((g) => isParked(g.routing)).map((g) => g.id);
     const waiting = await new UpstreamBatches(deps.db).waiting(parked);
     // Promises that carry the record of a generation granted from a lease, whose job no longer runs: their records never
     // committed, so no stuck generation names them; the reply they showed is kept (recorded, then charged).
