@@ -24,6 +24,22 @@ export function rec(value: unknown): Json {
   return isRecord(value) ? value : {};
 }
 
+/**
+ * One line of a provider batch's JSONL results: the record and its `custom_id`; a line that is not JSON, or has no
+ * `custom_id`, is malformed (`provider` names it in the message).
+ */
+export function batchResultLine(line: string, provider: string): { o: Json; customId: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    return malformed(`${provider} batch result line is not JSON`, line);
+  }
+  const o = rec(parsed);
+  const customId = str(o.custom_id);
+  return customId ? { o, customId } : malformed(`${provider} batch result line without custom_id`, parsed);
+}
+
 /** A 2xx body that is not the documented shape: `malformed_reply`, so the next endpoint may be tried. */
 export function malformed(message: string, body: unknown): never {
   let raw: string | undefined;

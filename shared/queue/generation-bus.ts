@@ -3,6 +3,7 @@ import type Redis from 'ioredis';
 import { Cluster } from 'ioredis';
 import type { TextStreamEvent } from '../providers/provider.types';
 import type { StoredError } from '../errors/app-error';
+import { listenForJson } from './redis';
 
 /** What a worker tells the API process that waits for a generation. */
 export type GenerationEvent =
@@ -139,19 +140,11 @@ export class GenerationBus {
       } else {
         sub.on('ready', recheck);
       }
-      sub.on('message', (channel: string, text: string) => {
-        // The connection may carry other channels too (shared/runtime/key-changes.ts).
-        if (channel !== this.channel) return;
-        let m: BusMessage;
-        try {
-          m = JSON.parse(text) as BusMessage;
-        } catch {
-          return;
-        }
-        if (m.id === PROBE) this.probes.get((m as { token?: string }).token ?? '')?.();
-        else this.waiters.get(m.id)?.(m);
+      // The connection may carry other channels too (shared/runtime/key-changes.ts): only this one's are read.
+      await listenForJson(sub, this.channel, (m) => {
+        if (m.id === PROBE) this.probes.get((m.token as string | undefined) ?? '')?.();
+        else this.waiters.get(m.id as string)?.(m as unknown as BusMessage);
       });
-      await sub.subscribe(this.channel);
       subscribed = true;
     })();
     return this.started;

@@ -38,9 +38,13 @@ export function callbackProcessor(deps: WorkerDeps) {
       if (refused) throw new UnrecoverableError(`callback URL refused: ${(e as Error).message}`);
       throw e;
     }
-    if (code < 200 || code >= 300) span?.fail(`callback receiver answered HTTP ${code}`, String(code));
+    if (code < 200 || code >= 300) {
+      const message = `callback receiver answered HTTP ${code}`;
+      span?.fail(message, String(code));
+      span?.end();
+      throw new Error(message);
+    }
     span?.end();
-    if (code < 200 || code >= 300) throw new Error(`callback receiver answered HTTP ${code}`);
   };
 }
 

@@ -1,4 +1,4 @@
-import type { EmbeddingResult } from '../../shared/providers/provider.types';
+import type { EmbeddingRequest, EmbeddingResult } from '../../shared/providers/provider.types';
 import { upstreamError } from '../../shared/providers/upstream-error';
 import { tokenCost } from '../../shared/billing/pricing';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
@@ -53,7 +53,7 @@ export class EmbeddingsExecutor {
   /** Calls one endpoint; a reply with another number of vectors than inputs is a malformed reply (fall back). */
   private async embed(data: EmbeddingsJobData, c: EndpointCall): Promise<EmbeddingResult> {
     const embeddings = c.adapter.embeddings!;
-    const req = { model: c.resolved.endpoint.upstreamModel, inputs: data.inputs, dimensions: data.dimensions, user: data.user };
+    const req = embeddingRequest(data, c.resolved.endpoint.upstreamModel);
     const reply = await upstreamRequest(this.deps, c, embeddings.buildRequest(req, c.resolved.provider.apiKey ?? ''), c.signal);
     const result = embeddings.parseResponse(reply.json, req);
     if (result.vectors.length !== data.inputs.length) {
@@ -67,3 +67,6 @@ export class EmbeddingsExecutor {
 function embeddingUsage(result: EmbeddingResult): GenAiUsage {
   return { responseModel: result.modelVersion, inputTokens: result.usage.inputTokens };
 }
+
+/** The provider request of an embeddings job for `model` (a direct call, or a line of a provider's batch). */
+export const embeddingRequest = (data: EmbeddingsJobData, model: string): EmbeddingRequest => ({ model, inputs: data.inputs, dimensions: data.dimensions, user: data.user });

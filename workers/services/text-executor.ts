@@ -256,7 +256,7 @@ function textUsage({ result }: Answer): GenAiUsage {
 }
 
 /** The payload as the generation's record keeps it: without the text when the caller asked for `store: false`. */
-function recorded(data: TextJobData, payload: TextDonePayload): TextDonePayload {
+export function recorded(data: TextJobData, payload: TextDonePayload): TextDonePayload {
   return data.store === false ? { ...payload, result: withoutText(payload.result) } : payload;
 }
 

@@ -7,10 +7,9 @@
 import type { Queue } from 'bullmq';
 import type { ResolvedEndpoint } from '../../shared/catalog/catalog-index';
 import type { ProviderAdapter, UpstreamBatchLine } from '../../shared/providers/adapter.types';
-import type { EmbeddingRequest, UpstreamFailure } from '../../shared/providers/provider.types';
+import type { UpstreamFailure } from '../../shared/providers/provider.types';
 import { tokenCost } from '../../shared/billing/pricing';
 import { requestWithout } from '../../shared/formats/format-utils';
-import { withoutText } from '../../shared/formats/unstored-text';
 import { ignoredParameterWarnings } from '../../shared/routing/route-parameters';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import { addJob } from '../../shared/queue/claims';
@@ -20,6 +19,8 @@ import type { QueueName } from '../../shared/queue/queue-names';
 import type { WorkerDeps } from '../worker-deps';
 import { endCompleted, endFailed } from './attempt-loop';
 import { attemptOf, failedAttempt, failureError } from './attempt-failures';
+import { embeddingRequest } from './embeddings-executor';
+import { recorded } from './text-executor';
 
 /** A parked line as its chunk job reads it: its generation, its ordinary job's queue and payload. */
 export interface ParkedJob {
@@ -49,8 +50,6 @@ export function upstreamLine(l: ParkedJob, c: ChunkCall): UpstreamBatchLine {
   return { customId: l.generationId, request: c.adapter.embeddings!.buildRequest(embeddingRequest(l.job as EmbeddingsJobData, upstreamModel), key) };
 }
 
-const embeddingRequest = (data: EmbeddingsJobData, model: string): EmbeddingRequest => ({ model, inputs: data.inputs, dimensions: data.dimensions, user: data.user });
-
 /**
  * Ends a line with its provider's reply body, charged at the endpoint's batch prices. A body that cannot be read
  * (or embeddings of the wrong count) is a failure the line may be retried for: that failure, else null.
@@ -75,8 +74,7 @@ export async function settleLine(deps: WorkerDeps, l: ParkedJob, c: ChunkCall, b
     const cost = tokenCost(price, result.usage);
     const warnings = [...data.warnings, ...ignoredParameterWarnings(candidate.dropParams, candidate.model, resolved.provider.id)];
     const payload: TextDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: resolved.provider.id, cost: cost.toFixed(10), warnings, attempts: [] };
-    const stored = data.store === false ? { ...payload, result: withoutText(result) } : payload;
-    await endCompleted(deps, pub, { ...data, replyTo: null }, { status: 'completed', cost, result: stored, usage: result.usage, warnings, finishReason: result.finishReason, upstreamId: result.upstreamId ?? null, ...common }, payload);
+    await endCompleted(deps, pub, { ...data, replyTo: null }, { status: 'completed', cost, result: recorded(data, payload), usage: result.usage, warnings, finishReason: result.finishReason, upstreamId: result.upstreamId ?? null, ...common }, payload);
     return null;
   }
   const data = l.job as EmbeddingsJobData;

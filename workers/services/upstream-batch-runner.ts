@@ -72,7 +72,7 @@ export class UpstreamBatchRunner {
     const key = resolved.provider.apiKey ?? '';
     let batch: ProviderBatch;
     try {
-      if ((u.cancelRequested || (await this.stopped(u))) && !u.cancelSent) {
+      if (!u.cancelSent && (u.cancelRequested || (await this.stopped(u)))) {
         // Our batch was cancelled or expired: the provider stops what it has not run (what it ran is still charged).
         batch = op.parseBatch((await this.request(call, op.buildCancel(u.upstreamId!, key))).json, key);
         await this.store.note(u.id, { cancelSent: true });

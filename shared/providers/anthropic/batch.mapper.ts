@@ -5,7 +5,7 @@
 import type { BatchApiOperation, ListedBatch, UpstreamBatch, UpstreamBatchLine, UpstreamBatchResult } from '../adapter.types';
 import type { HttpRequestSpec } from '../provider.types';
 import { matchByShape, parseListPage } from '../batch-find';
-import { isRecord, malformed, num, rec, str, unsupported } from '../mapper-utils';
+import { batchResultLine, isRecord, malformed, num, rec, str, unsupported } from '../mapper-utils';
 import { anthropicHeaders } from './request.mapper';
 
 /** `processing_status`: https://docs.anthropic.com/en/api/retrieving-message-batches */
@@ -97,19 +97,11 @@ export const parseMessageBatchList = (json: unknown): { batches: ListedBatch[]; 
  * synchronous call would have answered, or `canceled` / `expired` (the request never ran: it may be retried).
  */
 export function parseMessageBatchResultLine(line: string): UpstreamBatchResult {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(line);
-  } catch {
-    return malformed('Anthropic batch result line is not JSON', line);
-  }
-  const o = rec(parsed);
-  const customId = str(o.custom_id);
+  const { o, customId } = batchResultLine(line, 'Anthropic');
   const result = rec(o.result);
-  if (!customId) return malformed('Anthropic batch result line without custom_id', parsed);
   switch (result.type) {
     case 'succeeded':
-      if (!isRecord(result.message)) return malformed('Anthropic succeeded batch result without message', parsed);
+      if (!isRecord(result.message)) return malformed('Anthropic succeeded batch result without message', o);
       return { customId, ok: true, body: result.message };
     case 'errored': {
       const error = rec(rec(result.error).error);
@@ -123,7 +115,7 @@ export function parseMessageBatchResultLine(line: string): UpstreamBatchResult {
     case 'expired':
       return { customId, ok: false, message: 'the batch expired before this request ran', retryable: true };
     default:
-      return malformed('Anthropic batch result line with an unknown result type', parsed);
+      return malformed('Anthropic batch result line with an unknown result type', o);
   }
 }
 

@@ -6,7 +6,7 @@
 import type { BatchApiOperation, ListedBatch, UpstreamBatch, UpstreamBatchLine, UpstreamBatchResult } from '../adapter.types';
 import { matchByTag, parseListPage } from '../batch-find';
 import type { HttpRequestSpec } from '../provider.types';
-import { isRecord, malformed, num, rec, str, unsupported } from '../mapper-utils';
+import { arr, batchResultLine, isRecord, malformed, num, rec, str, unsupported } from '../mapper-utils';
 import { extractOpenAIError } from './response.mapper';
 
 /** https://platform.openai.com/docs/guides/batch#4-check-the-status-of-a-batch */
@@ -89,7 +89,7 @@ export function parseBatch(json: unknown, apiKey: string): UpstreamBatch {
     }
   }
   if (status === 'failed') {
-    const messages = (Array.isArray(rec(body.errors).data) ? (rec(body.errors).data as unknown[]) : []).map((e) => str(rec(e).message)).filter((m): m is string => !!m);
+    const messages = arr(rec(body.errors).data).map((e) => str(rec(e).message)).filter((m): m is string => !!m);
     batch.error = messages.length > 0 ? messages.join('; ') : 'the batch failed';
   }
   return batch;
@@ -120,23 +120,14 @@ const retryableStatus = (status: number | undefined): boolean => status === unde
  * line never ran, which may be retried.
  */
 export function parseBatchResultLine(line: string): UpstreamBatchResult {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(line);
-  } catch {
-    return malformed('OpenAI batch result line is not JSON', line);
-  }
-  const o = rec(parsed);
-  const customId = str(o.custom_id);
-  if (!customId) return malformed('OpenAI batch result line without custom_id', parsed);
+  const { o, customId } = batchResultLine(line, 'OpenAI');
   const response = isRecord(o.response) ? o.response : undefined;
+  const status = num(response?.status_code);
   if (isRecord(o.error)) {
     const message = str(o.error.message) ?? str(o.error.code) ?? 'the line did not run';
-    const status = num(response?.status_code);
     return { customId, ok: false, message, retryable: retryableStatus(status), ...(status !== undefined && { status }) };
   }
-  const status = num(response?.status_code);
-  if (!response || status === undefined) return malformed('OpenAI batch result line without response or error', parsed);
+  if (!response || status === undefined) return malformed('OpenAI batch result line without response or error', o);
   if (status >= 200 && status < 300) return { customId, ok: true, body: response.body };
   const message = extractOpenAIError(response.body).message ?? `HTTP ${status}`;
   return { customId, ok: false, status, message, retryable: retryableStatus(status) };
