@@ -7,6 +7,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, streamText, type ModelMessage } from 'ai';
 import { money } from '../../shared/money';
 import { seedKey } from '../helpers/fixtures';
+import { leasesUnlessOff } from '../helpers/test-app';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 
 let s: TestStack;
@@ -19,7 +20,7 @@ let m2: { token: string; key: string; sdk: OpenAI };
 const sdk = (apiKey: string) => new OpenAI({ apiKey, baseURL: `${s.url}/v1`, maxRetries: 0 });
 
 beforeAll(async () => {
-  s = await createTestStack({ env: { SYNC_WAIT_MS: '5000', LEASE_REQUESTS: '16' }, knobs: { text: 'Hello from the fake provider' } });
+  s = await createTestStack({ env: { SYNC_WAIT_MS: '5000', ...leasesUnlessOff(16) }, knobs: { text: 'Hello from the fake provider' } });
   org = await s.seed({ balance: '100' });
   client = sdk(org.key.key);
   const member = async (email: string) => {
@@ -35,6 +36,15 @@ beforeEach(() => s.fake.reset());
 
 /** The chat messages the fake OpenAI provider received last. */
 const lastSent = () => (s.fake.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)?.body ?? {}) as { messages: Array<{ role: string; content: unknown }> };
+
+/**
+ * A generation's record, read from the database. A sync reply drawn from a lease goes out once its settlement promise
+ * carries the record, which commits just after: wait for the organization's promises first, as the read routes do.
+ */
+async function recordOf(id: string) {
+  await s.settled(org.organizationId);
+  return s.t.db.generation.findUniqueOrThrow({ where: { id } });
+}
 
 async function orgMoney() {
   await s.settled(org.organizationId);
@@ -127,7 +137,7 @@ describe('a cut-off answer is incomplete (issue 9.2)', () => {
 
 describe('the Vercel AI SDK keeps every turn (issue 9.1)', () => {
   /** The `input` Switchyard received for a response (the SDK's own request, as recorded). */
-  const receivedInput = async (id: string) => ((await s.t.db.generation.findUniqueOrThrow({ where: { id } })).request as { body: { input: unknown } }).body.input;
+  const receivedInput = async (id: string) => ((await recordOf(id)).request as { body: { input: unknown } }).body.input;
 
   it('resolves the item_reference the AI SDK sends for earlier assistant turns, plain and streamed', async () => {
     const model = createOpenAI({ apiKey: org.key.key, baseURL: `${s.url}/v1` }).responses(STACK_MODELS.chat);
@@ -177,7 +187,7 @@ describe('store: false keeps no text, and output limits are bounded (issue 10.11
     for await (const ev of streamed) if (ev.type === 'response.completed') streamedId = ev.response.id;
 
     for (const id of [r.id, streamedId]) {
-      const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
+      const g = await recordOf(id);
       const kept = JSON.stringify([g.request, g.result, g.usage, g.warnings, g.error, g.routing]);
       expect(kept).not.toContain('confidential');
       expect(kept).not.toContain('secret instructions');
@@ -191,7 +201,7 @@ describe('store: false keeps no text, and output limits are bounded (issue 10.11
     }
     // A stored response, for contrast, keeps its conversation.
     const kept = await client.responses.create({ model: STACK_MODELS.chat, input: 'ordinary question' });
-    expect(JSON.stringify((await s.t.db.generation.findUniqueOrThrow({ where: { id: kept.id } })).request)).toContain('ordinary question');
+    expect(JSON.stringify((await recordOf(kept.id)).request)).toContain('ordinary question');
   });
 
   it('a repeat of a store: false request (same Idempotency-Key) is a 409, not an empty answer', async () => {
@@ -227,7 +237,7 @@ describe('store: false keeps no text, and output limits are bounded (issue 10.11
 describe('stored-response routes the SDKs expose (issue 9.5)', () => {
   const waitEnded = async (id: string) => {
     for (let i = 0; i < 200; i++) {
-      const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
+      const g = await recordOf(id);
       if (g.status !== 'pending' && g.status !== 'processing') return g;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -275,7 +285,7 @@ describe('stored-response routes the SDKs expose (issue 9.5)', () => {
     const raw = await fetch(`${s.url}/v1/responses/${r.id}`, { method: 'DELETE', headers: { Authorization: `Bearer ${org.key.key}` } });
     expect(raw.status).toBe(200);
     expect(await raw.json()).toEqual({ id: r.id, object: 'response', deleted: true });
-    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.id } });
+    const g = await recordOf(r.id);
     expect(JSON.stringify([g.request, g.result])).not.toMatch(/private words|forget me/);
     expect(money(g.clientCost).greaterThan(0)).toBe(true);
     await expect(client.responses.retrieve(r.id)).rejects.toMatchObject({ status: 404 });

@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import { money } from '../../shared/money';
+import { leasesUnlessOff } from '../helpers/test-app';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 
 let s: TestStack;
@@ -7,7 +8,7 @@ let org: StackOrg;
 let client: OpenAI;
 
 beforeAll(async () => {
-  s = await createTestStack({ env: { LEASE_REQUESTS: '16' }, knobs: { promptTokens: 1000, completionTokens: 500, text: 'Hello from the fake provider' } });
+  s = await createTestStack({ env: leasesUnlessOff(16), knobs: { promptTokens: 1000, completionTokens: 500, text: 'Hello from the fake provider' } });
   org = await s.seed({ balance: '100' });
   client = new OpenAI({ apiKey: org.key.key, baseURL: `${s.url}/v1`, maxRetries: 0 });
 });

@@ -20,6 +20,15 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
+/**
+ * A suite's own lease size, unless the run turns leases off (`npm run test:leases-off`, TEST_LEASES=0): a suite's `env`
+ * wins over TEST_LEASES, so one that sets LEASE_REQUESTS for `npm test` spreads this instead, and runs the reserved path
+ * in the leases-off leg.
+ */
+export function leasesUnlessOff(requests: number): Record<string, string> {
+  return process.env.TEST_LEASES === undefined ? { LEASE_REQUESTS: String(requests) } : {};
+}
+
 /** The API on its own database and its own Redis key prefix, so test files run in parallel. */
 export async function createTestApp(
   opts: { catalog?: Catalog; env?: Record<string, string>; deps?: Partial<AppDeps>; /** The ledger's CLOSE_HOLD_MS. */ closeHoldMs?: number } = {},

@@ -40,11 +40,15 @@ describe('warnWithoutAppendOnly', () => {
     await admin.call('ACL', 'SETUSER', 'app', 'on', '>app-password', '~*', '&*', '+@all', '-config');
   });
   afterAll(async () => {
-    for (const r of connections) r.disconnect();
-    // Gone before its folder is: a Redis still writing its append-only files made the removal fail (ENOTEMPTY).
+    // Gone before its folder is, with what it forked: `appendonly yes` starts an append-only rewrite in a child process,
+    // which a SIGKILL of the server leaves writing into the folder (the removal then failed, ENOTEMPTY). SHUTDOWN stops
+    // that child and removes its temporary file; SIGKILL only when the server does not exit.
     const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((r) => child.once('exit', r));
-    child.kill('SIGKILL');
+    await admin.call('SHUTDOWN', 'NOSAVE').catch(() => undefined);
+    for (const r of connections) r.disconnect();
+    const killer = setTimeout(() => child.kill('SIGKILL'), 5_000);
     await exited;
+    clearTimeout(killer);
     fs.rmSync(dir, { recursive: true, force: true, maxRetries: 5 });
   });
   beforeEach(() => void (warnings.length = 0));
