@@ -150,6 +150,22 @@ describe('OpenTelemetry traces (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
     expect(attempts[1]!.attributes['gen_ai.usage.output_tokens']).toBe(res.body.usage.completion_tokens);
   });
 
+  it('a generation that fails ends under a settle span too: status failed, cost 0, error status with its code', async () => {
+    s.fake.setKnobs({ status: 500, failTimes: 2 });
+    const caller = incoming();
+    const res = await request(s.app)
+      .post('/v1/chat/completions')
+      .set(org.auth)
+      .set('traceparent', caller.header)
+      .send({ model: 'acme/fallback', messages: [{ role: 'user', content: 'fail twice' }] });
+    expect(res.status).toBe(502);
+
+    const spans = await trace(caller.traceId, (x) => named(x, 'switchyard.settle').length === 1 && x.filter((y) => y.kind === CLIENT).length === 2);
+    const settle = named(spans, 'switchyard.settle')[0]!;
+    expect(settle.status.code).toBe(ERROR);
+    expect(settle.attributes).toMatchObject({ 'switchyard.status': 'failed', 'switchyard.cost_rub': 0, 'error.type': 'BAD_GATEWAY' });
+  });
+
   it('a request without a traceparent starts a trace of its own', async () => {
     const res = await request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'no parent' }] });
     expect(res.status).toBe(200);

@@ -15,7 +15,7 @@ import { closeRowOf, type Finish } from '../../shared/services/generation.servic
 import type { StopSignal } from '../../shared/stop';
 import { settleCompleted, type CompletedJob } from '../../shared/billing/reply-then-settle';
 import type { GenAiUsage } from '../../shared/telemetry/tracing';
-import { AttemptSpan, tracedEnding, tracedSettlement } from './job-spans';
+import { AttemptSpan, tracedSettlement } from './job-spans';
 
 /** One upstream call that did not answer (or an endpoint that could not be called): shared/queue/job-catalog.ts. */
 export type { Attempt };
@@ -158,7 +158,6 @@ export interface RunTiming {
  * (shared/billing/reply-then-settle.ts), under a `switchyard.settle` span when the job is traced.
  */
 export function endCompleted(deps: WorkerDeps, pub: GenerationPublisher, data: CompletedJob & Pick<GenerationJobBase, 'traceparent'>, finish: CompletedFinish, payload: { cost: string }): Promise<void> {
-  if (!deps.tracing || !data.traceparent) return settleCompleted(deps, pub, data, closeRowOf(data.generationId, finish), payload);
   return tracedSettlement(deps.tracing, data, 'completed', () => settleCompleted(deps, pub, data, closeRowOf(data.generationId, finish), payload).then(() => payload.cost));
 }
 
@@ -167,7 +166,7 @@ type CompletedFinish = Finish & { status: 'completed'; cost: NonNullable<Finish[
 /** Ends a generation as failed (nothing charged) and tells the waiting API process. */
 export function endFailed(deps: WorkerDeps, pub: GenerationPublisher, job: EndingJob, err: AppError, attempts: Attempt[], timing: RunTiming): Promise<void> {
   const error = err.toStored();
-  return tracedEnding(deps.tracing, job, 'failed', async () => {
+  return tracedSettlement(deps.tracing, job, 'failed', async () => {
     await deps.generations.finish(job.generationId, {
       status: 'failed',
       error,
@@ -183,7 +182,7 @@ export function endFailed(deps: WorkerDeps, pub: GenerationPublisher, job: Endin
 /** The job was told to stop before anything billable was produced: the generation ends cancelled, uncharged. */
 export function endStopped(deps: WorkerDeps, pub: GenerationPublisher, job: EndingJob, attempts: Attempt[], timing: RunTiming): Promise<void> {
   deps.logger.info('generation stopped, upstream call aborted', { generationId: job.generationId, trace_id: job.traceId });
-  return tracedEnding(deps.tracing, job, 'cancelled', async () => {
+  return tracedSettlement(deps.tracing, job, 'cancelled', async () => {
     const outcome = await deps.generations.finish(job.generationId, {
       status: 'cancelled',
       routing: { attempts },

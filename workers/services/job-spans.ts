@@ -29,31 +29,33 @@ export function withQueueWaitSpan(tracing: Tracing | undefined, processor: Proce
 }
 
 /**
- * Runs a generation's settlement (the close in the ledger: shared/billing/reply-then-settle.ts, from attempt-loop.ts endCompleted) under a `switchyard.settle`
- * span with the ending and the cost charged (`switchyard.cost_rub`, what `settle` resolves to; the ledger keeps the exact
- * decimal).
+ * Runs a generation's ending (its close in the ledger: shared/billing/reply-then-settle.ts, from attempt-loop.ts
+ * endCompleted, or a failure's or cancel's) under a `switchyard.settle` span with the ending's status, the cost charged
+ * (`switchyard.cost_rub`: what `settle` resolves to, 0 for an ending that charges nothing; the ledger keeps the exact
+ * decimal) and a failure's error code as `error.type`. A job without a traceparent (tracing off) just settles.
  */
-export async function tracedSettlement(tracing: Tracing, job: Pick<GenerationJobBase, 'traceparent' | 'generationId'>, status: string, settle: () => Promise<string>, failure?: { code: string; message: string }): Promise<void> {
+export async function tracedSettlement(
+  tracing: Tracing | undefined,
+  job: Pick<GenerationJobBase, 'traceparent' | 'generationId'>,
+  status: string,
+  settle: () => Promise<string | void>,
+  failure?: { code: string; message: string },
+): Promise<void> {
+  if (!tracing || !job.traceparent) {
+    await settle();
+    return;
+  }
   const span = tracing.start('switchyard.settle', job.traceparent, { attributes: { [ATTR.generationId]: job.generationId, 'switchyard.status': status } });
   if (failure) span.fail(failure.message, failure.code);
   try {
     const cost = await settle();
-    span.set({ [ATTR.costRub]: Number(cost) });
+    span.set({ [ATTR.costRub]: Number(cost ?? 0) });
   } catch (e) {
     span.fail((e as Error).message, 'settlement_failed');
     throw e;
   } finally {
     span.end();
   }
-}
-
-/**
- * A generation's ending that charges nothing (failed, cancelled) under the same `switchyard.settle` span as a
- * completion: its status, cost 0, and a failure's error code as `error.type`. Untraced jobs just end.
- */
-export function tracedEnding(tracing: Tracing | undefined, job: Pick<GenerationJobBase, 'traceparent' | 'generationId'>, status: 'failed' | 'cancelled', end: () => Promise<void>, failure?: { code: string; message: string }): Promise<void> {
-  if (!tracing || !job.traceparent) return end();
-  return tracedSettlement(tracing, job, status, () => end().then(() => '0'), failure);
 }
 
 /**

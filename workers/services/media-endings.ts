@@ -10,7 +10,7 @@ import type { MediaAttempt, MediaJobData, MediaStep, PlannedCandidate } from '..
 import type { CallbackService } from '../../shared/services/callbacks.service';
 import type { WorkerDeps } from '../worker-deps';
 import { attemptOf, failedAttempt } from './attempt-failures';
-import { tracedEnding, tracedSettlement } from './job-spans';
+import { tracedSettlement } from './job-spans';
 
 interface Completion {
   candidate: PlannedCandidate;
@@ -39,13 +39,11 @@ export class MediaEndings {
 
   /** Settles the money once and records the result; tells the waiting API; queues the callback. */
   complete(data: MediaJobData, c: Completion): Promise<void> {
-    const tracing = this.deps.tracing;
-    if (!tracing || !data.traceparent) return this.completeNow(data, c);
-    let charged = '0';
-    return tracedSettlement(tracing, data, 'completed', () => this.completeNow(data, c, (cost) => (charged = cost)).then(() => charged));
+    return tracedSettlement(this.deps.tracing, data, 'completed', () => this.settleCompletion(data, c));
   }
 
-  private async completeNow(data: MediaJobData, c: Completion, charged?: (cost: string) => void): Promise<void> {
+  /** complete's work; resolves to what was charged ('0' when another ending came first). */
+  private async settleCompletion(data: MediaJobData, c: Completion): Promise<string> {
     const prompt = typeof data.input.prompt === 'string' ? data.input.prompt : data.image?.request.prompt;
     const units = producedUnits(data.kind, c.outputs, { seconds: c.seconds, prompt, sourceIsImage: data.sourceIsImage });
     // usage × price, within the reservation (an upper bound: the endpoint's longest output). A provider that
@@ -93,7 +91,6 @@ export class MediaEndings {
         }),
       },
     });
-    if (outcome.applied) charged?.(moneyString(cost));
     if (overrun && outcome.applied) {
       this.deps.metrics.mediaUncharged.inc({ provider: c.resolved.provider.id }, rub(overrun));
       this.deps.logger.warn('media output beyond the reserved bound: charged the bound', {
@@ -113,6 +110,7 @@ export class MediaEndings {
     // it again (deduped), never loses it.
     if (outcome.applied) await this.callback(data, 'completed');
     await this.publisher(data).send(outcome.applied ? { type: 'done', payload: { id: data.generationId } } : { type: 'cancelled' });
+    return outcome.applied ? moneyString(cost) : '0';
   }
 
   failTask(data: MediaJobData, step: MediaStep, f: Pick<UpstreamFailure, 'reason' | 'message' | 'status' | 'raw'>): Promise<void> {
@@ -128,7 +126,7 @@ export class MediaEndings {
   /** Ends the generation as failed (nothing charged). */
   fail(data: MediaJobData, err: AppError, attempts: MediaAttempt[]): Promise<void> {
     const error = err.toStored();
-    return tracedEnding(this.deps.tracing, data, 'failed', async () => {
+    return tracedSettlement(this.deps.tracing, data, 'failed', async () => {
       const outcome = await this.deps.generations.finish(data.generationId, { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, generationTimeMs: await this.elapsed(data.generationId) });
       if (outcome.applied) await this.callback(data, 'failed');
       await this.discardUnkept(data);
@@ -138,7 +136,7 @@ export class MediaEndings {
 
   /** The provider cancelled the task on its side. */
   endCancelled(data: MediaJobData): Promise<void> {
-    return tracedEnding(this.deps.tracing, data, 'cancelled', async () => {
+    return tracedSettlement(this.deps.tracing, data, 'cancelled', async () => {
       const outcome = await this.deps.generations.finish(data.generationId, { status: 'cancelled' });
       if (outcome.applied) await this.callback(data, 'cancelled');
       await this.discardUnkept(data);

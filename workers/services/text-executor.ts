@@ -210,10 +210,8 @@ export class TextExecutor {
    * message with that same cost.
    */
   private settlePartial(data: TextJobData, e: MidStreamFailure, attempts: Attempt[], pub: GenerationPublisher, timing: RunTiming, ending: AppError | 'cancelled'): Promise<unknown> {
-    const tracing = this.deps.tracing;
-    if (!tracing || !data.traceparent) return this.settlePartialNow(data, e, attempts, pub, timing, ending);
     const failure = ending === 'cancelled' ? undefined : { code: ending.code, message: ending.message };
-    return tracedSettlement(tracing, data, ending === 'cancelled' ? 'cancelled' : 'failed', () => this.settlePartialNow(data, e, attempts, pub, timing, ending), failure);
+    return tracedSettlement(this.deps.tracing, data, ending === 'cancelled' ? 'cancelled' : 'failed', () => this.settlePartialNow(data, e, attempts, pub, timing, ending), failure);
   }
 
   /** settlePartial's work; resolves to what was charged. */
