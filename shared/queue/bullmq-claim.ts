@@ -43,12 +43,32 @@ export function bullmqScript(file: keyof typeof WRITTEN_FOR.scripts): { name: st
 const FAIR = fairLuaCalls(8);
 /** The field a claim sets in the job's hash, so that a later run knows the job was claimed at enqueue (`claimedAtEnqueue`). */
 const CLAIMED_FIELD = 'syc';
+/**
+ * What the claim and the take (below) share of BullMQ's fetch, after `local rcall = redis.call`: whether the queue gives
+ * a job now (not paused, rate limited or at its global concurrency), and making a job active for a worker's token
+ * (`prepareJobForProcessing`'s steps: the lock, the `active` event, `processedOn`, the started-attempts count), which
+ * returns the job's hash as the fetch does.
+ */
+const START_LUA = `
+local function queueGives(metaKey, activeKey)
+  local meta = rcall("HMGET", metaKey, "paused", "concurrency", "max")
+  return not meta[1] and not meta[3] and not (meta[2] and rcall("LLEN", activeKey) >= tonumber(meta[2]))
+end
+local function startJob(jobKey, jobId, eventsKey, token, lockMs, now)
+  rcall("SET", jobKey .. ":lock", token, "PX", lockMs)
+  rcall("XADD", eventsKey, "*", "event", "active", "jobId", jobId, "prev", "waiting")
+  rcall("HSET", jobKey, "processedOn", now)
+  rcall("HINCRBY", jobKey, "ats", 1)
+  return rcall("HGETALL", jobKey)
+end
+`;
 const CLAIM_JOB = `
 local function bullmqAddStandardJob()
 ${bullmqScript('addStandardJob-9').content}
 end
 ${FAIR_LUA}
 local rcall = redis.call
+${START_LUA}
 local args = cmsgpack.unpack(ARGV[1])
 local keyPrefix, jobId = args[1], args[2]
 if jobId == "" or rcall("EXISTS", keyPrefix .. jobId) == 1 then
@@ -59,9 +79,7 @@ local fair = ARGV[8] and ${FAIR.plan}
 if fair and fair.n > 0 then return {0, 0, 1} end
 local waitKey, metaKey, activeKey, eventsKey, markerKey = KEYS[1], KEYS[3], KEYS[7], KEYS[8], KEYS[9]
 local only = ARGV[7] == "1"
-local meta = rcall("HMGET", metaKey, "paused", "concurrency", "max")
-local claimable = not meta[1] and not meta[3] and not (meta[2] and rcall("LLEN", activeKey) >= tonumber(meta[2]))
-  and rcall("LLEN", waitKey) == 0
+local claimable = queueGives(metaKey, activeKey) and rcall("LLEN", waitKey) == 0
 if not claimable and only then return {0, -1} end
 local added = bullmqAddStandardJob()
 local function waits()
@@ -73,11 +91,8 @@ if rcall("LLEN", waitKey) ~= 1 or rcall("LINDEX", waitKey, 0) ~= jobId then retu
 rcall("RPOPLPUSH", waitKey, activeKey)
 if rcall("ZCARD", keyPrefix .. "prioritized") == 0 then rcall("ZREM", markerKey, "0") end
 local jobKey = keyPrefix .. jobId
-rcall("SET", jobKey .. ":lock", ARGV[4], "PX", ARGV[5])
-rcall("XADD", eventsKey, "*", "event", "active", "jobId", jobId, "prev", "waiting")
-rcall("HSET", jobKey, "processedOn", ARGV[6], "${CLAIMED_FIELD}", "1")
-rcall("HINCRBY", jobKey, "ats", 1)
-return {added, rcall("HGETALL", jobKey)}
+rcall("HSET", jobKey, "${CLAIMED_FIELD}", "1")
+return {added, startJob(jobKey, jobId, eventsKey, ARGV[4], ARGV[5], ARGV[6])}
 `;
 const COMMAND = 'switchyardAddClaimed';
 
@@ -124,26 +139,20 @@ export function claimedJobJson(raw: string[]): JobJson {
 /**
  * Takes one job that waits in the wait list (not only its head) and makes it active for `token`, as BullMQ's fetch
  * would have made it active had it been next: for the default share's headroom (workers/services/default-share.ts),
- * which starts a waiting interactive job of an organization under its share while every slot is held. The same
- * checks and steps as the claim above (not paused, rate limited or at the global concurrency; lock, `active` event,
- * `processedOn`, started attempts); the marker goes when nothing is left to fetch.
+ * which starts a waiting interactive job of an organization under its share while every slot is held. The claim's
+ * check and steps (START_LUA); the marker goes when nothing is left to fetch.
  */
 const TAKE_JOB = `
 local rcall = redis.call
+${START_LUA}
 local waitKey, activeKey, metaKey, eventsKey, markerKey, prioritizedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local jobId = ARGV[2]
 if not rcall("LPOS", waitKey, jobId) then return 0 end
-local meta = rcall("HMGET", metaKey, "paused", "concurrency", "max")
-if meta[1] or meta[3] or (meta[2] and rcall("LLEN", activeKey) >= tonumber(meta[2])) then return 0 end
+if not queueGives(metaKey, activeKey) then return 0 end
 rcall("LREM", waitKey, 1, jobId)
 rcall("LPUSH", activeKey, jobId)
 if rcall("LLEN", waitKey) == 0 and rcall("ZCARD", prioritizedKey) == 0 then rcall("ZREM", markerKey, "0") end
-local jobKey = ARGV[1] .. jobId
-rcall("SET", jobKey .. ":lock", ARGV[3], "PX", ARGV[4])
-rcall("XADD", eventsKey, "*", "event", "active", "jobId", jobId, "prev", "waiting")
-rcall("HSET", jobKey, "processedOn", ARGV[5])
-rcall("HINCRBY", jobKey, "ats", 1)
-return rcall("HGETALL", jobKey)
+return startJob(ARGV[1] .. jobId, jobId, eventsKey, ARGV[3], ARGV[4], ARGV[5])
 `;
 const TAKE_COMMAND = 'switchyardTakeWaiting';
 
