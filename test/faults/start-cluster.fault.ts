@@ -4,10 +4,12 @@
  * What must hold: both processes serve; the parent starts a replacement for the killed one and the port keeps
  * answering; every generation ends settled exactly once (a request the killed process held may fail or be
  * re-run by the survivor, never charged twice); SIGTERM stops the parent and both children.
- * Beside it (no fault injected): one scrape of /metrics answers for both processes.
+ * Beside it (no fault injected): one scrape of /metrics answers for both processes; while a replacement starts it answers
+ * at once for the processes that serve, and a frozen process makes it a 503 rather than a partial sum.
  */
 import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import { settledAudit } from './helpers/audit';
 import { MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { get, post, Tally } from './helpers/http';
@@ -157,3 +159,54 @@ it('one scrape of /metrics under npm start (WEB_CONCURRENCY=2) counts the reques
     kill();
   }
 });
+
+it('a scrape while a replacement process starts answers at once; a frozen process makes it a 503, never a partial sum', async () => {
+  const token = 'cluster-metrics-token';
+  const log = path.join(c.dir, 'start.log'); // the cases of this file append to it: read what this one adds
+  const from = fs.existsSync(log) ? fs.statSync(log).size : 0;
+  // LOG_LEVEL info: the parent says when both processes serve.
+  const { parent, url, tail, kill } = await startNpmStart(c, 2, { METRICS_TOKEN: token, LOG_LEVEL: 'info' });
+  const scrape = () => freshScrape(`${url}/metrics`, token, 20_000);
+  try {
+    const until = Date.now() + 30_000;
+    while (!fs.readFileSync(log, 'utf8').slice(from).includes('2 processes serve the API and the workers')) {
+      if (Date.now() > until) throw new Error('the parent never said both processes serve');
+      await sleep(100);
+    }
+    const [a, b] = childrenOf(parent.pid!);
+    expect((await scrape()).status).toBe(200);
+
+    // A serving process that cannot answer fails the scrape: a sum without its counts would read as a counter reset.
+    process.kill(b, 'SIGSTOP');
+    const frozen = await scrape().finally(() => process.kill(b, 'SIGCONT'));
+    expect({ status: frozen.status, code: (JSON.parse(frozen.text || '{}') as { error?: { code?: string } }).error?.code, inTime: frozen.ms < 9_000 }).toEqual({ status: 503, code: 'SERVICE_UNAVAILABLE', inTime: true });
+    expect((await scrape()).status).toBe(200);
+
+    // A process killed: the parent forks its replacement a second later. Scrapes while it starts are not held up by it
+    // (it serves nothing yet, so it is not asked): each answers at once.
+    process.kill(a, 'SIGKILL');
+    while (!childrenOf(parent.pid!).some((p) => p !== a && p !== b) && Date.now() < until + 30_000) await sleep(20);
+    const starting = await Promise.all([scrape(), sleep(300).then(scrape)]);
+    expect(starting.map((r) => ({ status: r.status, fast: r.ms < 3_000 }))).toEqual([{ status: 200, fast: true }, { status: 200, fast: true }]);
+  } catch (e) {
+    console.error(tail());
+    throw e;
+  } finally {
+    kill();
+  }
+});
+
+/** A GET of /metrics with the token, on a connection of its own (never a pooled one to a frozen process). */
+function freshScrape(url: string, token: string, timeoutMs: number): Promise<{ status: number; ms: number; text: string }> {
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const req = http.get(url, { agent: false, headers: { Authorization: `Bearer ${token}` } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: Date.now() - started, text }));
+    });
+    req.setTimeout(timeoutMs, () => (req.destroy(), resolve({ status: -1, ms: Date.now() - started, text: '' })));
+    req.on('error', () => resolve({ status: 0, ms: Date.now() - started, text: '' }));
+  });
+}
