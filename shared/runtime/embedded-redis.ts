@@ -79,6 +79,8 @@ export function redisPing(port: number, password: string, timeoutMs = 1000): Pro
     };
     socket.setTimeout(timeoutMs, () => done(false));
     socket.on('error', () => done(false));
+    // Something else on the port that closes the connection without a reply: its timeout went with the socket.
+    socket.on('close', () => done(false));
     socket.on('connect', () => {
       const auth = `*2\r\n$4\r\nAUTH\r\n$${Buffer.byteLength(password)}\r\n${password}\r\n`;
       socket.write(`${password ? auth : ''}*1\r\n$4\r\nPING\r\n`);

@@ -168,6 +168,20 @@ if (!asRoot) console.warn('embedded.test.ts: "a checkout under a private directo
 });
 
 describe('embedded Redis', () => {
+  it('redisPing answers false, not never, when what listens on the port closes the connection without a reply', async () => {
+    // Its idle timeout went with the closed socket: a start waiting on it (a port taken by something else) hung.
+    const closer = net.createServer((c) => c.destroy()).listen(0, '127.0.0.1');
+    await new Promise((ok) => closer.once('listening', ok));
+    try {
+      const port = (closer.address() as net.AddressInfo).port;
+      const started = Date.now();
+      expect(await Promise.race([redisPing(port, ''), new Promise((r) => setTimeout(() => r('no answer in 5 s'), 5_000))])).toBe(false);
+      expect(Date.now() - started).toBeLessThan(1_500);
+    } finally {
+      closer.close();
+    }
+  });
+
   it('starts with AOF on, answers PING, keeps data across restarts, and stops', async () => {
     const dir = path.join(root, 'redis');
     const r = await startEmbeddedRedis({ dir, logger });

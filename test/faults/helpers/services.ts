@@ -24,12 +24,13 @@ export interface RedisServer {
 /** `redis-server` from PATH, no RDB snapshots, append-only file on (jobs survive a restart). */
 export async function startRedis(dir: string): Promise<RedisServer> {
   fs.mkdirSync(dir, { recursive: true });
-  const port = await freePort();
+  let port = await freePort();
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
   const log = fs.openSync(path.join(dir, 'redis.log'), 'a');
 
   async function start(): Promise<void> {
+    const logged = fs.fstatSync(log).size;
     const c = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--dir', dir, '--protected-mode', 'no'], {
       stdio: ['ignore', log, log],
     });
@@ -37,7 +38,10 @@ export async function startRedis(dir: string): Promise<RedisServer> {
     exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
     const until = Date.now() + 15_000;
     while (!(await redisPing(port, ''))) {
-      if (c.exitCode !== null) throw new Error(`redis-server exited (${c.exitCode}); see ${dir}/redis.log`);
+      if (c.exitCode !== null) {
+        const said = fs.readFileSync(path.join(dir, 'redis.log'), 'utf8').slice(logged);
+        throw Object.assign(new Error(`redis-server exited (${c.exitCode}); see ${dir}/redis.log`), { portTaken: /address already in use/i.test(said) });
+      }
       if (Date.now() > until) throw new Error('redis-server did not answer within 15 s');
       await sleep(50);
     }
@@ -49,7 +53,7 @@ export async function startRedis(dir: string): Promise<RedisServer> {
     await exited;
   }
 
-  await start();
+  await onFreePort(start, async () => void (port = await freePort()));
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
@@ -76,8 +80,16 @@ export interface PgServer {
 
 /** The embedded PostgreSQL (shared/runtime/embedded-postgres.ts); as root it runs as the `postgres` user. */
 export async function startPostgres(dir: string): Promise<PgServer> {
-  const port = await freePort();
-  let pg: EmbeddedPostgres = await startEmbeddedPostgres({ dataDir: dir, port, database: 'faults' });
+  let port = await freePort();
+  let pg!: EmbeddedPostgres;
+  await onFreePort(
+    async () => {
+      pg = await startEmbeddedPostgres({ dataDir: dir, port, database: 'faults' }).catch((e: Error) => {
+        throw Object.assign(e, { portTaken: /address already in use|could not create any TCP\/IP sockets/i.test(e.message) });
+      });
+    },
+    async () => void (port = await freePort()),
+  );
   return {
     port,
     url: pg.url,
@@ -88,4 +100,20 @@ export async function startPostgres(dir: string): Promise<PgServer> {
       pg = await startEmbeddedPostgres({ dataDir: dir, port, database: 'faults' });
     },
   };
+}
+
+/**
+ * A server's first start on the port `freePort` chose: a port free when chosen can be taken before the server binds it
+ * (by another process's outgoing connection, from the same ephemeral range), so a start refused for that reason
+ * (`portTaken`) is tried again on another port, up to 5 times. Restarts keep their port: that is the fault under test.
+ */
+async function onFreePort(start: () => Promise<void>, newPort: () => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (e) {
+      if (!(e as { portTaken?: boolean }).portTaken || attempt >= 5) throw e;
+      await newPort();
+    }
+  }
 }
