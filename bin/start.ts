@@ -7,7 +7,7 @@ import { loadConfig, type Config } from '../shared/config/env';
 import { createLogger } from '../shared/logger';
 import { resolveServices } from '../shared/runtime/services';
 import { resolveSecret } from '../shared/runtime/secret';
-import { serveClusterMetrics } from '../shared/metrics/cluster-metrics';
+import { PROCESS_READY, serveClusterMetrics } from '../shared/metrics/cluster-metrics';
 
 /**
  * `npm start`: API and workers, with embedded PostgreSQL and Redis unless DATABASE_URL and REDIS_URL are set
@@ -35,7 +35,7 @@ function startOne(): void {
       rt.onClose(() => pool.close());
       rt.onClose(() => web.close()); // runs first: stop taking requests before the workers stop
       onShutdown(rt.logger, () => rt.close(), rt.config.shutdownTimeoutMs);
-      process.send?.('ready');
+      process.send?.(PROCESS_READY);
     })
     .catch((e: Error) => {
       console.error(e.message);
@@ -63,7 +63,7 @@ async function startCluster(config: Config, n: number): Promise<void> {
     const w = cluster.fork(env);
     let up = false;
     w.on('message', (m) => {
-      if (m !== 'ready' || up) return;
+      if (m !== PROCESS_READY || up) return;
       up = true;
       if (++ready === n) logger.info(`${n} processes serve the API and the workers`);
     });

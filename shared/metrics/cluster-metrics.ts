@@ -15,6 +15,8 @@ import { AppError } from '../errors/app-error';
  * drops reads as a counter reset, and a missed scrape is what Prometheus handles well. A process that exits while asked
  * is no longer waited for (its counts went with it).
  */
+/** What a process of `npm start` tells the parent once it serves (bin/start.ts): from then on a scrape asks it. */
+export const PROCESS_READY = 'ready';
 const ASK = 'switchyard:cluster-metrics?';
 const ANSWER = 'switchyard:cluster-metrics';
 const ASK_PART = 'switchyard:process-metrics?';
@@ -46,7 +48,7 @@ export function serveClusterMetrics(timeoutMs = 5000): void {
   /** The processes that said `ready`: they serve requests, so a scrape counts them. */
   const serving = new Set<number>();
   /** Gatherings in flight, by id: the processes still to answer, and what has arrived. */
-  const gatherings = new Map<number, { waiting: Set<number>; parts: Part['metrics'][]; end(error?: string): void }>();
+  const gatherings = new Map<number, { waiting: Set<number>; parts: NonNullable<Part['metrics']>[]; end(error?: string): void }>();
   let next = 0;
 
   const gather = (asker: number): Promise<string> =>
@@ -56,13 +58,13 @@ export function serveClusterMetrics(timeoutMs = 5000): void {
       const timer = setTimeout(() => g.end(`process(es) ${[...g.waiting].map((w) => cluster.workers?.[w]?.process.pid ?? w).join(', ')} did not answer within ${timeoutMs} ms`), timeoutMs);
       const g = {
         waiting: targets,
-        parts: [] as Part['metrics'][],
+        parts: [] as NonNullable<Part['metrics']>[],
         end(error?: string) {
           if (!gatherings.delete(id)) return;
           clearTimeout(timer);
           if (error) return reject(new Error(error));
           try {
-            resolve(AggregatorRegistry.aggregate(g.parts.filter((p) => p !== undefined)).metrics());
+            resolve(AggregatorRegistry.aggregate(g.parts).metrics());
           } catch (e) {
             reject(e as Error);
           }
@@ -77,7 +79,7 @@ export function serveClusterMetrics(timeoutMs = 5000): void {
     const g = gatherings.get(m.id);
     if (!g || !g.waiting.delete(worker)) return;
     if (m.error !== undefined) return g.end(`process ${worker}: ${m.error}`);
-    g.parts.push(m.metrics);
+    g.parts.push(m.metrics ?? []);
     if (g.waiting.size === 0) g.end();
   };
 
@@ -86,7 +88,7 @@ export function serveClusterMetrics(timeoutMs = 5000): void {
     for (const g of gatherings.values()) if (g.waiting.delete(worker.id) && g.waiting.size === 0) g.end();
   });
   cluster.on('message', (worker, m: unknown) => {
-    if (m === 'ready') return void serving.add(worker.id);
+    if (m === PROCESS_READY) return void serving.add(worker.id);
     const msg = m as Partial<Ask | Part> | null;
     if (msg?.type === PART && typeof msg.id === 'number') return arrived(worker.id, msg as Part);
     if (msg?.type !== ASK || typeof msg.id !== 'number') return;
