@@ -7,7 +7,7 @@ import type { Processor } from 'bullmq';
 import type { Tracing, TraceSpan, GenAiUsage } from '../../shared/telemetry/tracing';
 import { ATTR, GEN_AI_OPERATION, genAiProviderName } from '../../shared/telemetry/tracing';
 import type { GenerationJobBase } from '../../shared/queue/job-catalog';
-import type { EndpointCall, Operation } from './attempt-loop';
+import type { EndpointCall, Operation } from './attempt-order';
 
 /**
  * With tracing on, a generation job's first pick-up records its wait in the queue (from the enqueue to the pick-up);
