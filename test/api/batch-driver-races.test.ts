@@ -17,6 +17,7 @@ import { AppError } from '../../shared/errors/app-error';
 import { createLogger } from '../../shared/logger';
 import { money, ZERO } from '../../shared/money';
 import { createTestStack, STACK_MODELS, type TestStack } from '../helpers/test-stack';
+import { waitFor } from '../helpers/until';
 
 let s: TestStack;
 
@@ -39,7 +40,7 @@ async function pausedBatch(n: number, tag: string): Promise<{ id: string; auth: 
 }
 
 async function runToEnd(driver: BatchDriver, id: string): Promise<void> {
-  for (let i = 0; i < 400 && (await driver.step(id)).more; i++) await new Promise((r) => setTimeout(r, 25));
+  await waitFor('the batch to end', async () => !(await driver.step(id)).more, 20_000);
 }
 
 /** The output (or error) file's lines. */
@@ -187,7 +188,15 @@ it('a step longer than its hold keeps the batch (renewed while it runs); a hold 
   const steps = new BatchSteps(s.ctx.redis, s.ctx.config.queuePrefix, 300);
   let release!: () => void;
   const long = steps.exclusive('batch_renewed', () => new Promise<void>((r) => (release = r)));
-  await new Promise((r) => setTimeout(r, 1_000));
+  // Held well past its 300 ms by renewals (every 100 ms): its key's expiry moved back up eight times.
+  const key = `${s.ctx.config.queuePrefix}:batch-step:batch_renewed`;
+  let [renewals, left] = [0, await s.ctx.redis.pttl(key)];
+  await waitFor('the hold renewed eight times', async () => {
+    const now = await s.ctx.redis.pttl(key);
+    if (now > left + 50) renewals++;
+    left = now;
+    return renewals === 8;
+  }, 10_000, 10);
   expect(await steps.exclusive('batch_renewed', async () => 'ran')).toBeUndefined();
   release();
   await long;
@@ -195,6 +204,6 @@ it('a step longer than its hold keeps the batch (renewed while it runs); a hold 
   // A process that died mid-step: its key is never renewed nor released.
   await s.ctx.redis.set(`${s.ctx.config.queuePrefix}:batch-step:batch_left`, 'dead', 'PX', 300);
   expect(await steps.exclusive('batch_left', async () => 'ran')).toBeUndefined();
-  await new Promise((r) => setTimeout(r, 400));
+  await waitFor('the hold to lapse', async () => (await s.ctx.redis.exists(`${s.ctx.config.queuePrefix}:batch-step:batch_left`)) === 0);
   expect(await steps.exclusive('batch_left', async () => 'ran')).toBe('ran');
 });
