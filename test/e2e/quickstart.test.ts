@@ -18,6 +18,7 @@ import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_proces
 import { promisify } from 'node:util';
 import { createTestDb, type TestDb } from '../helpers/test-db';
 import { TEST_REDIS_URL } from '../helpers/test-env';
+import { waitFor } from '../helpers/until';
 
 const ROOT = path.join(__dirname, '..', '..');
 const run = promisify(execFile);
@@ -129,16 +130,20 @@ describe('README quick start', () => {
         service = spawn('bash', ['-c', cmd.slice(0, -1).trim()], { cwd: ROOT, env: { ...env, PORT: String(port) }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
         service.stdout!.on('data', (d) => (serviceLog += d));
         service.stderr!.on('data', (d) => (serviceLog += d));
-        const deadline = Date.now() + 90_000;
-        for (;;) {
-          if (service.exitCode !== null) throw new Error(`\`${cmd}\` exited with ${service.exitCode}:\n${serviceLog}`);
-          const ready = await new Promise<boolean>((resolve) =>
-            http.get({ host: '127.0.0.1', port, path: '/readyz', agent: false }, (r) => resolve(r.resume().statusCode === 200)).on('error', () => resolve(false)),
-          );
-          if (ready) break;
-          if (Date.now() > deadline) throw new Error(`\`${cmd}\` not ready after 90 s:\n${serviceLog}`);
-          await new Promise((r) => setTimeout(r, 250));
-        }
+        const started = service;
+        await waitFor(
+          `\`${cmd}\` to be ready`,
+          async () => {
+            if (started.exitCode !== null) throw new Error(`\`${cmd}\` exited with ${started.exitCode}:\n${serviceLog}`);
+            return new Promise<boolean>((resolve) =>
+              http.get({ host: '127.0.0.1', port, path: '/readyz', agent: false }, (r) => resolve(r.resume().statusCode === 200)).on('error', () => resolve(false)),
+            );
+          },
+          90_000,
+          250,
+        ).catch((e: Error) => {
+          throw new Error(`${e.message}:\n${serviceLog}`);
+        });
         continue;
       }
       const { stdout } = await run('bash', ['-c', cmd], { cwd: ROOT, env, timeout: 60_000 }).catch((e: { stderr?: string; message: string }) => {
