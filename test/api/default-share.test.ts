@@ -69,7 +69,7 @@ describe.each([
     await waitFor("A's calls to fill the slots", () => tagged(s, 'slow A-').length >= slots);
     for (let last = -1; tagged(s, 'slow A-').length !== last; ) {
       last = tagged(s, 'slow A-').length;
-      await pause(300);
+      await pause(300); // a window with no new call at the provider
     }
     const aRunning = tagged(s, 'slow A-').length;
     expect(tagged(s, 'slow A-').length).toBeLessThan(aCalls);

@@ -19,6 +19,7 @@ import { promisify } from 'node:util';
 import { createTestDb, type TestDb } from '../helpers/test-db';
 import { TEST_REDIS_URL } from '../helpers/test-env';
 import { waitFor } from '../helpers/until';
+import { settlesWithin } from '../../shared/runtime/process-utils';
 
 const ROOT = path.join(__dirname, '..', '..');
 const run = promisify(execFile);
@@ -73,10 +74,7 @@ afterAll(async () => {
   if (service?.pid && service.exitCode === null) {
     const exited = new Promise((resolve) => service!.once('exit', resolve));
     process.kill(-service.pid, 'SIGTERM'); // its own process group: npm, and the node it started
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, 10_000)))]);
-    clearTimeout(timer);
-    if (service.exitCode === null) process.kill(-service.pid, 'SIGKILL');
+    if (!(await settlesWithin(exited, 10_000)) && service.exitCode === null) process.kill(-service.pid, 'SIGKILL');
   }
   service?.stdout?.destroy();
   service?.stderr?.destroy();
