@@ -125,7 +125,7 @@ export class TextExecutor {
     const { candidate, resolved, adapter, signal } = c;
     const text = adapter.text!;
     const req = requestWithout(data.request, resolved.endpoint.upstreamModel, candidate.dropParams);
-    const spec = text.buildRequest(req, resolved.provider.apiKey ?? '', textMappingOptions(resolved));
+    const spec = text.buildRequest(req, resolved.provider.apiKey ?? '', textMappingOptions(resolved, data.apiType));
     const warnings = spec.warnings ?? [];
     if (!req.stream) {
       const reply = await upstreamRequest(this.deps, c, spec, signal);
@@ -252,9 +252,12 @@ export class TextExecutor {
 
 export type { TokenUsage };
 
-/** What an adapter needs of the endpoint to write a text request (the provider's timeout, the endpoint's limits and API). */
-export function textMappingOptions(resolved: ResolvedEndpoint): TextMappingOptions {
-  return { defaultMaxOutputTokens: resolved.endpoint.maxOutputTokens, timeoutMs: resolved.provider.timeoutMs, responsesApi: resolved.endpoint.responsesApi === true };
+/**
+ * What an adapter needs of the endpoint to write a text request: the endpoint's limit, the provider's timeout, and
+ * whether a Responses API call goes upstream as one (`responsesApi` endpoints; chat completions stay chat completions).
+ */
+export function textMappingOptions(resolved: ResolvedEndpoint, apiType?: TextJobData['apiType']): TextMappingOptions {
+  return { defaultMaxOutputTokens: resolved.endpoint.maxOutputTokens, timeoutMs: resolved.provider.timeoutMs, responsesApi: resolved.endpoint.responsesApi === true && apiType === 'responses' };
 }
 
 /** What a text answer reports for its attempt's span (workers/services/job-spans.ts). */

@@ -45,7 +45,8 @@ export function upstreamLine(l: ParkedJob, c: ChunkCall): UpstreamBatchLine {
   if (isText(l)) {
     const data = l.job as TextJobData;
     const req = { ...requestWithout(data.request, upstreamModel, data.candidates[0]?.dropParams ?? []), stream: false };
-    // No timeout: a batch line is not waited for, so it gets the endpoint's whole output limit.
+    // No timeout: a batch line is not waited for, so it gets the endpoint's whole output limit. Chat completions always:
+    // a chunk gathers the lines of one endpoint from any batch, and a provider batch runs one url.
     const options = { ...textMappingOptions(c.resolved), timeoutMs: undefined };
     return { customId: l.generationId, request: c.adapter.text!.buildRequest(req, key, options) };
   }

@@ -72,14 +72,17 @@ export function buildMessagesRequest(req: TextRequest, apiKey: string, options: 
 
 /**
  * `max_tokens` and the thinking budget. Without a limit of its own a call gets the endpoint's, except a non-streaming
- * one, which gets no more than fits in the provider's timeout (NON_STREAMING_TOKENS_PER_HOUR), and thinks on at most
+ * one, which gets no more than fits in the provider's timeout (NON_STREAMING_TOKENS_PER_HOUR; at least
+ * DEFAULT_MAX_OUTPUT_TOKENS), and thinks on at most
  * half of it. With the caller's limit the budget stays below it. A budget below Anthropic's minimum, or a forced tool
  * choice (which thinking forbids), answers without thinking, with a warning.
  */
 function thinkingOf(req: TextRequest, hasTools: boolean, options: TextMappingOptions, warnings: string[]): { maxTokens: number; budget?: number } {
   const endpointMax = options.defaultMaxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
   const timed = !req.stream && options.timeoutMs !== undefined && req.maxOutputTokens === undefined;
-  const fitting = timed ? Math.min(endpointMax, Math.floor(((options.timeoutMs as number) * NON_STREAMING_TOKENS_PER_HOUR) / 3_600_000)) : endpointMax;
+  // Never below the default a request without a limit is sized for (a short timeout is the operator's to set right).
+  const inTime = Math.max(DEFAULT_MAX_OUTPUT_TOKENS, Math.floor(((options.timeoutMs ?? 0) * NON_STREAMING_TOKENS_PER_HOUR) / 3_600_000));
+  const fitting = timed ? Math.min(endpointMax, inTime) : endpointMax;
   const maxTokens = req.maxOutputTokens ?? fitting;
   let budget = thinkingBudgetOf(req);
   if (budget === undefined) return { maxTokens };

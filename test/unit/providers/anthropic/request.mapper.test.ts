@@ -132,6 +132,7 @@ describe('Anthropic Messages request', () => {
     expect(buildMessagesRequest({ ...base, stream: true }, 'k', { defaultMaxOutputTokens: 64000, timeoutMs: 120_000 }).body).toMatchObject({ max_tokens: 64000 });
     expect(buildMessagesRequest({ ...base, maxOutputTokens: 30000 }, 'k', { defaultMaxOutputTokens: 64000, timeoutMs: 120_000 }).body).toMatchObject({ max_tokens: 30000 });
     expect(buildMessagesRequest(base, 'k', { defaultMaxOutputTokens: 64000 }).body).toMatchObject({ max_tokens: 64000 }); // a batch line: no timeout
+    expect(buildMessagesRequest(base, 'k', { defaultMaxOutputTokens: 64000, timeoutMs: 10_000 }).body).toMatchObject({ max_tokens: 4096 }); // never below the default
     const thinking = buildMessagesRequest({ ...base, reasoning: { effort: 'high' } }, 'k', { defaultMaxOutputTokens: 64000, timeoutMs: 120_000 }).body;
     expect(thinking).toMatchObject({ max_tokens: 4266, thinking: { budget_tokens: 2133 } });
   });
