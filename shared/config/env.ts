@@ -188,11 +188,15 @@ function fraction(env: Env, name: string, fallback: number): number {
   return n;
 }
 
+/** The words every boolean setting takes, in any case; unset or empty is false. */
+const FLAG_WORDS: Readonly<Record<string, boolean>> = { true: true, 1: true, yes: true, false: false, 0: false, no: false };
+
 function flag(env: Env, name: string): boolean {
   const value = env[name];
-  if (value === undefined || value === '' || value === 'false' || value === '0') return false;
-  if (value === 'true' || value === '1') return true;
-  throw new Error(`${name} must be true or false, got "${value}"`);
+  if (value === undefined || value === '') return false;
+  const on = FLAG_WORDS[value.trim().toLowerCase()];
+  if (on === undefined) throw new Error(`${name} must be true or false (or 1/0, yes/no), got "${value}"`);
+  return on;
 }
 
 function text(env: Env, name: string): string | undefined {
@@ -227,14 +231,14 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 10 * 1024 * 1024),
     defaultRateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600),
     metricsToken: text(env, 'METRICS_TOKEN'),
-    callbackAllowPrivate: env.CALLBACK_ALLOW_PRIVATE === 'true',
+    callbackAllowPrivate: flag(env, 'CALLBACK_ALLOW_PRIVATE'),
     demo,
     demoProviderPort: int(env, 'DEMO_PROVIDER_PORT', 4010),
     homeDir,
     queuePrefix: env.QUEUE_PREFIX ?? '{switchyard}',
     publicBaseUrl: text(env, 'PUBLIC_BASE_URL'),
     fileUrlTtlSeconds: Math.max(1, int(env, 'FILE_URL_TTL_SECONDS', 3600)),
-    clusterChild: env.SWITCHYARD_CLUSTER_CHILD === '1',
+    clusterChild: flag(env, 'SWITCHYARD_CLUSTER_CHILD'),
     databasePoolSize: positive(env, 'DATABASE_POOL_SIZE', 20),
     databasePoolSizeSet: text(env, 'DATABASE_POOL_SIZE') !== undefined,
     webConcurrency: text(env, 'WEB_CONCURRENCY') === undefined ? null : positive(env, 'WEB_CONCURRENCY', 1),

@@ -40,10 +40,20 @@ describe('configuration is parsed in one module', () => {
     ['WORKER_CONCURRENCY_TEXT', '0', /WORKER_CONCURRENCY_TEXT must be a positive integer, got "0"/],
     ['REAPER_MIN_AGE_MS', '-5', /REAPER_MIN_AGE_MS must be a positive integer/],
     ['PORT', '3.5', /PORT must be a non-negative integer, got "3.5"/],
-    ['S3_FORCE_PATH_STYLE', 'yes', /S3_FORCE_PATH_STYLE must be true or false, got "yes"/],
+    ['S3_FORCE_PATH_STYLE', 'maybe', /S3_FORCE_PATH_STYLE must be true or false \(or 1\/0, yes\/no\), got "maybe"/],
+    ['CALLBACK_ALLOW_PRIVATE', 'on', /CALLBACK_ALLOW_PRIVATE must be true or false/],
     ['OTEL_EXPORTER_OTLP_ENDPOINT', 'collector:4318', /OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL, got "collector:4318"/],
   ])('%s=%s stops the start with a message naming it', (name, value, message) => {
     expect(() => loadConfig({ S3_BUCKET: 'b', [name]: value }, [])).toThrow(message);
+  });
+
+  it.each(['CALLBACK_ALLOW_PRIVATE', 'SWITCHYARD_DEMO', 'S3_FORCE_PATH_STYLE', 'SWITCHYARD_CLUSTER_CHILD'])('%s reads true/false, 1/0 and yes/no (any case) the same way', (name) => {
+    const read = (value: string) => {
+      const c = loadConfig({ S3_BUCKET: 'b', [name]: value }, []);
+      return { CALLBACK_ALLOW_PRIVATE: c.callbackAllowPrivate, SWITCHYARD_DEMO: c.demo, S3_FORCE_PATH_STYLE: c.s3!.forcePathStyle, SWITCHYARD_CLUSTER_CHILD: c.clusterChild }[name];
+    };
+    expect(['true', '1', 'yes', 'TRUE', 'Yes'].map(read)).toEqual([true, true, true, true, true]);
+    expect(['false', '0', 'no', 'False', 'NO', ''].map(read)).toEqual([false, false, false, false, false, false]);
   });
 
   it('demo mode gives the demo key without changing the environment', () => {
