@@ -4,7 +4,6 @@ import { AppError } from '../../shared/errors/app-error';
 import { mediaCost, mediaData, producedUnits, type MediaOutput, type MediaResult, type MediaUsage } from '../../shared/formats/media.mapper';
 import type { UpstreamFailure } from '../../shared/providers/provider.types';
 import { ignoredParameterWarnings } from '../../shared/routing/route-parameters';
-import { rub } from '../../shared/metrics/metrics';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { MediaAttempt, MediaJobData, MediaStep, PlannedCandidate } from '../../shared/queue/job-catalog';
 import type { CallbackService } from '../../shared/services/callbacks.service';
@@ -92,7 +91,7 @@ export class MediaEndings {
       },
     });
     if (overrun && outcome.applied) {
-      this.deps.metrics.mediaUncharged.inc({ provider: c.resolved.provider.id }, rub(overrun));
+      this.deps.metrics.mediaUncharged.inc({ provider: c.resolved.provider.id }, overrun);
       this.deps.logger.warn('media output beyond the reserved bound: charged the bound', {
         generationId: data.generationId,
         endpoint: c.candidate.slug,
