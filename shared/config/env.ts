@@ -135,10 +135,15 @@ export interface S3Settings {
   prefix?: string;
 }
 
-/** OTEL_EXPORTER_OTLP_ENDPOINT (the collector's base URL: spans go to `<endpoint>/v1/traces`), OTEL_SERVICE_NAME (default `switchyard`). */
+/**
+ * OTEL_EXPORTER_OTLP_ENDPOINT (the collector's base URL: spans go to `<endpoint>/v1/traces`), OTEL_SERVICE_NAME (default
+ * `switchyard`), OTEL_RESOURCE_ATTRIBUTES (`key=value,...`, values percent-encoded: the resource's own attributes, e.g.
+ * `deployment.environment.name=staging`; default deployment `demo` in demo mode, else `production`).
+ */
 export interface TracingSettings {
   endpoint: string;
   serviceName: string;
+  resourceAttributes: Readonly<Record<string, string>>;
 }
 
 /**
@@ -203,11 +208,24 @@ function text(env: Env, name: string): string | undefined {
   return env[name] || undefined;
 }
 
-function tracingSettings(env: Env): TracingSettings | undefined {
+function tracingSettings(env: Env, demo: boolean): TracingSettings | undefined {
   const endpoint = text(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
   if (!endpoint) return undefined;
   if (!/^https?:\/\/[^/]/.test(endpoint)) throw new Error(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL, got "${endpoint}"`);
-  return { endpoint: endpoint.replace(/\/+$/, ''), serviceName: text(env, 'OTEL_SERVICE_NAME') ?? 'switchyard' };
+  const resourceAttributes: Record<string, string> = { 'deployment.environment.name': demo ? 'demo' : 'production' };
+  for (const pair of (text(env, 'OTEL_RESOURCE_ATTRIBUTES') ?? '').split(',').filter((p) => p.trim())) {
+    const at = pair.indexOf('=');
+    const key = pair.slice(0, at).trim();
+    let value: string | undefined;
+    try {
+      value = at > 0 ? decodeURIComponent(pair.slice(at + 1).trim()) : undefined;
+    } catch {
+      value = undefined;
+    }
+    if (!key || value === undefined) throw new Error(`OTEL_RESOURCE_ATTRIBUTES must be key=value pairs separated by commas, got "${pair}"`);
+    resourceAttributes[key] = value;
+  }
+  return { endpoint: endpoint.replace(/\/+$/, ''), serviceName: text(env, 'OTEL_SERVICE_NAME') ?? 'switchyard', resourceAttributes };
 }
 
 /** Parses the environment (default: this process's) and the command line (`--demo`). Never changes either. */
@@ -286,7 +304,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
           prefix: text(env, 'S3_PREFIX'),
         }
       : undefined,
-    tracing: tracingSettings(env),
+    tracing: tracingSettings(env, demo),
     providerKeys: Object.freeze({ ...env, ...(demo && !env.DEMO_PROVIDER_KEY ? { DEMO_PROVIDER_KEY: 'demo' } : {}) }),
   };
 }

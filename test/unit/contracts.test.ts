@@ -29,10 +29,21 @@ describe('configuration is parsed in one module', () => {
     expect(c.worker.metricsPort).toBe(0);
   });
 
-  it('traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set, named by OTEL_SERVICE_NAME', () => {
+  it('traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set, named by OTEL_SERVICE_NAME, with OTEL_RESOURCE_ATTRIBUTES on the resource', () => {
     expect(loadConfig({}, []).tracing).toBeUndefined();
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }, []).tracing).toEqual({ endpoint: 'http://collector:4318', serviceName: 'switchyard' });
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example', OTEL_SERVICE_NAME: 'gw' }, []).tracing).toEqual({ endpoint: 'https://otel.example', serviceName: 'gw' });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }, []).tracing).toEqual({
+      endpoint: 'http://collector:4318',
+      serviceName: 'switchyard',
+      resourceAttributes: { 'deployment.environment.name': 'production' },
+    });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example', OTEL_SERVICE_NAME: 'gw' }, ['--demo']).tracing).toEqual({
+      endpoint: 'https://otel.example',
+      serviceName: 'gw',
+      resourceAttributes: { 'deployment.environment.name': 'demo' },
+    });
+    const given = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example', OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=staging, team=ai%20gateway' }, []);
+    expect(given.tracing!.resourceAttributes).toEqual({ 'deployment.environment.name': 'staging', team: 'ai gateway' });
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example', OTEL_RESOURCE_ATTRIBUTES: 'novalue' }, [])).toThrow(/OTEL_RESOURCE_ATTRIBUTES must be key=value pairs/);
   });
 
   it.each([

@@ -162,7 +162,7 @@ export interface RunTiming {
  * (shared/billing/reply-then-settle.ts), under a `switchyard.settle` span when the job is traced.
  */
 export function endCompleted(deps: WorkerDeps, pub: GenerationPublisher, data: CompletedJob & Pick<GenerationJobBase, 'traceparent'>, finish: CompletedFinish, payload: { cost: string }): Promise<void> {
-  return tracedSettlement(deps.tracing, data, 'completed', () => settleCompleted(deps, pub, data, closeRowOf(data.generationId, finish), payload).then(() => payload.cost));
+  return tracedSettlement(deps.tracing, data, 'completed', () => settleCompleted(deps, pub, data, closeRowOf(data.generationId, finish), payload).then(() => ({ cost: payload.cost, usage: finish.usage })));
 }
 
 type CompletedFinish = Finish & { status: 'completed'; cost: NonNullable<Finish['cost']> };
