@@ -117,7 +117,7 @@ export interface BatchSettings {
    * most parked lines a driver keeps in flight beside `linesInFlight`), how often a worker polls one
    * (BATCH_UPSTREAM_POLL_MS, 15,000; also the longest a driver waits between steps while its batch only waits on
    * providers), and how long parked lines wait for company before their chunk is sent
-   * (BATCH_UPSTREAM_GATHER_MS, 2,000).
+   * (BATCH_UPSTREAM_GATHER_MS, 2,000). In demo mode 1,000 and 500: the fake providers end a batch in 200 ms.
    */
   upstreamMaxLines: number;
   upstreamPollMs: number;
@@ -290,8 +290,9 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
       pollMs: positive(env, 'BATCH_POLL_MS', 500),
       fileRetentionDays: int(env, 'BATCH_FILE_RETENTION_DAYS', 30),
       upstreamMaxLines: positive(env, 'BATCH_UPSTREAM_MAX_LINES', 10_000),
-      upstreamPollMs: positive(env, 'BATCH_UPSTREAM_POLL_MS', 15_000),
-      upstreamGatherMs: positive(env, 'BATCH_UPSTREAM_GATHER_MS', 2_000),
+      // Demo mode's fake providers end a batch in 200 ms: poll and gather at a pace that answers a small batch in seconds.
+      upstreamPollMs: positive(env, 'BATCH_UPSTREAM_POLL_MS', demo ? 1_000 : 15_000),
+      upstreamGatherMs: positive(env, 'BATCH_UPSTREAM_GATHER_MS', demo ? 500 : 2_000),
     },
     s3: env.S3_BUCKET
       ? {

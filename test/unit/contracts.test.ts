@@ -67,6 +67,12 @@ describe('configuration is parsed in one module', () => {
     expect(['false', '0', 'no', 'False', 'NO', ''].map(read)).toEqual([false, false, false, false, false, false]);
   });
 
+  it('demo mode polls and gathers provider batches at the fake providers\' pace (seconds, not 15 s), unless told otherwise', () => {
+    expect(loadConfig({}, []).batches).toMatchObject({ upstreamPollMs: 15_000, upstreamGatherMs: 2_000 });
+    expect(loadConfig({}, ['--demo']).batches).toMatchObject({ upstreamPollMs: 1_000, upstreamGatherMs: 500 });
+    expect(loadConfig({ BATCH_UPSTREAM_POLL_MS: '15000', BATCH_UPSTREAM_GATHER_MS: '2000' }, ['--demo']).batches).toMatchObject({ upstreamPollMs: 15_000, upstreamGatherMs: 2_000 });
+  });
+
   it('demo mode gives the demo key without changing the environment', () => {
     const env: Record<string, string> = { SWITCHYARD_DEMO: '1' };
     const c = loadConfig(env, []);
