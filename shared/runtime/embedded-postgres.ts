@@ -236,7 +236,8 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
       const child: ChildProcess = spawn(
         path.join(binDir, 'postgres'),
         ['-D', pgData, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'logging_collector=off'],
-        { ...(ids ?? {}), stdio: ['ignore', 'pipe', 'pipe'], env: { ...embeddedSettings().childEnv, LC_ALL: 'C', LC_MESSAGES: 'C' } },
+        // Its own process group (as embedded Redis: a Ctrl-C reaches the service alone, which stops PostgreSQL last).
+        { ...(ids ?? {}), stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: { ...embeddedSettings().childEnv, LC_ALL: 'C', LC_MESSAGES: 'C' } },
       );
       const onData = (b: Buffer) => tail.push(b.toString('utf8')).forEach((l) => logger.debug(`postgres: ${l}`));
       child.stdout?.on('data', onData);
