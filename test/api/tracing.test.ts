@@ -196,6 +196,10 @@ describe('OpenTelemetry traces (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
     expect((await request(s.app).get('/v1/models').set(org.auth).set('traceparent', api.header)).status).toBe(200);
     const spans = await trace(api.traceId, (x) => x.some((k) => k.kind === SERVER));
     expect(spans.map((x) => x.name)).toEqual(['GET /v1/models']);
+    // The API's other version is traced too.
+    const v2 = incoming();
+    await request(s.app).post('/v2/images/generations').set(org.auth).set('traceparent', v2.header).send({});
+    expect((await trace(v2.traceId, (x) => x.some((k) => k.kind === SERVER))).filter((x) => x.kind === SERVER).map((x) => x.name)).toEqual(['POST /v2/images/generations']);
     expect(collector.spans.filter((x) => callers.some((c) => c.traceId === x.traceId)).map((x) => x.name)).toEqual([]);
   });
 
