@@ -3,7 +3,8 @@
  * whole in one bash (`npm start -- --demo &` and the CLI at once, the identifiers in shell variables), then the Node and
  * Python blocks with the key it exported, so a change that breaks a step (a CLI flag, a field name, the demo catalog, a
  * route) fails here. The service runs as a newcomer's does: no DATABASE_URL or REDIS_URL, so `npm start` starts the
- * embedded PostgreSQL and redis-server, and the CLI meets it during its first start.
+ * embedded PostgreSQL and redis-server, and the CLI runs while it starts (which of the two starts PostgreSQL is the
+ * machine's timing: test/runtime/start-race.test.ts makes the race certain).
  *
  * What differs from a user's shell, and why: `npm install` is not re-run (this checkout is installed: the suite runs
  * from it); `localhost:3000` becomes a free port (PORT) and the fake providers get one too (DEMO_PROVIDER_PORT); the
