@@ -3,7 +3,7 @@ import { arr, newId, num, obj, runStream, sendJson, sse, str, unixNow } from './
 import type { Ctx, Json } from './common';
 import { compose } from './synth';
 import type { TokenLogprob } from './synth';
-import { contentText, error, logprobItem, missing } from './openai-shared';
+import { contentText, error, logprobItem, missing, servedTier } from './openai-shared';
 
 /** The fake's encrypted reasoning names the item it was issued for, so that a replay is checked as OpenAI checks it. */
 const ENCRYPTED_PREFIX = 'fake-encrypted-reasoning:';
@@ -111,7 +111,7 @@ export async function responses(ctx: Ctx): Promise<void> {
     parallel_tool_calls: b.parallel_tool_calls ?? true,
     previous_response_id: b.previous_response_id ?? null,
     reasoning: { effort: obj(b.reasoning).effort ?? null, summary: obj(b.reasoning).summary ?? null },
-    service_tier: b.service_tier ?? 'default',
+    service_tier: servedTier(b),
     store: b.store ?? true,
     temperature: b.temperature ?? 1,
     text: { format: { type: 'text' }, verbosity: 'medium', ...obj(b.text) },

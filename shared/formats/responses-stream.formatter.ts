@@ -275,7 +275,7 @@ export function createResponsesStreamFormatter(base: ResponsesStreamBase): Respo
     const output = items.map((i) => publicItem(i, i.kind === 'message' ? itemStatus : 'completed'));
     const reason = incompleteReason(final.result);
     const response = responseEnvelope(
-      { ...base, model: final.model, usage: final.usage, completedAt: final.completedAt ?? base.completedAt ?? null },
+      { ...base, model: final.model, usage: final.usage, completedAt: final.completedAt ?? base.completedAt ?? null, serviceTier: final.result.serviceTier },
       status,
       output,
       reason ? { reason } : null,

@@ -118,6 +118,8 @@ export interface TextResult {
   /** Model version the provider reports, when it reports one. */
   modelVersion?: string;
   upstreamId?: string;
+  /** The processing tier the provider says served the call (OpenAI's `service_tier`: `default`, `flex`, `priority`). */
+  serviceTier?: string;
 }
 
 /** What a stream parser emits, in order; the worker turns these into public SSE events. */
@@ -133,7 +135,7 @@ export type TextStreamEvent =
   | { type: 'tool_call_start'; index: number; callId: string; name: string }
   | { type: 'tool_call_delta'; index: number; argumentsDelta: string }
   | { type: 'usage'; usage: TokenUsage }
-  | { type: 'finish'; finishReason: FinishReason; modelVersion?: string }
+  | { type: 'finish'; finishReason: FinishReason; modelVersion?: string; serviceTier?: string }
   | { type: 'error'; message: string; raw?: string };
 
 // ---------- embeddings ----------

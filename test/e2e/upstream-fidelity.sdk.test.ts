@@ -241,3 +241,69 @@ describe('encrypted reasoning (item 7): streamed, and given back across stateles
     expect(warningsOf(r)).toMatch(/earlier reasoning \(1 input item\) was left out of the call to claude-sonnet-4-5: only an endpoint that speaks the Responses API takes it/);
   });
 });
+
+describe('a streamed Responses call through the SDK keeps what only that API carries (item 7)', () => {
+  it('a plain Responses call says the tier that served it, through an endpoint of either OpenAI API', async () => {
+    const r = await client.responses.create({ model: GPT5, input: 'hi', max_output_tokens: 100, service_tier: 'priority' });
+    expect(sentTo('/responses')).toMatchObject({ service_tier: 'priority' });
+    expect(r.service_tier).toBe('priority');
+    const viaChat = await client.responses.create({ model: 'openai/gpt-4.1-mini', input: 'hi', service_tier: 'flex' });
+    expect(sentTo('/chat/completions')).toMatchObject({ service_tier: 'flex' });
+    expect(viaChat.service_tier).toBe('flex');
+    expect((await client.responses.create({ model: CLAUDE, input: 'hi' })).service_tier).toBeNull();
+  });
+
+  /** gpt-5's price: 1,000 input tokens of 1,200 cached, 600 output of which 450 reasoning. */
+  const USAGE = { promptTokens: 1200, cachedTokens: 1000, completionTokens: 600, reasoningTokens: 450 };
+  const expectedCost = money(200).times(GPT5_PRICE.prompt).plus(money(1000).times(GPT5_PRICE.cached_prompt)).plus(money(600).times(GPT5_PRICE.completion)).dividedBy(1_000_000);
+  const body = { model: GPT5, input: 'Plan a trip.', max_output_tokens: 4000, reasoning: { effort: 'high' as const, summary: 'detailed' as const }, text: { verbosity: 'low' as const }, service_tier: 'flex' as const };
+
+  /** The answer's usage, cost and record: exactly the provider's tokens at the endpoint's prices, cached ones at theirs. */
+  async function expectExact(id: string, usage: unknown) {
+    expect(usage).toMatchObject({ input_tokens: 1200, input_tokens_details: { cached_tokens: 1000 }, output_tokens: 600, output_tokens_details: { reasoning_tokens: 450 }, total_tokens: 1800 });
+    expect(money((usage as { cost_rub: number }).cost_rub).equals(expectedCost)).toBe(true); // 0.6375, within the 6 places JSON shows
+    await s.settled(org.organizationId);
+    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
+    expect(money(g.clientCost).toFixed(10)).toBe(expectedCost.toFixed(10));
+    expect(g.usage).toMatchObject({ inputTokens: 1200, cachedTokens: 1000, outputTokens: 600, reasoningTokens: 450 });
+    const charged = await s.t.db.ledgerEntry.findMany({ where: { generationId: id, kind: 'charge' } });
+    expect(charged.reduce((sum, e) => sum.plus(money(e.amount).abs()), money(0)).toFixed(10)).toBe(expectedCost.toFixed(10));
+  }
+
+  it('responses.stream: service_tier, verbosity and the reasoning summary reach OpenAI; the summary streams as OpenAI streams it; usage and cost exact', async () => {
+    s.fake.setKnobs({ text: 'A short plan.', ...USAGE });
+    const stream = client.responses.stream(body);
+    const types: string[] = [];
+    let summary = '';
+    stream.on('event', (e) => types.push(e.type));
+    stream.on('response.reasoning_summary_text.delta', (e) => (summary += e.delta));
+    const final = await stream.finalResponse();
+    expect(sentTo('/responses')).toMatchObject({ model: 'gpt-5', stream: true, store: false, service_tier: 'flex', text: { verbosity: 'low' }, reasoning: { effort: 'high', summary: 'detailed' } });
+    expect(warningsOf(final)).toBe('');
+    expect(summary).toBe('Thinking about: Plan a trip.');
+    const reasoningEvents = types.filter((t) => t.startsWith('response.reasoning_summary'));
+    expect(reasoningEvents).toEqual(['response.reasoning_summary_part.added', 'response.reasoning_summary_text.delta', 'response.reasoning_summary_text.done', 'response.reasoning_summary_part.done']);
+    expect(types.indexOf('response.reasoning_summary_part.done')).toBeLessThan(types.indexOf('response.output_text.delta'));
+    expect(final.output.map((o) => o.type)).toEqual(['reasoning', 'message']);
+    expect(final.output[0]).toMatchObject({ type: 'reasoning', summary: [{ type: 'summary_text', text: summary }] });
+    // The tier OpenAI says served it, as OpenAI's own answer says it; also when read back.
+    expect(final).toMatchObject({ output_text: 'A short plan.', text: { verbosity: 'low' }, reasoning: { effort: 'high', summary: 'detailed' }, service_tier: 'flex' });
+    expect((await client.responses.retrieve(final.id)).service_tier).toBe('flex');
+    await expectExact(final.id, final.usage);
+  });
+
+  it('create({ stream: true }): the same events and the same exact usage on response.completed', async () => {
+    s.fake.setKnobs({ text: 'A short plan.', ...USAGE });
+    const stream = await client.responses.create({ ...body, stream: true });
+    let completed: OpenAI.Responses.Response | undefined;
+    const summaries: string[] = [];
+    for await (const e of stream) {
+      if (e.type === 'response.reasoning_summary_text.done') summaries.push(e.text);
+      if (e.type === 'response.completed') completed = e.response;
+    }
+    expect(sentTo('/responses')).toMatchObject({ stream: true, service_tier: 'flex', text: { verbosity: 'low' } });
+    expect(summaries).toEqual(['Thinking about: Plan a trip.']);
+    expect(completed!.service_tier).toBe('flex');
+    await expectExact(completed!.id, completed!.usage);
+  });
+});

@@ -16,7 +16,7 @@ describe('StreamAccumulator: what a stream produced, as the stored result', () =
       { type: 'reasoning_end', encryptedContent: 'ZW5jMg==' },
       { type: 'text_delta', text: 'Hi' },
       { type: 'usage', usage: { inputTokens: 5, outputTokens: 9, reasoningTokens: 7 } },
-      { type: 'finish', finishReason: 'stop' },
+      { type: 'finish', finishReason: 'stop', serviceTier: 'flex' },
     ]);
     expect(acc.result(1)).toEqual({
       output: [
@@ -27,6 +27,7 @@ describe('StreamAccumulator: what a stream produced, as the stored result', () =
       finishReason: 'stop',
       usage: { inputTokens: 5, outputTokens: 9, reasoningTokens: 7 },
       modelVersion: undefined,
+      serviceTier: 'flex',
     });
   });
 

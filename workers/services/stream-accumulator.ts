@@ -11,6 +11,7 @@ export class StreamAccumulator {
   private usage?: TokenUsage;
   private finishReason?: FinishReason;
   private modelVersion?: string;
+  private serviceTier?: string;
 
   push(ev: TextStreamEvent): void {
     switch (ev.type) {
@@ -48,6 +49,7 @@ export class StreamAccumulator {
       case 'finish':
         this.finishReason = ev.finishReason;
         this.modelVersion = ev.modelVersion ?? this.modelVersion;
+        this.serviceTier = ev.serviceTier ?? this.serviceTier;
         break;
       default:
         break;
@@ -82,6 +84,7 @@ export class StreamAccumulator {
       finishReason: this.finishReason ?? (this.calls.length ? 'tool_calls' : 'error'),
       usage: this.usage ?? { inputTokens: inputEstimate, outputTokens: Math.ceil(outputChars / 4) },
       modelVersion: this.modelVersion,
+      ...(this.serviceTier !== undefined && { serviceTier: this.serviceTier }),
     };
   }
 }

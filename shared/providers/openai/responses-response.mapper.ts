@@ -69,6 +69,8 @@ export function parseResponsesResponse(json: unknown): TextResult {
   if (model) result.modelVersion = model;
   const id = str(body.id);
   if (id) result.upstreamId = id;
+  const tier = str(body.service_tier);
+  if (tier) result.serviceTier = tier;
   return result;
 }
 
@@ -150,7 +152,8 @@ export class ResponsesStreamParser implements TextStreamParser {
     const out: TextStreamEvent[] = [];
     if (isRecord(response.usage)) out.push({ type: 'usage', usage: responsesUsage(response.usage) });
     const model = str(response.model);
-    out.push({ type: 'finish', finishReason: finishOf(response, this.calls.size > 0), ...(model !== undefined && { modelVersion: model }) });
+    const tier = str(response.service_tier);
+    out.push({ type: 'finish', finishReason: finishOf(response, this.calls.size > 0), ...(model !== undefined && { modelVersion: model }), ...(tier !== undefined && { serviceTier: tier }) });
     return out;
   }
 }

@@ -200,6 +200,7 @@ describe('Responses stream formatter', () => {
       ],
       finishReason: 'stop',
       usage: result.usage,
+      serviceTier: 'flex',
     };
     events.push(...f.complete({ result: stored, usage, model: 'm' }));
     expect(events.map((e) => e.event).slice(2, 10)).toEqual([
@@ -219,6 +220,7 @@ describe('Responses stream formatter', () => {
     ]);
     const final = await sdkAnswering(events.map(encodeSse).join(''), 'text/event-stream').responses.stream({ model: 'm', input: 'x' }).finalResponse();
     expect(final.output.filter((o) => o.type === 'reasoning')).toEqual(done.slice(0, 2));
+    expect(final.service_tier).toBe('flex');
   });
 
   it('a failed stream reaches the SDK as response.failed', async () => {

@@ -105,6 +105,7 @@ describe('OpenAI Responses API replies', () => {
     object: 'response',
     status: 'completed',
     model: 'o4-mini-2025-04-16',
+    service_tier: 'flex',
     output: [
       { id: 'rs_1', type: 'reasoning', summary: [{ type: 'summary_text', text: 'Thought.' }], encrypted_content: 'ZW5j' },
       { id: 'msg_1', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello', annotations: [], logprobs: [] }] },
@@ -122,6 +123,7 @@ describe('OpenAI Responses API replies', () => {
       usage: { inputTokens: 10, outputTokens: 30, cachedTokens: 4, reasoningTokens: 20 },
       modelVersion: 'o4-mini-2025-04-16',
       upstreamId: 'resp_1',
+      serviceTier: 'flex',
     });
   });
 
@@ -149,7 +151,7 @@ describe('OpenAI Responses API replies', () => {
       { type: 'tool_call_start', index: 0, callId: 'call_1', name: 'f' },
       { type: 'tool_call_delta', index: 0, argumentsDelta: '{}' },
       { type: 'usage', usage: { inputTokens: 10, outputTokens: 30, cachedTokens: 4, reasoningTokens: 20 } },
-      { type: 'finish', finishReason: 'tool_calls', modelVersion: 'o4-mini-2025-04-16' },
+      { type: 'finish', finishReason: 'tool_calls', modelVersion: 'o4-mini-2025-04-16', serviceTier: 'flex' },
     ]);
   });
 
