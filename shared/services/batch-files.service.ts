@@ -106,36 +106,44 @@ class LineCounter extends Transform {
 
 const tooManyLines = (max: number) => AppError.validation([{ path: '/file', message: `holds more than ${max} lines` }], `A batch input file holds at most ${max} lines`);
 
-/** One line of a JSONL object, its physical number (1-based) and the byte offset just after it. */
+/** One line of a JSONL object, its physical number (1-based), its size in bytes (its end of line aside) and the byte offset just after it. */
 export interface FileLine {
   number: number;
   text: string;
+  bytes: number;
   end: number;
+}
+
+/** A line's bytes (its `\n` excluded) as a FileLine: a `\r` before the `\n` is not the line's. */
+function fileLine(b: Buffer, number: number, end: number): FileLine {
+  const bytes = b.length > 0 && b[b.length - 1] === 0x0d ? b.length - 1 : b.length;
+  return { number, text: b.toString('utf8', 0, bytes), bytes, end };
 }
 
 /**
  * The lines of a stream from byte `start` (a line's beginning), numbered from `firstNumber`, one at a time: memory
- * holds one chunk and one line, whatever the file's size.
+ * holds one chunk and one line, whatever the file's size. A line longer than a chunk is kept as the chunks that hold
+ * it and joined once, when its end arrives: each byte is copied once however long the line (joining at every chunk
+ * copied a 95 MB line ~1,500 times: minutes of CPU).
  */
 export async function* readLines(body: NodeJS.ReadableStream, start = 0, firstNumber = 1): AsyncGenerator<FileLine> {
-  let rest: Buffer = Buffer.alloc(0);
+  let parts: Buffer[] = [];
   let offset = start;
   let number = firstNumber;
   for await (const chunk of body as AsyncIterable<Buffer>) {
-    let buf = rest.length ? Buffer.concat([rest, chunk]) : chunk;
     let from = 0;
-    for (let nl = buf.indexOf(0x0a, from); nl >= 0; nl = buf.indexOf(0x0a, from)) {
-      const end = nl > from && buf[nl - 1] === 0x0d ? nl - 1 : nl;
-      offset += nl + 1 - from;
-      yield { number: number++, text: buf.toString('utf8', from, end), end: offset };
+    for (let nl = chunk.indexOf(0x0a); nl >= 0; nl = chunk.indexOf(0x0a, from)) {
+      const line = parts.length ? Buffer.concat([...parts, chunk.subarray(from, nl)]) : chunk.subarray(from, nl);
+      parts = [];
+      offset += line.length + 1;
+      yield fileLine(line, number++, offset);
       from = nl + 1;
     }
-    buf = buf.subarray(from);
-    rest = Buffer.from(buf);
+    if (from < chunk.length) parts.push(chunk.subarray(from));
   }
-  if (rest.length) {
-    const end = rest[rest.length - 1] === 0x0d ? rest.length - 1 : rest.length;
-    yield { number, text: rest.toString('utf8', 0, end), end: offset + rest.length };
+  if (parts.length) {
+    const line = Buffer.concat(parts);
+    yield fileLine(line, number, offset + line.length);
   }
 }
 
