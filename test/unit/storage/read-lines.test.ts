@@ -4,7 +4,7 @@
  * (issue 38 item 5: a 95 MB line held a process at 130 % CPU for minutes, its bytes copied again at every chunk).
  */
 import { Readable } from 'node:stream';
-import { readLines, type FileLine } from '../../../shared/services/batch-files.service';
+import { readLines, type FileLine } from '../../../shared/services/jsonl';
 
 /** `text` as a stream of `size`-byte chunks. */
 const chunked = (text: string | Buffer, size: number) => {
