@@ -177,15 +177,33 @@ export class BatchFiles {
 
   /**
    * Deletes a file: its stored objects first (an upload's, or the parts of a batch's file), then its record and its
-   * parts' rows, so a store that fails leaves the record to delete again.
+   * parts' rows, so a store that fails leaves the record to delete again. An input a batch that has not ended reads is
+   * kept: false. Its row is locked while the batches reading it are counted and it is deleted, and a batch's create holds
+   * it (`lockInput`) until the batch is recorded, so the two exclude each other: a delete that waited finds the batch
+   * (409), a create that waited finds no file (issue 38 item 8: both answered 200, and the batch failed `invalid_file`).
    */
-  async delete(f: Pick<BatchFile, 'id' | 'storageKey' | 'batchId' | 'kind'>): Promise<void> {
-    if (!f.batchId) await this.store.delete(f.storageKey);
-    else for await (const key of this.partKeys(f.batchId, f.kind as BatchPartKind)) await this.store.delete(key);
-    await this.db.$transaction([
-      ...(f.batchId ? [this.db.batchPart.deleteMany({ where: { batchId: f.batchId, kind: f.kind! } })] : []),
-      this.db.batchFile.deleteMany({ where: { id: f.id } }),
-    ]);
+  async delete(f: Pick<BatchFile, 'id' | 'storageKey' | 'batchId' | 'kind'>): Promise<boolean> {
+    if (f.batchId) {
+      for await (const key of this.partKeys(f.batchId, f.kind as BatchPartKind)) await this.store.delete(key);
+      await this.db.$transaction([this.db.batchPart.deleteMany({ where: { batchId: f.batchId, kind: f.kind! } }), this.db.batchFile.deleteMany({ where: { id: f.id } })]);
+      return true;
+    }
+    return this.db.$transaction(async (tx) => {
+      const locked = await tx.$queryRaw<unknown[]>`SELECT 1 FROM batch_files WHERE id = ${f.id} FOR UPDATE`;
+      // Read after the lock (a statement of its own): a batch whose create held the row is committed by now.
+      if (locked.length && (await tx.batch.count({ where: { inputFileId: f.id, status: { in: BATCH_NOT_ENDED } } })) > 0) return false;
+      await this.store.delete(f.storageKey);
+      await tx.batchFile.deleteMany({ where: { id: f.id } });
+      return true;
+    });
+  }
+
+  /**
+   * Holds an input file for a batch being created in `tx` (a share lock on its row until `tx` ends: a delete waits for
+   * the batch's commit, then sees it); false when the file is gone (deleted meanwhile).
+   */
+  async lockInput(tx: Prisma.TransactionClient, fileId: string): Promise<boolean> {
+    return (await tx.$queryRaw<unknown[]>`SELECT 1 FROM batch_files WHERE id = ${fileId} FOR SHARE`).length > 0;
   }
 
   /**
@@ -200,23 +218,13 @@ export class BatchFiles {
         where: { AND: [this.expired(now), ...(skipped.length ? [{ id: { notIn: skipped } }] : [])] },
         orderBy: { createdAt: 'asc' },
         take: SWEEP_PAGE,
-        select: { id: true, storageKey: true, batchId: true, kind: true, purpose: true },
+        select: { id: true, storageKey: true, batchId: true, kind: true },
       });
       if (!page.length) return deleted;
-      const inputs = page.filter((f) => f.purpose === 'batch').map((f) => f.id);
-      const read = inputs.length ? await this.db.batch.findMany({ where: { inputFileId: { in: inputs }, status: { in: BATCH_NOT_ENDED } }, select: { inputFileId: true } }) : [];
-      const kept = new Set(read.map((b) => b.inputFileId));
       for (const f of page) {
-        if (kept.has(f.id)) {
-          skipped.push(f.id);
-          continue;
-        }
-        try {
-          await this.delete(f);
-          deleted++;
-        } catch {
-          skipped.push(f.id); // the store failed: the record stays, the next sweep tries again
-        }
+        // Kept: read by a batch not ended, or the store failed (the record stays, the next sweep tries again).
+        if (await this.delete(f).catch(() => false)) deleted++;
+        else skipped.push(f.id);
       }
     }
   }
