@@ -5,7 +5,7 @@ import { AppError } from '../../shared/errors/app-error';
 import { randomBase62 } from '../../shared/ids';
 import { ownerOf, type Principal } from '../../shared/auth/principal';
 import { moneyJson } from '../../shared/formats/format-utils';
-import { JOB_OPTIONS, type BatchJobData } from '../../shared/queue/job-catalog';
+import { addBatchDriver } from '../../shared/queue/batch-jobs';
 import { promoteIfDelayed } from '../../shared/queue/promote';
 import { visibleTo, type BatchFiles } from '../../shared/services/batch-files.service';
 import type { BatchStatus, CreateBatchBody, ListBatchesQuery } from '../../shared/schemas/batches.schema';
@@ -106,8 +106,7 @@ export class BatchesService {
       });
     });
     try {
-      const data: BatchJobData = { batchId: b.id, organizationId: b.organizationId, traceId };
-      await this.d.queue.add(this.d.queue.name, data, { ...JOB_OPTIONS.batches, jobId: b.id });
+      await addBatchDriver(this.d.queue, b);
     } catch (err) {
       this.d.logger.error('batch driver not queued', { err, batchId: b.id, trace_id: traceId });
       await this.d.db.batch.delete({ where: { id: b.id } }).catch(() => undefined);
