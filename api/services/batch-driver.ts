@@ -152,8 +152,7 @@ export class BatchDriver {
           backingOff.push(retryOf(l, now, this.d.settings.lineRetryMs)!);
           changed = true;
         } else if (l.retryAt > now) backingOff.push(l);
-        else if (now - (l.failedAt ?? now) < this.d.settings.lineRetryMs) unordered.push(nextTry(l, b.id, kind.idPrefix));
-        else answers.set(l.line, await answerOf(b, kind, l, g, expired));
+        else unordered.push(nextTry(l, b.id, kind.idPrefix));
       } else answers.set(l.line, await answerOf(b, kind, l, g, expired));
     }
     const notStarted = [...unordered, ...waiting, ...backingOff];
@@ -203,7 +202,7 @@ export class BatchDriver {
     // Parked lines go upstream in chunks: all of them once every line is claimed or no more may be.
     const all = after.completed + after.failed + left.length >= after.total || left.length >= maxInFlight;
     if (parked.size) await this.d.upstream?.send(after, all);
-    const moved = answers.size > 0 || [...outcomes.values()].some((o) => o !== 'wait' && o.kind !== 'funds');
+    const moved = answers.size > 0 || [...outcomes.values()].some((o) => o !== 'wait');
     const idle = parked.size > 0 && (await this.d.upstream?.idle({ moved, claimable: !all, inFlight: left.length, parked: [...parked] })) === true;
     return { more: true, moved, idle };
   }
