@@ -7,6 +7,7 @@ import { ignoredParameterWarnings } from '../../shared/routing/route-parameters'
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate, TextDonePayload, TextJobData } from '../../shared/queue/job-catalog';
 import type { ResolvedEndpoint } from '../../shared/catalog/catalog-index';
+import type { TextMappingOptions } from '../../shared/providers/adapter.types';
 import type { WorkerDeps } from '../worker-deps';
 import { StreamAccumulator } from './stream-accumulator';
 import { withoutText } from '../../shared/formats/unstored-text';
@@ -41,6 +42,8 @@ class MidStreamFailure extends Error {
 interface Answer {
   result: TextResult;
   firstTokenAt: number;
+  /** What the adapter could not send as asked (HttpRequestSpec `warnings`). */
+  warnings: string[];
 }
 
 /**
@@ -85,7 +88,7 @@ export class TextExecutor {
     const { candidate, resolved } = out.call;
     if (masker && !data.request.stream) masker.unmaskResult(result);
     const cost = tokenCost(resolved.endpoint.price, result.usage);
-    const warnings = [...data.warnings, ...ignoredParameterWarnings(candidate.dropParams, candidate.model, resolved.provider.id)];
+    const warnings = [...data.warnings, ...ignoredParameterWarnings(candidate.dropParams, candidate.model, resolved.provider.id), ...out.value.warnings];
     const payload: TextDonePayload = {
       result,
       model: candidate.model,
@@ -122,10 +125,11 @@ export class TextExecutor {
     const { candidate, resolved, adapter, signal } = c;
     const text = adapter.text!;
     const req = requestWithout(data.request, resolved.endpoint.upstreamModel, candidate.dropParams);
-    const spec = text.buildRequest(req, resolved.provider.apiKey ?? '', { defaultMaxOutputTokens: resolved.endpoint.maxOutputTokens });
+    const spec = text.buildRequest(req, resolved.provider.apiKey ?? '', textMappingOptions(resolved, data.apiType));
+    const warnings = spec.warnings ?? [];
     if (!req.stream) {
       const reply = await upstreamRequest(this.deps, c, spec, signal);
-      return { result: text.parseResponse(reply.json), firstTokenAt: Date.now() };
+      return { result: text.parseResponse(reply.json), firstTokenAt: Date.now(), warnings };
     }
     // The provider's concurrency cap holds for the whole stream.
     return this.deps.limiter.run(resolved.provider, async () => {
@@ -173,7 +177,7 @@ export class TextExecutor {
         if (acc.produced) throw cut(failure);
         throw isUpstreamError(e) ? e : new UpstreamError(failure);
       }
-      return { result: acc.result(estimateInputTokens(data.request)), firstTokenAt: acc.firstTokenAt ?? Date.now() };
+      return { result: acc.result(estimateInputTokens(data.request)), firstTokenAt: acc.firstTokenAt ?? Date.now(), warnings };
     });
   }
 
@@ -247,6 +251,14 @@ export class TextExecutor {
 }
 
 export type { TokenUsage };
+
+/**
+ * What an adapter needs of the endpoint to write a text request: the endpoint's limit, the provider's timeout, and
+ * whether a Responses API call goes upstream as one (`responsesApi` endpoints; chat completions stay chat completions).
+ */
+export function textMappingOptions(resolved: ResolvedEndpoint, apiType?: TextJobData['apiType']): TextMappingOptions {
+  return { defaultMaxOutputTokens: resolved.endpoint.maxOutputTokens, timeoutMs: resolved.provider.timeoutMs, responsesApi: resolved.endpoint.responsesApi === true && apiType === 'responses' };
+}
 
 /** What a text answer reports for its attempt's span (workers/services/job-spans.ts). */
 function textUsage({ result }: Answer): GenAiUsage {
