@@ -122,6 +122,13 @@ export interface BatchSettings {
   upstreamMaxLines: number;
   upstreamPollMs: number;
   upstreamGatherMs: number;
+  /** The most bytes of one line, as the route's body (MAX_BODY_BYTES): a longer line answers 413. */
+  maxLineBytes: number;
+  /**
+   * How long a line is tried again after a transient failure of ours (503: PostgreSQL or Redis away), from its first
+   * such failure, with back-off: BATCH_LINE_RETRY_MS, default 600,000 (within the batch's completion window).
+   */
+  lineRetryMs: number;
 }
 
 /** S3_BUCKET, S3_REGION (default us-east-1), S3_ENDPOINT, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_FORCE_PATH_STYLE, S3_PREFIX. */
@@ -237,6 +244,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     const name = `WORKER_CONCURRENCY_${q.toUpperCase()}`;
     if (env[name]) concurrency[q] = positive(env, name, 1);
   }
+  const maxBodyBytes = int(env, 'MAX_BODY_BYTES', 10 * 1024 * 1024);
   return {
     port: int(env, 'PORT', 3000),
     databaseUrl: text(env, 'DATABASE_URL'),
@@ -246,7 +254,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     secret: text(env, 'SWITCHYARD_SECRET'),
     syncWaitMs: int(env, 'SYNC_WAIT_MS', 120_000),
     logLevel: env.LOG_LEVEL ?? 'info',
-    maxBodyBytes: int(env, 'MAX_BODY_BYTES', 10 * 1024 * 1024),
+    maxBodyBytes,
     defaultRateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600),
     metricsToken: text(env, 'METRICS_TOKEN'),
     callbackAllowPrivate: flag(env, 'CALLBACK_ALLOW_PRIVATE'),
@@ -293,6 +301,8 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
       // Demo mode's fake providers end a batch in 200 ms: poll and gather at a pace that answers a small batch in seconds.
       upstreamPollMs: positive(env, 'BATCH_UPSTREAM_POLL_MS', demo ? 1_000 : 15_000),
       upstreamGatherMs: positive(env, 'BATCH_UPSTREAM_GATHER_MS', demo ? 500 : 2_000),
+      maxLineBytes: maxBodyBytes,
+      lineRetryMs: int(env, 'BATCH_LINE_RETRY_MS', 600_000),
     },
     s3: env.S3_BUCKET
       ? {
