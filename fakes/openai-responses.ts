@@ -3,13 +3,49 @@ import { arr, newId, num, obj, runStream, sendJson, sse, str, unixNow } from './
 import type { Ctx, Json } from './common';
 import { compose } from './synth';
 import type { TokenLogprob } from './synth';
-import { contentText, error, logprobItem, missing } from './openai-shared';
+import { contentText, error, logprobItem, missing, servedTier } from './openai-shared';
+
+/** The fake's encrypted reasoning names the item it was issued for, so that a replay is checked as OpenAI checks it. */
+const ENCRYPTED_PREFIX = 'fake-encrypted-reasoning:';
+const encryptedReasoning = (itemId: string): string => Buffer.from(`${ENCRYPTED_PREFIX}${itemId}`).toString('base64');
+function issuedFor(content: string): string | undefined {
+  const text = Buffer.from(content, 'base64').toString('utf8');
+  return text.startsWith(ENCRYPTED_PREFIX) ? text.slice(ENCRYPTED_PREFIX.length) : undefined;
+}
+
+/**
+ * OpenAI's 400 for a reasoning item of `input` it cannot use: encrypted content it did not issue, or issued for another
+ * item than the `id` beside it; an `id` without encrypted content, which names a stored item (none is stored with
+ * `store: false`). An item without an `id` is found by its encrypted content. Sent, and true, when refused.
+ */
+function refusedReasoning(ctx: Ctx, b: Json): boolean {
+  for (const item of arr(b.input)) {
+    const it = obj(item);
+    if (it.type !== 'reasoning') continue;
+    const id = str(it.id);
+    const content = str(it.encrypted_content);
+    if (content !== undefined) {
+      const issued = issuedFor(content);
+      if (issued === undefined || (id !== undefined && issued !== id)) {
+        const reason = issued === undefined ? '' : ' Reason: Encrypted content item_id did not match the target item id.';
+        error(ctx, 400, `The encrypted content for item ${id ?? issued ?? 'rs_unknown'} could not be verified.${reason}`, null, 'invalid_encrypted_content');
+        return true;
+      }
+    } else if (id !== undefined) {
+      const unstored = b.store === false ? ' Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.' : '';
+      error(ctx, 400, `Item with id '${id}' not found.${unstored}`, 'input', null);
+      return true;
+    }
+  }
+  return false;
+}
 
 export async function responses(ctx: Ctx): Promise<void> {
   const b = obj(ctx.body);
   const model = str(b.model);
   if (!model) return missing(ctx, 'model');
   if (b.input === undefined && b.previous_response_id === undefined && b.prompt === undefined) return missing(ctx, 'input');
+  if (refusedReasoning(ctx, b)) return;
   let userText = '';
   let inputChars = (str(b.instructions) ?? '').length;
   if (typeof b.input === 'string') {
@@ -43,8 +79,8 @@ export async function responses(ctx: Ctx): Promise<void> {
   };
   // A reasoning summary when one is asked for (`reasoning.summary`), with the reasoning encrypted when `include` asks.
   const summaryText = obj(b.reasoning).summary ? `Thinking about: ${userText.slice(0, 40)}` : undefined;
-  const encrypted = arr(b.include).includes('reasoning.encrypted_content') ? Buffer.from(`reasoning:${id}`).toString('base64') : undefined;
   const reasoningId = newId('rs_');
+  const encrypted = arr(b.include).includes('reasoning.encrypted_content') ? encryptedReasoning(reasoningId) : undefined;
   const reasoningItem = (done: boolean): Json => ({
     id: reasoningId,
     type: 'reasoning',
@@ -75,7 +111,7 @@ export async function responses(ctx: Ctx): Promise<void> {
     parallel_tool_calls: b.parallel_tool_calls ?? true,
     previous_response_id: b.previous_response_id ?? null,
     reasoning: { effort: obj(b.reasoning).effort ?? null, summary: obj(b.reasoning).summary ?? null },
-    service_tier: b.service_tier ?? 'default',
+    service_tier: servedTier(b),
     store: b.store ?? true,
     temperature: b.temperature ?? 1,
     text: { format: { type: 'text' }, verbosity: 'medium', ...obj(b.text) },

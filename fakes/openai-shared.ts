@@ -64,6 +64,12 @@ function unsupported(ctx: Ctx, param: string): true {
 
 // ---------- rendering ----------
 
+/** The tier a reply says served the call: the one asked for, `default` for `auto` or none (a project without Scale Tier). */
+export function servedTier(body: Json): string {
+  const asked = str(body.service_tier);
+  return asked === undefined || asked === 'auto' ? 'default' : asked;
+}
+
 export function logprobItem(p: TokenLogprob, k: number): Json {
   return {
     token: p.token,

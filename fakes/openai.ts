@@ -8,7 +8,7 @@ import type { Ctx, Json, WireFormat } from './common';
 import { compose, embed, float32Base64, PNG_BASE64, tokenCount } from './synth';
 import type { Completion, TokenLogprob } from './synth';
 import { openaiBatchRoutes } from './openai-batches';
-import { contentText, error, invalid, logprobItem, missing, refused } from './openai-shared';
+import { contentText, error, invalid, logprobItem, missing, refused, servedTier } from './openai-shared';
 import { responses } from './openai-responses';
 
 const MODELS = ['gpt-4o', 'gpt-4o-mini', 'gpt-4.1', 'o3-mini', 'text-embedding-3-small', 'text-embedding-3-large', 'dall-e-3', 'gpt-image-1'];
@@ -68,14 +68,14 @@ async function chat(ctx: Ctx): Promise<void> {
       model,
       choices: [{ index: 0, message, logprobs: c.logprobs ? lp(c.logprobs) : null, finish_reason: chatFinish(c) }],
       usage: chatUsage(c),
-      service_tier: 'default',
+      service_tier: servedTier(b),
       system_fingerprint: 'fp_fake',
     });
   }
 
   const withUsage = obj(b.stream_options).include_usage === true;
   const chunk = (delta: Json, finish: string | null, logprobs: Json | null = null): string => {
-    const body: Json = { id, object: 'chat.completion.chunk', created, model, service_tier: 'default', system_fingerprint: 'fp_fake', choices: [{ index: 0, delta, logprobs, finish_reason: finish }] };
+    const body: Json = { id, object: 'chat.completion.chunk', created, model, service_tier: servedTier(b), system_fingerprint: 'fp_fake', choices: [{ index: 0, delta, logprobs, finish_reason: finish }] };
     if (withUsage) body.usage = null;
     return sse(null, body);
   };
@@ -94,7 +94,7 @@ async function chat(ctx: Ctx): Promise<void> {
     },
     tail: () => {
       const frames = [chunk({}, chatFinish(c))];
-      if (withUsage) frames.push(sse(null, { id, object: 'chat.completion.chunk', created, model, service_tier: 'default', system_fingerprint: 'fp_fake', choices: [], usage: chatUsage(c) }));
+      if (withUsage) frames.push(sse(null, { id, object: 'chat.completion.chunk', created, model, service_tier: servedTier(b), system_fingerprint: 'fp_fake', choices: [], usage: chatUsage(c) }));
       frames.push('data: [DONE]\n\n');
       return frames;
     },

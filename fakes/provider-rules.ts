@@ -13,6 +13,19 @@ export function familyOf<T extends { prefix: string }>(table: readonly T[], mode
   return best;
 }
 
+// ---------- where a definition is stricter than its API ----------
+
+/**
+ * Fields a definition requires that the real API does without, by definition set and schema (request-check.ts takes
+ * them off the schema's `required`). OpenAI's OpenAPI document requires a reasoning item's `id`, yet the API takes
+ * reasoning items without one (the encrypted content names the item it was issued for): OpenAI's own Codex CLI sends
+ * them so with `store: false` (https://github.com/openai/codex, codex-rs/protocol/src/models.rs: `ResponseItem::Reasoning`
+ * does not serialise its `id`).
+ */
+export const NOT_REQUIRED: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>> = {
+  openai: { ReasoningItem: ['id'] },
+};
+
 // ---------- OpenAI ----------
 
 export interface OpenAIFamily {

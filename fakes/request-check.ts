@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import { NOT_REQUIRED } from './provider-rules';
 
 export type DefinitionSet = 'openai' | 'anthropic' | 'gemini';
 
@@ -98,6 +99,10 @@ export class RequestChecker {
     let l = this.loaded.get(set);
     if (!l) {
       const defs = JSON.parse(fs.readFileSync(definitionsFile(FILES[set]), 'utf8')) as Definitions;
+      for (const [name, fields] of Object.entries(NOT_REQUIRED[set] ?? {})) {
+        const schema = defs.definitions[name] as { required?: string[] } | undefined;
+        if (schema?.required) schema.required = schema.required.filter((f) => !fields.includes(f));
+      }
       const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false });
       ajv.addSchema({ $id: set, definitions: defs.definitions });
       l = { defs, ajv, compiled: new Map() };

@@ -45,6 +45,7 @@ const responseObject = {
   prompt_cache_key: null,
   reasoning: { effort: null, summary: null },
   safety_identifier: null,
+  service_tier: 'default',
   store: true,
   temperature: null,
   text: { format: { type: 'text' }, verbosity: 'medium' },

@@ -184,7 +184,10 @@ export async function pumpStream(
 export function replayEvents(result: TextResult): TextStreamEvent[] {
   let tool = 0;
   return result.output.flatMap((o): TextStreamEvent[] => {
-    if (o.type === 'reasoning') return o.summary.map((p) => ({ type: 'reasoning_delta', text: p.text }));
+    if (o.type === 'reasoning') {
+      const deltas: TextStreamEvent[] = o.summary.map((p) => ({ type: 'reasoning_delta', text: p.text }));
+      return [...deltas, { type: 'reasoning_end', ...(o.encrypted_content !== undefined && { encryptedContent: o.encrypted_content }) }];
+    }
     if (o.type === 'function_call') {
       const index = tool++;
       return [

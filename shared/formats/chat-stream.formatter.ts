@@ -118,6 +118,7 @@ export function createChatStreamFormatter(streamBase: ChatStreamBase): ChatStrea
         break;
       case 'usage':
       case 'error':
+      case 'reasoning_end': // chat completions have no place for encrypted reasoning
         break;
     }
     return out;

@@ -47,6 +47,8 @@ export interface ResponseObjectInput {
   warnings?: string[];
   /** Extra content of the `switchyard` object (routing details, ...). */
   switchyard?: Record<string, unknown>;
+  /** The tier the provider says served the response (the result's); null while it has not answered, or when it does not say. */
+  serviceTier?: string | null;
 }
 
 export interface ResponseObject {
@@ -68,6 +70,7 @@ export interface ResponseObject {
   prompt_cache_key: string | null;
   reasoning: Record<string, unknown>;
   safety_identifier: string | null;
+  service_tier: string | null;
   store: boolean;
   temperature: number | null;
   text: Record<string, unknown>;
@@ -144,7 +147,7 @@ export function buildResponseObject(a: ResponseObjectInput): ResponseObject {
     // Only the text can be cut short; calls and reasoning that made it into the result are whole.
     return publicOutputItem(item, item.type === 'message' ? messageStatus : 'completed', give);
   });
-  return responseEnvelope(a, a.status, output, reason ? { reason } : null);
+  return responseEnvelope({ ...a, serviceTier: a.result?.serviceTier }, a.status, output, reason ? { reason } : null);
 }
 
 /** The object around a given output (the stream formatter builds its own output items). */
@@ -176,6 +179,7 @@ export function responseEnvelope(
     prompt_cache_key: r.prompt_cache_key ?? null,
     reasoning: { effort: null, summary: null, ...r.reasoning },
     safety_identifier: r.safety_identifier ?? null,
+    service_tier: a.serviceTier ?? null,
     store: r.store ?? true,
     temperature: r.temperature ?? null,
     text: { format: { type: 'text' }, verbosity: 'medium', ...r.text },

@@ -100,9 +100,13 @@ function toInputItem(item: Exclude<ResponsesInputItem, { type: 'item_reference' 
       return { type: 'function_call', call_id: item.call_id, name: item.name, arguments: item.arguments };
     case 'function_call_output':
       return { type: 'function_call_output', call_id: item.call_id, output: outputText(item.output, warnings) };
-    case 'reasoning':
-      // Reasoning items come back when clients replay `response.output`; providers get no earlier reasoning.
-      return undefined;
+    case 'reasoning': {
+      // Earlier reasoning given back (a replay of `response.output`): to an upstream Responses API as given, elsewhere
+      // left out with a warning (the adapters'). An item with neither a summary nor encrypted reasoning carries nothing.
+      const summary = item.summary.map((s) => ({ type: 'summary_text' as const, text: s.text }));
+      if (summary.length === 0 && item.encrypted_content == null) return undefined;
+      return { type: 'reasoning', summary, ...(item.encrypted_content != null && { encrypted_content: item.encrypted_content }) };
+    }
   }
 }
 

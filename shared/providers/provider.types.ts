@@ -23,7 +23,12 @@ export type InputContentPart =
 export type InputItem =
   | { type: 'message'; role: 'system' | 'developer' | 'user' | 'assistant'; content: InputContentPart[] }
   | { type: 'function_call'; call_id: string; name: string; arguments: string }
-  | { type: 'function_call_output'; call_id: string; output: string };
+  | { type: 'function_call_output'; call_id: string; output: string }
+  /**
+   * Reasoning of an earlier turn given back (a replayed output item, or a stored answer's encrypted reasoning): its
+   * summary, and the reasoning as the provider encrypted it. Only an upstream Responses API takes it.
+   */
+  | { type: 'reasoning'; summary: Array<{ type: 'summary_text'; text: string }>; encrypted_content?: string };
 
 export interface FunctionTool {
   type: 'function';
@@ -113,16 +118,24 @@ export interface TextResult {
   /** Model version the provider reports, when it reports one. */
   modelVersion?: string;
   upstreamId?: string;
+  /** The processing tier the provider says served the call (OpenAI's `service_tier`: `default`, `flex`, `priority`). */
+  serviceTier?: string;
 }
 
 /** What a stream parser emits, in order; the worker turns these into public SSE events. */
 export type TextStreamEvent =
   | { type: 'text_delta'; text: string }
   | { type: 'reasoning_delta'; text: string }
+  /**
+   * The reasoning item in progress is whole (OpenAI's Responses API: its `response.output_item.done`), with the
+   * reasoning as the provider encrypted it when the request asked (`include: ["reasoning.encrypted_content"]`). A
+   * reasoning delta after it starts another reasoning item.
+   */
+  | { type: 'reasoning_end'; encryptedContent?: string }
   | { type: 'tool_call_start'; index: number; callId: string; name: string }
   | { type: 'tool_call_delta'; index: number; argumentsDelta: string }
   | { type: 'usage'; usage: TokenUsage }
-  | { type: 'finish'; finishReason: FinishReason; modelVersion?: string }
+  | { type: 'finish'; finishReason: FinishReason; modelVersion?: string; serviceTier?: string }
   | { type: 'error'; message: string; raw?: string };
 
 // ---------- embeddings ----------

@@ -22,13 +22,20 @@ import { createTestStack, FAKE_PROVIDER_KEY, STACK_MODELS, stackCatalog, type St
 import { waitUntil } from '../helpers/until';
 
 const ENV = { BATCH_POLL_MS: '50', BATCH_UPSTREAM_POLL_MS: '100', BATCH_UPSTREAM_GATHER_MS: '300' };
+/** A reasoning model whose endpoint speaks the Responses API (as the shipped catalog's OpenAI endpoints), with batch prices. */
+const REASONER = 'openai/o4-mini';
 
 /** The stack's chat (OpenAI and Anthropic) and embedding models, each endpoint with batch prices at half the regular ones. */
 const withBatchPrices = (fakeUrl: string) => {
   const models = stackCatalog(fakeUrl).models;
   const half = (p: Record<string, number | string>) => Object.fromEntries(Object.entries(p).map(([k, v]) => [k, String(Number(v) / 2)]));
   const ids = [STACK_MODELS.chat, STACK_MODELS.chatAnthropic, STACK_MODELS.embedding];
-  return { models: Object.fromEntries(ids.map((id) => [id, { ...models[id], endpoints: models[id].endpoints.map((e) => ({ ...e, batch: { price: half(e.price) } })) }])) };
+  const reasoner = {
+    displayName: 'o4-mini',
+    type: 'chat',
+    endpoints: [{ provider: 'openai', upstreamModel: 'o4-mini', responsesApi: true, price: { prompt: 110, completion: 440 }, batch: { price: { prompt: 55, completion: 220 } }, supports: ['tools', 'tool_choice', 'reasoning', 'response_format', 'max_tokens'], maxOutputTokens: 100000 }],
+  };
+  return { models: { ...Object.fromEntries(ids.map((id) => [id, { ...models[id], endpoints: models[id].endpoints.map((e) => ({ ...e, batch: { price: half(e.price) } })) }])), [REASONER]: reasoner } };
 };
 
 type Line = BatchLine;
@@ -47,7 +54,7 @@ const ended = batchEnded;
 
 const until = batchUntil;
 
-async function run(c: OpenAI, lines: Line[], endpoint: '/v1/chat/completions' | '/v1/embeddings' = '/v1/chat/completions'): Promise<Batch> {
+async function run(c: OpenAI, lines: Line[], endpoint: '/v1/chat/completions' | '/v1/embeddings' | '/v1/responses' = '/v1/chat/completions'): Promise<Batch> {
   const file = await c.files.create({ file: await toFile(Buffer.from(jsonl(lines)), 'input.jsonl'), purpose: 'batch' });
   return c.batches.create({ input_file_id: file.id, endpoint, completion_window: '24h' });
 }
@@ -163,6 +170,29 @@ describe('batch lines at providers\' own batch APIs (openai SDK)', () => {
     const warnings = (await outLines(client, b.output_file_id)).map((l) => JSON.stringify((l.response.body as { switchyard?: unknown }).switchyard ?? {}));
     expect(warnings.join(' ')).toMatch(/temperature 0.2 was left out/);
     expect(warnings.join(' ')).toMatch(/reasoning was left out .*forced tool choice/);
+  });
+
+  it('sends /v1/responses lines to an endpoint that speaks the Responses API as /v1/responses lines, its chat completion lines as chat completions: one provider batch per API', async () => {
+    const responsesLine = (i: number): Line => ({ custom_id: `r-${i}`, method: 'POST', url: '/v1/responses', body: { model: REASONER, input: `responses line ${i}`, reasoning: { effort: 'low', summary: 'auto' }, max_output_tokens: 64 } });
+    const [rb, cb] = await Promise.all([run(client, [0, 1, 2].map(responsesLine), '/v1/responses'), run(client, [0, 1].map((i) => chatLine(REASONER, i)))]);
+    const [r, c] = await Promise.all([until(client, rb.id, ended), until(client, cb.id, ended)]);
+    expect(r.request_counts).toEqual({ total: 3, completed: 3, failed: 0 });
+    expect(c.request_counts).toEqual({ total: 2, completed: 2, failed: 0 });
+    expect(directCalls(s, '/openai/v1/responses') + directCalls(s, '/openai/v1/chat/completions')).toBe(0);
+    const upstream = [...s.fake.openaiBatches.values()];
+    expect(upstream.map((b) => b.endpoint).sort()).toEqual(['/v1/chat/completions', '/v1/responses']);
+    const sent = upstream.find((b) => b.endpoint === '/v1/responses')!.lines.map((l) => l.body);
+    expect(sent).toHaveLength(3);
+    for (const body of sent) expect(body).toMatchObject({ model: 'o4-mini', store: false, reasoning: { effort: 'low', summary: 'auto' }, max_output_tokens: 64 });
+
+    const out = await outLines(client, r.output_file_id);
+    for (const l of out) {
+      const body = l.response.body as { object: string; output: Array<{ type: string; summary?: Array<{ text: string }> }>; output_text: string };
+      expect(body).toMatchObject({ object: 'response', id: l.response.request_id, output_text: `Echo: responses line ${l.custom_id.slice(2)}` });
+      expect(body.output.find((o) => o.type === 'reasoning')?.summary?.[0]?.text).toBe(`Thinking about: responses line ${l.custom_id.slice(2)}`);
+    }
+    await expectCharged(s, org, out, await charges(s, org, r.id), `${REASONER}:openai`, 'batch', 'openai');
+    await expectCharged(s, org, await outLines(client, c.output_file_id), await charges(s, org, c.id), `${REASONER}:openai`, 'batch', 'openai');
   });
 
   it('sends an embeddings batch to OpenAI\'s batch API, charged the batch price', async () => {

@@ -5,6 +5,7 @@
  * provider accepts; what could not be sent as asked is a warning in our envelope, or our 400.
  */
 import OpenAI from 'openai';
+import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { money } from '../../shared/money';
 import { leasesUnlessOff } from '../helpers/test-app';
 import { createTestStack, type StackOrg, type TestStack } from '../helpers/test-stack';
@@ -17,6 +18,8 @@ const PRICE = { prompt: 40, completion: 160 };
 const CLAUDE = 'fidelity/claude';
 const GEMINI_PRO = 'fidelity/gemini-pro';
 const O4 = 'fidelity/o4-mini';
+const GPT5 = 'fidelity/gpt-5';
+const GPT5_PRICE = { prompt: 125, cached_prompt: '12.5', completion: 1000 };
 const TEXT = ['temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'parallel_tool_calls', 'reasoning', 'response_format', 'stop', 'max_tokens', 'stream'];
 
 beforeAll(async () => {
@@ -31,6 +34,11 @@ beforeAll(async () => {
           displayName: 'o4-mini',
           type: 'chat',
           endpoints: [{ provider: 'openai', upstreamModel: 'o4-mini', responsesApi: true, price: PRICE, supports: ['tools', 'tool_choice', 'reasoning', 'response_format', 'max_tokens', 'stream'], maxOutputTokens: 100000 }],
+        },
+        [GPT5]: {
+          displayName: 'GPT-5',
+          type: 'chat',
+          endpoints: [{ provider: 'openai', upstreamModel: 'gpt-5', responsesApi: true, price: GPT5_PRICE, supports: ['tools', 'tool_choice', 'reasoning', 'response_format', 'max_tokens', 'stream'], maxOutputTokens: 128000 }],
         },
       },
     }),
@@ -162,5 +170,140 @@ describe('Responses calls go upstream as Responses calls where the endpoint spea
     await client.chat.completions.create({ model: O4, messages: [{ role: 'user', content: 'hi' }], reasoning_effort: 'low' });
     expect(s.fake.requests.at(-1)?.path).toBe('/openai/v1/chat/completions');
     expect(sentTo('/chat/completions')).toMatchObject({ reasoning_effort: 'low' });
+  });
+});
+
+/** The fake's encrypted reasoning names the item it was issued for (fakes/openai-responses.ts). */
+const issuedFor = (encrypted: string | null | undefined): string => Buffer.from(encrypted ?? '', 'base64').toString('utf8');
+const ENCRYPTED = { reasoning: { effort: 'low' as const, summary: 'auto' as const }, include: ['reasoning.encrypted_content' as const] };
+type Item = Record<string, unknown>;
+/** What a client gives back of an answer: its output items, as the next turn's input (the SDK types them apart). */
+const givenBack = (output: unknown[]): ResponseInputItem[] => output as ResponseInputItem[];
+
+describe('encrypted reasoning (item 7): streamed, and given back across stateless turns', () => {
+  it('streams the reasoning item with its encrypted reasoning as OpenAI does, and keeps it in the stored response', async () => {
+    const stream = client.responses.stream({ model: O4, input: 'think', ...ENCRYPTED });
+    const done: Item[] = [];
+    stream.on('response.output_item.done', (e) => done.push(e.item as unknown as Item));
+    const final = await stream.finalResponse();
+    const reasoning = done.find((i) => i.type === 'reasoning');
+    expect(reasoning).toMatchObject({ summary: [{ type: 'summary_text', text: expect.stringMatching(/^Thinking about/) }], encrypted_content: expect.any(String) });
+    expect(issuedFor(reasoning!.encrypted_content as string)).toMatch(/^fake-encrypted-reasoning:rs_/);
+    expect(final.output.find((o) => o.type === 'reasoning')).toEqual(reasoning);
+    expect((await client.responses.retrieve(final.id)).output.find((o) => o.type === 'reasoning')).toMatchObject({ encrypted_content: reasoning!.encrypted_content });
+  });
+
+  it('keeps no encrypted reasoning of a store: false response', async () => {
+    const stream = client.responses.stream({ model: O4, input: 'think', store: false, ...ENCRYPTED });
+    const final = await stream.finalResponse();
+    expect(final.output.find((o) => o.type === 'reasoning')).toMatchObject({ encrypted_content: expect.any(String) });
+    await s.settled(org.organizationId);
+    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: final.id } });
+    expect(JSON.stringify(g.result)).not.toMatch(/encrypted_content|Thinking about/);
+  });
+
+  it('a stateless chain (store: false) gives the reasoning back to OpenAI, without our item ids, streamed or not', async () => {
+    const ask = { model: O4, store: false, ...ENCRYPTED };
+    const first = await client.responses.stream({ ...ask, input: [{ role: 'user', content: 'Weather in Paris?' }] }).finalResponse();
+    const given = first.output.find((o) => o.type === 'reasoning')!;
+    expect(given.id).toMatch(/^rs_/);
+    const second = await client.responses.create({ ...ask, input: [{ role: 'user', content: 'Weather in Paris?' }, ...givenBack(first.output), { role: 'user', content: 'And tomorrow?' }] });
+    expect(second.output_text).toBe('Echo: And tomorrow?');
+    expect(warningsOf(second)).toBe('');
+    const sent = sentTo('/responses').input as Item[];
+    expect(sent.map((i) => i.type ?? i.role)).toEqual(['message', 'reasoning', 'message', 'message']);
+    expect(sent[1]).toEqual({ type: 'reasoning', summary: given.summary, encrypted_content: given.encrypted_content });
+    // And on: the second answer's reasoning goes back in the third turn.
+    const third = await client.responses.create({ ...ask, stream: true, input: [...givenBack(sent), ...givenBack(second.output), { role: 'user', content: 'Thanks.' }] });
+    for await (const _ of third);
+    expect((sentTo('/responses').input as Item[]).filter((i) => i.type === 'reasoning')).toHaveLength(2);
+  });
+
+  it('carries encrypted reasoning on through previous_response_id', async () => {
+    const first = await client.responses.create({ model: O4, input: 'Weather in Paris?', ...ENCRYPTED });
+    const encrypted = first.output.find((o) => o.type === 'reasoning')?.encrypted_content;
+    await client.responses.create({ model: O4, input: 'And tomorrow?', previous_response_id: first.id, reasoning: { effort: 'low' } });
+    expect((sentTo('/responses').input as Item[]).find((i) => i.type === 'reasoning')).toEqual({ type: 'reasoning', summary: expect.any(Array), encrypted_content: encrypted });
+  });
+
+  it('leaves earlier reasoning out of a call to an API without a place for it, with a warning', async () => {
+    const r = await client.responses.create({
+      model: CLAUDE,
+      input: [
+        { role: 'user', content: 'Weather?' },
+        { type: 'reasoning', id: 'rs_abc_0', summary: [{ type: 'summary_text', text: 'Checked.' }], encrypted_content: 'ZW5j' },
+        { role: 'assistant', content: 'Sunny.' },
+        { role: 'user', content: 'Tomorrow?' },
+      ],
+    });
+    expect(r.output_text).toBe('Echo: Tomorrow?');
+    expect(JSON.stringify(sentTo('/messages'))).not.toMatch(/Checked|ZW5j/);
+    expect(warningsOf(r)).toMatch(/earlier reasoning \(1 input item\) was left out of the call to claude-sonnet-4-5: only an endpoint that speaks the Responses API takes it/);
+  });
+});
+
+describe('a streamed Responses call through the SDK keeps what only that API carries (item 7)', () => {
+  it('a plain Responses call says the tier that served it, through an endpoint of either OpenAI API', async () => {
+    const r = await client.responses.create({ model: GPT5, input: 'hi', max_output_tokens: 100, service_tier: 'priority' });
+    expect(sentTo('/responses')).toMatchObject({ service_tier: 'priority' });
+    expect(r.service_tier).toBe('priority');
+    const viaChat = await client.responses.create({ model: 'openai/gpt-4.1-mini', input: 'hi', service_tier: 'flex' });
+    expect(sentTo('/chat/completions')).toMatchObject({ service_tier: 'flex' });
+    expect(viaChat.service_tier).toBe('flex');
+    expect((await client.responses.create({ model: CLAUDE, input: 'hi' })).service_tier).toBeNull();
+  });
+
+  /** gpt-5's price: 1,000 input tokens of 1,200 cached, 600 output of which 450 reasoning. */
+  const USAGE = { promptTokens: 1200, cachedTokens: 1000, completionTokens: 600, reasoningTokens: 450 };
+  const expectedCost = money(200).times(GPT5_PRICE.prompt).plus(money(1000).times(GPT5_PRICE.cached_prompt)).plus(money(600).times(GPT5_PRICE.completion)).dividedBy(1_000_000);
+  const body = { model: GPT5, input: 'Plan a trip.', max_output_tokens: 4000, reasoning: { effort: 'high' as const, summary: 'detailed' as const }, text: { verbosity: 'low' as const }, service_tier: 'flex' as const };
+
+  /** The answer's usage, cost and record: exactly the provider's tokens at the endpoint's prices, cached ones at theirs. */
+  async function expectExact(id: string, usage: unknown) {
+    expect(usage).toMatchObject({ input_tokens: 1200, input_tokens_details: { cached_tokens: 1000 }, output_tokens: 600, output_tokens_details: { reasoning_tokens: 450 }, total_tokens: 1800 });
+    expect(money((usage as { cost_rub: number }).cost_rub).equals(expectedCost)).toBe(true); // 0.6375, within the 6 places JSON shows
+    await s.settled(org.organizationId);
+    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
+    expect(money(g.clientCost).toFixed(10)).toBe(expectedCost.toFixed(10));
+    expect(g.usage).toMatchObject({ inputTokens: 1200, cachedTokens: 1000, outputTokens: 600, reasoningTokens: 450 });
+    const charged = await s.t.db.ledgerEntry.findMany({ where: { generationId: id, kind: 'charge' } });
+    expect(charged.reduce((sum, e) => sum.plus(money(e.amount).abs()), money(0)).toFixed(10)).toBe(expectedCost.toFixed(10));
+  }
+
+  it('responses.stream: service_tier, verbosity and the reasoning summary reach OpenAI; the summary streams as OpenAI streams it; usage and cost exact', async () => {
+    s.fake.setKnobs({ text: 'A short plan.', ...USAGE });
+    const stream = client.responses.stream(body);
+    const types: string[] = [];
+    let summary = '';
+    stream.on('event', (e) => types.push(e.type));
+    stream.on('response.reasoning_summary_text.delta', (e) => (summary += e.delta));
+    const final = await stream.finalResponse();
+    expect(sentTo('/responses')).toMatchObject({ model: 'gpt-5', stream: true, store: false, service_tier: 'flex', text: { verbosity: 'low' }, reasoning: { effort: 'high', summary: 'detailed' } });
+    expect(warningsOf(final)).toBe('');
+    expect(summary).toBe('Thinking about: Plan a trip.');
+    const reasoningEvents = types.filter((t) => t.startsWith('response.reasoning_summary'));
+    expect(reasoningEvents).toEqual(['response.reasoning_summary_part.added', 'response.reasoning_summary_text.delta', 'response.reasoning_summary_text.done', 'response.reasoning_summary_part.done']);
+    expect(types.indexOf('response.reasoning_summary_part.done')).toBeLessThan(types.indexOf('response.output_text.delta'));
+    expect(final.output.map((o) => o.type)).toEqual(['reasoning', 'message']);
+    expect(final.output[0]).toMatchObject({ type: 'reasoning', summary: [{ type: 'summary_text', text: summary }] });
+    // The tier OpenAI says served it, as OpenAI's own answer says it; also when read back.
+    expect(final).toMatchObject({ output_text: 'A short plan.', text: { verbosity: 'low' }, reasoning: { effort: 'high', summary: 'detailed' }, service_tier: 'flex' });
+    expect((await client.responses.retrieve(final.id)).service_tier).toBe('flex');
+    await expectExact(final.id, final.usage);
+  });
+
+  it('create({ stream: true }): the same events and the same exact usage on response.completed', async () => {
+    s.fake.setKnobs({ text: 'A short plan.', ...USAGE });
+    const stream = await client.responses.create({ ...body, stream: true });
+    let completed: OpenAI.Responses.Response | undefined;
+    const summaries: string[] = [];
+    for await (const e of stream) {
+      if (e.type === 'response.reasoning_summary_text.done') summaries.push(e.text);
+      if (e.type === 'response.completed') completed = e.response;
+    }
+    expect(sentTo('/responses')).toMatchObject({ stream: true, service_tier: 'flex', text: { verbosity: 'low' } });
+    expect(summaries).toEqual(['Thinking about: Plan a trip.']);
+    expect(completed!.service_tier).toBe('flex');
+    await expectExact(completed!.id, completed!.usage);
   });
 });

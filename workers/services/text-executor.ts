@@ -157,7 +157,8 @@ export class TextExecutor {
           if (acc.produced) throw cut(failure);
           throw new UpstreamError(failure);
         }
-        if (!announced && (ev.type === 'text_delta' || ev.type === 'tool_call_start' || ev.type === 'reasoning_delta')) {
+        const content = ev.type === 'text_delta' || ev.type === 'tool_call_start' || ev.type === 'reasoning_delta' || (ev.type === 'reasoning_end' && ev.encryptedContent !== undefined);
+        if (!announced && content) {
           announced = true;
           await pub.send({ type: 'started', endpoint: candidate.slug, model: candidate.model });
         }
@@ -282,6 +283,7 @@ class MaskedRun {
     const input = original.request.input.map((item): InputItem => {
       if (item.type === 'message') return { ...item, content: item.content.map((c) => (c.type === 'input_text' || c.type === 'output_text' ? { ...c, text: mask(c.text) } : c)) };
       if (item.type === 'function_call_output') return { ...item, output: mask(item.output) };
+      if (item.type === 'reasoning') return { ...item, summary: item.summary.map((s) => ({ ...s, text: mask(s.text) })) };
       return item;
     });
     const request = { ...original.request, input, instructions: original.request.instructions && mask(original.request.instructions) };

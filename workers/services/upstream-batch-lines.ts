@@ -45,9 +45,10 @@ export function upstreamLine(l: ParkedJob, c: ChunkCall): UpstreamBatchLine {
   if (isText(l)) {
     const data = l.job as TextJobData;
     const req = { ...requestWithout(data.request, upstreamModel, data.candidates[0]?.dropParams ?? []), stream: false };
-    // No timeout: a batch line is not waited for, so it gets the endpoint's whole output limit. Chat completions always:
-    // a chunk gathers the lines of one endpoint from any batch, and a provider batch runs one url.
-    const options = { ...textMappingOptions(c.resolved), timeoutMs: undefined };
+    // No timeout: a batch line is not waited for, so it gets the endpoint's whole output limit. A Responses API line goes
+    // to an endpoint that speaks that API as one, as its direct call would: a chunk holds the lines of one batch, whose
+    // lines share one url, so a provider batch (which runs one url) gets lines of one API.
+    const options = { ...textMappingOptions(c.resolved, data.apiType), timeoutMs: undefined };
     return { customId: l.generationId, request: c.adapter.text!.buildRequest(req, key, options) };
   }
   return { customId: l.generationId, request: c.adapter.embeddings!.buildRequest(embeddingRequest(l.job as EmbeddingsJobData, upstreamModel), key) };

@@ -2,7 +2,7 @@
 import type { TextMappingOptions } from '../adapter.types';
 import { DEFAULT_MAX_OUTPUT_TOKENS, type HttpRequestSpec, type InputContentPart, type TextRequest, type ToolChoice } from '../provider.types';
 import { parseDataUrl, parseJsonArguments, unsupported } from '../mapper-utils';
-import { familyOf, leftOutWarning, replacedValueWarning } from '../model-family';
+import { earlierReasoningLeftOut, familyOf, leftOutWarning, replacedValueWarning } from '../model-family';
 import { ANTHROPIC_MODEL_RULES, MIN_THINKING_BUDGET, NON_STREAMING_TOKENS_PER_HOUR, THINKING_BUDGET, THINKING_CONSTRAINTS } from './model-rules';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -36,6 +36,7 @@ export function anthropicHeaders(apiKey: string, stream = false): Record<string,
 export function buildMessagesRequest(req: TextRequest, apiKey: string, options: TextMappingOptions = {}): HttpRequestSpec {
   const warnings: string[] = [];
   const rules = familyOf(ANTHROPIC_MODEL_RULES, req.model);
+  earlierReasoningLeftOut(req, warnings);
   const { system, messages } = toMessages(req, rules?.midConversationSystem === true, warnings);
   if (messages.length === 0) return unsupported('Anthropic needs at least one user or assistant message; this conversation has only system messages');
   const tools = req.tools ?? [];
@@ -152,6 +153,8 @@ export function toMessages(req: TextRequest, midConversationSystem = false, warn
         break;
       case 'function_call_output':
         push('user', [{ type: 'tool_result', tool_use_id: item.call_id, content: item.output }]);
+        break;
+      case 'reasoning': // another provider's; Anthropic takes only its own signed thinking (earlierReasoningLeftOut)
         break;
     }
   }

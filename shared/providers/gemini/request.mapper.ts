@@ -4,7 +4,7 @@
  */
 import type { EmbeddingRequest, HttpRequestSpec, InputContentPart, TextRequest, ToolChoice } from '../provider.types';
 import { mimeTypeFromUrl, parseDataUrl, parseJsonArguments, unsupported } from '../mapper-utils';
-import { familyOf, leftOutWarning, replacedValueWarning } from '../model-family';
+import { earlierReasoningLeftOut, familyOf, leftOutWarning, replacedValueWarning } from '../model-family';
 import { GEMINI_MODEL_RULES, THINKING_BUDGET } from './model-rules';
 import { toGeminiSchema } from './schema.mapper';
 
@@ -47,6 +47,7 @@ export function geminiModelResource(model: string): string {
 
 export function buildGenerateContentRequest(req: TextRequest, apiKey: string): HttpRequestSpec {
   const warnings: string[] = [];
+  earlierReasoningLeftOut(req, warnings);
   const { systemInstruction, contents } = toContents(req, warnings);
   if (contents.length === 0) return unsupported('Gemini needs at least one user or model message; this conversation has only system messages');
   const body: Record<string, unknown> = { contents };
@@ -182,6 +183,8 @@ export function toContents(req: TextRequest, warnings: string[] = []): { systemI
         push('user', [{ functionResponse: { name, response: functionResponse(item.output) } }]);
         break;
       }
+      case 'reasoning': // Gemini takes no earlier reasoning (earlierReasoningLeftOut)
+        break;
     }
   }
   if (moved) warnings.push(`A system message in the middle of the conversation was moved to the system instruction: ${req.model} takes system instructions only before the conversation`);

@@ -5,7 +5,7 @@
 import type { ImageRequest } from '../adapter.types';
 import type { EmbeddingRequest, HttpRequestSpec, InputContentPart, InputItem, TextRequest, ToolChoice } from '../provider.types';
 import { unsupported } from '../mapper-utils';
-import { familyOf, leftOutWarning, replacedValueWarning } from '../model-family';
+import { earlierReasoningLeftOut, familyOf, leftOutWarning, replacedValueWarning } from '../model-family';
 import { EFFORT_ORDER, OPENAI_MODEL_RULES, type OpenAIEffort } from './model-rules';
 
 type ChatContentPart =
@@ -35,6 +35,7 @@ export function openaiHeaders(apiKey: string, stream = false): Record<string, st
 
 export function buildChatCompletionRequest(req: TextRequest, apiKey: string): HttpRequestSpec {
   const warnings: string[] = [];
+  earlierReasoningLeftOut(req, warnings);
   const body: Record<string, unknown> = { model: req.model, messages: toChatMessages(req) };
   const tools = req.tools ?? [];
   if (tools.length > 0) {
@@ -169,6 +170,8 @@ function appendItem(messages: ChatMessage[], item: InputItem): void {
     }
     case 'function_call_output':
       messages.push({ role: 'tool', tool_call_id: item.call_id, content: item.output });
+      return;
+    case 'reasoning': // chat completions have no place for it (earlierReasoningLeftOut)
       return;
   }
 }

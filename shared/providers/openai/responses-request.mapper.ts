@@ -85,7 +85,7 @@ function toToolChoice(choice: ToolChoice): unknown {
   return typeof choice === 'string' ? choice : { type: 'function', name: choice.name };
 }
 
-/** Our input items are the Responses API's own; assistant text goes as an easy input message (its content a string). */
+/** Our input items are the Responses API's own; assistant text goes as an easy input message (its content a string), earlier reasoning as given. */
 function toInputItem(item: InputItem): Record<string, unknown> {
   switch (item.type) {
     case 'message':
@@ -95,6 +95,10 @@ function toInputItem(item: InputItem): Record<string, unknown> {
       return { type: 'function_call', call_id: item.call_id, name: item.name, arguments: item.arguments };
     case 'function_call_output':
       return { type: 'function_call_output', call_id: item.call_id, output: item.output };
+    case 'reasoning':
+      // Without an id: the encrypted content names the item it was issued for, our public item ids are not OpenAI's
+      // (OpenAI refuses encrypted content under another id), and with `store: false` an id names nothing it can find.
+      return { type: 'reasoning', summary: item.summary, ...(item.encrypted_content !== undefined && { encrypted_content: item.encrypted_content }) };
   }
 }
 

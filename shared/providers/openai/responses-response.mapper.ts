@@ -69,12 +69,15 @@ export function parseResponsesResponse(json: unknown): TextResult {
   if (model) result.modelVersion = model;
   const id = str(body.id);
   if (id) result.upstreamId = id;
+  const tier = str(body.service_tier);
+  if (tier) result.serviceTier = tier;
   return result;
 }
 
 /**
- * The Responses stream → canonical events: text and reasoning summary deltas, function calls (opened by
- * `response.output_item.added`, their arguments by `response.function_call_arguments.delta`), then usage and finish
+ * The Responses stream → canonical events: text and reasoning summary deltas, the end of each reasoning item with its
+ * encrypted reasoning (`response.output_item.done`), function calls (opened by `response.output_item.added`, their
+ * arguments by `response.function_call_arguments.delta`), then usage and finish
  * from `response.completed` / `response.incomplete`. `response.failed` and `error` events are errors.
  */
 export class ResponsesStreamParser implements TextStreamParser {
@@ -107,6 +110,14 @@ export class ResponsesStreamParser implements TextStreamParser {
         const args = str(item.arguments);
         if (args) out.push({ type: 'tool_call_delta', index: ordinal, argumentsDelta: args });
         return out;
+      }
+      case 'response.output_item.done': {
+        // A reasoning item ends whole: its encrypted reasoning (when asked for) comes only here.
+        const item = rec(e.item);
+        if (item.type !== 'reasoning') return [];
+        const encrypted = str(item.encrypted_content);
+        if (encrypted === undefined && arr(item.summary).length === 0) return [];
+        return [{ type: 'reasoning_end', ...(encrypted !== undefined && { encryptedContent: encrypted }) }];
       }
       case 'response.function_call_arguments.delta': {
         const ordinal = this.calls.get(num(e.output_index) ?? -1);
@@ -141,7 +152,8 @@ export class ResponsesStreamParser implements TextStreamParser {
     const out: TextStreamEvent[] = [];
     if (isRecord(response.usage)) out.push({ type: 'usage', usage: responsesUsage(response.usage) });
     const model = str(response.model);
-    out.push({ type: 'finish', finishReason: finishOf(response, this.calls.size > 0), ...(model !== undefined && { modelVersion: model }) });
+    const tier = str(response.service_tier);
+    out.push({ type: 'finish', finishReason: finishOf(response, this.calls.size > 0), ...(model !== undefined && { modelVersion: model }), ...(tier !== undefined && { serviceTier: tier }) });
     return out;
   }
 }

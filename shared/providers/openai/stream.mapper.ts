@@ -13,6 +13,7 @@ export class OpenAIStreamParser implements TextStreamParser {
   private pendingFinish: FinishReason | undefined;
   private usage: TokenUsage | undefined;
   private modelVersion: string | undefined;
+  private serviceTier: string | undefined;
   private finished = false;
   /** Upstream tool index → our ordinal; some compatible servers omit `index`, so key by id as well. */
   private readonly tools = new Map<string, number>();
@@ -30,6 +31,8 @@ export class OpenAIStreamParser implements TextStreamParser {
     const out: TextStreamEvent[] = [];
     const model = str(chunk.model);
     if (model) this.modelVersion = model;
+    const tier = str(chunk.service_tier);
+    if (tier) this.serviceTier = tier;
 
     for (const c of arr(chunk.choices)) {
       if (!isRecord(c) || (num(c.index) ?? 0) !== 0) continue;
@@ -74,7 +77,7 @@ export class OpenAIStreamParser implements TextStreamParser {
     if (!this.pendingFinish) return [{ type: 'error', message: 'OpenAI stream ended without a finish_reason' }];
     const out: TextStreamEvent[] = [];
     if (this.usage) out.push({ type: 'usage', usage: this.usage });
-    out.push({ type: 'finish', finishReason: this.pendingFinish, ...(this.modelVersion !== undefined && { modelVersion: this.modelVersion }) });
+    out.push({ type: 'finish', finishReason: this.pendingFinish, ...(this.modelVersion !== undefined && { modelVersion: this.modelVersion }), ...(this.serviceTier !== undefined && { serviceTier: this.serviceTier }) });
     return out;
   }
 }

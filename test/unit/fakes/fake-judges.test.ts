@@ -49,6 +49,32 @@ describe('the fake OpenAI judges by the OpenAPI document and the model rules', (
   });
 });
 
+describe('the fake OpenAI judges reasoning items given back as OpenAI does', () => {
+  const ask = { model: 'o4-mini', reasoning: { effort: 'low', summary: 'auto' }, include: ['reasoning.encrypted_content'], store: false };
+  let issued: J;
+  beforeAll(async () => {
+    issued = (await post('openai', '/responses', { ...ask, input: 'hi' })).body.output.find((o: J) => o.type === 'reasoning');
+  });
+  const next = (reasoning: J) => post('openai', '/responses', { ...ask, input: [{ role: 'user', content: 'hi' }, reasoning, { role: 'assistant', content: 'Hello' }, { role: 'user', content: 'more' }] });
+
+  it('takes its encrypted reasoning back, with the id it was issued for or without an id (as OpenAI\'s Codex sends it)', async () => {
+    expect(issued).toMatchObject({ id: expect.stringMatching(/^rs_/), encrypted_content: expect.any(String) });
+    expect((await next({ type: 'reasoning', id: issued.id, summary: issued.summary, encrypted_content: issued.encrypted_content })).status).toBe(200);
+    expect((await next({ type: 'reasoning', summary: [], encrypted_content: issued.encrypted_content })).status).toBe(200);
+    expect((await next({ type: 'reasoning', summary: [{ type: 'summary_text', text: 'Earlier thought.' }] })).status).toBe(200);
+  });
+
+  it.each([
+    ['encrypted content under another id', () => ({ type: 'reasoning', id: 'rs_ours_0', summary: [], encrypted_content: issued.encrypted_content }), { code: 'invalid_encrypted_content', message: expect.stringMatching(/rs_ours_0 could not be verified. Reason: Encrypted content item_id did not match/) }],
+    ['encrypted content it never issued', () => ({ type: 'reasoning', summary: [], encrypted_content: 'bm90IG91cnM=' }), { code: 'invalid_encrypted_content' }],
+    ['an id without encrypted content, nothing stored', () => ({ type: 'reasoning', id: issued.id, summary: [] }), { param: 'input', message: expect.stringMatching(/^Item with id 'rs_.*' not found. Items are not persisted when `store` is set to false/) }],
+  ])('refuses %s', async (_what, item, error) => {
+    const res = await next(item());
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ type: 'invalid_request_error', ...error });
+  });
+});
+
 describe('the fake Anthropic judges by the SDK types and extended thinking rules', () => {
   const base = { model: 'claude-sonnet-4-5', max_tokens: 2000, messages: user };
   const thinking = { ...base, thinking: { type: 'enabled', budget_tokens: 1024 } };

@@ -34,6 +34,7 @@ describe('responsesToCanonical', () => {
         ],
       },
       { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'A cat.' }] },
+      { type: 'reasoning', summary: [{ type: 'summary_text', text: 'thinking' }] },
       { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
       { type: 'function_call_output', call_id: 'call_1', output: '{"temp":21}' },
       earlier,
@@ -100,6 +101,24 @@ describe('responsesToCanonical', () => {
       { type: 'output_text', text: 'Hi Ann.' },
       { type: 'input_text', text: 'What is my name?' },
     ]);
+  });
+
+  it('keeps reasoning items given back, their summary and encrypted reasoning, not their id; one that carries nothing goes', () => {
+    const req = responsesToCanonical({
+      model: 'm',
+      input: [
+        { role: 'user', content: 'a' },
+        { type: 'reasoning', id: 'rs_x_0', summary: [{ type: 'summary_text', text: 'Thought.' }], encrypted_content: 'ZW5j' },
+        { type: 'reasoning', id: 'rs_x_1', summary: [{ text: 'Only a summary.' }], encrypted_content: null },
+        { type: 'reasoning', id: 'rs_x_2', summary: [] },
+        { role: 'assistant', content: 'b' },
+      ],
+    });
+    expect(req.input.filter((i) => i.type === 'reasoning')).toEqual([
+      { type: 'reasoning', summary: [{ type: 'summary_text', text: 'Thought.' }], encrypted_content: 'ZW5j' },
+      { type: 'reasoning', summary: [{ type: 'summary_text', text: 'Only a summary.' }] },
+    ]);
+    expect(req.input.map((i) => i.type)).toEqual(['message', 'reasoning', 'reasoning', 'message']);
   });
 
   it('refuses a request with no input at all', () => {

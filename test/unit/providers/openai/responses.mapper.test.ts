@@ -68,6 +68,23 @@ describe('OpenAI Responses API request (endpoints with responsesApi)', () => {
     expect(checker.check('openai', 'POST /responses', spec.body)).toBeUndefined();
   });
 
+  it('gives earlier reasoning back as given, without an id (the encrypted content names its item)', () => {
+    const input: TextRequest['input'] = [
+      ...base.input,
+      { type: 'reasoning', summary: [{ type: 'summary_text', text: 'Thought.' }], encrypted_content: 'ZW5j' },
+      { type: 'reasoning', summary: [{ type: 'summary_text', text: 'Only a summary.' }] },
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Hello' }] },
+    ];
+    const spec = buildResponsesRequest({ ...base, input }, 'k');
+    expect((spec.body as { input: unknown[] }).input.slice(1)).toEqual([
+      { type: 'reasoning', summary: [{ type: 'summary_text', text: 'Thought.' }], encrypted_content: 'ZW5j' },
+      { type: 'reasoning', summary: [{ type: 'summary_text', text: 'Only a summary.' }] },
+      { type: 'message', role: 'assistant', content: 'Hello' },
+    ]);
+    expect(spec.warnings).toBeUndefined();
+    expect(checker.check('openai', 'POST /responses', spec.body)).toBeUndefined();
+  });
+
   it('leaves out what the Responses API lacks, with warnings, and keeps max_output_tokens at its minimum', () => {
     const spec = buildResponsesRequest({ ...base, model: 'gpt-4.1', stop: ['x'], seed: 1, presencePenalty: 1, maxOutputTokens: 5, temperature: 0.5, logprobs: true, topLogprobs: 2 }, 'k');
     expect(spec.body).toMatchObject({ max_output_tokens: 16, temperature: 0.5, include: ['message.output_text.logprobs'], top_logprobs: 2 });
@@ -88,6 +105,7 @@ describe('OpenAI Responses API replies', () => {
     object: 'response',
     status: 'completed',
     model: 'o4-mini-2025-04-16',
+    service_tier: 'flex',
     output: [
       { id: 'rs_1', type: 'reasoning', summary: [{ type: 'summary_text', text: 'Thought.' }], encrypted_content: 'ZW5j' },
       { id: 'msg_1', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello', annotations: [], logprobs: [] }] },
@@ -105,6 +123,7 @@ describe('OpenAI Responses API replies', () => {
       usage: { inputTokens: 10, outputTokens: 30, cachedTokens: 4, reasoningTokens: 20 },
       modelVersion: 'o4-mini-2025-04-16',
       upstreamId: 'resp_1',
+      serviceTier: 'flex',
     });
   });
 
@@ -132,8 +151,29 @@ describe('OpenAI Responses API replies', () => {
       { type: 'tool_call_start', index: 0, callId: 'call_1', name: 'f' },
       { type: 'tool_call_delta', index: 0, argumentsDelta: '{}' },
       { type: 'usage', usage: { inputTokens: 10, outputTokens: 30, cachedTokens: 4, reasoningTokens: 20 } },
-      { type: 'finish', finishReason: 'tool_calls', modelVersion: 'o4-mini-2025-04-16' },
+      { type: 'finish', finishReason: 'tool_calls', modelVersion: 'o4-mini-2025-04-16', serviceTier: 'flex' },
     ]);
+  });
+
+  it('ends each reasoning item of a stream with its encrypted reasoning (response.output_item.done)', () => {
+    const frame = (type: string, data: Record<string, unknown>): [string, unknown] => [type, { type, ...data }];
+    const reasoning = (summary: unknown[], encrypted?: string | null) => ({ id: 'rs_1', type: 'reasoning', summary, ...(encrypted !== undefined && { encrypted_content: encrypted }) });
+    const events = runStream(openaiAdapter.text!.createStreamParser(), sse([
+      frame('response.output_item.added', { output_index: 0, item: reasoning([], null) }),
+      frame('response.reasoning_summary_text.delta', { item_id: 'rs_1', output_index: 0, summary_index: 0, delta: 'Thought.' }),
+      frame('response.output_item.done', { output_index: 0, item: reasoning([{ type: 'summary_text', text: 'Thought.' }], 'ZW5jMQ==') }),
+      frame('response.output_item.added', { output_index: 1, item: reasoning([], null) }),
+      frame('response.output_item.done', { output_index: 1, item: reasoning([], 'ZW5jMg==') }),
+      frame('response.output_item.done', { output_index: 2, item: reasoning([]) }),
+      frame('response.output_item.done', { output_index: 3, item: { id: 'msg_1', type: 'message', role: 'assistant', content: [] } }),
+      frame('response.completed', { response: { ...response, output: [] } }),
+    ]));
+    expect(events.slice(0, 3)).toEqual([
+      { type: 'reasoning_delta', text: 'Thought.' },
+      { type: 'reasoning_end', encryptedContent: 'ZW5jMQ==' },
+      { type: 'reasoning_end', encryptedContent: 'ZW5jMg==' },
+    ]);
+    expect(events.slice(3).map((e) => e.type)).toEqual(['usage', 'finish']);
   });
 
   it('reports a stream that fails or stops before response.completed as an error', () => {
