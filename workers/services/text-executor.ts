@@ -3,6 +3,7 @@ import { isUpstreamError, UpstreamError } from '../../shared/providers/upstream-
 import { DEFAULT_MAX_OUTPUT_TOKENS, type InputItem, type TextResult, type TextStreamEvent, type TokenUsage, type UpstreamFailure } from '../../shared/providers/provider.types';
 import { estimateInputTokens, tokenCost } from '../../shared/billing/pricing';
 import { requestWithout } from '../../shared/formats/format-utils';
+import { tierPrice } from '../../shared/catalog/service-tiers';
 import { ignoredParameterWarnings } from '../../shared/routing/route-parameters';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { PlannedCandidate, TextDonePayload, TextJobData } from '../../shared/queue/job-catalog';
@@ -87,7 +88,8 @@ export class TextExecutor {
     const { result, firstTokenAt } = out.value;
     const { candidate, resolved } = out.call;
     if (masker && !data.request.stream) masker.unmaskResult(result);
-    const cost = tokenCost(resolved.endpoint.price, result.usage);
+    // At the price of the tier the provider says served it (a priority call it answered at `default` costs the standard price).
+    const cost = tokenCost(tierPrice(resolved.endpoint, result.serviceTier ?? data.request.serviceTier), result.usage);
     const warnings = [...data.warnings, ...ignoredParameterWarnings(candidate.dropParams, candidate.model, resolved.provider.id), ...out.value.warnings];
     const payload: TextDonePayload = {
       result,
@@ -224,7 +226,7 @@ export class TextExecutor {
     const { candidate, providerId } = e;
     const result = e.partial.result(estimateInputTokens(data.request));
     if (e.maxOutputTokens !== undefined) result.usage = { ...result.usage, outputTokens: Math.min(result.usage.outputTokens, e.maxOutputTokens) };
-    const cost = tokenCost(e.resolved.endpoint.price, result.usage);
+    const cost = tokenCost(tierPrice(e.resolved.endpoint, result.serviceTier ?? data.request.serviceTier), result.usage);
     const error = ending === 'cancelled' ? undefined : ending.toStored();
     const payload: TextDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: providerId, cost: cost.toFixed(10), warnings: data.warnings, attempts };
     const outcome = await this.deps.generations.finish(data.generationId, {
