@@ -1,7 +1,8 @@
 import { AppError } from '../../shared/errors/app-error';
 import { isUpstreamError, UpstreamError } from '../../shared/providers/upstream-error';
 import { DEFAULT_MAX_OUTPUT_TOKENS, type InputItem, type TextResult, type TextStreamEvent, type TokenUsage, type UpstreamFailure } from '../../shared/providers/provider.types';
-import { estimateInputTokens, tokenCost } from '../../shared/billing/pricing';
+import { tokenCost } from '../../shared/billing/pricing';
+import { producedUsage, tokenizerFamily, type UsageSoFar } from '../../shared/billing/token-count';
 import { requestWithout } from '../../shared/formats/format-utils';
 import { ignoredParameterWarnings } from '../../shared/routing/route-parameters';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
@@ -27,8 +28,8 @@ class MidStreamFailure extends Error {
     readonly partial: StreamAccumulator,
     readonly candidate: PlannedCandidate,
     readonly resolved: ResolvedEndpoint,
-    /** Output billed at most (a runaway stream cut by us). */
-    readonly maxOutputTokens?: number,
+    /** What the provider had reported of the usage when the stream was cut (Anthropic: the input). */
+    readonly soFar: UsageSoFar | undefined,
   ) {
     super(failure.message);
   }
@@ -131,12 +132,12 @@ export class TextExecutor {
     return this.deps.limiter.run(resolved.provider, async () => {
       const events = await this.deps.upstream.stream(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError, signal });
       const parser = text.createStreamParser();
-      const acc = new StreamAccumulator();
-      const cut = (failure: UpstreamFailure, maxOutputTokens?: number) => new MidStreamFailure(failure, acc, candidate, resolved, maxOutputTokens);
+      const acc = new StreamAccumulator(tokenizerFamily(resolved.provider.kind));
+      const cut = (failure: UpstreamFailure) => new MidStreamFailure(failure, acc, candidate, resolved, parser.usageSoFar?.());
       const unmasker = masker?.streamUnmasker();
       // A provider that ignores the output limit and never stops would hold the job (and the stream) forever: past
-      // twice the output the request is reserved for, the stream is cut and billed up to that limit.
-      const outputLimit = Math.min(req.maxOutputTokens ?? Infinity, resolved.endpoint.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS);
+      // twice the output the request is reserved for, the stream is cut and billed up to that limit (settlePartial).
+      const outputLimit = outputLimitOf(data, resolved);
       let announced = false;
       const handle = async (ev: TextStreamEvent): Promise<void> => {
         if (unmasker && ev.type === 'text_delta') {
@@ -159,7 +160,7 @@ export class TextExecutor {
         }
         acc.push(ev);
         if (acc.outputTokens() > 2 * outputLimit) {
-          throw cut({ reason: 'malformed_reply', message: `the provider kept streaming past max_output_tokens (${outputLimit})`, fallback: false }, outputLimit);
+          throw cut({ reason: 'malformed_reply', message: `the provider kept streaming past max_output_tokens (${outputLimit})`, fallback: false });
         }
         if (ev.type !== 'usage' && ev.type !== 'finish') await pub.send({ type: 'delta', event: ev });
       };
@@ -173,7 +174,8 @@ export class TextExecutor {
         if (acc.produced) throw cut(failure);
         throw isUpstreamError(e) ? e : new UpstreamError(failure);
       }
-      return { result: acc.result(estimateInputTokens(data.request)), firstTokenAt: acc.firstTokenAt ?? Date.now() };
+      const usage = producedUsage({ final: acc.reported, soFar: parser.usageSoFar?.(), outputWeight: acc.outputTokens(), request: data.request, family: acc.family });
+      return { result: acc.result(usage), firstTokenAt: acc.firstTokenAt ?? Date.now() };
     });
   }
 
@@ -217,8 +219,10 @@ export class TextExecutor {
   /** settlePartial's work; resolves to what was charged. */
   private async settlePartialNow(data: TextJobData, e: MidStreamFailure, attempts: Attempt[], pub: GenerationPublisher, timing: RunTiming, ending: AppError | 'cancelled'): Promise<string> {
     const { candidate, providerId } = e;
-    const result = e.partial.result(estimateInputTokens(data.request));
-    if (e.maxOutputTokens !== undefined) result.usage = { ...result.usage, outputTokens: Math.min(result.usage.outputTokens, e.maxOutputTokens) };
+    // What the provider produced (decisions.md section 4): its usage so far, else an honest count of what was sent and
+    // delivered; never more output than the whole answer was allowed, so never more than the whole answer could cost.
+    const usage = producedUsage({ final: e.partial.reported, soFar: e.soFar, outputWeight: e.partial.outputTokens(), request: data.request, family: e.partial.family });
+    const result = e.partial.result({ ...usage, outputTokens: Math.min(usage.outputTokens, outputLimitOf(data, e.resolved)) });
     const cost = tokenCost(e.resolved.endpoint.price, result.usage);
     const error = ending === 'cancelled' ? undefined : ending.toStored();
     const payload: TextDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: providerId, cost: cost.toFixed(10), warnings: data.warnings, attempts };
@@ -247,6 +251,11 @@ export class TextExecutor {
 }
 
 export type { TokenUsage };
+
+/** The output a text job may have on its endpoint: what its reservation is sized for. */
+function outputLimitOf(data: TextJobData, resolved: ResolvedEndpoint): number {
+  return Math.min(data.request.maxOutputTokens ?? Infinity, resolved.endpoint.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS);
+}
 
 /** What a text answer reports for its attempt's span (workers/services/job-spans.ts). */
 function textUsage({ result }: Answer): GenAiUsage {
