@@ -198,7 +198,10 @@ export class SettlementJournal {
    * reached the client before the last checkpoint is charged; the run that ends the stream itself erases it.
    */
   async checkpoint(generationId: string, s: PromisedSettlement): Promise<void> {
-    await this.redis.set(this.checkpointKey(generationId), JSON.stringify(s), 'PX', CHECKPOINT_TTL_MS);
+    // The text so far is written once: the row's result is the message's payload (as a promise's: `promise`).
+    const payload = (s.message as { payload?: unknown }).payload;
+    const stored = payload !== undefined && s.row.result === payload ? { ...s, row: { ...s.row, result: RESULT_IS_PAYLOAD } } : s;
+    await this.redis.set(this.checkpointKey(generationId), JSON.stringify(stored), 'PX', CHECKPOINT_TTL_MS);
   }
 
   async eraseCheckpoint(generationId: string): Promise<void> {
@@ -215,6 +218,7 @@ export class SettlementJournal {
     if (!text) return false;
     const s = JSON.parse(text) as PromisedSettlement;
     const payload = (s.message as { payload?: { cost?: string } }).payload;
+    if (s.row.result === RESULT_IS_PAYLOAD) s.row.result = payload;
     const row: CloseRow = opts.cancelled ? { ...s.row, status: 'cancelled', error: null, finish_reason: 'cancelled' } : s.row;
     const outcome = await generations.finishRow(row);
     if (outcome.applied) {

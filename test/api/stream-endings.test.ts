@@ -6,6 +6,10 @@
  */
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { money } from '../../shared/money';
+import { QUEUES } from '../../shared/queue/queue-names';
+import { closeRowOf } from '../../shared/services/generation.service';
+import type { PromisedSettlement } from '../../shared/billing/settlement-journal';
+import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';
 import { CHECKPOINT_MS } from '../../workers/services/stream-checkpoints';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { waitUntil } from '../helpers/until';
@@ -155,4 +159,47 @@ it('a process frozen past its lock mid-stream sends nothing more of it once it w
   expect(usage.outputTokens).toBeGreaterThan(0);
   expect(usage.outputTokens).toBeLessThanOrEqual(Math.ceil(delivered.length / 4.25));
   await nothingLeft(org, st.id);
+});
+
+describe('a checkpoint is kept by whoever ends the stream', () => {
+  let n = 0;
+  /** A running stream's generation, and the checkpoint its (gone) run wrote: 0.25 RUB for what reached its client. */
+  async function checkpointed(org: StackOrg): Promise<string> {
+    const id = `gen_checkpoint_${++n}_${Date.now()}`;
+    await s.ctx.generations.create({ id, organizationId: org.organizationId, apiKeyId: null, userId: null, model: STACK_MODELS.chat, unifiedModelId: STACK_MODELS.chat, modelDisplayName: 'GPT', requestType: 'chat', apiType: 'responses', responseMode: 'stream', request: {}, bound: '1' });
+    const error = { code: 'SERVICE_UNAVAILABLE', message: 'The process streaming this answer stopped' };
+    const payload = { cost: '0.25', result: { output: [{ type: 'message', content: [{ type: 'output_text', text: 'x'.repeat(5_000) }] }], usage: { inputTokens: 10, outputTokens: 1_250 } } };
+    const row = closeRowOf(id, { status: 'failed', cost: '0.25', error, result: payload, usage: payload.result.usage });
+    const checkpoint: PromisedSettlement = { row, replyTo: null, message: { type: 'failed', error, payload } };
+    await s.ctx.settlements.checkpoint(id, checkpoint);
+    return id;
+  }
+  const key = (id: string) => `${s.ctx.config.queuePrefix}:checkpoint:${id}`;
+
+  it('writes the text once, lapsing; the reaper charges it; a cancel that finds no worker charges it, cancelled; one of an ended generation changes nothing', async () => {
+    const org = await s.seed({ balance: '10' });
+    const reaped = await checkpointed(org);
+    expect((await s.ctx.redis.get(key(reaped)))!.split('x'.repeat(5_000)).length).toBe(2);
+    expect(await s.ctx.redis.pttl(key(reaped))).toBeGreaterThan(3600_000);
+    await stuckGenerationReaper(s.workerDeps, { everyMs: 60_000, minAgeMs: 0 })();
+    const r = await s.t.db.generation.findUniqueOrThrow({ where: { id: reaped } });
+    expect(r).toMatchObject({ status: 'failed' });
+    expect(money(r.clientCost).toFixed(2)).toBe('0.25');
+    expect((r.result as { result: { output: Array<{ content: Array<{ text: string }> }> } }).result.output[0]!.content[0]!.text).toHaveLength(5_000);
+
+    const cancelled = await checkpointed(org);
+    // Its job, not started (a running one's worker would be asked first, for up to STOP_GRACE_MS).
+    await s.ctx.queues.text.add(QUEUES.text, { generationId: cancelled, organizationId: org.organizationId, mode: 'stream' } as never, { jobId: cancelled, delay: 60_000 });
+    expect(await s.ctx.gateway.cancel(cancelled, QUEUES.text, { chargeStreamed: true })).toBe(false);
+    const c = await s.t.db.generation.findUniqueOrThrow({ where: { id: cancelled } });
+    expect(c.status).toBe('cancelled');
+    expect(money(c.clientCost).toFixed(2)).toBe('0.25');
+
+    const done = await checkpointed(org);
+    await s.ctx.generations.finish(done, { status: 'completed', cost: '0.5' });
+    expect(await s.ctx.settlements.keep(org.organizationId, done, s.ctx.generations)).toBe(true);
+    expect(money((await s.t.db.generation.findUniqueOrThrow({ where: { id: done } })).clientCost).toFixed(2)).toBe('0.50');
+    for (const id of [reaped, cancelled, done]) await nothingLeft(org, id);
+    expect(await s.t.db.ledgerEntry.count({ where: { generationId: { in: [reaped, cancelled, done] }, kind: { in: ['charge', 'release'] } } })).toBe(3);
+  });
 });
