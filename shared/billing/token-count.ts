@@ -32,9 +32,6 @@ interface Weights {
 const O200K: Weights = { latin: 1 / 4.25, cyrillic: 1 / 4, cjk: 1 / 1.5, other: 1 / 2 };
 const WEIGHTS: Record<TokenizerFamily, Weights> = { openai: O200K, anthropic: O200K, gemini: O200K };
 
-/** Tokens a chat message adds beside its text (OpenAI counts 3 per message and 3 to prime the reply). */
-const PER_MESSAGE = 3;
-const REPLY_PRIMING = 3;
 /** A typical image (OpenAI: 85 tokens at low detail; a 1024×1024 image at high detail, 765) and a typical file (about two pages). */
 const IMAGE_TOKENS = { low: 85, typical: 765 };
 const FILE_TOKENS = 1_500;
@@ -68,14 +65,15 @@ export function countTokens(text: string, family: TokenizerFamily): number {
 }
 
 /**
- * The tokens a text request's input is, as its provider would count them: the texts of its messages, instructions and
- * tool calls, its tool definitions, a few per message, a typical image or file each (their sizes are not ours to see).
+ * The tokens a text request's input is, as its provider would count them, at most: the texts of its messages,
+ * instructions and tool calls, its tool definitions, a typical image or file each (their sizes are not ours to see).
+ * What a provider adds per message (OpenAI: 3, and 3 to prime the reply) is left out: a short stream cut near its end
+ * must not cost more than the same stream finished, whatever its provider counts.
  */
 export function countInputTokens(req: { input: InputItem[]; instructions?: string; tools?: unknown[] }, family: TokenizerFamily): number {
   let weight = tokenWeight(req.instructions ?? '', family) + (req.tools?.length ? tokenWeight(JSON.stringify(req.tools), family) : 0);
-  let fixed = REPLY_PRIMING + (req.instructions ? PER_MESSAGE : 0);
+  let fixed = 0;
   for (const item of req.input) {
-    fixed += PER_MESSAGE;
     if (item.type === 'function_call') weight += tokenWeight(item.name + item.arguments, family);
     else if (item.type === 'function_call_output') weight += tokenWeight(item.output, family);
     else

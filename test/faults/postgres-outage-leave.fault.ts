@@ -5,7 +5,7 @@
  * settles what the stream delivered (decisions.md section 4): its commit cannot come, so it is promised in Redis, as any
  * other settlement (docs/architecture.md "Reply, then settle"); PostgreSQL comes back 5 s later.
  * What must hold: while PostgreSQL is away every such settlement is promised; once it is back, every stream's generation
- * ends failed and charged once for what it delivered (more than nothing, less than the same stream left to finish); the
+ * ends failed and charged once for what it delivered (more than nothing, no more than the same stream left to finish); the
  * reaper releases none of them free; nothing is left promised, held, reserved or lost. Before the fix each settlement
  * failed with its commit, its job failed, and the reaper released every generation, uncharged.
  */
@@ -81,7 +81,7 @@ it('27. clients leave their streams as PostgreSQL stops: every delivered answer 
       const wrong = gens.filter((g) => {
         const ch = chargeOf.get(g.id);
         const cost = Number(g.clientCost);
-        return g.status !== 'failed' || !(cost > 0) || cost >= wholeCost || !ch || ch.n !== 1 || Math.abs(Number(ch.charged) - cost) > 1e-9;
+        return g.status !== 'failed' || !(cost > 0) || cost > wholeCost || !ch || ch.n !== 1 || Math.abs(Number(ch.charged) - cost) > 1e-9;
       });
       checks.that(gens.length === ids.length && wrong.length === 0, `streams not charged once for what they delivered: ${wrong.map((g) => `${g.id} ${g.status} ${g.clientCost} ${JSON.stringify(chargeOf.get(g.id))} ${JSON.stringify(g.error)}`).join(' | ')}`);
       checks.that(audit.reaped === 0, `generations the reaper released: ${audit.reaped}`);
@@ -94,7 +94,7 @@ it('27. clients leave their streams as PostgreSQL stops: every delivered answer 
       const total = gens.reduce((n, g) => n + Number(g.clientCost), 0);
       return {
         audit,
-        holds: `${replies.length} clients left after ${Math.min(...replies.map((s) => s.deltas))}-${Math.max(...replies.map((s) => s.deltas))} of 10 deltas as PostgreSQL stopped; ${promisedAway} settlements promised while it was away; once back, ${gens.length - wrong.length} of ${ids.length} generations failed and charged once for what they delivered (${total.toFixed(6)} RUB in all, each below the whole stream's ${wholeCost}), ${audit.reaped} released by the reaper; no promise, lease, reservation or money left over`,
+        holds: `${replies.length} clients left after ${Math.min(...replies.map((s) => s.deltas))}-${Math.max(...replies.map((s) => s.deltas))} of 10 deltas as PostgreSQL stopped; ${promisedAway} settlements promised while it was away; once back, ${gens.length - wrong.length} of ${ids.length} generations failed and charged once for what they delivered (${total.toFixed(6)} RUB in all, none above the whole stream's ${wholeCost}), ${audit.reaped} released by the reaper; no promise, lease, reservation or money left over`,
       };
     },
   ));
