@@ -9,6 +9,7 @@ import type { Prediction } from './replicate';
 import type { AnthropicBatch } from './anthropic-batches';
 import type { BatchStats } from './batch-lines';
 import type { OpenAIBatch, OpenAIFile } from './openai-batches';
+import type { RequestChecker } from './request-check';
 
 export interface Ctx {
   req: IncomingMessage;
@@ -38,6 +39,8 @@ export interface SharedState {
   openaiBatches: Map<string, OpenAIBatch>;
   anthropicBatches: Map<string, AnthropicBatch>;
   batchStats: BatchStats;
+  /** Judges each request by its provider's own definition (request-check.ts). */
+  checker: RequestChecker;
 }
 
 /** One wire format, mounted under its own path prefix. */

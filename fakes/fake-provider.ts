@@ -17,6 +17,7 @@ import { replicate } from './replicate';
 import { MEDIA } from './synth';
 import { newBatchStats } from './batch-lines';
 import type { BatchStats } from './batch-lines';
+import { RequestChecker } from './request-check';
 
 export interface FakeKnobs {
   /** Delay before the response headers (and so before the first stream chunk). */
@@ -166,7 +167,7 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
   let seen = 0; // API requests since the knobs were set, for failTimes
   let baseUrl = '';
   const requests: RecordedRequest[] = [];
-  const shared: SharedState = { predictions: new Map(), cancels: [], openaiFiles: new Map(), openaiBatches: new Map(), anthropicBatches: new Map(), batchStats: newBatchStats() };
+  const shared: SharedState = { predictions: new Map(), cancels: [], openaiFiles: new Map(), openaiBatches: new Map(), anthropicBatches: new Map(), batchStats: newBatchStats(), checker: new RequestChecker() };
   const aborted: RecordedRequest[] = [];
   let closing = false;
   const timers = new Set<NodeJS.Timeout>();

@@ -96,7 +96,7 @@ export class GenerationGateway {
         previousResponseId: o.previousResponseId ?? null,
         traceId: o.caller.traceId,
         bound: o.bound,
-        minimum: o.minimum,
+        minimum: o.caller.wholeBound ? o.bound : o.minimum,
         idempotency: o.caller.idempotency,
       },
       // Added to the kind's fresh fields, not spread into a new literal: V8 moved every such spread-then-extended object

@@ -55,6 +55,8 @@ export interface TextSubmit {
   idempotency?: IdempotencyClaim;
   /** A batch line's batch (Caller.batchId). */
   batchId?: string;
+  /** Its whole bound or nothing (Caller.wholeBound). */
+  wholeBound?: true;
 }
 
 /** The routing fields chat completions and responses share: model or models, provider preferences, stickiness, plugins. */
@@ -133,7 +135,7 @@ export class TextService {
     const submission = await this.d.gateway.order<TextJobData>({
       queue: QUEUES.text,
       id: s.id ?? newId('gen'),
-      caller: { principal: s.principal, traceId: s.traceId, traceparent: s.traceparent, idempotency: s.idempotency, batchId: s.batchId },
+      caller: { principal: s.principal, traceId: s.traceId, traceparent: s.traceparent, idempotency: s.idempotency, batchId: s.batchId, wholeBound: s.wholeBound },
       requestType: 'chat',
       apiType: s.apiType,
       mode: s.mode,

@@ -58,6 +58,8 @@ export const catalogSchema = {
                 maxImages: { type: 'integer', minimum: 1 },
                 maxDurationSeconds: { type: 'number', exclusiveMinimum: 0 },
                 legacy: { type: 'boolean' },
+                // Text goes upstream as OpenAI Responses API calls (POST /responses), not chat completions: openai kind, chat models.
+                responsesApi: { type: 'boolean' },
                 operations: { type: 'array', items: { enum: [...MEDIA_OPERATIONS] }, uniqueItems: true },
               },
             },

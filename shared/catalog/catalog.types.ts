@@ -67,6 +67,12 @@ export interface EndpointConfig {
    */
   maxDurationSeconds?: number;
   legacy?: boolean;
+  /**
+   * The endpoint speaks OpenAI's Responses API (openai kind, chat models): text is sent as `POST /responses`, which
+   * carries what chat completions cannot (reasoning summaries, encrypted reasoning, `verbosity`, `service_tier`).
+   * Without it text goes to chat completions, which every OpenAI-compatible server speaks.
+   */
+  responsesApi?: boolean;
   operations?: MediaOperation[];
   /**
    * The provider's own batch API serves this endpoint at these prices (the same names as `price`, each at most the

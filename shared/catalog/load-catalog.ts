@@ -83,6 +83,10 @@ function referenceProblems(raw: unknown): string[] {
         if (String(value).startsWith('-')) problems.push(`model "${id}" endpoint ${i}: negative price ${field} = ${String(value)}`);
       }
       if (e.batch !== undefined) problems.push(...batchProblems(`model "${id}" endpoint ${i}`, e, isRecord(m) ? m.type : undefined, providers));
+      const provider = typeof e.provider === 'string' && Object.hasOwn(providers, e.provider) ? providers[e.provider] : undefined;
+      const kind = isRecord(provider) ? provider.kind : undefined;
+      if (e.responsesApi === true && kind !== undefined && kind !== 'openai') problems.push(`model "${id}" endpoint ${i}: responsesApi on provider "${String(e.provider)}" of kind "${String(kind)}" (only openai endpoints speak OpenAI's Responses API)`);
+      if (e.responsesApi === true && isRecord(m) && m.type !== 'chat') problems.push(`model "${id}" endpoint ${i}: responsesApi on a ${String(m.type)} model (only chat models)`);
     });
   }
   return problems;

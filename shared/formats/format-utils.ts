@@ -163,12 +163,13 @@ export function requestedParameters(req: Omit<TextRequest, 'model'>): RequestPar
   return REQUEST_PARAMETERS.filter((p) => used.has(p));
 }
 
-/** The request fields chat completions and responses share, set alike: log-probabilities, the user, the cache key. */
+/** The request fields chat completions and responses share, set alike: log-probabilities, the user's ids, the cache key, the tier. */
 export interface CommonTextFields {
   top_logprobs?: number | null;
   user?: string | null;
   safety_identifier?: string | null;
   prompt_cache_key?: string | null;
+  service_tier?: string | null;
 }
 
 /** Sets the fields both text formats share, then the parameters the request asks for: a mapper's last step. */
@@ -177,9 +178,11 @@ export function finishTextRequest(req: CanonicalTextRequest, body: CommonTextFie
     req.logprobs = true;
     if (body.top_logprobs != null) req.topLogprobs = body.top_logprobs;
   }
-  const user = body.user ?? body.safety_identifier ?? undefined;
-  if (user) req.user = user;
+  // Two ids, two meanings: `safety_identifier` is not the deprecated `user` (each provider sends what it has).
+  if (body.user) req.user = body.user;
+  if (body.safety_identifier) req.safetyIdentifier = body.safety_identifier;
   if (body.prompt_cache_key) req.promptCacheKey = body.prompt_cache_key;
+  if (body.service_tier) req.serviceTier = body.service_tier;
   req.requestedParameters = requestedParameters(req);
   return req;
 }

@@ -27,7 +27,7 @@ export interface OutputTextPart {
 export type PublicOutputItem =
   | { type: 'message'; id: string; status: ItemStatus; role: 'assistant'; content: OutputTextPart[] }
   | { type: 'function_call'; id: string; call_id: string; name: string; arguments: string; status: ItemStatus }
-  | { type: 'reasoning'; id: string; summary: Array<{ type: 'summary_text'; text: string }>; status: ItemStatus };
+  | { type: 'reasoning'; id: string; summary: Array<{ type: 'summary_text'; text: string }>; status: ItemStatus; encrypted_content?: string };
 
 export interface ResponseObjectInput {
   id: string;
@@ -107,7 +107,13 @@ export function publicOutputItem(item: OutputItem, status: ItemStatus, logprobs?
     case 'function_call':
       return { type: 'function_call', id: item.id, call_id: item.call_id, name: item.name, arguments: item.arguments, status };
     case 'reasoning':
-      return { type: 'reasoning', id: item.id, summary: item.summary.map((s) => ({ type: 'summary_text', text: s.text })), status };
+      return {
+        type: 'reasoning',
+        id: item.id,
+        summary: item.summary.map((s) => ({ type: 'summary_text', text: s.text })),
+        status,
+        ...(item.encrypted_content !== undefined && { encrypted_content: item.encrypted_content }),
+      };
   }
 }
 

@@ -16,6 +16,8 @@ import { canonicalReasoning, finishTextRequest, type CanonicalTextRequest } from
 
 /** The include value that asks for output log-probabilities in the Responses API. */
 export const LOGPROBS_INCLUDE = 'message.output_text.logprobs';
+/** The include value that asks for the reasoning itself, encrypted, in reasoning items. */
+export const ENCRYPTED_REASONING_INCLUDE = 'reasoning.encrypted_content';
 
 /** Stored items that `item_reference` input items name, by id (the route looks them up). */
 export type ItemReferences = ReadonlyMap<string, readonly InputItem[]>;
@@ -52,8 +54,11 @@ export function responsesToCanonical(body: ResponsesBody, history: readonly Inpu
   const reasoning = canonicalReasoning(body.reasoning);
   if (reasoning) req.reasoning = reasoning;
   if (body.text?.format) req.textFormat = toTextFormat(body.text.format);
+  if (body.text?.verbosity != null) req.verbosity = body.text.verbosity;
+  // Encrypted reasoning comes back only from an upstream Responses API (docs/clients.md "Upstream fidelity").
+  const include = (body.include ?? []).filter((i) => i === ENCRYPTED_REASONING_INCLUDE);
+  if (include.length > 0) req.include = include;
 
-  // Responses asks for log-probabilities with `include`; `top_logprobs` alone implies them too.
   // Responses asks for log-probabilities with `include`; `top_logprobs` alone implies them too.
   return finishTextRequest(req, body, (body.include ?? []).includes(LOGPROBS_INCLUDE) || body.top_logprobs != null);
 }

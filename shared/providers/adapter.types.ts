@@ -48,6 +48,13 @@ export type ErrorBodyExtractor = (body: unknown) => ErrorBodyInfo;
 export interface TextMappingOptions {
   /** Used when the request has no `maxOutputTokens` and the provider requires one (Anthropic). Default DEFAULT_MAX_OUTPUT_TOKENS (provider.types.ts). */
   defaultMaxOutputTokens?: number;
+  /**
+   * How long the call may take (the provider's `timeoutMs`); absent for provider batch lines, which have no such limit.
+   * A provider that needs a limit sizes a non-streaming call's default to finish within it (Anthropic).
+   */
+  timeoutMs?: number;
+  /** The endpoint speaks OpenAI's Responses API (catalog `responsesApi`): text goes to `POST /responses` (openai adapter). */
+  responsesApi?: boolean;
 }
 
 // ---------- images (OpenAI `/images/generations`) ----------

@@ -62,8 +62,16 @@ export interface TextRequest {
   topLogprobs?: number;
   logprobs?: boolean;
   stream: boolean;
+  /** The deprecated end-user id (`user`). */
   user?: string;
+  /** A stable id of the end user for the provider's abuse detection (`safety_identifier`), kept apart from `user`. */
+  safetyIdentifier?: string;
   promptCacheKey?: string;
+  /** Responses API options only an upstream Responses API can carry (openai adapter, `responsesApi` endpoints). */
+  serviceTier?: string;
+  verbosity?: 'low' | 'medium' | 'high';
+  /** `include` values such as `reasoning.encrypted_content`. */
+  include?: string[];
 }
 
 // ---------- text: result ----------
@@ -73,7 +81,13 @@ export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' |
 export type OutputItem =
   | { type: 'message'; id: string; role: 'assistant'; content: Array<{ type: 'output_text'; text: string }> }
   | { type: 'function_call'; id: string; call_id: string; name: string; arguments: string }
-  | { type: 'reasoning'; id: string; summary: Array<{ type: 'summary_text'; text: string }> };
+  | {
+      type: 'reasoning';
+      id: string;
+      summary: Array<{ type: 'summary_text'; text: string }>;
+      /** The reasoning itself, encrypted by the provider (OpenAI's Responses API, `include: ["reasoning.encrypted_content"]`). */
+      encrypted_content?: string;
+    };
 
 export interface TokenUsage {
   inputTokens: number;
@@ -142,6 +156,11 @@ export interface HttpRequestSpec {
   headers: Record<string, string>;
   /** A JSON body. */
   body?: unknown;
+  /**
+   * What the request could not carry as the caller asked (a value replaced, a field left out, a rule the provider
+   * enforces): added to the generation's warnings when this request answers.
+   */
+  warnings?: string[];
   /** A `multipart/form-data` body instead (a provider's file upload): text fields, then one file part. */
   multipart?: { fields: Record<string, string>; file: { field: string; filename: string; contentType: string; data: string } };
   /** How the 2xx reply is read: `json` (default; anything else is a `malformed_reply`) or `text` (JSONL results). */

@@ -146,6 +146,25 @@ describe('batch lines at providers\' own batch APIs (openai SDK)', () => {
     expect(await s.t.db.upstreamBatch.findMany({ where: { batchId: b.id } })).toEqual([expect.objectContaining({ status: 'done', lines: 6, upstreamId: expect.any(String) })]);
   });
 
+  it('sends Anthropic Message Batches lines with reasoning only as Anthropic takes them: what thinking forbids left out, each line answered with a warning', async () => {
+    const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }];
+    const lines: Line[] = [
+      { custom_id: 'req-0', method: 'POST', url: '/v1/chat/completions', body: { model: STACK_MODELS.chatAnthropic, messages: [{ role: 'user', content: 'a' }], max_tokens: 4000, reasoning_effort: 'medium', temperature: 0.2, top_p: 0.5 } },
+      { custom_id: 'req-1', method: 'POST', url: '/v1/chat/completions', body: { model: STACK_MODELS.chatAnthropic, messages: [{ role: 'user', content: 'b' }], max_tokens: 4000, reasoning_effort: 'high', tools, tool_choice: 'required' } },
+    ];
+    const b = await until(client, (await run(client, lines)).id, ended);
+    expect(b.request_counts).toEqual({ total: 2, completed: 2, failed: 0 });
+    const params = [...s.fake.anthropicBatches.values()].flatMap((x) => x.lines.map((l) => l.params as Record<string, unknown>));
+    const thinking = params.filter((p) => p.thinking !== undefined);
+    expect(params).toHaveLength(2);
+    expect(thinking).toEqual([expect.objectContaining({ thinking: { type: 'enabled', budget_tokens: 3999 } })]); // the forced tool choice's line thinks not
+    expect(thinking[0]).not.toHaveProperty('temperature');
+    expect(thinking[0]).not.toHaveProperty('top_p');
+    const warnings = (await outLines(client, b.output_file_id)).map((l) => JSON.stringify((l.response.body as { switchyard?: unknown }).switchyard ?? {}));
+    expect(warnings.join(' ')).toMatch(/temperature 0.2 was left out/);
+    expect(warnings.join(' ')).toMatch(/reasoning was left out .*forced tool choice/);
+  });
+
   it('sends an embeddings batch to OpenAI\'s batch API, charged the batch price', async () => {
     const lines = ['a', 'b', 'c'].map((t, i): Line => ({ custom_id: `e-${i}`, method: 'POST', url: '/v1/embeddings', body: { model: STACK_MODELS.embedding, input: [t, `${t}${t}`] } }));
     const b = await until(client, (await run(client, lines, '/v1/embeddings')).id, ended);

@@ -1,5 +1,5 @@
 /**
- * Case 27. Clients leave their streams as PostgreSQL stops, under `npm start` with its defaults (WEB_CONCURRENCY=2, leases
+ * Case 29. Clients leave their streams as PostgreSQL stops, under `npm start` with its defaults (WEB_CONCURRENCY=2, leases
  * on): 6 responses and 4 chat completions streams have their records committed and have delivered a few deltas when
  * PostgreSQL is stopped (fast shutdown), and every client hangs up at once. Each worker stops its provider call and
  * settles what the stream delivered (decisions.md section 4): its commit cannot come, so it is promised in Redis, as any
@@ -18,11 +18,11 @@ import { waitFor } from './helpers/wait';
 const AWAY_MS = 5_000;
 const cluster = useCluster({ name: 'pg-outage-leave', env: { SYNC_WAIT_MS: '20000' } });
 
-it('27. clients leave their streams as PostgreSQL stops: every delivered answer charged once when it is back, nothing left reserved', () =>
+it('29. clients leave their streams as PostgreSQL stops: every delivered answer charged once when it is back, nothing left reserved', () =>
   runKillCase(
     cluster(),
     {
-      name: '27. PostgreSQL stopped as clients leave',
+      name: '29. PostgreSQL stopped as clients leave',
       injected: `npm start, WEB_CONCURRENCY=2 (leases on); 6 responses and 4 chat completions streams (10 deltas, 200 ms apart) recorded and streaming; PostgreSQL stopped (fast shutdown) and every client hangs up at once; started again ${AWAY_MS / 1000} s later`,
       input: 'leave',
     },

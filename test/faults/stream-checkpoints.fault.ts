@@ -1,5 +1,5 @@
 /**
- * Case 28. A process of `npm start` (WEB_CONCURRENCY=2) SIGKILLed, and 28b one SIGSTOPped for twice its job lock then
+ * Case 30. A process of `npm start` (WEB_CONCURRENCY=2) SIGKILLed, and 30b one SIGSTOPped for twice its job lock then
  * SIGCONTed, while 8 streams run on both processes (40 deltas, 100 ms apart), 1.5 s into their content. What a process
  * delivered is charged however its generation ends (decisions.md section 4), bounded: a stream's run checkpoints what
  * reached the client every second or 200 tokens (workers/services/stream-checkpoints.ts), and whoever ends a stream
@@ -7,7 +7,7 @@
  * What must hold: every stream cut so is charged once, more than nothing and at most what its client received; what its
  * process delivered since that checkpoint (measured from the client: its tokens, and how long before the cut its first
  * uncharged delta came) is at most about a second and CHECKPOINT_TOKENS; the survivor's streams complete; no text twice.
- * 28b also: the frozen process, awake, sends nothing more of its streams (no delta reaches a client after the SIGCONT);
+ * 30b also: the frozen process, awake, sends nothing more of its streams (no delta reaches a client after the SIGCONT);
  * their clients get the survivor's ending with its charge. Before the fix those streams ended uncharged, and the frozen
  * process, awake, sent every remaining delta after the generation had ended.
  */
@@ -120,18 +120,18 @@ async function cutMidStream(k: KillCase, how: 'kill' | 'freeze'): Promise<{ audi
   };
 }
 
-it('28. a process SIGKILLed mid-stream: its streams are charged up to their last checkpoint, about a second behind', () =>
+it('30. a process SIGKILLed mid-stream: its streams are charged up to their last checkpoint, about a second behind', () =>
   runKillCase(
     cluster(),
-    { name: '28. streams cut by a process SIGKILL', injected: `npm start, WEB_CONCURRENCY=2; 8 responses streams (${CHUNKS} deltas, ${DELTA_MS} ms apart) on both processes; one process SIGKILLed 1.5 s into their content`, input: 'checkpoint' },
+    { name: '30. streams cut by a process SIGKILL', injected: `npm start, WEB_CONCURRENCY=2; 8 responses streams (${CHUNKS} deltas, ${DELTA_MS} ms apart) on both processes; one process SIGKILLed 1.5 s into their content`, input: 'checkpoint' },
     (k) => cutMidStream(k, 'kill'),
   ));
 
-it('28b. a process frozen past its lock mid-stream: awake, it sends nothing more; its streams are charged up to their last checkpoint', () =>
+it('30b. a process frozen past its lock mid-stream: awake, it sends nothing more; its streams are charged up to their last checkpoint', () =>
   runKillCase(
     cluster(),
     {
-      name: '28b. streams of a process frozen past its lock',
+      name: '30b. streams of a process frozen past its lock',
       injected: `npm start, WEB_CONCURRENCY=2; 8 responses streams (${CHUNKS} deltas, ${DELTA_MS} ms apart) on both processes; one process SIGSTOPped 1.5 s into their content for ${(2 * LOCK_MS) / 1000} s (twice its job lock), then SIGCONTed`,
       input: 'checkpoint',
     },

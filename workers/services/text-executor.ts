@@ -14,6 +14,7 @@ import { closeRowOf } from '../../shared/services/generation.service';
 import type { StoredError } from '../../shared/errors/app-error';
 import type { PlannedCandidate, TextDonePayload, TextJobData } from '../../shared/queue/job-catalog';
 import type { ResolvedEndpoint } from '../../shared/catalog/catalog-index';
+import type { TextMappingOptions } from '../../shared/providers/adapter.types';
 import type { WorkerDeps } from '../worker-deps';
 import { StreamAccumulator } from './stream-accumulator';
 import { StreamCheckpoints } from './stream-checkpoints';
@@ -49,6 +50,8 @@ class MidStreamFailure extends Error {
 interface Answer {
   result: TextResult;
   firstTokenAt: number;
+  /** What the adapter could not send as asked (HttpRequestSpec `warnings`). */
+  warnings: string[];
 }
 
 /** A stream's checkpoints, and the settlement a checkpoint holds for a stream cut now (what reached the client so far). */
@@ -115,7 +118,7 @@ export class TextExecutor {
     const { candidate, resolved } = out.call;
     if (masker && !data.request.stream) masker.unmaskResult(result);
     const cost = tokenCost(resolved.endpoint.price, result.usage);
-    const warnings = [...data.warnings, ...ignoredParameterWarnings(candidate.dropParams, candidate.model, resolved.provider.id)];
+    const warnings = [...data.warnings, ...ignoredParameterWarnings(candidate.dropParams, candidate.model, resolved.provider.id), ...out.value.warnings];
     const payload: TextDonePayload = {
       result,
       model: candidate.model,
@@ -153,10 +156,11 @@ export class TextExecutor {
     const { candidate, resolved, adapter, signal } = c;
     const text = adapter.text!;
     const req = requestWithout(data.request, resolved.endpoint.upstreamModel, candidate.dropParams);
-    const spec = text.buildRequest(req, resolved.provider.apiKey ?? '', { defaultMaxOutputTokens: resolved.endpoint.maxOutputTokens });
+    const spec = text.buildRequest(req, resolved.provider.apiKey ?? '', textMappingOptions(resolved, data.apiType));
+    const warnings = spec.warnings ?? [];
     if (!req.stream) {
       const reply = await upstreamRequest(this.deps, c, spec, signal);
-      return { result: text.parseResponse(reply.json), firstTokenAt: Date.now() };
+      return { result: text.parseResponse(reply.json), firstTokenAt: Date.now(), warnings };
     }
     // The provider's concurrency cap holds for the whole stream.
     return this.deps.limiter.run(resolved.provider, async () => {
@@ -208,7 +212,7 @@ export class TextExecutor {
         throw isUpstreamError(e) ? e : new UpstreamError(failure);
       }
       const usage = producedUsage({ final: acc.reported, soFar: parser.usageSoFar?.(), outputWeight: acc.outputTokens(), request: data.request, family: acc.family });
-      return { result: acc.result(usage), firstTokenAt: acc.firstTokenAt ?? Date.now() };
+      return { result: acc.result(usage), firstTokenAt: acc.firstTokenAt ?? Date.now(), warnings };
     });
   }
 
@@ -299,6 +303,14 @@ export type { TokenUsage };
 /** The output a text job may have on its endpoint: what its reservation is sized for. */
 function outputLimitOf(data: TextJobData, resolved: ResolvedEndpoint): number {
   return Math.min(data.request.maxOutputTokens ?? Infinity, resolved.endpoint.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS);
+}
+
+/**
+ * What an adapter needs of the endpoint to write a text request: the endpoint's limit, the provider's timeout, and
+ * whether a Responses API call goes upstream as one (`responsesApi` endpoints; chat completions stay chat completions).
+ */
+export function textMappingOptions(resolved: ResolvedEndpoint, apiType?: TextJobData['apiType']): TextMappingOptions {
+  return { defaultMaxOutputTokens: resolved.endpoint.maxOutputTokens, timeoutMs: resolved.provider.timeoutMs, responsesApi: resolved.endpoint.responsesApi === true && apiType === 'responses' };
 }
 
 /** What a text answer reports for its attempt's span (workers/services/job-spans.ts). */

@@ -1,3 +1,4 @@
+import { textMappingOptions } from './text-executor';
 import type { TokenUsage } from '../../shared/providers/provider.types';
 import { UpstreamError } from '../../shared/providers/upstream-error';
 import { tokenCost } from '../../shared/billing/pricing';
@@ -111,7 +112,7 @@ export class TypedQuestionsExecutor {
       call: async (c: EndpointCall): Promise<Answered> => {
         const text = c.adapter.text!;
         const req = requestWithout(q.request, c.resolved.endpoint.upstreamModel, c.candidate.dropParams);
-        const spec = text.buildRequest(req, c.resolved.provider.apiKey ?? '', { defaultMaxOutputTokens: c.resolved.endpoint.maxOutputTokens });
+        const spec = text.buildRequest(req, c.resolved.provider.apiKey ?? '', textMappingOptions(c.resolved));
         // Per-provider concurrency caps apply to each question's call (32 questions are 32 upstream calls).
         const result = text.parseResponse((await upstreamRequest(this.deps, c, spec, c.signal)).json);
         if (!result.logprobs?.length) throw noLogprobs('the reply carries no log-probabilities');

@@ -20,7 +20,7 @@ import type { WorkerDeps } from '../worker-deps';
 import { endCompleted, endFailed } from './attempt-loop';
 import { attemptOf, failedAttempt, failureError } from './attempt-failures';
 import { embeddingRequest } from './embeddings-executor';
-import { recorded } from './text-executor';
+import { recorded, textMappingOptions } from './text-executor';
 
 /** A parked line as its chunk job reads it: its generation, its ordinary job's queue and payload. */
 export interface ParkedJob {
@@ -45,7 +45,10 @@ export function upstreamLine(l: ParkedJob, c: ChunkCall): UpstreamBatchLine {
   if (isText(l)) {
     const data = l.job as TextJobData;
     const req = { ...requestWithout(data.request, upstreamModel, data.candidates[0]?.dropParams ?? []), stream: false };
-    return { customId: l.generationId, request: c.adapter.text!.buildRequest(req, key, { defaultMaxOutputTokens: c.resolved.endpoint.maxOutputTokens }) };
+    // No timeout: a batch line is not waited for, so it gets the endpoint's whole output limit. Chat completions always:
+    // a chunk gathers the lines of one endpoint from any batch, and a provider batch runs one url.
+    const options = { ...textMappingOptions(c.resolved), timeoutMs: undefined };
+    return { customId: l.generationId, request: c.adapter.text!.buildRequest(req, key, options) };
   }
   return { customId: l.generationId, request: c.adapter.embeddings!.buildRequest(embeddingRequest(l.job as EmbeddingsJobData, upstreamModel), key) };
 }
@@ -72,7 +75,9 @@ export async function settleLine(deps: WorkerDeps, l: ParkedJob, c: ChunkCall, b
     const data = l.job as TextJobData;
     const result = parsed.text;
     const cost = tokenCost(price, result.usage);
-    const warnings = [...data.warnings, ...ignoredParameterWarnings(candidate.dropParams, candidate.model, resolved.provider.id)];
+    // The request is described again (pure) for what it could not carry as asked: the line's warnings.
+    const sent = upstreamLine(l, c).request.warnings ?? [];
+    const warnings = [...data.warnings, ...ignoredParameterWarnings(candidate.dropParams, candidate.model, resolved.provider.id), ...sent];
     const payload: TextDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: resolved.provider.id, cost: cost.toFixed(10), warnings, attempts: [] };
     await endCompleted(deps, pub, { ...data, replyTo: null }, { status: 'completed', cost, result: recorded(data, payload), usage: result.usage, warnings, finishReason: result.finishReason, upstreamId: result.upstreamId ?? null, ...common }, payload);
     return null;

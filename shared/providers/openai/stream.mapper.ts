@@ -7,6 +7,7 @@ import type { SseEvent, TextStreamParser } from '../adapter.types';
 import type { FinishReason, TextStreamEvent, TokenUsage } from '../provider.types';
 import { arr, isRecord, num, parseStreamJson, rec, str } from '../mapper-utils';
 import { extractOpenAIError, openaiFinishReason, openaiUsage, reasoningText } from './response.mapper';
+import { ResponsesStreamParser } from './responses-response.mapper';
 
 export class OpenAIStreamParser implements TextStreamParser {
   private pendingFinish: FinishReason | undefined;
@@ -78,6 +79,23 @@ export class OpenAIStreamParser implements TextStreamParser {
   }
 }
 
+/**
+ * A chat completions stream, or a Responses API stream (an endpoint with `responsesApi`): told apart by the first
+ * event, whose type names a `response.*` event in the latter.
+ */
+class OpenAIAnyStreamParser implements TextStreamParser {
+  private parser: TextStreamParser | undefined;
+
+  push(event: SseEvent): TextStreamEvent[] {
+    this.parser ??= event.event?.startsWith('response.') || /^\s*\{\s*"type"\s*:\s*"response\./.test(event.data) ? new ResponsesStreamParser() : new OpenAIStreamParser();
+    return this.parser.push(event);
+  }
+
+  end(): TextStreamEvent[] {
+    return (this.parser ?? new OpenAIStreamParser()).end();
+  }
+}
+
 export function createOpenAIStreamParser(): TextStreamParser {
-  return new OpenAIStreamParser();
+  return new OpenAIAnyStreamParser();
 }

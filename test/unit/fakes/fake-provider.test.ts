@@ -184,8 +184,8 @@ describe('OpenAI Responses, embeddings, images, models', () => {
     const evs = await events(await call('/openai/v1/responses', { model: 'gpt-4o', input: 'q', stream: true }, OPENAI));
     expect(evs.map((e) => e.event)).toContain('response.function_call_arguments.done');
     expect((JSON.parse(evs.at(-1)?.data ?? '{}') as J).response.output[0]).toMatchObject({ type: 'function_call', name: 'f', arguments: '{"a":1}', call_id: expect.stringMatching(/^call_/) });
-    fake.setKnobs({ text: 'a long answer here' });
-    const cut = await json('/openai/v1/responses', { model: 'gpt-4o', input: 'q', max_output_tokens: 1 }, OPENAI);
+    fake.setKnobs({ text: 'a long answer here, '.repeat(20) });
+    const cut = await json('/openai/v1/responses', { model: 'gpt-4o', input: 'q', max_output_tokens: 16 }, OPENAI);
     expect(cut).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } });
   });
 

@@ -159,9 +159,10 @@ describe('responsesToCanonical', () => {
     expect(hosted.requestedParameters).toEqual(['tools', 'parallel_tool_calls']);
   });
 
-  it('asks for logprobs from include alone, and uses safety_identifier as the user', () => {
+  it('asks for logprobs from include alone, and keeps safety_identifier apart from the deprecated user', () => {
     const req = responsesToCanonical({ model: 'm', input: 'x', include: ['message.output_text.logprobs'], safety_identifier: 's', text: { format: { type: 'json_object' } } });
-    expect(req).toMatchObject({ logprobs: true, user: 's', textFormat: { type: 'json_object' } });
+    expect(req).toMatchObject({ logprobs: true, safetyIdentifier: 's', textFormat: { type: 'json_object' } });
+    expect(req.user).toBeUndefined();
     expect(req.topLogprobs).toBeUndefined();
     expect(req.requestedParameters).toEqual(['response_format', 'logprobs']);
   });
