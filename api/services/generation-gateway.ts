@@ -354,6 +354,9 @@ export class GenerationGateway {
       const ended = await this.stopUntilEnded(id);
       if (ended) return ended === 'cancelled';
     }
+    // A stream whose worker did not end it (gone, frozen past its lock, or stuck) charges what its last checkpoint holds:
+    // what had reached the client by then (docs/billing-failures.md).
+    if (data?.mode === 'stream' && (await this.settlements.keepCheckpoint(id, this.generations, { cancelled: opts.chargeStreamed }).catch(() => false))) return false;
     const r = await this.generations.finish(id, { status: 'cancelled' });
     if (!r.applied) return false;
     // A job holding a task runs again now to cancel it upstream (it must not be stopped); a running job stops calling

@@ -10,6 +10,7 @@ import type {
   TextRequest,
   TextResult,
   TextStreamEvent,
+  TokenUsage,
   UpstreamFailure,
 } from './provider.types';
 
@@ -29,6 +30,11 @@ export interface SseEvent {
 export interface TextStreamParser {
   push(event: SseEvent): TextStreamEvent[];
   end(): TextStreamEvent[];
+  /**
+   * What the provider has reported of the usage so far, field by field, before its final `usage` (Anthropic's input at
+   * `message_start`, Gemini's cumulative counts on each chunk): what a stream cut before its end is charged for.
+   */
+  usageSoFar?(): Partial<TokenUsage> | undefined;
 }
 
 /** What a provider's error body says, as far as the adapter can tell. */
