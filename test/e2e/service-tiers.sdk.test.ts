@@ -10,6 +10,7 @@ import { money, ZERO, type Decimal } from '../../shared/money';
 import { tokenCost } from '../../shared/billing/pricing';
 import { leasesUnlessOff } from '../helpers/test-app';
 import { createTestStack, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { waitUntil } from '../helpers/until';
 
 let s: TestStack;
 let org: StackOrg;
@@ -24,6 +25,7 @@ const MINI_PRIORITY = { prompt: '70', cached_prompt: '17.5', completion: '280' }
 const EU_PRICE = { prompt: '44', cached_prompt: '11', completion: '176' };
 const O4_PRICE = { prompt: '110', cached_prompt: '27.5', completion: '440' };
 const O4_FLEX = { prompt: '55', cached_prompt: '13.75', completion: '220' };
+const O4_PRIORITY = { prompt: '200', cached_prompt: '50', completion: '800' };
 const TEXT = ['temperature', 'tools', 'tool_choice', 'response_format', 'max_tokens', 'stream'];
 
 beforeAll(async () => {
@@ -49,7 +51,7 @@ beforeAll(async () => {
               upstreamModel: 'o4-mini',
               responsesApi: true,
               price: O4_PRICE,
-              tiers: { priority: { price: { prompt: '200', cached_prompt: '50', completion: '800' } }, flex: { price: O4_FLEX } },
+              tiers: { priority: { price: O4_PRIORITY }, flex: { price: O4_FLEX } },
               supports: ['tools', 'tool_choice', 'reasoning', 'response_format', 'max_tokens', 'stream'],
               maxOutputTokens: 100000,
             },
@@ -130,6 +132,27 @@ describe('a tier the endpoint sells', () => {
     expect(costOf(r.usage)).toBe(Number(expected.toFixed(6)));
     expect((await client.responses.retrieve(r.id)).service_tier).toBe('flex');
     await expectCharged(r.id, expected, 'flex');
+  });
+
+  it('a priority stream cut before the provider said its tier is charged what it produced at the priority price it was sent at', async () => {
+    s.fake.setKnobs({ failMidStream: true, streamChunks: 8 });
+    const stream = await client.responses.create({ model: O4, input: 'hi', service_tier: 'priority', stream: true });
+    let id = '';
+    const types: string[] = [];
+    for await (const e of stream) {
+      types.push(e.type);
+      if (e.type === 'response.created') id = e.response.id;
+    }
+    expect(types).toContain('response.output_text.delta');
+    expect(types.at(-1)).toBe('response.failed');
+    expect(sentTo('/responses')).toMatchObject({ service_tier: 'priority' });
+    const g = await waitUntil(async () => {
+      const row = await s.t.db.generation.findUnique({ where: { id } });
+      return row?.status === 'failed' ? row : undefined;
+    });
+    const usage = g.usage as { inputTokens: number; outputTokens: number };
+    expect(usage.outputTokens).toBeGreaterThan(0);
+    await expectCharged(id, tokenCost(O4_PRIORITY, usage), null);
   });
 });
 
