@@ -111,7 +111,7 @@ export async function responses(ctx: Ctx): Promise<void> {
     parallel_tool_calls: b.parallel_tool_calls ?? true,
     previous_response_id: b.previous_response_id ?? null,
     reasoning: { effort: obj(b.reasoning).effort ?? null, summary: obj(b.reasoning).summary ?? null },
-    service_tier: servedTier(b),
+    service_tier: servedTier(b, ctx.knobs),
     store: b.store ?? true,
     temperature: b.temperature ?? 1,
     text: { format: { type: 'text' }, verbosity: 'medium', ...obj(b.text) },

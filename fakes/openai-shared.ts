@@ -64,8 +64,12 @@ function unsupported(ctx: Ctx, param: string): true {
 
 // ---------- rendering ----------
 
-/** The tier a reply says served the call: the one asked for, `default` for `auto` or none (a project without Scale Tier). */
-export function servedTier(body: Json): string {
+/**
+ * The tier a reply says served the call: the one asked for, `default` for `auto` or none (a project without Scale Tier);
+ * the `serviceTier` knob instead when set (`default`: priority capacity ran out and the call was served at standard).
+ */
+export function servedTier(body: Json, knobs: { serviceTier?: string }): string {
+  if (knobs.serviceTier !== undefined) return knobs.serviceTier;
   const asked = str(body.service_tier);
   return asked === undefined || asked === 'auto' ? 'default' : asked;
 }

@@ -68,14 +68,14 @@ async function chat(ctx: Ctx): Promise<void> {
       model,
       choices: [{ index: 0, message, logprobs: c.logprobs ? lp(c.logprobs) : null, finish_reason: chatFinish(c) }],
       usage: chatUsage(c),
-      service_tier: servedTier(b),
+      service_tier: servedTier(b, ctx.knobs),
       system_fingerprint: 'fp_fake',
     });
   }
 
   const withUsage = obj(b.stream_options).include_usage === true;
   const chunk = (delta: Json, finish: string | null, logprobs: Json | null = null): string => {
-    const body: Json = { id, object: 'chat.completion.chunk', created, model, service_tier: servedTier(b), system_fingerprint: 'fp_fake', choices: [{ index: 0, delta, logprobs, finish_reason: finish }] };
+    const body: Json = { id, object: 'chat.completion.chunk', created, model, service_tier: servedTier(b, ctx.knobs), system_fingerprint: 'fp_fake', choices: [{ index: 0, delta, logprobs, finish_reason: finish }] };
     if (withUsage) body.usage = null;
     return sse(null, body);
   };
@@ -94,7 +94,7 @@ async function chat(ctx: Ctx): Promise<void> {
     },
     tail: () => {
       const frames = [chunk({}, chatFinish(c))];
-      if (withUsage) frames.push(sse(null, { id, object: 'chat.completion.chunk', created, model, service_tier: servedTier(b), system_fingerprint: 'fp_fake', choices: [], usage: chatUsage(c) }));
+      if (withUsage) frames.push(sse(null, { id, object: 'chat.completion.chunk', created, model, service_tier: servedTier(b, ctx.knobs), system_fingerprint: 'fp_fake', choices: [], usage: chatUsage(c) }));
       frames.push('data: [DONE]\n\n');
       return frames;
     },

@@ -18,6 +18,6 @@ module.exports = {
       'idempotency', 'submission-paths', 'upstream-abort', 'queue-outage', 'foundation', 'key-permissions', 'security',
       'stream-endings', 'cut-stream-charge',
     ].map((name) => `<rootDir>/test/api/${name}.test.ts`),
-    ...['batches.sdk', 'responses.sdk', 'text.sdk', 'retries.sdk'].map((name) => `<rootDir>/test/e2e/${name}.test.ts`),
+    ...['batches.sdk', 'responses.sdk', 'text.sdk', 'retries.sdk', 'service-tiers.sdk'].map((name) => `<rootDir>/test/e2e/${name}.test.ts`),
   ],
 };

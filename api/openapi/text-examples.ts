@@ -103,6 +103,7 @@ const chatCompletion = {
     cost_rub: 0.00084,
     cost: 0.00084
   },
+  service_tier: 'default',
   switchyard: {}
 };
 const embeddingList = {

@@ -49,6 +49,8 @@ export const catalogSchema = {
                 price,
                 // The provider's own batch API at these prices (docs/batches.md); where it may appear is checked in code.
                 batch: { type: 'object', required: ['price'], additionalProperties: false, properties: { price } },
+                // Prices per processing tier (`priority`, `flex`); which tiers, where and which price names are checked in code.
+                tiers: { type: 'object', additionalProperties: { type: 'object', required: ['price'], additionalProperties: false, properties: { price } } },
                 supports: { type: 'array', items: { type: 'string' }, uniqueItems: true },
                 contextLength: { type: 'integer', minimum: 1 },
                 maxOutputTokens: { type: 'integer', minimum: 1 },

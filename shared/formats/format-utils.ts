@@ -1,6 +1,7 @@
 /** Small pure helpers shared by the public-format mappers: money in JSON, log-probabilities, reasoning. */
 import type { TextRequest, TokenLogprob } from '../providers/provider.types';
 import { Decimal, parseMoney } from '../money';
+import { askedTier } from '../catalog/service-tiers';
 import type { PublicReasoningEffort, ResponsesReasoning } from '../schemas/responses.schema';
 
 /** Rounds a decimal string (or number) to `places` decimals, half away from zero, exactly (no float math). */
@@ -84,7 +85,8 @@ export function withReasoningEffort(r: CanonicalReasoning | undefined, effort: P
  * The catalog `supports` vocabulary, in a fixed order: `requestedParameters` lists the optional features a
  * request uses, so routing can drop (or, with `require_parameters`, exclude) endpoints lacking them. An output limit
  * is not one: every endpoint takes it and the reservation is sized by it, so a catalog need not list `max_tokens`
- * (decisions.md section 1: the contract's names must work unchanged).
+ * (decisions.md section 1: the contract's names must work unchanged). `service_tier` (a tier other than standard) is
+ * taken by the endpoints whose catalog `tiers` price that tier, whatever their `supports` says (routing reads `tiers`).
  */
 export const REQUEST_PARAMETERS = [
   'temperature',
@@ -101,6 +103,7 @@ export const REQUEST_PARAMETERS = [
   'response_format',
   'logprobs',
   'top_logprobs',
+  'service_tier',
   'stream',
 ] as const;
 export type RequestParameter = (typeof REQUEST_PARAMETERS)[number];
@@ -125,6 +128,7 @@ export const PARAMETER_FIELDS: Readonly<Record<RequestParameter, ReadonlyArray<k
   response_format: ['textFormat'],
   logprobs: ['logprobs', 'topLogprobs'],
   top_logprobs: ['topLogprobs'],
+  service_tier: ['serviceTier'],
   stream: [],
 };
 
@@ -159,6 +163,7 @@ export function requestedParameters(req: Omit<TextRequest, 'model'>): RequestPar
   if (req.textFormat !== undefined && req.textFormat.type !== 'text') used.add('response_format');
   if (req.logprobs === true) used.add('logprobs');
   if (req.logprobs === true && (req.topLogprobs ?? 0) > 0) used.add('top_logprobs');
+  if (askedTier(req.serviceTier) !== undefined) used.add('service_tier');
   if (req.stream) used.add('stream');
   return REQUEST_PARAMETERS.filter((p) => used.has(p));
 }

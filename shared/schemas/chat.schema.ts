@@ -221,7 +221,7 @@ export const chatSchema = {
     plugins: { type: 'array', uniqueItems: true, items: { enum: [...PLUGIN_NAMES] } },
     // Tolerated standard OpenAI fields (see the header comment).
     safety_identifier: nullable({ type: 'string', maxLength: 512 }),
-    service_tier: nullable({ type: 'string' }),
+    service_tier: nullable({ type: 'string', description: "'auto', 'default', 'priority' or 'flex': a tier other than standard goes to an endpoint whose catalog sells it (else it is left out, with a warning) and is charged the price of the tier that served the call" }),
     logit_bias: nullable({ type: 'object', additionalProperties: { type: 'number' } }),
     verbosity: nullable({ type: 'string', enum: ['low', 'medium', 'high'] }),
     prompt_cache_retention: nullable({ type: 'string' }),

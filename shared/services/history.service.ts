@@ -61,6 +61,8 @@ export interface HistoryDetail {
   status: PublicStatus;
   finishReason: string | null;
   finalEndpointSlug: string | null;
+  /** The processing tier the provider says served a text generation (OpenAI's `service_tier`), else null. */
+  serviceTier: string | null;
   usage: Record<string, unknown> | null;
   clientCost: string;
   generationTimeMs: number | null;
@@ -261,6 +263,7 @@ export class HistoryService {
       status: publicStatus(g.status),
       finishReason: g.finishReason,
       finalEndpointSlug: g.finalEndpointSlug,
+      serviceTier: (g.result as { result?: { serviceTier?: string } } | null)?.result?.serviceTier ?? null,
       usage: historyDetailUsage(g.usage),
       clientCost: moneyString(g.clientCost),
       generationTimeMs: g.generationTimeMs,

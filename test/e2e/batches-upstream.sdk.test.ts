@@ -33,7 +33,18 @@ const withBatchPrices = (fakeUrl: string) => {
   const reasoner = {
     displayName: 'o4-mini',
     type: 'chat',
-    endpoints: [{ provider: 'openai', upstreamModel: 'o4-mini', responsesApi: true, price: { prompt: 110, completion: 440 }, batch: { price: { prompt: 55, completion: 220 } }, supports: ['tools', 'tool_choice', 'reasoning', 'response_format', 'max_tokens'], maxOutputTokens: 100000 }],
+    endpoints: [
+      {
+        provider: 'openai',
+        upstreamModel: 'o4-mini',
+        responsesApi: true,
+        price: { prompt: 110, completion: 440 },
+        batch: { price: { prompt: 55, completion: 220 } },
+        tiers: { priority: { price: { prompt: 200, completion: 800 } }, flex: { price: { prompt: 55, completion: 220 } } },
+        supports: ['tools', 'tool_choice', 'reasoning', 'response_format', 'max_tokens'],
+        maxOutputTokens: 100000,
+      },
+    ],
   };
   return { models: { ...Object.fromEntries(ids.map((id) => [id, { ...models[id], endpoints: models[id].endpoints.map((e) => ({ ...e, batch: { price: half(e.price) } })) }])), [REASONER]: reasoner } };
 };
@@ -193,6 +204,22 @@ describe('batch lines at providers\' own batch APIs (openai SDK)', () => {
     }
     await expectCharged(s, org, out, await charges(s, org, r.id), `${REASONER}:openai`, 'batch', 'openai');
     await expectCharged(s, org, await outLines(client, c.output_file_id), await charges(s, org, c.id), `${REASONER}:openai`, 'batch', 'openai');
+  });
+
+  it('leaves a line\'s service_tier out of the provider batch, with a warning: the batch API processes it at the batch price', async () => {
+    const lines: Line[] = ['priority', 'flex', 'default'].map((tier, i) => ({ custom_id: `t-${i}`, method: 'POST', url: '/v1/responses', body: { model: REASONER, input: `tier line ${i}`, service_tier: tier, max_output_tokens: 64 } }));
+    const b = await until(client, (await run(client, lines, '/v1/responses')).id, ended);
+    expect(b.request_counts).toEqual({ total: 3, completed: 3, failed: 0 });
+    expect(directCalls(s, '/openai/v1/responses')).toBe(0);
+    const sent = [...s.fake.openaiBatches.values()].flatMap((x) => x.lines.map((l) => l.body as Record<string, unknown>));
+    expect(sent).toHaveLength(3);
+    for (const body of sent) expect(body).not.toHaveProperty('service_tier');
+    const out = await outLines(client, b.output_file_id);
+    const warnings = Object.fromEntries(out.map((l) => [l.custom_id, ((l.response.body as { switchyard?: { warnings?: string[] } }).switchyard?.warnings ?? []).join(' | ')]));
+    expect(warnings['t-0']).toMatch(/service_tier "priority" was left out of the call to o4-mini: a line of openai's batch API is processed and charged at the batch price/);
+    expect(warnings['t-1']).toMatch(/service_tier "flex" was left out/);
+    expect(warnings['t-2']).toBe('');
+    await expectCharged(s, org, out, await charges(s, org, b.id), `${REASONER}:openai`, 'batch', 'openai');
   });
 
   it('sends an embeddings batch to OpenAI\'s batch API, charged the batch price', async () => {

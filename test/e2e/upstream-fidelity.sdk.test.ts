@@ -8,7 +8,7 @@ import OpenAI from 'openai';
 import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import { money } from '../../shared/money';
 import { leasesUnlessOff } from '../helpers/test-app';
-import { createTestStack, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { createTestStack, STACK_MODELS, stackCatalog, type StackOrg, type TestStack } from '../helpers/test-stack';
 
 let s: TestStack;
 let org: StackOrg;
@@ -20,6 +20,8 @@ const GEMINI_PRO = 'fidelity/gemini-pro';
 const O4 = 'fidelity/o4-mini';
 const GPT5 = 'fidelity/gpt-5';
 const GPT5_PRICE = { prompt: 125, cached_prompt: '12.5', completion: 1000 };
+/** OpenAI's priority and flex prices of gpt-5 (docs/decisions.md "Money"): what a call served at each tier is charged. */
+const GPT5_TIERS = { priority: { price: { prompt: 250, cached_prompt: 25, completion: 2000 } }, flex: { price: { prompt: '62.5', cached_prompt: '6.25', completion: 500 } } };
 const TEXT = ['temperature', 'top_p', 'top_k', 'tools', 'tool_choice', 'parallel_tool_calls', 'reasoning', 'response_format', 'stop', 'max_tokens', 'stream'];
 
 beforeAll(async () => {
@@ -28,6 +30,11 @@ beforeAll(async () => {
     catalogOverrides: (url) => ({
       providers: { slow: { kind: 'anthropic', baseUrl: `${url}/anthropic/v1`, apiKeyEnv: 'FAKE_PROVIDER_KEY', timeoutMs: 120_000 } },
       models: {
+        // The stack's GPT-4.1 mini (chat completions upstream) with OpenAI's priority tier.
+        [STACK_MODELS.chat]: (() => {
+          const m = stackCatalog(url).models[STACK_MODELS.chat];
+          return { ...m, endpoints: m.endpoints.map((e) => ({ ...e, tiers: { priority: { price: { prompt: 70, completion: 280 } } } })) };
+        })(),
         [CLAUDE]: { displayName: 'Claude', type: 'chat', endpoints: [{ provider: 'slow', upstreamModel: 'claude-sonnet-4-5', price: PRICE, supports: TEXT, maxOutputTokens: 64000 }] },
         [GEMINI_PRO]: { displayName: 'Gemini Pro', type: 'chat', endpoints: [{ provider: 'gemini', upstreamModel: 'gemini-2.5-pro', price: PRICE, supports: TEXT, maxOutputTokens: 65536 }] },
         [O4]: {
@@ -38,7 +45,7 @@ beforeAll(async () => {
         [GPT5]: {
           displayName: 'GPT-5',
           type: 'chat',
-          endpoints: [{ provider: 'openai', upstreamModel: 'gpt-5', responsesApi: true, price: GPT5_PRICE, supports: ['tools', 'tool_choice', 'reasoning', 'response_format', 'max_tokens', 'stream'], maxOutputTokens: 128000 }],
+          endpoints: [{ provider: 'openai', upstreamModel: 'gpt-5', responsesApi: true, price: GPT5_PRICE, tiers: GPT5_TIERS, supports: ['tools', 'tool_choice', 'reasoning', 'response_format', 'max_tokens', 'stream'], maxOutputTokens: 128000 }],
         },
       },
     }),
@@ -247,21 +254,22 @@ describe('a streamed Responses call through the SDK keeps what only that API car
     const r = await client.responses.create({ model: GPT5, input: 'hi', max_output_tokens: 100, service_tier: 'priority' });
     expect(sentTo('/responses')).toMatchObject({ service_tier: 'priority' });
     expect(r.service_tier).toBe('priority');
-    const viaChat = await client.responses.create({ model: 'openai/gpt-4.1-mini', input: 'hi', service_tier: 'flex' });
-    expect(sentTo('/chat/completions')).toMatchObject({ service_tier: 'flex' });
-    expect(viaChat.service_tier).toBe('flex');
+    const viaChat = await client.responses.create({ model: 'openai/gpt-4.1-mini', input: 'hi', service_tier: 'priority' });
+    expect(sentTo('/chat/completions')).toMatchObject({ service_tier: 'priority' });
+    expect(viaChat.service_tier).toBe('priority');
     expect((await client.responses.create({ model: CLAUDE, input: 'hi' })).service_tier).toBeNull();
   });
 
-  /** gpt-5's price: 1,000 input tokens of 1,200 cached, 600 output of which 450 reasoning. */
+  /** gpt-5's flex price (the tier these calls ask for): 1,000 input tokens of 1,200 cached, 600 output of which 450 reasoning. */
   const USAGE = { promptTokens: 1200, cachedTokens: 1000, completionTokens: 600, reasoningTokens: 450 };
-  const expectedCost = money(200).times(GPT5_PRICE.prompt).plus(money(1000).times(GPT5_PRICE.cached_prompt)).plus(money(600).times(GPT5_PRICE.completion)).dividedBy(1_000_000);
+  const FLEX = GPT5_TIERS.flex.price;
+  const expectedCost = money(200).times(FLEX.prompt).plus(money(1000).times(FLEX.cached_prompt)).plus(money(600).times(FLEX.completion)).dividedBy(1_000_000);
   const body = { model: GPT5, input: 'Plan a trip.', max_output_tokens: 4000, reasoning: { effort: 'high' as const, summary: 'detailed' as const }, text: { verbosity: 'low' as const }, service_tier: 'flex' as const };
 
   /** The answer's usage, cost and record: exactly the provider's tokens at the endpoint's prices, cached ones at theirs. */
   async function expectExact(id: string, usage: unknown) {
     expect(usage).toMatchObject({ input_tokens: 1200, input_tokens_details: { cached_tokens: 1000 }, output_tokens: 600, output_tokens_details: { reasoning_tokens: 450 }, total_tokens: 1800 });
-    expect(money((usage as { cost_rub: number }).cost_rub).equals(expectedCost)).toBe(true); // 0.6375, within the 6 places JSON shows
+    expect(money((usage as { cost_rub: number }).cost_rub).equals(expectedCost)).toBe(true); // 0.31875 at flex (0.6375 standard), within the 6 places JSON shows
     await s.settled(org.organizationId);
     const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
     expect(money(g.clientCost).toFixed(10)).toBe(expectedCost.toFixed(10));

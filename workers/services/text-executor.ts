@@ -4,6 +4,7 @@ import { DEFAULT_MAX_OUTPUT_TOKENS, type InputItem, type TextResult, type TextSt
 import { tokenCost } from '../../shared/billing/pricing';
 import { producedUsage, tokenizerFamily, type UsageSoFar } from '../../shared/billing/token-count';
 import { requestWithout } from '../../shared/formats/format-utils';
+import { tierPrice } from '../../shared/catalog/service-tiers';
 import { ignoredParameterWarnings } from '../../shared/routing/route-parameters';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import { JobLost, type JobLock } from '../../shared/queue/job-lock';
@@ -117,7 +118,8 @@ export class TextExecutor {
     const { result, firstTokenAt } = out.value;
     const { candidate, resolved } = out.call;
     if (masker && !data.request.stream) masker.unmaskResult(result);
-    const cost = tokenCost(resolved.endpoint.price, result.usage);
+    // At the price of the tier the provider says served it (a priority call it answered at `default` costs the standard price).
+    const cost = tokenCost(tierPrice(resolved.endpoint, result.serviceTier ?? data.request.serviceTier), result.usage);
     const warnings = [...data.warnings, ...ignoredParameterWarnings(candidate.dropParams, candidate.model, resolved.provider.id), ...out.value.warnings];
     const payload: TextDonePayload = {
       result,
@@ -277,7 +279,7 @@ export class TextExecutor {
     const { candidate, providerId } = e;
     const usage = producedUsage({ final: e.partial.reported, soFar: e.soFar, outputWeight: e.partial.outputTokens(), request: data.request, family: e.partial.family });
     const result = e.partial.result({ ...usage, outputTokens: Math.min(usage.outputTokens, outputLimitOf(data, e.resolved)) });
-    const cost = tokenCost(e.resolved.endpoint.price, result.usage);
+    const cost = tokenCost(tierPrice(e.resolved.endpoint, result.serviceTier ?? data.request.serviceTier), result.usage);
     const error = ending === 'cancelled' ? undefined : ending.toStored();
     const payload: TextDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: providerId, cost: cost.toFixed(10), warnings: data.warnings, attempts };
     const row = closeRowOf(data.generationId, {

@@ -121,6 +121,15 @@ describe('OpenAI chat completions', () => {
     expect(chunks.at(-1)?.choices[0].finish_reason).toBe('tool_calls');
   });
 
+  it('answers the tier asked for (default for auto or none), or the serviceTier knob\'s: a priority call served at default', async () => {
+    expect((await json('/openai/v1/chat/completions', chatBody({ service_tier: 'priority' }), OPENAI)).service_tier).toBe('priority');
+    expect((await json('/openai/v1/chat/completions', chatBody({ service_tier: 'auto' }), OPENAI)).service_tier).toBe('default');
+    expect((await json('/openai/v1/chat/completions', chatBody(), OPENAI)).service_tier).toBe('default');
+    fake.setKnobs({ serviceTier: 'default' });
+    expect((await json('/openai/v1/chat/completions', chatBody({ service_tier: 'priority' }), OPENAI)).service_tier).toBe('default');
+    expect((await json('/openai/v1/responses', { model: 'gpt-4.1-mini', input: 'hi', service_tier: 'flex' }, OPENAI)).service_tier).toBe('default');
+  });
+
   it('validates requests and auth with the OpenAI error body', async () => {
     const missing = await json('/openai/v1/chat/completions', { model: 'gpt-4o' }, OPENAI, 400);
     expect(missing).toEqual({ error: { message: "Missing required parameter: 'messages'.", type: 'invalid_request_error', param: 'messages', code: 'missing_required_parameter' } });
