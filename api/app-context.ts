@@ -173,7 +173,7 @@ export function buildContext(deps: AppDeps): AppContext {
   const syncWaitMs = deps.config.syncWaitMs;
   // The body is parsed only after authentication and the rate limit: a stranger's 10 MiB body costs no parsing.
   const guard = [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute, clock), ...jsonBody(deps.config.maxBodyBytes), idempotencyKey];
-  const records = new MediaRecords({ db: deps.db, files, gateway, syncWaitMs, callbackAllowPrivate: deps.config.callbackAllowPrivate });
+  const records = new MediaRecords({ db: deps.db, files, gateway, syncWaitMs, callbackAllowPrivate: deps.config.callbackAllowPrivate, callbackPrivateHint: deps.config.demo });
   const text = new TextService({ db: deps.db, planner, gateway, syncWaitMs });
   const embeddings = new EmbeddingsService({ catalog: deps.catalog, planner, gateway, syncWaitMs });
   const images = new ImagesService({ planner, gateway, records, files });

@@ -8,6 +8,8 @@
  *                                       # batch API (docs/batches.md "Provider batch APIs"); BATCH_BENCH_UPSTREAM_MS (5000:
  *                                       # how long the fake takes per upstream batch), BATCH_UPSTREAM_MAX_LINES (10000),
  *                                       # BATCH_UPSTREAM_POLL_MS (1000 here), BATCH_UPSTREAM_GATHER_MS (2000)
+ *   npm run bench:batch -- --big-line 95   # the input's first line is one of 95 MB (a chat message that long): past
+ *                                          # MAX_BODY_BYTES it answers 413 without running; what reading it costs the API
  *
  * One API process (`dist/api/main.js`) and one worker process (`dist/workers/main.js`) share the machine's PostgreSQL
  * (database sy_bench_batch) and Redis (prefix {sybench-batch}); a fake provider answers chat completions after
@@ -27,6 +29,8 @@ const LATENCY = Number(process.env.BATCH_BENCH_LATENCY_MS ?? 5);
 const IN_FLIGHT = process.env.BATCH_LINES_IN_FLIGHT ?? '64';
 /** `--upstream`: the endpoint has batch prices, so the lines go to the fake provider's batch API in chunks. */
 const UPSTREAM = process.argv.includes('--upstream');
+/** `--big-line MB`: the input's first line holds a chat message of that many MB. */
+const BIG_MB = process.argv.includes('--big-line') ? Number(process.argv[process.argv.indexOf('--big-line') + 1]) : 0;
 const UPSTREAM_MS = Number(process.env.BATCH_BENCH_UPSTREAM_MS ?? 5000);
 const UPSTREAM_ENV = {
   BATCH_UPSTREAM_MAX_LINES: process.env.BATCH_UPSTREAM_MAX_LINES ?? '10000',
@@ -63,6 +67,7 @@ async function main(): Promise<void> {
 
   const input = path.join(home, 'input.jsonl');
   const out = fs.createWriteStream(input);
+  if (BIG_MB) out.write(`${JSON.stringify({ custom_id: 'big', method: 'POST', url: '/v1/chat/completions', body: { model: 'bench/chat', messages: [{ role: 'user', content: 'x'.repeat(BIG_MB * 1_000_000) }] } })}\n`);
   for (let i = 0; i < LINES; i++) {
     out.write(`${JSON.stringify({ custom_id: `line-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: 'bench/chat', messages: [{ role: 'user', content: `bench line ${i}` }], max_tokens: 16 } })}\n`);
   }
@@ -84,6 +89,11 @@ async function main(): Promise<void> {
     console.error(`batch-bench: ${b.status} ${b.request_counts.completed + b.request_counts.failed}/${LINES} after ${((Date.now() - started) / 1000).toFixed(0)} s`);
   }
   const seconds = (Date.now() - started) / 1000;
+  if (BIG_MB) {
+    const errors = await (await fetch(`${url}/v1/files/${(b as { error_file_id?: string }).error_file_id}/content`, { headers: auth })).text();
+    const big = errors.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number } }).find((l) => l.custom_id === 'big');
+    console.log(`big line: ${BIG_MB} MB, answered ${big?.response.status_code ?? 'not in the error file'}`);
+  }
   const peak = { api: rss(api.pid!).peak, worker: rss(worker.pid!).peak };
   const downloadStart = Date.now();
   const content = await (await fetch(`${url}/v1/files/${b.output_file_id}/content`, { headers: auth })).arrayBuffer();

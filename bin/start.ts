@@ -8,6 +8,7 @@ import { createLogger } from '../shared/logger';
 import { resolveServices } from '../shared/runtime/services';
 import { resolveSecret } from '../shared/runtime/secret';
 import { PROCESS_READY, serveClusterMetrics } from '../shared/metrics/cluster-metrics';
+import { startDemoProviders } from '../shared/runtime/demo-providers';
 
 /**
  * `npm start`: API and workers, with embedded PostgreSQL and Redis unless DATABASE_URL and REDIS_URL are set
@@ -17,7 +18,8 @@ import { PROCESS_READY, serveClusterMetrics } from '../shared/metrics/cluster-me
  * the workers, share the port (node:cluster). The parent starts the embedded PostgreSQL and Redis once, applies
  * the migrations and settles the secret, then starts the processes on those URLs; it restarts one that dies and
  * stops them all on SIGTERM. `/metrics`, whichever process takes the scrape, answers with all the processes' series
- * aggregated by the parent. `WEB_CONCURRENCY=1` (and demo mode) runs everything in this one process.
+ * aggregated by the parent. In demo mode the parent also runs the one set of fake providers the processes call.
+ * `WEB_CONCURRENCY=1` (the default in demo mode) runs everything in this one process.
  * On SIGTERM the API stops taking requests and finishes those in flight, then the workers finish their jobs.
  */
 const CHILD = 'SWITCHYARD_CLUSTER_CHILD';
@@ -47,6 +49,10 @@ async function startCluster(config: Config, n: number): Promise<void> {
   const logger = createLogger({ level: config.logLevel, service: 'switchyard-start' });
   const services = await resolveServices(config, logger);
   const env: Record<string, string> = { [CHILD]: '1', DATABASE_URL: services.databaseUrl, REDIS_URL: services.redisUrl, SWITCHYARD_SECRET: resolveSecret(config) };
+  // Demo mode: one set of fake providers, here, for every process (each starting its own on the shared port split the
+  // calls between sets whose knobs, files and batches differed).
+  const demo = config.demo ? await startDemoProviders(config, logger) : undefined;
+  if (demo) env.DEMO_PROVIDER_PORT = String(demo.port);
   // PostgreSQL takes 100 connections by default: the processes share 80 unless DATABASE_POOL_SIZE says otherwise.
   if (!config.databasePoolSizeSet) env.DATABASE_POOL_SIZE = String(Math.max(4, Math.min(20, Math.floor(80 / n))));
   let stopping = false;
@@ -56,6 +62,7 @@ async function startCluster(config: Config, n: number): Promise<void> {
     stopping = true;
     const alive = Object.values(cluster.workers ?? {}).filter((w) => w && !w.isDead());
     await Promise.all(alive.map((w) => new Promise((done) => (w!.once('exit', done), w!.process.kill('SIGTERM')))));
+    await demo?.close();
     await services.stop();
     process.exit(code);
   };

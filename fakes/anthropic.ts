@@ -4,6 +4,8 @@ import type { Ctx, Json, WireFormat } from './common';
 import { compose } from './synth';
 import type { Completion } from './synth';
 import { anthropicBatchRoutes } from './anthropic-batches';
+import { dotted } from './request-check';
+import { ANTHROPIC_FAMILIES, anthropicThinkingRefusal, familyOf } from './provider-rules';
 
 const ERRORS: Record<number, [type: string, message: string]> = {
   400: ['invalid_request_error', 'Invalid request.'],
@@ -35,6 +37,34 @@ function blocksText(content: unknown): string {
   return out;
 }
 
+/**
+ * Anthropic's 400 for a body its request types do not allow (fakes/definitions/anthropic-requests.json), or for a
+ * model's documented rules (provider-rules.ts): sent, and true, when the request is refused.
+ */
+function refused(ctx: Ctx, operation: string): boolean {
+  const v = ctx.shared.checker.check('anthropic', operation, ctx.body);
+  if (v) {
+    const message = v.kind === 'unknown' ? 'Extra inputs are not permitted' : v.kind === 'missing' ? 'Field required' : v.message;
+    error(ctx, 400, `${dotted(v.path, 'dots')}: ${message}`);
+    return true;
+  }
+  const b = obj(ctx.body);
+  const family = familyOf(ANTHROPIC_FAMILIES, str(b.model) ?? '');
+  const max = num(b.max_tokens);
+  if (family && max !== undefined && max > family.maxOutputTokens) {
+    error(ctx, 400, `max_tokens: ${max} > ${family.maxOutputTokens}, which is the maximum allowed number of output tokens for ${String(b.model)}`);
+    return true;
+  }
+  const system = arr(b.messages).findIndex((m) => obj(m).role === 'system');
+  if (family && !family.midConversationSystem && system >= 0) {
+    error(ctx, 400, `messages.${system}.role: Input should be 'user' or 'assistant'`);
+    return true;
+  }
+  const thinking = anthropicThinkingRefusal(b);
+  if (thinking) error(ctx, 400, thinking);
+  return thinking !== undefined;
+}
+
 interface Prompt {
   userText: string;
   inputChars: number;
@@ -56,7 +86,7 @@ function readPrompt(ctx: Ctx, b: Json, needMaxTokens: boolean): Prompt | null {
   let userText = '';
   for (let i = 0; i < b.messages.length; i++) {
     const m = obj(b.messages[i]);
-    if (m.role !== 'user' && m.role !== 'assistant') return bad(`messages.${i}.role: Input should be 'user' or 'assistant'`);
+    if (m.role !== 'user' && m.role !== 'assistant' && m.role !== 'system') return bad(`messages.${i}.role: Input should be 'user' or 'assistant'`);
     if (typeof m.content !== 'string' && !Array.isArray(m.content)) return bad(`messages.${i}.content: Field required`);
     const text = blocksText(m.content);
     inputChars += text.length;
@@ -81,6 +111,7 @@ function toolInput(args: string): unknown {
 }
 
 async function messages(ctx: Ctx): Promise<void> {
+  if (refused(ctx, 'POST /messages')) return;
   const b = obj(ctx.body);
   const prompt = readPrompt(ctx, b, true);
   if (!prompt) return;
@@ -130,6 +161,7 @@ async function messages(ctx: Ctx): Promise<void> {
 }
 
 function countTokens(ctx: Ctx): void {
+  if (refused(ctx, 'POST /messages/count_tokens')) return;
   const prompt = readPrompt(ctx, obj(ctx.body), false);
   if (prompt) sendJson(ctx, 200, { input_tokens: ctx.knobs.promptTokens ?? Math.max(1, Math.ceil(prompt.inputChars / 4)) });
 }

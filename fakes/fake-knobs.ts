@@ -64,6 +64,8 @@ export interface FakeKnobs {
    * tenth, lines run evenly over the next eight tenths, finalizing for the last. A batch keeps the knobs of its creation.
    */
   batchMs?: number;
+  /** The processing tier OpenAI's replies say served the call, whatever was asked (`default`: a priority call downgraded). */
+  serviceTier?: string;
   /** Batch lines whose request (as JSON) contains a marker fail with its status, in the format's error body: `{"[fail-500]": 500}`. */
   batchLineErrors?: Record<string, number>;
   /** The whole batch fails: OpenAI's ends `failed` (`errors.data`, `token_limit_exceeded`) after validating; Anthropic refuses the create (400). */

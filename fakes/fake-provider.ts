@@ -18,6 +18,7 @@ import { openai } from './openai';
 import { replicate } from './replicate';
 import { MEDIA } from './synth';
 import { newBatchStats } from './batch-lines';
+import { RequestChecker } from './request-check';
 import type { BatchStats } from './fake-state';
 
 export type { FakeKnobs } from './fake-knobs';
@@ -97,7 +98,7 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
   let seen = 0; // API requests since the knobs were set, for failTimes
   let baseUrl = '';
   const requests: RecordedRequest[] = [];
-  const shared: SharedState = { predictions: new Map(), cancels: [], openaiFiles: new Map(), openaiBatches: new Map(), anthropicBatches: new Map(), batchStats: newBatchStats() };
+  const shared: SharedState = { predictions: new Map(), cancels: [], openaiFiles: new Map(), openaiBatches: new Map(), anthropicBatches: new Map(), batchStats: newBatchStats(), checker: new RequestChecker() };
   const aborted: RecordedRequest[] = [];
   let closing = false;
   const timers = new Set<NodeJS.Timeout>();

@@ -3,6 +3,7 @@
  * write it through their request's Ctx): Replicate predictions, OpenAI files and batches, Anthropic message batches.
  */
 import type { FakeKnobs } from './fake-knobs';
+import type { RequestChecker } from './request-check';
 
 type Json = Record<string, unknown>;
 
@@ -15,6 +16,8 @@ export interface SharedState {
   openaiBatches: Map<string, OpenAIBatch>;
   anthropicBatches: Map<string, AnthropicBatch>;
   batchStats: BatchStats;
+  /** Judges each request by its provider's own definition (request-check.ts). */
+  checker: RequestChecker;
 }
 
 /** Replicate's prediction kinds and statuses (replicate.ts). */

@@ -3,6 +3,7 @@ import { arr, isObj, newId, num, obj, runStream, sendJson, sendRaw, sse, str, st
 import type { Ctx, Json, WireFormat } from './common';
 import { compose, embed, tokenCount } from './synth';
 import type { Completion, TokenLogprob } from './synth';
+import { geminiThinkingRefusal } from './provider-rules';
 
 const STATUS: Record<number, string> = {
   400: 'INVALID_ARGUMENT',
@@ -26,6 +27,29 @@ const MESSAGES: Record<string, string> = {
 function error(ctx: Ctx, status: number, message?: string): void {
   const code = STATUS[status] ?? (status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT');
   sendRaw(ctx, status, { error: { code: status, message: message ?? MESSAGES[code] ?? 'Request contains an invalid argument.', status: code } });
+}
+
+const snake = (name: string): string => name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+/** `generation_config.response_schema.properties[1].enum[2]`: how Google's errors name a field. */
+const fieldPath = (p: ReadonlyArray<string | number>): string =>
+  p.reduce<string>((out, s) => (typeof s === 'number' ? `${out}[${s}]` : out ? `${out}.${snake(s)}` : snake(s)), '');
+
+/**
+ * Gemini's 400 for a body its request types do not allow (fakes/definitions/gemini-requests.json), or for the model's
+ * documented thinking budget (provider-rules.ts): sent, and true, when the request is refused.
+ */
+function refused(ctx: Ctx, method: string, model: string): boolean {
+  const v = ctx.shared.checker.check('gemini', method, ctx.body);
+  if (v) {
+    const field = String(v.path[v.path.length - 1]);
+    if (v.kind === 'unknown') error(ctx, 400, `Invalid JSON payload received. Unknown name "${field}" at '${fieldPath(v.path.slice(0, -1))}': Cannot find field.`);
+    else if (v.kind === 'missing') error(ctx, 400, `* GenerateContentRequest.${fieldPath(v.path)}: ${field} is not specified\n`);
+    else error(ctx, 400, `* GenerateContentRequest.${fieldPath(v.path)}: ${v.message}\n`);
+    return true;
+  }
+  const thinking = geminiThinkingRefusal(model, obj(obj(obj(ctx.body).generationConfig).thinkingConfig));
+  if (thinking) error(ctx, 400, thinking);
+  return thinking !== undefined;
 }
 
 const partsText = (parts: unknown): string => {
@@ -175,6 +199,7 @@ export const gemini: WireFormat = {
     if (m) {
       if (!isObj(ctx.body)) return error(ctx, 400, 'Invalid JSON payload received. Unexpected token.');
       const model = decodeURIComponent(m[1]);
+      if (refused(ctx, m[2], model)) return;
       switch (m[2]) {
         case 'generateContent':
           return generate(ctx, model, false);

@@ -1,53 +1,17 @@
 /**
- * OpenAI wire format, mounted at `/openai/v1`: chat completions, Responses API, embeddings,
- * image generations and the model list; files and batches in openai-batches.ts.
+ * OpenAI wire format, mounted at `/openai/v1`: chat completions, Responses API (openai-responses.ts), embeddings,
+ * image generations and the model list; files and batches in openai-batches.ts. Every request is judged by OpenAI's
+ * OpenAPI document and per-model rules first (openai-shared.ts `refused`).
  */
-import { arr, isObj, newId, num, obj, runStream, sendJson, sendRaw, sse, str, strList, unixNow } from './common';
+import { arr, isObj, newId, num, obj, runStream, sendJson, sse, str, strList, unixNow } from './common';
 import type { Ctx, Json, WireFormat } from './common';
-import { compose, embed, float32Base64, PNG_BASE64, tokenCount, utf8Bytes } from './synth';
+import { compose, embed, float32Base64, PNG_BASE64, tokenCount } from './synth';
 import type { Completion, TokenLogprob } from './synth';
 import { openaiBatchRoutes } from './openai-batches';
-
-const ERRORS: Record<number, [type: string, code: string | null, message: string]> = {
-  400: ['invalid_request_error', null, 'Invalid request.'],
-  401: ['invalid_request_error', 'invalid_api_key', 'Incorrect API key provided. You can find your API key at https://platform.openai.com/account/api-keys.'],
-  403: ['invalid_request_error', 'unsupported_country_region_territory', 'Country, region, or territory not supported'],
-  404: ['invalid_request_error', 'model_not_found', 'The model does not exist or you do not have access to it.'],
-  429: ['requests', 'rate_limit_exceeded', 'Rate limit reached for requests per min (RPM). Please try again in 1s.'],
-  500: ['server_error', null, 'The server had an error while processing your request. Sorry about that!'],
-  503: ['server_error', null, 'The engine is currently overloaded, please try again later.'],
-};
-
-function error(ctx: Ctx, status: number, message?: string, param: string | null = null, code?: string | null): void {
-  const [type, defCode, defMessage] = ERRORS[status] ?? (status >= 500 ? ERRORS[500] : ERRORS[400]);
-  sendRaw(ctx, status, { error: { message: message ?? defMessage, type, param, code: code === undefined ? defCode : code } });
-}
-const missing = (ctx: Ctx, param: string): void => error(ctx, 400, `Missing required parameter: '${param}'.`, param, 'missing_required_parameter');
-const invalid = (ctx: Ctx, param: string, message: string): void => error(ctx, 400, message, param, 'invalid_value');
-
-// ---------- shared rendering ----------
+import { contentText, error, invalid, logprobItem, missing, refused, servedTier } from './openai-shared';
+import { responses } from './openai-responses';
 
 const MODELS = ['gpt-4o', 'gpt-4o-mini', 'gpt-4.1', 'o3-mini', 'text-embedding-3-small', 'text-embedding-3-large', 'dall-e-3', 'gpt-image-1'];
-
-function logprobItem(p: TokenLogprob, k: number): Json {
-  return {
-    token: p.token,
-    logprob: p.logprob,
-    bytes: utf8Bytes(p.token),
-    top_logprobs: p.top.slice(0, k).map(([token, logprob]) => ({ token, logprob, bytes: utf8Bytes(token) })),
-  };
-}
-
-/** Text of a message `content`: a string, or the `text` of its text parts. */
-function contentText(content: unknown): string {
-  if (typeof content === 'string') return content;
-  let out = '';
-  for (const part of arr(content)) {
-    const p = obj(part);
-    out += str(p.text) ?? str(p.refusal) ?? (typeof p.output === 'string' ? p.output : '');
-  }
-  return out;
-}
 
 // ---------- chat completions ----------
 
@@ -104,14 +68,14 @@ async function chat(ctx: Ctx): Promise<void> {
       model,
       choices: [{ index: 0, message, logprobs: c.logprobs ? lp(c.logprobs) : null, finish_reason: chatFinish(c) }],
       usage: chatUsage(c),
-      service_tier: 'default',
+      service_tier: servedTier(b, ctx.knobs),
       system_fingerprint: 'fp_fake',
     });
   }
 
   const withUsage = obj(b.stream_options).include_usage === true;
   const chunk = (delta: Json, finish: string | null, logprobs: Json | null = null): string => {
-    const body: Json = { id, object: 'chat.completion.chunk', created, model, service_tier: 'default', system_fingerprint: 'fp_fake', choices: [{ index: 0, delta, logprobs, finish_reason: finish }] };
+    const body: Json = { id, object: 'chat.completion.chunk', created, model, service_tier: servedTier(b, ctx.knobs), system_fingerprint: 'fp_fake', choices: [{ index: 0, delta, logprobs, finish_reason: finish }] };
     if (withUsage) body.usage = null;
     return sse(null, body);
   };
@@ -130,113 +94,10 @@ async function chat(ctx: Ctx): Promise<void> {
     },
     tail: () => {
       const frames = [chunk({}, chatFinish(c))];
-      if (withUsage) frames.push(sse(null, { id, object: 'chat.completion.chunk', created, model, service_tier: 'default', system_fingerprint: 'fp_fake', choices: [], usage: chatUsage(c) }));
+      if (withUsage) frames.push(sse(null, { id, object: 'chat.completion.chunk', created, model, service_tier: servedTier(b, ctx.knobs), system_fingerprint: 'fp_fake', choices: [], usage: chatUsage(c) }));
       frames.push('data: [DONE]\n\n');
       return frames;
     },
-  });
-}
-
-// ---------- Responses API ----------
-
-async function responses(ctx: Ctx): Promise<void> {
-  const b = obj(ctx.body);
-  const model = str(b.model);
-  if (!model) return missing(ctx, 'model');
-  if (b.input === undefined && b.previous_response_id === undefined && b.prompt === undefined) return missing(ctx, 'input');
-  let userText = '';
-  let inputChars = (str(b.instructions) ?? '').length;
-  if (typeof b.input === 'string') {
-    userText = b.input;
-    inputChars += b.input.length;
-  } else if (b.input !== undefined) {
-    if (!Array.isArray(b.input)) return error(ctx, 400, "Invalid type for 'input': expected one of a string or an array of input items.", 'input', 'invalid_type');
-    for (const item of b.input) {
-      const it = obj(item);
-      const text = it.content !== undefined ? contentText(it.content) : (str(it.output) ?? str(it.arguments) ?? '');
-      inputChars += text.length;
-      if (it.role === 'user' || it.type === 'function_call_output') userText = text;
-    }
-  }
-  const topK = num(b.top_logprobs) ?? 0;
-  const wantLogprobs = arr(b.include).includes('message.output_text.logprobs');
-  const c = compose(ctx.knobs, { userText, inputChars, maxTokens: num(b.max_output_tokens), wantLogprobs });
-
-  const id = newId('resp_');
-  const itemId = newId(c.toolCall ? 'fc_' : 'msg_');
-  const callId = newId('call_');
-  const createdAt = unixNow();
-  const status = c.finish === 'length' ? 'incomplete' : 'completed';
-  const u = c.usage;
-  const usage = {
-    input_tokens: u.prompt,
-    input_tokens_details: { cached_tokens: u.cached },
-    output_tokens: u.completion,
-    output_tokens_details: { reasoning_tokens: u.reasoning },
-    total_tokens: u.prompt + u.completion,
-  };
-  const lps = (list: TokenLogprob[]): Json[] => list.map((p) => logprobItem(p, topK));
-  const part = (text: string): Json => ({ type: 'output_text', annotations: [], logprobs: c.logprobs ? lps(c.logprobs) : [], text });
-  const item = (done: boolean): Json =>
-    c.toolCall
-      ? { id: itemId, type: 'function_call', status: done ? 'completed' : 'in_progress', arguments: done ? c.toolCall.arguments : '', call_id: callId, name: c.toolCall.name }
-      : { id: itemId, type: 'message', status: done ? status : 'in_progress', content: done ? [part(c.text)] : [], role: 'assistant' };
-  const response = (done: boolean): Json => ({
-    id,
-    object: 'response',
-    created_at: createdAt,
-    status: done ? status : 'in_progress',
-    background: false,
-    error: null,
-    incomplete_details: done && status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
-    instructions: b.instructions ?? null,
-    max_output_tokens: b.max_output_tokens ?? null,
-    max_tool_calls: null,
-    model,
-    output: done ? [item(true)] : [],
-    parallel_tool_calls: b.parallel_tool_calls ?? true,
-    previous_response_id: b.previous_response_id ?? null,
-    reasoning: { effort: obj(b.reasoning).effort ?? null, summary: null },
-    service_tier: 'default',
-    store: b.store ?? true,
-    temperature: b.temperature ?? 1,
-    text: b.text ?? { format: { type: 'text' }, verbosity: 'medium' },
-    tool_choice: b.tool_choice ?? 'auto',
-    tools: b.tools ?? [],
-    top_logprobs: topK,
-    top_p: b.top_p ?? 1,
-    truncation: b.truncation ?? 'disabled',
-    usage: done ? usage : null,
-    user: null,
-    metadata: b.metadata ?? {},
-  });
-  if (b.stream !== true) return sendJson(ctx, 200, response(true));
-
-  let seq = 0;
-  const ev = (type: string, data: Json): string => sse(type, { type, sequence_number: seq++, ...data });
-  const at = { item_id: itemId, output_index: 0 };
-  const text = { ...at, content_index: 0 };
-  const tool = c.toolCall;
-  await runStream(ctx, {
-    head: [
-      ev('response.created', { response: response(false) }),
-      ev('response.in_progress', { response: response(false) }),
-      ev('response.output_item.added', { output_index: 0, item: item(false) }),
-      ...(tool ? [] : [ev('response.content_part.added', { ...text, part: { type: 'output_text', annotations: [], logprobs: [], text: '' } })]),
-    ],
-    count: c.pieces.length,
-    delta: (i) => {
-      const piece = c.pieces[i % c.pieces.length];
-      if (tool) return ev('response.function_call_arguments.delta', { ...at, delta: piece.text });
-      return ev('response.output_text.delta', { ...text, delta: piece.text, logprobs: lps(piece.lp) });
-    },
-    tail: () => [
-      ...(tool
-        ? [ev('response.function_call_arguments.done', { ...at, name: tool.name, arguments: tool.arguments })]
-        : [ev('response.output_text.done', { ...text, text: c.text, logprobs: c.logprobs ? lps(c.logprobs) : [] }), ev('response.content_part.done', { ...text, part: part(c.text) })]),
-      ev('response.output_item.done', { output_index: 0, item: item(true) }),
-      ev(status === 'completed' ? 'response.completed' : 'response.incomplete', { response: response(true) }),
-    ],
   });
 }
 
@@ -311,7 +172,8 @@ const POST_ROUTES = new Map<string, (ctx: Ctx) => Promise<void> | void>([
 /** A batch line: the synchronous route of its url (openai-batches.ts checked the url against the batch's endpoint). */
 const batchLine = (ctx: Ctx): Promise<void> | void => {
   const route = POST_ROUTES.get(ctx.path);
-  return route ? route(ctx) : error(ctx, 404, `Invalid URL (POST /v1${ctx.path})`, null, null);
+  if (!route) return error(ctx, 404, `Invalid URL (POST /v1${ctx.path})`, null, null);
+  if (!refused(ctx, `POST ${ctx.path}`)) return route(ctx);
 };
 const modelObj = (id: string): Json => ({ id, object: 'model', created: 1700000000, owned_by: 'openai' });
 
@@ -328,8 +190,10 @@ export const openai: WireFormat = {
     const post = method === 'POST' ? POST_ROUTES.get(path) : undefined;
     if (post) {
       if (!isObj(ctx.body)) return error(ctx, 400, "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)", null, null);
-      return post(ctx);
+      if (!refused(ctx, `POST ${path}`)) await post(ctx);
+      return;
     }
+    if (method === 'POST' && path === '/batches' && refused(ctx, 'POST /batches')) return;
     if (await openaiBatchRoutes(ctx, batchLine, error)) return;
     if (method === 'GET' && path === '/models') return sendJson(ctx, 200, { object: 'list', data: MODELS.map(modelObj) });
     if (method === 'GET' && path.startsWith('/models/')) return sendJson(ctx, 200, modelObj(decodeURIComponent(path.slice(8))));

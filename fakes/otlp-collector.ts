@@ -19,6 +19,8 @@ export interface ReceivedSpan {
   /** OTLP status code: 0 unset, 1 ok, 2 error. */
   status: { code?: number; message?: string };
   service: unknown;
+  /** The attributes of the resource it came with (service.name, service.version, deployment.environment.name, ...). */
+  resource: Record<string, unknown>;
 }
 
 export interface OtlpCollector {
@@ -54,7 +56,8 @@ export async function startOtlpCollector(): Promise<OtlpCollector> {
       }
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans?: Array<{ resource?: { attributes?: KeyValue[] }; scopeSpans?: Array<{ spans?: Array<Record<string, unknown>> }> }> };
       for (const rs of body.resourceSpans ?? []) {
-        const service = attributesOf(rs.resource?.attributes)['service.name'];
+        const resource = attributesOf(rs.resource?.attributes);
+        const service = resource['service.name'];
         for (const ss of rs.scopeSpans ?? []) {
           for (const s of ss.spans ?? []) {
             spans.push({
@@ -68,6 +71,7 @@ export async function startOtlpCollector(): Promise<OtlpCollector> {
               attributes: attributesOf(s.attributes as KeyValue[]),
               status: (s.status ?? {}) as ReceivedSpan['status'],
               service,
+              resource,
             });
           }
         }

@@ -16,7 +16,8 @@ module.exports = {
     ...[
       'stream-failure-billing', 'reply-then-settle', 'text', 'media', 'media-cancel', 'images', 'embeddings', 'typed-questions',
       'idempotency', 'submission-paths', 'upstream-abort', 'queue-outage', 'foundation', 'key-permissions', 'security',
+      'stream-endings', 'cut-stream-charge',
     ].map((name) => `<rootDir>/test/api/${name}.test.ts`),
-    ...['batches.sdk', 'responses.sdk', 'text.sdk', 'retries.sdk'].map((name) => `<rootDir>/test/e2e/${name}.test.ts`),
+    ...['batches.sdk', 'responses.sdk', 'text.sdk', 'retries.sdk', 'service-tiers.sdk'].map((name) => `<rootDir>/test/e2e/${name}.test.ts`),
   ],
 };

@@ -1,6 +1,7 @@
 import { Worker, type Job } from 'bullmq';
 import { claimedJobJson } from '../shared/queue/bullmq-claim';
 import { claimToken, isTicketToken, takeToken, type Claimer, type ClaimTicket, type LocalClaimers } from '../shared/queue/claims';
+import type { JobLocks } from '../shared/queue/job-lock';
 import type { SlotShare } from './services/default-share';
 
 /**
@@ -24,6 +25,7 @@ export class ClaimingWorker extends Worker implements Claimer {
   private readonly claimed = new Set<Promise<unknown>>();
   private withdraw?: () => void;
   private share?: SlotShare;
+  private locks?: JobLocks;
 
   /** Offers this Worker's free slots to the jobs its process enqueues for its queue (the process's lane: `claimers`). */
   offerClaims(claimers: LocalClaimers): this {
@@ -35,6 +37,20 @@ export class ClaimingWorker extends Worker implements Claimer {
   shareWith(share: SlotShare): this {
     this.share = share;
     return this;
+  }
+
+  /** Keeps what this process knows of its jobs' locks in `locks` (shared/queue/job-lock.ts): taken at the start, renewed. */
+  trackLocks(locks: JobLocks): this {
+    this.locks = locks;
+    return this;
+  }
+
+  /** BullMQ's lock renewal (its LockManager calls it every half lock duration), reported to `locks` with the time it went out. */
+  override async extendJobLocks(jobIds: string[], tokens: string[], duration: number): Promise<string[]> {
+    const sentAt = performance.now();
+    const failed = await super.extendJobLocks(jobIds, tokens, duration);
+    this.locks?.renewals(jobIds, failed, sentAt);
+    return failed;
   }
 
   private takesJobs(): boolean {
@@ -89,11 +105,13 @@ export class ClaimingWorker extends Worker implements Claimer {
     const org = (job.data as { organizationId?: unknown } | undefined)?.organizationId;
     const held = this.share && typeof org === 'string' && !isTicketToken(token) ? org : undefined;
     if (held) this.share!.started(held);
+    const lock = this.locks?.track(job, token, this.opts.lockDuration ?? 30_000);
     try {
       return await super.callProcessJob(job, token, signal);
     } finally {
       this.busy--;
       if (held) this.share!.ended(held);
+      if (lock) this.locks!.untrack(job.id!, lock);
     }
   }
 

@@ -4,6 +4,7 @@ import type { Config } from '../shared/config/env';
 import { QUEUES } from '../shared/queue/queue-names';
 import { MAINTENANCE_JOBS, scheduleMaintenance } from './processors/maintenance.processor';
 import { scheduleReaper } from './processors/reap-stuck-generations.processor';
+import { scheduleBatchResumer } from './processors/resume-batches.processor';
 
 /** The maintenance queue's schedulers, kept installed by every worker process. */
 export interface MaintenanceSchedules {
@@ -14,10 +15,10 @@ export interface MaintenanceSchedules {
 
 /**
  * Installs the repeatable maintenance jobs (the reaper of stuck generations and expired leases, the sweep of expired
- * files) and keeps them installed: they live in Redis, and a Redis that comes back without its data (restarted without
+ * files, the resumer of batch jobs) and keeps them installed: they live in Redis, and a Redis that comes back without its data (restarted without
  * its append-only file, or flushed) would otherwise never run them again until a worker restarts. Each worker process
  * checks that they are there when its connection is ready again after a reconnect and every `everyMs` (the reaper's
- * period by default), and installs the missing ones. The check reads two keys; installing is idempotent, so several
+ * period by default), and installs the missing ones. The check reads three keys; installing is idempotent, so several
  * processes doing it at once install each scheduler once. Resolves once they are installed at start (as before: a
  * worker that cannot install them does not start).
  */
@@ -33,6 +34,7 @@ export async function keepMaintenanceScheduled(
   const install = async () => {
     await scheduleMaintenance(queue);
     await scheduleReaper(queue, config.reaper);
+    await scheduleBatchResumer(queue, config.reaper);
   };
   let running: Promise<number> | undefined;
   const check = (): Promise<number> =>

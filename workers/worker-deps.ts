@@ -17,6 +17,7 @@ import { resolveSecret } from '../shared/runtime/secret';
 import { SettlementJournal } from '../shared/billing/settlement-journal';
 import type { LocalLane } from '../shared/runtime/local-lane';
 import { JobStops } from '../shared/queue/cancel-channel';
+import { JobLocks } from '../shared/queue/job-lock';
 import type { Tracing } from '../shared/telemetry/tracing';
 
 /** What processors need, injected (no module-level state). */
@@ -43,12 +44,14 @@ export interface WorkerDeps {
   lane: LocalLane;
   /** The stop signals of the text and embeddings jobs running here (shared/queue/cancel-channel.ts). */
   stops: JobStops;
+  /** What this process knows of its running jobs' locks: a run that lost its job sends nothing more of it (shared/queue/job-lock.ts). */
+  locks: JobLocks;
   /** OpenTelemetry spans (queue wait, provider attempts, settlement), when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
   tracing?: Tracing;
 }
 
 export function buildWorkerDeps(
-  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics' | 'settlements' | 'stops'> & {
+  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics' | 'settlements' | 'stops' | 'locks'> & {
     clock?: () => Date;
     metrics?: Metrics;
     files?: FilesService;
@@ -86,5 +89,6 @@ export function buildWorkerDeps(
     stats: new EndpointStatsStore(d.redis, d.config.queuePrefix),
     settlements: new SettlementJournal(d.redis, d.config.queuePrefix, undefined, jobConnection, d.lane.buses),
     stops: new JobStops(),
+    locks: new JobLocks(),
   };
 }

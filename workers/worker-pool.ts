@@ -105,6 +105,7 @@ export function startWorkerPool(deps: WorkerDeps, connection: Redis, opts: { que
     // a generation queue's Workers run the jobs given its headroom (services/default-share.ts).
     const share = shares.get(q);
     const w = share || AT_ONCE_QUEUES.has(q) ? new ClaimingWorker(q, table[q]!, options) : new Worker(q, table[q]!, options);
+    if (w instanceof ClaimingWorker) w.trackLocks(deps.locks);
     if (w instanceof ClaimingWorker && share) w.shareWith(share);
     if (w instanceof ClaimingWorker && AT_ONCE_QUEUES.has(q)) w.offerClaims(deps.lane.claimers);
     instrumentWorker(w, deps.metrics);

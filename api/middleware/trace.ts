@@ -33,7 +33,15 @@ function traceIds(_req: Request, res: Response, next: NextFunction): void {
   next();
 }
 
+/**
+ * Requests to the API (`/v1/...`, `/v2/...`) are traced; the operator's dashboard (`/admin`, which polls), the reference's page and
+ * assets, health checks, scrapes and a browser's `favicon.ico` are not: they made most of the spans and none of the
+ * traces anyone looks for.
+ */
+export const isTracedPath = (path: string): boolean => /^\/v\d+\//.test(path);
+
 function traced(tracing: Tracing, req: Request, res: Response, next: NextFunction): void {
+  if (!isTracedPath(req.path)) return traceIds(req, res, next);
   const incoming = req.headers.traceparent;
   const span = tracing.start(req.method, typeof incoming === 'string' ? incoming : undefined, {
     kind: 'server',

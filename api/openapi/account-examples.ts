@@ -87,6 +87,7 @@ export const ACCOUNT_EXAMPLES: Record<string, OperationExamples> = {
       status: 'completed',
       finishReason: 'stop',
       finalEndpointSlug: 'openai/gpt-4.1-mini@openai',
+      serviceTier: 'default',
       usage,
       clientCost: '0.004200',
       generationTimeMs: 812,

@@ -19,7 +19,6 @@ export const INIT_SCRIPT = 'init.js';
  * offered as JSON only.
  */
 export const SCALAR_CONFIG = {
-  url: '/openapi.json',
   title: 'Switchyard API',
   theme: 'default',
   layout: 'modern',
@@ -56,7 +55,23 @@ export const PAGE = `<!doctype html>
 <script src="/docs/assets/${INIT_SCRIPT}"></script>
 </body></html>`;
 
-export const INIT = `Scalar.createApiReference('#app', ${JSON.stringify(SCALAR_CONFIG)});\n`;
+/**
+ * init.js: fetches /openapi.json and starts Scalar on it. The document names the server PUBLIC_BASE_URL (else
+ * http://localhost:PORT), whatever the request's Host (a shared cache may hand one reply to everyone); the page, in the
+ * browser, writes the origin it was opened on in that server's place, so its samples and "try it" call this origin.
+ */
+export const INIT = `{
+  const config = ${JSON.stringify(SCALAR_CONFIG)};
+  fetch('/openapi.json')
+    .then((r) => r.text())
+    .then((text) => {
+      const server = JSON.parse(text).servers[0].url;
+      const content = JSON.parse(server === location.origin ? text : text.split(server).join(location.origin));
+      Scalar.createApiReference('#app', { ...config, content });
+    })
+    .catch((e) => (document.getElementById('app').textContent = 'The OpenAPI document could not be loaded: ' + e.message));
+}
+`;
 
 /**
  * The page's Content-Security-Policy. Scalar styles itself with inline <style> elements; everything else comes from

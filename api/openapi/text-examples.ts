@@ -45,6 +45,7 @@ const responseObject = {
   prompt_cache_key: null,
   reasoning: { effort: null, summary: null },
   safety_identifier: null,
+  service_tier: 'default',
   store: true,
   temperature: null,
   text: { format: { type: 'text' }, verbosity: 'medium' },
@@ -102,6 +103,7 @@ const chatCompletion = {
     cost_rub: 0.00084,
     cost: 0.00084
   },
+  service_tier: 'default',
   switchyard: {}
 };
 const embeddingList = {

@@ -121,8 +121,7 @@ export function batchesRoutes(ctx: AppContext): Router {
 
   r.delete('/v1/files/:id', ...ctx.guard, async (req, res) => {
     const f = await ctx.batchFiles.get(res.locals.principal, idOf(req));
-    if (await ctx.batches.inputInUse(f.id)) throw new AppError('CONFLICT', `File ${f.id} is the input of a batch that has not ended`);
-    await ctx.batchFiles.delete(f);
+    if (!(await ctx.batchFiles.delete(f))) throw new AppError('CONFLICT', `File ${f.id} is the input of a batch that has not ended`);
     res.json({ id: f.id, object: 'file', deleted: true });
   });
 

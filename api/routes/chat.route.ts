@@ -46,7 +46,7 @@ export function chatRoutes(ctx: TextRouteDeps): Router {
       delta: (ev) => f.push(ev).map(encodeChatSse),
       done: (p) => {
         f.answeredBy(p.model);
-        return [...f.complete({ usage: usage(p), finishReason: p.result.finishReason, warnings: warningsOf(p) }).map(encodeChatSse), encodeChatSse(CHAT_STREAM_DONE)];
+        return [...f.complete({ usage: usage(p), finishReason: p.result.finishReason, serviceTier: p.result.serviceTier, warnings: warningsOf(p) }).map(encodeChatSse), encodeChatSse(CHAT_STREAM_DONE)];
       },
       failed: (e, p) => f.fail({ code: e.code, message: e.message, metadata: e.metadata }, p ? usage(p) : undefined).map(encodeChatSse),
     });

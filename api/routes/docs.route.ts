@@ -1,36 +1,22 @@
-import { Router, type Request } from 'express';
+import { Router } from 'express';
 import type { AppContext } from '../app-context';
 import { buildOpenApi } from '../openapi/build-openapi';
 import { EXAMPLE_ORIGIN } from '../openapi/examples';
 import { INIT, INIT_SCRIPT, PAGE, SCALAR_SCRIPT, referenceCsp, scalarBundle } from '../openapi/reference-page';
 import { filesBaseUrl } from '../../shared/services/files.service';
 
-/**
- * Where clients reach this API: PUBLIC_BASE_URL when the operator sets it (the public address behind a proxy), else
- * the origin of the request itself. Express reads X-Forwarded-Proto and X-Forwarded-Host only with `trust proxy`, which
- * the app does not set: a request names its origin by its Host header alone.
- */
-export function apiOrigin(req: Pick<Request, 'protocol' | 'host'>, config: { publicBaseUrl?: string; port: number }): string {
-  if (config.publicBaseUrl) return filesBaseUrl(config);
-  try {
-    // `origin` drops anything a Host header may carry beyond a host and port.
-    return new URL(`${req.protocol}://${req.host}`).origin;
-  } catch {
-    return EXAMPLE_ORIGIN;
-  }
-}
-
 /** GET /openapi.json (OpenAPI 3.1 from the validating schemas) and GET /docs (the same, rendered by Scalar). No auth. */
 export function docsRoutes(ctx: AppContext): Router {
   const r = Router();
   // Built and serialized on first use (about 16 ms and 8 ms, 120 KB): the route table is complete by then, and apps
-  // that never serve docs pay nothing. Each request then joins the text around its own origin, wherever the
-  // document names EXAMPLE_ORIGIN (its server, its code samples, the file URLs of its examples).
-  let parts: string[] | undefined;
-  const document = (origin: string) => (parts ??= JSON.stringify(buildOpenApi()).split(EXAMPLE_ORIGIN)).join(origin);
-
-  r.get('/openapi.json', (req, res) => {
-    res.type('json').send(document(apiOrigin(req, ctx.config)));
+  // that never serve docs pay nothing. Wherever the document names EXAMPLE_ORIGIN (its server, its code samples, the
+  // file URLs of its examples) it names where clients reach this API: PUBLIC_BASE_URL, else http://localhost:PORT.
+  // Never the request's Host header: the reply is the same for every request, so a cache that ignores Host cannot
+  // hand one caller's origin to others. The /docs page shows its own origin in the browser (reference-page.ts INIT).
+  let document: string | undefined;
+  r.get('/openapi.json', (_req, res) => {
+    document ??= JSON.stringify(buildOpenApi()).split(EXAMPLE_ORIGIN).join(filesBaseUrl(ctx.config));
+    res.type('json').send(document);
   });
   r.get('/docs', (_req, res) => {
     res.setHeader('Content-Security-Policy', referenceCsp(ctx.config.publicBaseUrl));

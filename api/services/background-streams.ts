@@ -3,8 +3,8 @@ import { openEventStream } from './event-stream';
 import type { Db } from '../../shared/db/client';
 import type { Generation } from '../../shared/db/generated/client';
 import { createResponsesStreamFormatter, encodeSse, type ResponsesStreamBase, type ResponsesStreamFormatter, type SseEvent } from '../../shared/formats';
+import { replayEvents } from './text-replies';
 import type { Logger } from '../../shared/logger';
-import type { TextResult } from '../../shared/providers/provider.types';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
 import type { Submission } from './generation-order';
 import { TERMINAL_EVENTS, type ResponseStreamLog } from './response-stream-log';
@@ -159,21 +159,8 @@ export class BackgroundStreams {
     }
     if (!current || gone()) return;
     const p = current.result as unknown as TextDonePayload | null;
-    if (p) write(replay(f, withPublicIds(g.id, p.result)));
+    if (p) write(replayEvents(withPublicIds(g.id, p.result)).flatMap((e) => f.push(e)));
     write(this.ending(f, current));
   }
 }
 
-/** The deltas a result would have streamed: each output item whole, in order. */
-function replay(f: ResponsesStreamFormatter, result: TextResult): SseEvent[] {
-  const events: SseEvent[] = [];
-  result.output.forEach((o, i) => {
-    if (o.type === 'message') events.push(...f.push({ type: 'text_delta', text: o.content.map((c) => c.text).join('') }));
-    else if (o.type === 'reasoning') events.push(...f.push({ type: 'reasoning_delta', text: o.summary.map((s) => s.text).join('') }));
-    else {
-      events.push(...f.push({ type: 'tool_call_start', index: i, callId: o.call_id, name: o.name }));
-      events.push(...f.push({ type: 'tool_call_delta', index: i, argumentsDelta: o.arguments }));
-    }
-  });
-  return events;
-}

@@ -1,40 +1,27 @@
 import { DelayedError, type Job } from 'bullmq';
 import type { Db } from '../../shared/db/client';
-import type { Batch, Generation, Prisma } from '../../shared/db/generated/client';
+import type { Batch, Prisma } from '../../shared/db/generated/client';
 import { AppError, isAppError } from '../../shared/errors/app-error';
 import type { Logger } from '../../shared/logger';
 import type { Metrics } from '../../shared/metrics/metrics';
 import type { BatchSettings } from '../../shared/config/env';
 import type { Principal } from '../../shared/auth/principal';
-import { money, ZERO, type Decimal } from '../../shared/money';
+import { money, ZERO } from '../../shared/money';
 import { RUNNING } from '../../shared/services/generation.service';
 import type { BatchJobData } from '../../shared/queue/job-catalog';
-import { readLines, type BatchFiles } from '../../shared/services/batch-files.service';
+import type { BatchFiles } from '../../shared/services/batch-files.service';
 import type { BatchEndpoint } from '../../shared/schemas/batches.schema';
 import { requestHash } from '../middleware/idempotency';
 import type { GenerationGateway } from './generation-gateway';
 import type { Caller } from './generation-order';
-import { lineError, toLineError, type BatchLineKind } from './batch-lines';
+import { toLineError, type BatchLineKind } from './batch-lines';
+import { answerOf, errorAnswer, expiredAnswer, lineGenerationId, type Answer } from './batch-answers';
+import { BatchInput, lineTooLarge, type InputLine } from './batch-input';
+import { failedTransiently, grantedAs, nextTry, orderInTurn, refusalOf, retryOf, type InFlight, type Ordered } from './batch-orders';
 import type { BatchUpstream } from './batch-upstream';
 import { isParked } from '../../shared/services/upstream-batches.service';
 import { validateInput } from './batch-validation';
 import type { BatchSteps } from './batch-steps';
-
-/** A line started and not yet answered: its place in the input and its generation's id. */
-interface InFlight {
-  line: number;
-  offset: number;
-  customId: string;
-  id: string;
-}
-
-/** A line's answer, as its output or error file line. */
-interface Answer {
-  ok: boolean;
-  expired?: boolean;
-  json: string;
-  cost: Decimal;
-}
 
 export interface BatchDriverDeps {
   db: Db;
@@ -65,11 +52,6 @@ const PARKED_CLAIM = 1_000;
 /** How many not-started lines one commit answers `batch_expired` (a part each). */
 const EXPIRED_CHUNK = 1000;
 
-const suffixOf = (batchId: string) => batchId.slice('batch_'.length);
-/** A line's generation id and output id, derived from the batch and the line: a re-run of the driver finds the same. */
-export const lineGenerationId = (batchId: string, prefix: string, line: number) => `${prefix}_${suffixOf(batchId)}l${line}`;
-const lineRequestId = (batchId: string, line: number) => `batch_req_${suffixOf(batchId)}l${line}`;
-
 /**
  * The driver of one batch (docs/batches.md): a BullMQ step job of the `batches` queue that runs a step, then
  * re-schedules itself (`moveToDelayed` + DelayedError) until the batch has ended. The batch's row is its state, each
@@ -87,7 +69,11 @@ const lineRequestId = (batchId: string, line: number) => `batch_req_${suffixOf(b
  *   all answered → `finalizing` → `completed` (the output and error files recorded with the status, in one transaction)
  */
 export class BatchDriver {
-  constructor(private readonly d: BatchDriverDeps) {}
+  private readonly input: BatchInput;
+
+  constructor(private readonly d: BatchDriverDeps) {
+    this.input = new BatchInput({ db: d.db, files: d.files, maxLineBytes: d.settings.maxLineBytes });
+  }
 
   /**
    * Steps while the batch moves, for up to RUN_BUDGET_MS: after a step that answered or started lines the next comes
@@ -131,10 +117,12 @@ export class BatchDriver {
     if (b.status !== 'in_progress' && b.status !== 'cancelling') return false;
     const kind = this.d.kinds[b.endpoint as BatchEndpoint];
     const expired = this.d.clock() >= b.expiresAt;
+    const now = this.d.clock().getTime();
     const inFlight = b.inFlight as unknown as InFlight[];
 
-    // 1. The lines that ended are answered; those never recorded (claimed by a run that died before ordering them)
-    //    are ordered again, unless the batch stops. States first (a parked line waits long), whole records of the ended.
+    // 1. The lines that ended are answered, or tried again after a transient failure; those without a generation are
+    //    ordered now (claimed by a run that died before ordering them; a retry whose back-off is over), or keep waiting
+    //    (for money, for their back-off). States first (a parked line waits long), whole records of the ended.
     const states = inFlight.length ? await this.d.db.generation.findMany({ where: { id: { in: inFlight.map((l) => l.id) } }, select: { id: true, status: true, routing: true } }) : [];
     const byId = new Map(states.map((g) => [g.id, g]));
     const endedIds = states.filter((g) => !RUNNING.has(g.status)).map((g) => g.id);
@@ -142,19 +130,32 @@ export class BatchDriver {
     const answers = new Map<number, Answer>();
     const running: InFlight[] = [];
     const unordered: InFlight[] = [];
+    const waiting: InFlight[] = [];
+    const backingOff: InFlight[] = [];
+    let changed = false;
     const parked = new Set<string>();
     for (const l of inFlight) {
       const s = byId.get(l.id);
       const g = ended.get(l.id);
-      if (!s) unordered.push(l);
+      if (!s) (l.waitsForFunds ? waiting : (l.retryAt ?? 0) > now ? backingOff : unordered).push(l);
       else if (!g) {
         running.push(l);
         if (isParked(s.routing)) parked.add(l.id);
       }
       // A cancel stopped it before it ran (a parked line never sent, or left out by its provider): in neither file.
       else if (b.status === 'cancelling' && g.status === 'cancelled' && money(g.clientCost).isZero()) continue;
-      else answers.set(l.line, await this.answer(b, kind, l, g, expired));
+      else if (b.status === 'in_progress' && !expired && failedTransiently(g) && (l.retryAt !== undefined || retryOf(l, now, this.d.settings.lineRetryMs))) {
+        // Failed for a while (PostgreSQL or Redis away), charged nothing: tried again on a generation of its own once its
+        // back-off is over, with the line's Idempotency-Key (the failed try holds it no more); the failure stays its answer
+        // if the batch stops first, or once the retries' window is over.
+        if (l.retryAt === undefined) {
+          backingOff.push(retryOf(l, now, this.d.settings.lineRetryMs)!);
+          changed = true;
+        } else if (l.retryAt > now) backingOff.push(l);
+        else unordered.push(nextTry(l, b.id, kind.idPrefix));
+      } else answers.set(l.line, await answerOf(b, kind, l, g, expired));
     }
+    const notStarted = [...unordered, ...waiting, ...backingOff];
     if (expired && b.status === 'in_progress') {
       // Past the window nothing more starts; the lines still running are stopped (uncharged unless they end first), a
       // provider's batch by its worker (what the provider finished is still charged and answered). A parked line fallen
@@ -162,75 +163,108 @@ export class BatchDriver {
       const onPath = parked.size ? ((await this.d.upstream?.onPath([...parked])) ?? parked) : parked;
       for (const l of running) if (!onPath.has(l.id)) await this.d.gateway.cancel(l.id, kind.queue).catch(() => undefined);
       if (parked.size) await this.d.upstream?.stop(b, kind.queue);
-      for (const l of unordered) answers.set(l.line, this.expiredAnswer(b, l));
+      for (const l of notStarted) answers.set(l.line, expiredAnswer(b, l));
       return this.expire(b, answers, running);
     }
     if (b.status === 'cancelling') {
       if (parked.size) await this.d.upstream?.stop(b, kind.queue);
-      // Claimed but never ordered: they never started, so they never run (and are in neither file).
+      // Claimed but not ordered (or waiting for a try): they never started, so they never run (and are in neither file).
       const v = await this.commit(b, answers, { inFlight: running });
       if (!v) return true;
       if (running.length) return { more: true, moved: answers.size > 0 };
       return this.finish({ ...b, ...v }, 'cancelled');
     }
 
-    // 2. New lines are claimed while the batch is still in progress, then ordered with the unordered ones.
+    // 2. New lines are claimed while the batch is still in progress, then ordered with the unordered ones; the lines
+    // waiting for money are tried again once lines of the batch ended (none is claimed meanwhile: they would wait too).
     // Parked lines hold no worker slot: up to `maxParked` of them run beside `linesInFlight` ordinary ones, and while
     // every line in flight is parked a step claims up to PARKED_CLAIM at once (chunks then fill before their gather ends).
     const maxInFlight = this.d.settings.linesInFlight + (this.d.upstream?.maxParked ?? 0);
     const parking = parked.size > 0 && parked.size === running.length;
-    const room = Math.min(parking ? PARKED_CLAIM : this.d.settings.linesInFlight - (running.length - parked.size) - unordered.length, maxInFlight - running.length - unordered.length);
-    const claimed = room > 0 && b.completed + b.failed + inFlight.length < b.total ? await this.readFrom(b, room) : { lines: [], next: { line: b.nextLine, offset: Number(b.nextOffset) } };
+    const room = waiting.length ? 0 : Math.min(parking ? PARKED_CLAIM : this.d.settings.linesInFlight - (running.length - parked.size) - notStarted.length, maxInFlight - running.length - notStarted.length);
+    const claimed = room > 0 && b.completed + b.failed + inFlight.length < b.total ? await this.input.readFrom(b, room) : { lines: [], next: { line: b.nextLine, offset: Number(b.nextOffset) } };
     const fresh = claimed.lines.map((l) => ({ line: l.line, offset: l.offset, customId: l.customId, id: lineGenerationId(b.id, kind.idPrefix, l.line) }));
     const toOrder = [...unordered, ...fresh];
+    const retried = waiting.length > 0 && (answers.size > 0 || running.length === 0) ? waiting : [];
     const state = await this.commit(b, answers, {
-      inFlight: [...running, ...toOrder],
+      inFlight: [...running, ...waiting, ...backingOff, ...toOrder],
       claim: fresh.length > 0 ? { nextLine: claimed.next.line, nextOffset: claimed.next.offset } : undefined,
-      ordering: toOrder.length > 0,
+      write: toOrder.length + retried.length > 0 || changed,
     });
     if (!state) return true;
-    const bodies = new Map(claimed.lines.map((l) => [l.line, l.body]));
-    const refused = new Map<number, Answer>();
-    const principal = toOrder.length ? await this.principalOf(b) : null;
-    await Promise.all(
-      toOrder.map(async (l) => {
-        const body = bodies.get(l.line) ?? (await this.lineAt(b, l.offset)).body;
-        try {
-          if (principal instanceof AppError) throw principal;
-          if ((await kind.order(this.callerOf(b, principal!, l, body), body, l.id)).parked) parked.add(l.id);
-        } catch (e) {
-          // Refused before any provider was called (402 when the balance or a limit runs out, 403, 404, 400 ...): the
-          // line's answer is that error, and nothing was reserved.
-          if (!isAppError(e)) this.d.logger.error('a batch line could not be ordered', { batchId: b.id, line: l.line, err: e });
-          refused.set(l.line, this.errorAnswer(b, l, isAppError(e) ? e : toLineError(e), null));
-        }
-      }),
-    );
     const after = { ...b, ...state };
-    // A refused line with a generation (two runs at once: a stalled job re-run's order granted) stays in flight.
-    const refusedIds = new Map(toOrder.filter((l) => refused.has(l.line)).map((l) => [l.id, l.line]));
-    const recorded = refusedIds.size ? await this.d.db.generation.findMany({ where: { id: { in: [...refusedIds.keys()] } }, select: { id: true } }) : [];
-    for (const g of recorded) refused.delete(refusedIds.get(g.id)!);
-    if (refused.size) {
-      const v = await this.commit(after, refused, { inFlight: (after.inFlight as unknown as InFlight[]).filter((l) => !refused.has(l.line)) });
-      if (!v) return true;
-      Object.assign(after, v);
-    }
+    const outcomes = toOrder.length + retried.length ? await this.order(after, kind, claimed.lines, toOrder, retried, running.length, parked) : new Map<number, Ordered | 'wait'>();
+    const v = await this.afterOrders(after, kind, outcomes, now);
+    if (!v) return true;
+    Object.assign(after, v);
     const left = after.inFlight as unknown as InFlight[];
     if (left.length === 0 && after.completed + after.failed >= after.total) return this.finish(after, 'completed');
     // Parked lines go upstream in chunks: all of them once every line is claimed or no more may be.
     const all = after.completed + after.failed + left.length >= after.total || left.length >= maxInFlight;
     if (parked.size) await this.d.upstream?.send(after, all);
-    const moved = answers.size + toOrder.length > 0;
+    const moved = answers.size > 0 || [...outcomes.values()].some((o) => o !== 'wait');
     const idle = parked.size > 0 && (await this.d.upstream?.idle({ moved, claimable: !all, inFlight: left.length, parked: [...parked] })) === true;
     return { more: true, moved, idle };
+  }
+
+  /**
+   * Orders lines through the service of the batch's endpoint, the money rule in `orderInTurn`: each outcome by line.
+   * Orders go out in parallel, those refused for money then one at a time, in line order.
+   */
+  private async order(b: Batch, kind: BatchLineKind, read: InputLine[], toOrder: InFlight[], waiting: InFlight[], holding: number, parked: Set<string>): Promise<Map<number, Ordered | 'wait'>> {
+    const bodies = new Map(read.map((l) => [l.line, l]));
+    const principal = await this.principalOf(b);
+    const one = async (l: InFlight, whole: boolean): Promise<Ordered> => {
+      try {
+        if (principal instanceof AppError) throw principal;
+        const input = bodies.get(l.line) ?? (await this.input.lineAt(b, l.offset));
+        if (!input.body) throw lineTooLarge(input.bytes, this.d.settings.maxLineBytes);
+        const sub = await kind.order(this.callerOf(b, principal, l, input.body, whole), input.body, l.id);
+        if (sub.parked) parked.add(sub.id);
+        return { kind: 'granted', id: sub.id };
+      } catch (e) {
+        // Refused before any provider was called (402 when the balance or a limit runs out, 403, 404, 400, 413 ...):
+        // nothing was reserved. A 503 (PostgreSQL or Redis away) is tried again; anything else is the line's answer.
+        if (!isAppError(e)) this.d.logger.error('a batch line could not be ordered', { batchId: b.id, line: l.line, err: e });
+        return refusalOf(isAppError(e) ? e : toLineError(e));
+      }
+    };
+    return orderInTurn(one, toOrder, waiting, holding);
+  }
+
+  /**
+   * Commits what the orders came to: a granted line runs (on the generation its key names), a line refused for money
+   * waits, one refused for a while backs off (on a new try's id: its own had no generation), one refused for good is
+   * answered. A refused line with a generation (two runs at once: a stalled job re-run's order granted) stays in flight.
+   */
+  private async afterOrders(b: Batch, kind: BatchLineKind, outcomes: Map<number, Ordered | 'wait'>, now: number): Promise<Partial<Batch> | null> {
+    if (!outcomes.size) return {};
+    const inFlight = b.inFlight as unknown as InFlight[];
+    const refused = (o: Ordered | 'wait' | undefined) => o !== undefined && (o === 'wait' || o.kind !== 'granted');
+    const refusedIds = inFlight.filter((l) => refused(outcomes.get(l.line))).map((l) => l.id);
+    const recorded = new Set(refusedIds.length ? (await this.d.db.generation.findMany({ where: { id: { in: refusedIds } }, select: { id: true } })).map((g) => g.id) : []);
+    const answers = new Map<number, Answer>();
+    const next: InFlight[] = [];
+    for (const l of inFlight) {
+      const o = outcomes.get(l.line);
+      if (o === undefined || recorded.has(l.id)) next.push(l);
+      else if (o === 'wait') next.push(l.waitsForFunds ? l : { ...l, waitsForFunds: true });
+      else if (o.kind === 'granted') next.push(grantedAs(l, o.id));
+      else {
+        const retry = o.kind === 'transient' ? retryOf(l, now, this.d.settings.lineRetryMs, { batchId: b.id, prefix: kind.idPrefix }) : null;
+        if (retry) next.push(retry);
+        else answers.set(l.line, errorAnswer(b, l, o.error, null));
+      }
+    }
+    const same = next.length === inFlight.length && next.every((l, i) => l === inFlight[i]);
+    return same ? {} : this.commit(b, answers, { inFlight: next, write: true });
   }
 
   private async validate(b: Batch): Promise<boolean> {
     const file = await this.d.db.batchFile.findUnique({ where: { id: b.inputFileId } });
     const kind = this.d.kinds[b.endpoint as BatchEndpoint];
     const now = this.d.clock();
-    const result = file ? await validateInput(await this.d.files.from(file, 0), b.endpoint, kind) : { errors: [{ code: 'invalid_file', message: `Input file ${b.inputFileId} is gone`, param: 'input_file_id', line: null }], total: 0, lastLine: 0 };
+    const result = file ? await validateInput(await this.d.files.from(file, 0), b.endpoint, kind, this.d.settings.maxLineBytes) : { errors: [{ code: 'invalid_file', message: `Input file ${b.inputFileId} is gone`, param: 'input_file_id', line: null }], total: 0, lastLine: 0 };
     const data: Prisma.BatchUpdateManyMutationInput = result.errors.length
       ? { status: 'failed', failedAt: now, errors: { object: 'list', data: result.errors } as unknown as Prisma.InputJsonValue, version: { increment: 1 } }
       : { status: 'in_progress', inProgressAt: now, total: result.total, version: { increment: 1 } };
@@ -240,10 +274,11 @@ export class BatchDriver {
 
   /**
    * Appends `answers` (a part of the output file and one of the error file) and commits them with the new state, if no
-   * other run committed since `b` was read (`ordering`: a new version, even unchanged): its new fields, else null.
+   * other run committed since `b` was read (`write`: a new version even without answers or claims, as a step that
+   * orders lines commits first, or a line's state changed): its new fields, else null.
    */
-  private async commit(b: Batch, answers: Map<number, Answer>, change: { inFlight: InFlight[]; claim?: { nextLine: number; nextOffset: number }; ordering?: boolean }): Promise<Partial<Batch> | null> {
-    if (!answers.size && !change.claim && !change.ordering && change.inFlight.length === (b.inFlight as unknown[]).length) return {};
+  private async commit(b: Batch, answers: Map<number, Answer>, change: { inFlight: InFlight[]; claim?: { nextLine: number; nextOffset: number }; write?: boolean }): Promise<Partial<Batch> | null> {
+    if (!answers.size && !change.claim && !change.write && change.inFlight.length === (b.inFlight as unknown[]).length) return {};
     const ok = [...answers.values()].filter((a) => a.ok);
     const bad = [...answers.values()].filter((a) => !a.ok);
     // A new part of the output file and one of the error file, listed only if this commit applies.
@@ -271,8 +306,8 @@ export class BatchDriver {
 
   /** Past the window: the lines not started are answered `batch_expired`, a chunk per step; once none runs, `expired`. */
   private async expire(b: Batch, answers: Map<number, Answer>, running: InFlight[]): Promise<boolean> {
-    const rest = await this.readFrom(b, EXPIRED_CHUNK);
-    for (const l of rest.lines) answers.set(l.line, this.expiredAnswer(b, { line: l.line, customId: l.customId }));
+    const rest = await this.input.readFrom(b, EXPIRED_CHUNK);
+    for (const l of rest.lines) answers.set(l.line, expiredAnswer(b, l));
     const v = await this.commit(b, answers, { inFlight: running, claim: rest.lines.length ? { nextLine: rest.next.line, nextOffset: rest.next.offset } : undefined });
     if (!v || running.length || rest.lines.length) return true;
     return this.finish({ ...b, ...v }, 'expired');
@@ -302,42 +337,6 @@ export class BatchDriver {
     return !ended;
   }
 
-  /** Up to `max` lines from the driver's place in the input (blank lines skipped), and the place after them. */
-  private async readFrom(b: Batch, max: number): Promise<{ lines: Array<{ line: number; offset: number; customId: string; body: Record<string, unknown> }>; next: { line: number; offset: number } }> {
-    const file = await this.d.db.batchFile.findUnique({ where: { id: b.inputFileId } });
-    const next = { line: b.nextLine, offset: Number(b.nextOffset) };
-    const lines: Array<{ line: number; offset: number; customId: string; body: Record<string, unknown> }> = [];
-    if (!file) return { lines, next };
-    const stream = await this.d.files.from(file, next.offset);
-    try {
-      for await (const l of readLines(stream, next.offset, next.line)) {
-        const start = next.offset;
-        next.line = l.number + 1;
-        next.offset = l.end;
-        if (!l.text.trim()) continue;
-        const parsed = JSON.parse(l.text) as { custom_id: string; body: Record<string, unknown> };
-        lines.push({ line: l.number, offset: start, customId: parsed.custom_id, body: parsed.body });
-        if (lines.length >= max) break;
-      }
-    } finally {
-      (stream as unknown as { destroy?: () => void }).destroy?.();
-    }
-    return { lines, next };
-  }
-
-  /** The line that starts at `offset` of the input (a claimed line ordered again after a crash). */
-  private async lineAt(b: Batch, offset: number): Promise<{ body: Record<string, unknown> }> {
-    const file = await this.d.db.batchFile.findUnique({ where: { id: b.inputFileId } });
-    if (!file) throw new AppError('NOT_FOUND', `Input file ${b.inputFileId} is gone`);
-    const stream = await this.d.files.from(file, offset);
-    try {
-      for await (const l of readLines(stream, offset)) return { body: (JSON.parse(l.text) as { body: Record<string, unknown> }).body };
-    } finally {
-      (stream as unknown as { destroy?: () => void }).destroy?.();
-    }
-    throw new Error(`batch ${b.id}: no line at offset ${offset}`);
-  }
-
   /**
    * Who the batch's lines run as now: its creator, with the API key's models and state as they are (a key revoked or
    * disabled meanwhile starts no more lines: each answers 401, as its requests would).
@@ -351,35 +350,15 @@ export class BatchDriver {
     return { ...p, allowedModels: key.allowedModels };
   }
 
-  /** Who a line runs as, with an Idempotency-Key of the batch and the line. */
-  private callerOf(b: Batch, principal: Principal, l: Pick<InFlight, 'line'>, body: unknown): Caller {
+  /** Who a line runs as, with an Idempotency-Key of the batch and the line (every try's), for its whole bound or as its call. */
+  private callerOf(b: Batch, principal: Principal, l: Pick<InFlight, 'line'>, body: unknown, whole: boolean): Caller {
     const caller = b.apiKeyId ?? `user ${b.userId}`;
     return {
       principal,
       batchId: b.id,
       traceId: b.traceId ?? b.id,
       idempotency: { key: `${b.id} line ${l.line}`, caller, hash: requestHash(caller, 'POST', b.endpoint, body) },
+      ...(whole && { wholeBound: true as const }),
     };
-  }
-
-  private async answer(b: Batch, kind: BatchLineKind, l: InFlight, g: Generation, expired: boolean): Promise<Answer> {
-    const cost = money(g.clientCost);
-    if (g.status === 'completed') {
-      const body = await kind.answer(g);
-      return { ok: true, cost, json: JSON.stringify({ id: lineRequestId(b.id, l.line), custom_id: l.customId, response: { status_code: 200, request_id: g.id, body }, error: null }) };
-    }
-    if (g.status === 'cancelled' && expired) return { ...this.expiredAnswer(b, l, g.id), cost };
-    return { ...this.errorAnswer(b, l, lineError(g), g.id), cost };
-  }
-
-  private errorAnswer(b: Batch, l: Pick<InFlight, 'line' | 'customId'>, e: AppError, requestId: string | null): Answer {
-    const json = JSON.stringify({ id: lineRequestId(b.id, l.line), custom_id: l.customId, response: { status_code: e.status, request_id: requestId, body: e.toBody(b.traceId ?? b.id) }, error: null });
-    return { ok: false, cost: ZERO, json };
-  }
-
-  private expiredAnswer(b: Batch, l: Pick<InFlight, 'line' | 'customId'>, requestId: string | null = null): Answer {
-    const e = new AppError('batch_expired', `This line was not done within the batch's completion window (${b.completionWindow})`);
-    const json = JSON.stringify({ id: lineRequestId(b.id, l.line), custom_id: l.customId, response: { status_code: e.status, request_id: requestId, body: e.toBody(b.traceId ?? b.id) }, error: { code: 'batch_expired', message: e.message } });
-    return { ok: false, expired: true, cost: ZERO, json };
   }
 }

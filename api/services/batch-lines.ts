@@ -10,6 +10,7 @@ import { buildEmbeddingList, chatToCanonical, embeddingsToCanonical, embeddingUs
 import { QUEUES, type QueueName } from '../../shared/queue/queue-names';
 import type { EmbeddingsDonePayload, TextDonePayload } from '../../shared/queue/job-catalog';
 import { jsonBodyProblem } from '../middleware/reject-nul';
+import { toAppError } from '../middleware/error-handler';
 import type { Caller, Submission } from './generation-order';
 import { textRouting, type TextService } from './text.service';
 import type { EmbeddingsService, StoredEmbeddings } from './embeddings.service';
@@ -134,9 +135,13 @@ export function storableBody(body: unknown): void {
   if (problem) throw AppError.validation([{ path: `/body${problem.path === '/' ? '' : problem.path}`, message: problem.message }]);
 }
 
-/** A line whose order failed for a reason of ours (not a refusal): 500, nothing reserved. */
+/**
+ * A line whose order failed for a reason of ours (not a refusal), nothing reserved: 503 when PostgreSQL or Redis is
+ * away (as the route would answer; the line is tried again), else 500.
+ */
 export function toLineError(e: unknown): AppError {
-  return new AppError('INTERNAL_ERROR', `The line could not be started: ${(e as Error)?.message ?? String(e)}`);
+  const mapped = toAppError(e);
+  return mapped.code === 'SERVICE_UNAVAILABLE' ? mapped : new AppError('INTERNAL_ERROR', `The line could not be started: ${(e as Error)?.message ?? String(e)}`);
 }
 
 /** The error an ended generation that did not complete answers with. */

@@ -4,9 +4,9 @@ import type { Catalog } from '../../shared/catalog/catalog.types';
 import { endpointBySlug } from '../../shared/catalog/catalog-index';
 import type { Logger } from '../../shared/logger';
 import type { BatchSettings } from '../../shared/config/env';
-import { JOB_OPTIONS, type UpstreamBatchJobData } from '../../shared/queue/job-catalog';
+import { addUpstreamBatchJob } from '../../shared/queue/batch-jobs';
 import { promoteIfDelayed } from '../../shared/queue/promote';
-import type { UpstreamBatch, UpstreamBatches } from '../../shared/services/upstream-batches.service';
+import type { UpstreamBatches } from '../../shared/services/upstream-batches.service';
 import type { GenerationGateway } from './generation-gateway';
 import type { QueueName } from '../../shared/queue/queue-names';
 
@@ -46,12 +46,7 @@ export class BatchUpstream {
       providerOf: (slug) => endpointBySlug(this.d.catalog, slug)?.provider.id ?? slug.slice(slug.lastIndexOf(':') + 1),
     });
     const unsent = made.length ? made : await this.d.store.unsent(b.id);
-    for (const u of unsent) await this.add(u, b.traceId ?? undefined);
-  }
-
-  private async add(u: UpstreamBatch, traceId?: string): Promise<void> {
-    const data: UpstreamBatchJobData = { upstreamBatchId: u.id, batchId: u.batchId, organizationId: u.organizationId, traceId };
-    await this.d.queue.add('upstream-batch', data, { ...JOB_OPTIONS.upstream_batches, jobId: u.id });
+    for (const u of unsent) await addUpstreamBatchJob(this.d.queue, u, b.traceId);
   }
 
   /**

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { AppError, isAppError, paramOf } from '../../shared/errors/app-error';
 import { check } from '../../shared/schemas/ajv';
 import { batchLineSchema, type BatchLine } from '../../shared/schemas/batches.schema';
-import { readLines } from '../../shared/services/batch-files.service';
+import { readLines } from '../../shared/services/jsonl';
 import { storableBody, type BatchLineKind } from './batch-lines';
 
 /** One problem of an input file, as the batch's `errors.data` lists it (OpenAI's shape; `line` is 1-based). */
@@ -20,9 +20,10 @@ const MAX_ERRORS = 100;
  * Every line of an input file checked before any runs (decisions.md section 7): JSON, `{custom_id, method: "POST",
  * url, body}`, `url` the batch's endpoint, `custom_id` unique in the file, `body` what the endpoint's route accepts
  * (its schema and canonical mapper) and not streamed. Streams the file: memory holds one line and a digest of each
- * custom_id seen.
+ * custom_id seen. A line longer than a request body may be (`maxLineBytes`, MAX_BODY_BYTES) is not checked past its
+ * `custom_id`, `method` and `url`: it runs as its call would, answering 413 (batch-input.ts).
  */
-export async function validateInput(body: NodeJS.ReadableStream, endpoint: string, kind: BatchLineKind): Promise<{ errors: BatchInputError[]; total: number }> {
+export async function validateInput(body: NodeJS.ReadableStream, endpoint: string, kind: BatchLineKind, maxLineBytes: number): Promise<{ errors: BatchInputError[]; total: number }> {
   const errors: BatchInputError[] = [];
   const seen = new Set<string>();
   let total = 0;
@@ -49,6 +50,7 @@ export async function validateInput(body: NodeJS.ReadableStream, endpoint: strin
         fail(l.number, 'invalid_url', `url ${JSON.stringify(line.url)} is not the batch's endpoint ${endpoint}`, 'url');
         continue;
       }
+      if (l.bytes > maxLineBytes) continue;
       storableBody(line.body);
       kind.check(line.body);
     } catch (e) {

@@ -5,9 +5,9 @@ import { AppError } from '../../shared/errors/app-error';
 import { randomBase62 } from '../../shared/ids';
 import { ownerOf, type Principal } from '../../shared/auth/principal';
 import { moneyJson } from '../../shared/formats/format-utils';
-import { JOB_OPTIONS, type BatchJobData } from '../../shared/queue/job-catalog';
+import { addBatchDriver } from '../../shared/queue/batch-jobs';
 import { promoteIfDelayed } from '../../shared/queue/promote';
-import { BATCH_NOT_ENDED, visibleTo, type BatchFiles } from '../../shared/services/batch-files.service';
+import { visibleTo, type BatchFiles } from '../../shared/services/batch-files.service';
 import type { BatchStatus, CreateBatchBody, ListBatchesQuery } from '../../shared/schemas/batches.schema';
 import type { Logger } from '../../shared/logger';
 
@@ -40,6 +40,8 @@ export interface BatchObject {
 const WINDOW_MS = 24 * 3600_000;
 
 const unix = (d: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
+
+const inputNotFound = (id: string) => AppError.validation([{ path: '/input_file_id', message: `is not a file with purpose "batch" of yours` }], `Input file ${id} not found`);
 
 /** The statuses a cancel applies to; a batch cancelled or cancelling is answered as it is. */
 const CANCELLABLE = ['validating', 'in_progress'];
@@ -81,28 +83,30 @@ export class BatchesService {
 
   async create(p: Principal, traceId: string, body: CreateBatchBody): Promise<Batch> {
     const input = await this.d.files.get(p, body.input_file_id).catch(() => null);
-    if (!input || input.purpose !== 'batch') {
-      throw AppError.validation([{ path: '/input_file_id', message: `is not a file with purpose "batch" of yours` }], `Input file ${body.input_file_id} not found`);
-    }
+    if (!input || input.purpose !== 'batch') throw inputNotFound(body.input_file_id);
     const now = this.d.clock();
-    const b = await this.d.db.batch.create({
-      data: {
-        id: `batch_${randomBase62(24)}`,
-        ...ownerOf(p),
-        principal: p as unknown as Prisma.InputJsonValue,
-        endpoint: body.endpoint,
-        inputFileId: input.id,
-        completionWindow: body.completion_window,
-        status: 'validating',
-        metadata: (body.metadata ?? undefined) as Prisma.InputJsonValue | undefined,
-        traceId,
-        createdAt: now,
-        expiresAt: new Date(now.getTime() + WINDOW_MS),
-      },
+    // Recorded while its input is held: a delete of the file waits for this commit and finds the batch (409); one that
+    // came first leaves no file to hold.
+    const b = await this.d.db.$transaction(async (tx) => {
+      if (!(await this.d.files.lockInput(tx, input.id))) throw inputNotFound(body.input_file_id);
+      return tx.batch.create({
+        data: {
+          id: `batch_${randomBase62(24)}`,
+          ...ownerOf(p),
+          principal: p as unknown as Prisma.InputJsonValue,
+          endpoint: body.endpoint,
+          inputFileId: input.id,
+          completionWindow: body.completion_window,
+          status: 'validating',
+          metadata: (body.metadata ?? undefined) as Prisma.InputJsonValue | undefined,
+          traceId,
+          createdAt: now,
+          expiresAt: new Date(now.getTime() + WINDOW_MS),
+        },
+      });
     });
     try {
-      const data: BatchJobData = { batchId: b.id, organizationId: b.organizationId, traceId };
-      await this.d.queue.add(this.d.queue.name, data, { ...JOB_OPTIONS.batches, jobId: b.id });
+      await addBatchDriver(this.d.queue, b);
     } catch (err) {
       this.d.logger.error('batch driver not queued', { err, batchId: b.id, trace_id: traceId });
       await this.d.db.batch.delete({ where: { id: b.id } }).catch(() => undefined);
@@ -143,10 +147,5 @@ export class BatchesService {
     }
     await promoteIfDelayed(this.d.queue, b.id);
     return now;
-  }
-
-  /** Whether a batch that has not ended reads this input file (it cannot be deleted until it has). */
-  async inputInUse(fileId: string): Promise<boolean> {
-    return (await this.d.db.batch.count({ where: { inputFileId: fileId, status: { in: BATCH_NOT_ENDED } } })) > 0;
   }
 }

@@ -96,7 +96,7 @@ export class GenerationGateway {
         previousResponseId: o.previousResponseId ?? null,
         traceId: o.caller.traceId,
         bound: o.bound,
-        minimum: o.minimum,
+        minimum: o.caller.wholeBound ? o.bound : o.minimum,
         idempotency: o.caller.idempotency,
       },
       // Added to the kind's fresh fields, not spread into a new literal: V8 moved every such spread-then-extended object
@@ -354,6 +354,9 @@ export class GenerationGateway {
       const ended = await this.stopUntilEnded(id);
       if (ended) return ended === 'cancelled';
     }
+    // A stream whose worker did not end it (gone, frozen past its lock, or stuck) charges what its last checkpoint holds:
+    // what had reached the client by then (docs/billing-failures.md).
+    if (data?.mode === 'stream' && (await this.settlements.keepCheckpoint(id, this.generations, { cancelled: opts.chargeStreamed }).catch(() => false))) return false;
     const r = await this.generations.finish(id, { status: 'cancelled' });
     if (!r.applied) return false;
     // A job holding a task runs again now to cancel it upstream (it must not be stopped); a running job stops calling

@@ -51,6 +51,11 @@ export interface Caller {
   idempotency?: IdempotencyClaim;
   /** A batch line's batch (docs/batches.md): its line may go to its endpoint's provider batch API. */
   batchId?: string;
+  /**
+   * Reserve the whole bound or nothing (never a text request's output lowered to what fits): a batch line while lines of
+   * its batch hold reservations, which it waits for instead (docs/batches.md "A batch never overspends").
+   */
+  wholeBound?: true;
 }
 
 /** The order fields a planned route gives: the serving model, the candidates in order, what was dropped, the plan's warnings. */

@@ -2,7 +2,7 @@ import type { Generation } from '../../shared/db/generated/client';
 import type { Db } from '../../shared/db/client';
 import { AppError } from '../../shared/errors/app-error';
 import { mediaRecord, retryAfterSeconds } from '../../shared/formats/media.mapper';
-import { CallbackUrlError, checkCallbackUrl } from '../../shared/services/callbacks.service';
+import { CallbackAddressPrivate, CallbackUrlError, checkCallbackUrl } from '../../shared/services/callbacks.service';
 import type { FilesService } from '../../shared/services/files.service';
 import { RUNNING } from '../../shared/services/generation.service';
 import type { Principal } from '../../shared/auth/principal';
@@ -31,6 +31,11 @@ export interface MediaRecordsDeps {
   gateway: GenerationGateway;
   syncWaitMs: number;
   callbackAllowPrivate: boolean;
+  /**
+   * Whether a private callBackUrl's refusal names the setting that allows it: in demo mode (development on one machine),
+   * where the person reading the error is the operator; never to a deployment's tenants.
+   */
+  callbackPrivateHint?: boolean;
 }
 
 /**
@@ -72,7 +77,10 @@ export class MediaRecords {
     try {
       await checkCallbackUrl(url, { allowPrivate: this.d.callbackAllowPrivate });
     } catch (e) {
-      if (e instanceof CallbackUrlError) throw AppError.validation([{ path, message: e.message }], `Invalid callBackUrl: ${e.message}`);
+      if (e instanceof CallbackUrlError) {
+        const message = e instanceof CallbackAddressPrivate && this.d.callbackPrivateHint ? `${e.message}; CALLBACK_ALLOW_PRIVATE=true allows private addresses (development only)` : e.message;
+        throw AppError.validation([{ path, message }], `Invalid callBackUrl: ${message}`);
+      }
       throw e;
     }
     return url;

@@ -29,6 +29,8 @@ export interface PlanRequest {
   requireCapabilities?: string[];
   /** prompt_cache_key or session_id: requests sharing it stick to one endpoint. */
   stickiness?: string;
+  /** The request's `service_tier` (PlanRouteInput.serviceTier). */
+  serviceTier?: string;
 }
 
 export interface PlannedRoute {
@@ -93,6 +95,7 @@ export class RoutePlanner {
         stats: this.stats.snapshot(slugs),
         sticky,
         requireCapabilities: r.requireCapabilities,
+        serviceTier: r.serviceTier,
       });
       return {
         spec,

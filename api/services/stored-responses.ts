@@ -80,7 +80,7 @@ export function unstoredBody(body: ResponsesBody): ResponsesBody {
 
 type ItemPrefix = 'msg' | 'fc' | 'rs' | 'fco';
 const OUTPUT_PREFIX: Record<OutputItem['type'], ItemPrefix> = { message: 'msg', function_call: 'fc', reasoning: 'rs' };
-const INPUT_PREFIX: Record<InputItem['type'], ItemPrefix> = { message: 'msg', function_call: 'fc', function_call_output: 'fco' };
+const INPUT_PREFIX: Record<InputItem['type'], ItemPrefix> = { message: 'msg', function_call: 'fc', function_call_output: 'fco', reasoning: 'rs' };
 
 /**
  * Public item ids name their response and position, so an `item_reference` leads straight to its stored response:
@@ -101,13 +101,16 @@ export function withPublicIds(responseId: string, result: TextResult): TextResul
   return { ...result, output: result.output.map((o) => ({ ...o, id: id(o) })) };
 }
 
-/** The output items of a stored response as input items of the next turn. */
+/**
+ * The output items of a stored response as input items of the next turn. Reasoning goes on only with its encrypted
+ * reasoning (asked for with `include`): the provider can take its earlier reasoning back only so, since nothing is
+ * stored upstream (`store: false`).
+ */
 export function asInput(output: readonly OutputItem[]): InputItem[] {
   return output.flatMap((o): InputItem[] => {
     if (o.type === 'message') return [{ type: 'message', role: 'assistant', content: o.content.map((c) => ({ type: 'output_text', text: c.text })) }];
     if (o.type === 'function_call') return [{ type: 'function_call', call_id: o.call_id, name: o.name, arguments: o.arguments }];
-    // Providers get no earlier reasoning (as when a client replays a reasoning item).
-    return [];
+    return o.encrypted_content === undefined ? [] : [{ type: 'reasoning', summary: o.summary, encrypted_content: o.encrypted_content }];
   });
 }
 

@@ -136,14 +136,16 @@ export async function pumpStream(
     while (!gone()) {
       const m = await sub.mailbox!.next(waitMs);
       if (gone()) break;
-      if (m && m.seq <= lastSeq && produced) {
+      if (m && m.seq <= lastSeq && produced && (m.type === 'started' || m.type === 'delta')) {
         // The numbering started over: the job is being re-run (its worker died) and would send the text again from
-        // the start. What the client already has cannot be taken back, so the stream ends here, uncharged.
+        // the start. What the client already has cannot be taken back, so the stream ends here, uncharged (its re-run
+        // found no checkpoint of it to keep: docs/billing-failures.md).
         await gateway.cancel(sub.id, sub.queue);
         end(h.failed({ code: 'SERVICE_UNAVAILABLE', message: 'The worker running this stream stopped: repeat the request' }));
         break;
       }
-      if (m) lastSeq = m.seq;
+      // A final message numbered anew is the ending another run made (it kept the stream's checkpoint): relayed below.
+      if (m && m.type !== 'recheck') lastSeq = m.seq;
       if (!m) {
         if (sub.keyed) {
           // With an Idempotency-Key the generation goes on, and a repeat replays it once it has finished.
@@ -193,7 +195,10 @@ export async function pumpStream(
 export function replayEvents(result: TextResult): TextStreamEvent[] {
   let tool = 0;
   return result.output.flatMap((o): TextStreamEvent[] => {
-    if (o.type === 'reasoning') return o.summary.map((p) => ({ type: 'reasoning_delta', text: p.text }));
+    if (o.type === 'reasoning') {
+      const deltas: TextStreamEvent[] = o.summary.map((p) => ({ type: 'reasoning_delta', text: p.text }));
+      return [...deltas, { type: 'reasoning_end', ...(o.encrypted_content !== undefined && { encryptedContent: o.encrypted_content }) }];
+    }
     if (o.type === 'function_call') {
       const index = tool++;
       return [

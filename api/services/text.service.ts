@@ -6,6 +6,7 @@ import { newId } from '../../shared/ids';
 import { requestedParameters, withReasoningEffort } from '../../shared/formats/format-utils';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../shared/providers/provider.types';
 import { estimateInputTokens, maxBound, outputTokensFor, textBound } from '../../shared/billing/pricing';
+import { tierPrice } from '../../shared/catalog/service-tiers';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';
 import type { ApiType, IdempotencyClaim, ResponseMode } from '../../shared/services/generation.service';
@@ -55,6 +56,8 @@ export interface TextSubmit {
   idempotency?: IdempotencyClaim;
   /** A batch line's batch (Caller.batchId). */
   batchId?: string;
+  /** Its whole bound or nothing (Caller.wholeBound). */
+  wholeBound?: true;
 }
 
 /** The routing fields chat completions and responses share: model or models, provider preferences, stickiness, plugins. */
@@ -112,6 +115,7 @@ export class TextService {
       modelType: 'chat',
       requireCapabilities: s.requireCapabilities,
       stickiness: s.stickiness,
+      serviceTier: request.serviceTier,
     });
     // A limit above what the model can produce is refused (not silently lowered): the catalog's maxOutputTokens of
     // the most generous candidate endpoint, or the ceiling for an endpoint that does not say.
@@ -127,13 +131,15 @@ export class TextService {
 
     const inputTokens = estimateInputTokens(request);
     const outputFor = (max?: number) => Math.min(request.maxOutputTokens ?? Number.MAX_SAFE_INTEGER, max ?? DEFAULT_MAX_OUTPUT_TOKENS);
-    const bound = maxBound(route.endpoints, (e) => textBound(e.price, inputTokens, outputFor(e.maxOutputTokens)));
-    const minimum = maxBound(route.endpoints, (e) => textBound(e.price, inputTokens, Math.min(MIN_OUTPUT_TOKENS, outputFor(e.maxOutputTokens))));
+    // At the price of the tier asked for, where an endpoint sells it (a priority call is bounded at the priority price).
+    const priced = route.endpoints.map((e) => ({ ...e, price: tierPrice(e, request.serviceTier) }));
+    const bound = maxBound(priced, (e) => textBound(e.price, inputTokens, outputFor(e.maxOutputTokens)));
+    const minimum = maxBound(priced, (e) => textBound(e.price, inputTokens, Math.min(MIN_OUTPUT_TOKENS, outputFor(e.maxOutputTokens))));
 
     const submission = await this.d.gateway.order<TextJobData>({
       queue: QUEUES.text,
       id: s.id ?? newId('gen'),
-      caller: { principal: s.principal, traceId: s.traceId, traceparent: s.traceparent, idempotency: s.idempotency, batchId: s.batchId },
+      caller: { principal: s.principal, traceId: s.traceId, traceparent: s.traceparent, idempotency: s.idempotency, batchId: s.batchId, wholeBound: s.wholeBound },
       requestType: 'chat',
       apiType: s.apiType,
       mode: s.mode,
@@ -147,7 +153,7 @@ export class TextService {
       minimum,
       job: (granted) => {
         if (granted.lessThan(bound)) {
-          const fits = outputTokensFor(granted, route.endpoints, inputTokens);
+          const fits = outputTokensFor(granted, priced, inputTokens);
           request.maxOutputTokens = Math.max(1, Math.min(fits, outputFor()));
           warnings.push(`max_output_tokens was lowered to ${request.maxOutputTokens} to fit the available balance`);
         }

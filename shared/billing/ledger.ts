@@ -2,7 +2,7 @@ import type { Pool } from 'pg';
 import type { Db } from '../db/client';
 import { Batcher } from '../db/batcher';
 import { AppError } from '../errors/app-error';
-import { rub, type Metrics } from '../metrics/metrics';
+import { countSettled, type Metrics } from '../metrics/metrics';
 import { money, toStorage, type Decimal, type MoneyLike } from '../money';
 
 export type ReserveRefusal = 'balance_insufficient' | 'key_limit_exceeded' | 'member_limit_exceeded';
@@ -80,7 +80,7 @@ export interface LedgerOptions {
    */
   pool?: Pool;
   /** Money counters (`switchyard_money_*`): reservations made, charges actually applied. */
-  metrics?: Pick<Metrics, 'moneyReserved' | 'moneyCharged'>;
+  metrics?: Pick<Metrics, 'moneyReserved' | 'moneyCharged' | 'tokens'>;
   /**
    * How long a held close (one whose reply already went out) waits for another item, at most, before its batch starts
    * alone: the next request's reservation then commits with it (one commit per request at concurrency 1).
@@ -149,7 +149,7 @@ export class Ledger {
     if (reason === 'idempotent_replay') return { replayOf: existing_id! };
     if (reason === 'idempotency_conflict') return { conflictWith: existing_id! };
     if (reason) refuse(reason);
-    this.metrics?.moneyReserved.inc(rub(granted!));
+    this.metrics?.moneyReserved.inc({}, granted!);
     return { granted: money(granted!), createdAt: now };
   }
 
@@ -160,7 +160,7 @@ export class Ledger {
   async openDrawn(row: DrawnRow): Promise<Decimal> {
     const { granted } = await this.batch.submit({ kind: 'drawn', row });
     const g = money(granted!);
-    if (g.greaterThan(0)) this.metrics?.moneyReserved.inc(rub(g));
+    this.metrics?.moneyReserved.inc({}, g);
     return g;
   }
 
@@ -210,7 +210,7 @@ export class Ledger {
   async close(row: CloseRow, opts: { hold?: boolean } = {}): Promise<{ applied: boolean; charged: Decimal }> {
     const r = await this.batch.submit({ kind: 'close', row }, opts);
     const charged = money(r.charged!);
-    if (r.applied && charged.greaterThan(0)) this.metrics?.moneyCharged.inc({ model: row.model ?? 'unknown' }, rub(charged));
+    if (r.applied && this.metrics) countSettled(this.metrics, row.model ?? 'unknown', charged, row.usage);
     return { applied: r.applied!, charged };
   }
 

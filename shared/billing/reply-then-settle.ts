@@ -31,6 +31,8 @@ export interface SettlementDeps {
 /** Where the reply goes: the job's GenerationPublisher. */
 export interface ReplyChannel {
   send(event: GenerationEvent): Promise<unknown>;
+  /** Rejects once the run has lost its job (shared/queue/job-lock.ts): it then settles nothing and sends nothing more. */
+  ensureOwned?(): Promise<void>;
 }
 
 /** The generation settled: the job's fields a settlement reads. */
@@ -55,12 +57,19 @@ export const STREAM_COMMIT_WAIT_MS = 1_000;
  * first (`endStream`), unless its commit does not come in time.
  */
 export async function settleCompleted(deps: SettlementDeps, pub: ReplyChannel, data: CompletedJob, row: CloseRow, payload: { cost: string }): Promise<void> {
+  await pub.ensureOwned?.();
   // Granted from a lease in this process, its record may still be committing: the promise then carries it.
   const drawn = deps.lane.recordOf(data.generationId);
   // The record failed before any reply: its client was told 503, and there is nothing to settle.
   if (drawn?.lost) return;
   const withinReservation = data.reserved !== undefined && !money(row.cost).greaterThan(data.reserved);
-  if (data.replyTo && data.mode === 'stream') return endStream(deps, pub, { ...data, replyTo: data.replyTo }, row, payload, withinReservation, drawn);
+  if (data.replyTo && data.mode === 'stream') {
+    const done: StreamEnding = (charged, applied) => {
+      payload.cost = charged.toFixed(10);
+      return applied ? { type: 'done', payload } : { type: 'cancelled' };
+    };
+    return endStream(deps, pub, { ...data, replyTo: data.replyTo }, row, done, withinReservation, drawn);
+  }
   if (!data.replyTo || !withinReservation) return replySettled(pub, payload, await deps.generations.finishRow(row));
   payload.cost = money(row.cost).toFixed(10);
   const message = { type: 'done', payload } as const;
@@ -99,47 +108,71 @@ function settledAfterReply(deps: SettlementDeps, data: JobIds, outcome: { applie
 }
 
 /**
+ * A stream's last message, given what its settlement charged and whether that ending was the generation's (`applied`);
+ * null: nothing to send. When the settlement is promised instead, it is asked with the cost the commit will charge.
+ */
+export type StreamEnding = (charged: Decimal, applied: boolean) => GenerationEvent | null;
+
+/**
+ * Settles a stream cut after content reached its client (workers/services/text-executor.ts settlePartial): its charge
+ * for what was produced, its ending (failed, or cancelled through the API) and its last message, in the order a complete
+ * stream's are (`endStream`): content that reached a client is charged however the generation ends, so a commit that
+ * does not come in time (PostgreSQL away as the client leaves) is promised and kept, by this run or whoever comes next,
+ * like any other.
+ */
+export async function settleStreamEnding(deps: SettlementDeps, pub: ReplyChannel, data: CompletedJob, row: CloseRow, ending: StreamEnding): Promise<void> {
+  await pub.ensureOwned?.();
+  const drawn = deps.lane.recordOf(data.generationId);
+  if (drawn?.lost) return;
+  const withinReservation = data.reserved !== undefined && !money(row.cost ?? 0).greaterThan(data.reserved);
+  return endStream(deps, pub, { ...data, replyTo: data.replyTo ?? null }, row, ending, withinReservation, drawn);
+}
+
+/**
  * A stream's ending. Its client already holds the content: only its last event waits for the commit, and the client's
  * next request then reserves, and starts, without a settlement ahead of it (committing after would land on that
  * request's first byte: measured again with leases, +1 ms at concurrency 1). A commit that fails or takes longer than
- * `STREAM_COMMIT_WAIT_MS` (PostgreSQL away) is promised instead, and the last event goes out on the promise: `done`
- * with the cost when it is within the reservation (then charged exactly), else `failed` (the charge is not known yet,
+ * `STREAM_COMMIT_WAIT_MS` (PostgreSQL away) is promised instead, and the last event goes out on the promise, with the
+ * cost when it is within the reservation (then charged exactly), else `failed` without it (the charge is not known yet,
  * the content is still charged). The commit is then awaited, and tried again while this run lives (`keepPromise`);
  * past that the reaper keeps the promise. Neither store reachable: the stream ends `failed` and its commit is awaited.
  */
 async function endStream(
   deps: SettlementDeps,
   pub: ReplyChannel,
-  data: JobIds & { replyTo: string },
+  data: JobIds & { replyTo: string | null },
   row: CloseRow,
-  payload: { cost: string },
+  ending: StreamEnding,
   withinReservation: boolean,
   drawn: PendingRecord | undefined,
 ): Promise<void> {
   const commit = deps.generations.finishRow(row);
   const outcome = await outcomeWithin(commit, Math.min(STREAM_COMMIT_WAIT_MS, deps.config.syncWaitMs / 4));
-  if (outcome) return replySettled(pub, payload, outcome);
+  const settled = async (o: { applied: boolean; charged: Decimal }) => {
+    const last = ending(o.charged, o.applied);
+    if (last) await pub.send(last);
+  };
+  if (outcome) return settled(outcome);
   deps.logger.warn('a stream settlement not committed in time: its last event goes out on a promise', { generationId: data.generationId, trace_id: data.traceId });
-  payload.cost = money(row.cost).toFixed(10);
-  const pending = new AppError('SERVICE_UNAVAILABLE', `The answer is complete, but its charge is not recorded yet: it is recorded once the database is back (GET /v1/history/generations/${data.generationId})`, {
+  const pending = new AppError('SERVICE_UNAVAILABLE', `The stream has ended, but its charge is not recorded yet: it is recorded once the database is back (GET /v1/history/generations/${data.generationId})`, {
     metadata: { generation_id: data.generationId },
   }).toStored();
-  const message: GenerationEvent = withinReservation ? { type: 'done', payload } : { type: 'failed', error: pending };
+  const message: GenerationEvent | null = withinReservation ? ending(money(row.cost ?? 0), true) : { type: 'failed', error: pending };
   const record = drawn && !drawn.done ? drawn : undefined;
   try {
-    await deps.settlements.promise(data.organizationId, { row, replyTo: data.replyTo, message, ...(record && { open: record.row, at: Date.now() }) });
+    await deps.settlements.promise(data.organizationId, { row, replyTo: data.replyTo, message: message ?? { type: 'cancelled' }, ...(record && { open: record.row, at: Date.now() }) });
   } catch (err) {
     // A cancel holds the generation: its ending and this commit race in the database, and the first one stands.
-    if (err instanceof PromiseRefused) return replySettled(pub, payload, await commit);
+    if (err instanceof PromiseRefused) return settled(await commit);
     deps.logger.warn('a stream settlement neither committed nor promised', { generationId: data.generationId, err, trace_id: data.traceId });
-    const unknown = new AppError('SERVICE_UNAVAILABLE', `The answer is complete, but its charge could not be recorded now: GET /v1/history/generations/${data.generationId} shows whether it was`, {
+    const unknown = new AppError('SERVICE_UNAVAILABLE', `The stream has ended, but its charge could not be recorded now: GET /v1/history/generations/${data.generationId} shows whether it was`, {
       metadata: { generation_id: data.generationId },
     }).toStored();
     await pub.send({ type: 'failed', error: unknown });
     settledAfterReply(deps, data, await commit);
     return;
   }
-  await pub.send(message);
+  if (message) await pub.send(message);
   if (record && !(await record.committed.then(() => true, () => false))) return keepAfterLostRecord(deps, data, record);
   const late = await commit.catch(() => undefined);
   if (late) settledAfterReply(deps, data, late);

@@ -1,5 +1,6 @@
 import type Redis from 'ioredis';
 import type { CloseRow, DrawnRow } from './ledger';
+import type { Decimal } from '../money';
 import { GenerationPublisher, type GenerationEvent, type LocalBuses } from '../queue/generation-bus';
 import { scanKeys } from '../queue/redis';
 
@@ -24,8 +25,11 @@ export interface PromisedSettlement {
 /** The generations a promise keeper writes to: the record of a drawn generation, then its close. */
 export interface PromiseKeeper {
   createDrawn(row: DrawnRow): Promise<unknown>;
-  finishRow(row: CloseRow): Promise<unknown>;
+  finishRow(row: CloseRow): Promise<{ applied: boolean; charged: Decimal }>;
 }
+
+/** A stream's checkpoint lapses a day after it was written (whoever keeps it comes within minutes: the reaper's age). */
+const CHECKPOINT_TTL_MS = 24 * 3600_000;
 
 /** A stored promise's `row.result` when it is the reply's payload (written once, in the message). */
 const RESULT_IS_PAYLOAD = '$message.payload';
@@ -173,11 +177,56 @@ export class SettlementJournal {
    */
   async keep(organizationId: string, generationId: string, generations: PromiseKeeper): Promise<boolean> {
     const s = await this.read(organizationId, generationId);
-    if (!s) return false;
+    if (!s) return this.keepCheckpoint(generationId, generations);
     if (s.open) await generations.createDrawn(s.open);
     await generations.finishRow(s.row);
     await new GenerationPublisher(this.redis, s.replyTo, generationId, this.buses).send(s.message);
     await this.kept(organizationId, generationId);
+    await this.eraseCheckpoint(generationId);
+    return true;
+  }
+
+  private checkpointKey(generationId: string): string {
+    return `${this.prefix}:checkpoint:${generationId}`;
+  }
+
+  /**
+   * A stream's checkpoint (decisions.md section 4, the bounded exception): the settlement of what it has delivered so
+   * far, as a cut would settle it, written by its run every second or so while content goes out
+   * (workers/services/stream-checkpoints.ts). Whoever ends the generation after that run died or stood still past its
+   * lock keeps it (`keep`: the job's re-run, the reaper, an orphan's run; a cancel that found no worker to end it), so what
+   * reached the client before the last checkpoint is charged; the run that ends the stream itself erases it.
+   */
+  async checkpoint(generationId: string, s: PromisedSettlement): Promise<void> {
+    // The text so far is written once: the row's result is the message's payload (as a promise's: `promise`).
+    const payload = (s.message as { payload?: unknown }).payload;
+    const stored = payload !== undefined && s.row.result === payload ? { ...s, row: { ...s.row, result: RESULT_IS_PAYLOAD } } : s;
+    await this.redis.set(this.checkpointKey(generationId), JSON.stringify(stored), 'PX', CHECKPOINT_TTL_MS);
+  }
+
+  async eraseCheckpoint(generationId: string): Promise<void> {
+    await this.redis.del(this.checkpointKey(generationId));
+  }
+
+  /**
+   * Keeps a stream's checkpoint, if there is one: commits the charge it holds and, when that is how the generation ends,
+   * sends its last message with what was charged. `cancelled`: as a cancel through the API ends a stream (cancelled,
+   * charged for what was produced). True when there was one (the generation has ended either way).
+   */
+  async keepCheckpoint(generationId: string, generations: PromiseKeeper, opts: { cancelled?: boolean } = {}): Promise<boolean> {
+    const text = await this.redis.get(this.checkpointKey(generationId));
+    if (!text) return false;
+    const s = JSON.parse(text) as PromisedSettlement;
+    const payload = (s.message as { payload?: { cost?: string } }).payload;
+    if (s.row.result === RESULT_IS_PAYLOAD) s.row.result = payload;
+    const row: CloseRow = opts.cancelled ? { ...s.row, status: 'cancelled', error: null, finish_reason: 'cancelled' } : s.row;
+    const outcome = await generations.finishRow(row);
+    if (outcome.applied) {
+      if (payload) payload.cost = outcome.charged.toFixed(10);
+      const message: GenerationEvent = opts.cancelled ? { type: 'cancelled', payload } : s.message;
+      await new GenerationPublisher(this.redis, s.replyTo, generationId, this.buses).send(message);
+    }
+    await this.eraseCheckpoint(generationId);
     return true;
   }
 

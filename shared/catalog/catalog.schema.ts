@@ -49,6 +49,8 @@ export const catalogSchema = {
                 price,
                 // The provider's own batch API at these prices (docs/batches.md); where it may appear is checked in code.
                 batch: { type: 'object', required: ['price'], additionalProperties: false, properties: { price } },
+                // Prices per processing tier (`priority`, `flex`); which tiers, where and which price names are checked in code.
+                tiers: { type: 'object', additionalProperties: { type: 'object', required: ['price'], additionalProperties: false, properties: { price } } },
                 supports: { type: 'array', items: { type: 'string' }, uniqueItems: true },
                 contextLength: { type: 'integer', minimum: 1 },
                 maxOutputTokens: { type: 'integer', minimum: 1 },
@@ -58,6 +60,8 @@ export const catalogSchema = {
                 maxImages: { type: 'integer', minimum: 1 },
                 maxDurationSeconds: { type: 'number', exclusiveMinimum: 0 },
                 legacy: { type: 'boolean' },
+                // Text goes upstream as OpenAI Responses API calls (POST /responses), not chat completions: openai kind, chat models.
+                responsesApi: { type: 'boolean' },
                 operations: { type: 'array', items: { enum: [...MEDIA_OPERATIONS] }, uniqueItems: true },
               },
             },

@@ -32,6 +32,17 @@ export const BATCH_API_MODEL_TYPES: Readonly<Partial<Record<ProviderKind, readon
   anthropic: ['chat'],
 };
 
+/**
+ * The processing tiers a provider kind sells at prices of their own, as the request's `service_tier` names them (OpenAI:
+ * https://platform.openai.com/docs/pricing, "Priority" and "Flex"): where an endpoint may carry `tiers` prices. `auto`
+ * and `default` are the standard price; Batch is the `batch` prices. Chat models only.
+ */
+export const SERVICE_TIERS = ['priority', 'flex'] as const;
+export type ServiceTier = (typeof SERVICE_TIERS)[number];
+export const TIERED_PROVIDER_KINDS: Readonly<Partial<Record<ProviderKind, readonly ServiceTier[]>>> = {
+  openai: ['priority', 'flex'],
+};
+
 export const MEDIA_OPERATIONS = ['extend', 'upscale_1080p', 'upscale_4k'] as const;
 export type MediaOperation = (typeof MEDIA_OPERATIONS)[number];
 
@@ -67,12 +78,24 @@ export interface EndpointConfig {
    */
   maxDurationSeconds?: number;
   legacy?: boolean;
+  /**
+   * The endpoint speaks OpenAI's Responses API (openai kind, chat models): text is sent as `POST /responses`, which
+   * carries what chat completions cannot (reasoning summaries, encrypted reasoning, `verbosity`, `service_tier`).
+   * Without it text goes to chat completions, which every OpenAI-compatible server speaks.
+   */
+  responsesApi?: boolean;
   operations?: MediaOperation[];
   /**
    * The provider's own batch API serves this endpoint at these prices (the same names as `price`, each at most the
    * regular one): a batch line routed here first goes there (docs/batches.md "Provider batch APIs").
    */
   batch?: { price: Price };
+  /**
+   * The provider's processing tiers this endpoint offers, at these prices (the same names as `price`, all of them): a
+   * request asking for one goes upstream with it, and is charged the price of the tier the provider says served it
+   * (shared/catalog/service-tiers.ts).
+   */
+  tiers?: Partial<Record<ServiceTier, { price: Price }>>;
 }
 
 export interface ModelConfig {

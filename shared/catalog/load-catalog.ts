@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import Ajv from 'ajv';
 import { catalogSchema } from './catalog.schema';
 import { expandSupports } from './supports';
-import { BATCH_API_MODEL_TYPES, PROVIDER_KINDS, type Catalog, type EndpointConfig, type ModelConfig, type Price, type ProviderConfig } from './catalog.types';
+import { BATCH_API_MODEL_TYPES, PROVIDER_KINDS, SERVICE_TIERS, TIERED_PROVIDER_KINDS, type Catalog, type EndpointConfig, type ModelConfig, type Price, type ProviderConfig } from './catalog.types';
 
 export class CatalogError extends Error {
   constructor(readonly problems: string[]) {
@@ -16,7 +16,7 @@ const validateShape = ajv.compile(catalogSchema);
 
 interface RawCatalog {
   providers: Record<string, Omit<ProviderConfig, 'id' | 'timeoutMs' | 'apiKey'> & { timeoutMs?: number }>;
-  models: Record<string, { displayName: string; type: ModelConfig['type']; endpoints: Array<Omit<EndpointConfig, 'slug' | 'price' | 'supports' | 'batch'> & { price: Record<string, number | string>; supports?: string[]; batch?: { price: Record<string, number | string> } }> }>;
+  models: Record<string, { displayName: string; type: ModelConfig['type']; endpoints: Array<Omit<EndpointConfig, 'slug' | 'price' | 'supports' | 'batch' | 'tiers'> & { price: Record<string, number | string>; supports?: string[]; batch?: { price: Record<string, number | string> }; tiers?: Record<string, { price: Record<string, number | string> }> }> }>;
 }
 
 /**
@@ -40,8 +40,15 @@ export function parseCatalog(raw: unknown, keys: Readonly<Record<string, string 
   const models: Record<string, ModelConfig> = Object.create(null);
   for (const [id, m] of Object.entries(data.models)) {
     const endpoints: EndpointConfig[] = m.endpoints.map((e) => {
-      const { batch, ...rest } = e;
-      return { ...rest, slug: `${id}:${e.provider}`, price: priceOf(e.price), supports: expandSupports(e.supports ?? []), ...(batch && { batch: { price: priceOf(batch.price) } }) };
+      const { batch, tiers, ...rest } = e;
+      return {
+        ...rest,
+        slug: `${id}:${e.provider}`,
+        price: priceOf(e.price),
+        supports: expandSupports(e.supports ?? []),
+        ...(batch && { batch: { price: priceOf(batch.price) } }),
+        ...(tiers && { tiers: Object.fromEntries(Object.entries(tiers).map(([tier, t]) => [tier, { price: priceOf(t.price) }])) }),
+      };
     });
     models[id] = { id, displayName: m.displayName, type: m.type, endpoints };
   }
@@ -83,6 +90,10 @@ function referenceProblems(raw: unknown): string[] {
         if (String(value).startsWith('-')) problems.push(`model "${id}" endpoint ${i}: negative price ${field} = ${String(value)}`);
       }
       if (e.batch !== undefined) problems.push(...batchProblems(`model "${id}" endpoint ${i}`, e, isRecord(m) ? m.type : undefined, providers));
+      if (e.tiers !== undefined) problems.push(...tierProblems(`model "${id}" endpoint ${i}`, e, isRecord(m) ? m.type : undefined, providers));
+      const kind = kindOf(e, providers);
+      if (e.responsesApi === true && kind !== undefined && kind !== 'openai') problems.push(`model "${id}" endpoint ${i}: responsesApi on provider "${String(e.provider)}" of kind "${String(kind)}" (only openai endpoints speak OpenAI's Responses API)`);
+      if (e.responsesApi === true && isRecord(m) && m.type !== 'chat') problems.push(`model "${id}" endpoint ${i}: responsesApi on a ${String(m.type)} model (only chat models)`);
     });
   }
   return problems;
@@ -95,8 +106,7 @@ function referenceProblems(raw: unknown): string[] {
  */
 function batchProblems(where: string, e: Record<string, unknown>, type: unknown, providers: Record<string, unknown>): string[] {
   const problems: string[] = [];
-  const provider = typeof e.provider === 'string' && Object.hasOwn(providers, e.provider) ? providers[e.provider] : undefined;
-  const kind = isRecord(provider) && typeof provider.kind === 'string' ? provider.kind : undefined;
+  const kind = kindOf(e, providers);
   // An unknown kind is named once, above.
   if (kind !== undefined && (PROVIDER_KINDS as readonly string[]).includes(kind)) {
     const types = (BATCH_API_MODEL_TYPES as Record<string, readonly string[] | undefined>)[kind];
@@ -112,6 +122,43 @@ function batchProblems(where: string, e: Record<string, unknown>, type: unknown,
     else if (!String(regular[field]).startsWith('-') && Number(text) > Number(regular[field])) problems.push(`${where}: batch price ${field} = ${text} is above the regular price ${String(regular[field])}`);
   }
   return problems;
+}
+
+/**
+ * An endpoint's `tiers` prices (shared/catalog/service-tiers.ts): only on a chat model of a provider whose kind sells
+ * processing tiers (TIERED_PROVIDER_KINDS), only the tiers it sells, and each tier priced in exactly the names of
+ * `price` (a name left out would be charged nothing, or the prompt price for cached tokens), none negative.
+ */
+function tierProblems(where: string, e: Record<string, unknown>, type: unknown, providers: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  const kind = kindOf(e, providers);
+  const sold = kind === undefined ? undefined : (TIERED_PROVIDER_KINDS as Record<string, readonly string[] | undefined>)[kind];
+  const kinds = Object.keys(TIERED_PROVIDER_KINDS).join(', ');
+  // An unknown kind is named once, above.
+  if (kind !== undefined && (PROVIDER_KINDS as readonly string[]).includes(kind) && !sold) problems.push(`${where}: tiers on provider "${String(e.provider)}" of kind "${kind}", which sells no processing tiers (tiers: ${kinds})`);
+  if (typeof type === 'string' && type !== 'chat') problems.push(`${where}: tiers on a ${type} model (only chat models)`);
+  const regular = isRecord(e.price) ? e.price : {};
+  for (const [tier, t] of Object.entries(isRecord(e.tiers) ? e.tiers : {})) {
+    if (!(SERVICE_TIERS as readonly string[]).includes(tier) || (sold && !sold.includes(tier))) {
+      problems.push(`${where}: unknown tier "${tier}" (tiers: ${(sold ?? SERVICE_TIERS).join(', ')})`);
+      continue;
+    }
+    // A tier without a price is the schema's to name.
+    if (!isRecord(t) || !isRecord(t.price)) continue;
+    const price = t.price;
+    for (const [field, value] of Object.entries(price)) {
+      if (String(value).startsWith('-')) problems.push(`${where}: negative ${tier} price ${field} = ${String(value)}`);
+      else if (!Object.hasOwn(regular, field)) problems.push(`${where}: ${tier} price ${field} has no regular price ${field}`);
+    }
+    for (const field of Object.keys(regular)) if (!Object.hasOwn(price, field)) problems.push(`${where}: ${tier} prices lack ${field}, which the regular price names`);
+  }
+  return problems;
+}
+
+/** The kind of an endpoint's provider, when the provider is defined and names one. */
+function kindOf(e: Record<string, unknown>, providers: Record<string, unknown>): string | undefined {
+  const provider = typeof e.provider === 'string' && Object.hasOwn(providers, e.provider) ? providers[e.provider] : undefined;
+  return isRecord(provider) && typeof provider.kind === 'string' ? provider.kind : undefined;
 }
 
 /** JSON.parse silently keeps the last of two equal keys; a catalog must not have any. */

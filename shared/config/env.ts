@@ -117,11 +117,18 @@ export interface BatchSettings {
    * most parked lines a driver keeps in flight beside `linesInFlight`), how often a worker polls one
    * (BATCH_UPSTREAM_POLL_MS, 15,000; also the longest a driver waits between steps while its batch only waits on
    * providers), and how long parked lines wait for company before their chunk is sent
-   * (BATCH_UPSTREAM_GATHER_MS, 2,000).
+   * (BATCH_UPSTREAM_GATHER_MS, 2,000). In demo mode 1,000 and 500: the fake providers end a batch in 200 ms.
    */
   upstreamMaxLines: number;
   upstreamPollMs: number;
   upstreamGatherMs: number;
+  /** The most bytes of one line, as the route's body (MAX_BODY_BYTES): a longer line answers 413. */
+  maxLineBytes: number;
+  /**
+   * How long a line is tried again after a transient failure of ours (503: PostgreSQL or Redis away), from its first
+   * such failure, with back-off: BATCH_LINE_RETRY_MS, default 600,000 (within the batch's completion window).
+   */
+  lineRetryMs: number;
 }
 
 /** S3_BUCKET, S3_REGION (default us-east-1), S3_ENDPOINT, S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_FORCE_PATH_STYLE, S3_PREFIX. */
@@ -135,10 +142,15 @@ export interface S3Settings {
   prefix?: string;
 }
 
-/** OTEL_EXPORTER_OTLP_ENDPOINT (the collector's base URL: spans go to `<endpoint>/v1/traces`), OTEL_SERVICE_NAME (default `switchyard`). */
+/**
+ * OTEL_EXPORTER_OTLP_ENDPOINT (the collector's base URL: spans go to `<endpoint>/v1/traces`), OTEL_SERVICE_NAME (default
+ * `switchyard`), OTEL_RESOURCE_ATTRIBUTES (`key=value,...`, values percent-encoded: the resource's own attributes, e.g.
+ * `deployment.environment.name=staging`; default deployment `demo` in demo mode, else `production`).
+ */
 export interface TracingSettings {
   endpoint: string;
   serviceName: string;
+  resourceAttributes: Readonly<Record<string, string>>;
 }
 
 /**
@@ -188,22 +200,39 @@ function fraction(env: Env, name: string, fallback: number): number {
   return n;
 }
 
+/** The words every boolean setting takes, in any case; unset or empty is false. */
+const FLAG_WORDS: Readonly<Record<string, boolean>> = { true: true, 1: true, yes: true, false: false, 0: false, no: false };
+
 function flag(env: Env, name: string): boolean {
   const value = env[name];
-  if (value === undefined || value === '' || value === 'false' || value === '0') return false;
-  if (value === 'true' || value === '1') return true;
-  throw new Error(`${name} must be true or false, got "${value}"`);
+  if (value === undefined || value === '') return false;
+  const on = FLAG_WORDS[value.trim().toLowerCase()];
+  if (on === undefined) throw new Error(`${name} must be true or false (or 1/0, yes/no), got "${value}"`);
+  return on;
 }
 
 function text(env: Env, name: string): string | undefined {
   return env[name] || undefined;
 }
 
-function tracingSettings(env: Env): TracingSettings | undefined {
+function tracingSettings(env: Env, demo: boolean): TracingSettings | undefined {
   const endpoint = text(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
   if (!endpoint) return undefined;
   if (!/^https?:\/\/[^/]/.test(endpoint)) throw new Error(`OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL, got "${endpoint}"`);
-  return { endpoint: endpoint.replace(/\/+$/, ''), serviceName: text(env, 'OTEL_SERVICE_NAME') ?? 'switchyard' };
+  const resourceAttributes: Record<string, string> = { 'deployment.environment.name': demo ? 'demo' : 'production' };
+  for (const pair of (text(env, 'OTEL_RESOURCE_ATTRIBUTES') ?? '').split(',').filter((p) => p.trim())) {
+    const at = pair.indexOf('=');
+    const key = pair.slice(0, at).trim();
+    let value: string | undefined;
+    try {
+      value = at > 0 ? decodeURIComponent(pair.slice(at + 1).trim()) : undefined;
+    } catch {
+      value = undefined;
+    }
+    if (!key || value === undefined) throw new Error(`OTEL_RESOURCE_ATTRIBUTES must be key=value pairs separated by commas, got "${pair}"`);
+    resourceAttributes[key] = value;
+  }
+  return { endpoint: endpoint.replace(/\/+$/, ''), serviceName: text(env, 'OTEL_SERVICE_NAME') ?? 'switchyard', resourceAttributes };
 }
 
 /** Parses the environment (default: this process's) and the command line (`--demo`). Never changes either. */
@@ -215,6 +244,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     const name = `WORKER_CONCURRENCY_${q.toUpperCase()}`;
     if (env[name]) concurrency[q] = positive(env, name, 1);
   }
+  const maxBodyBytes = int(env, 'MAX_BODY_BYTES', 10 * 1024 * 1024);
   return {
     port: int(env, 'PORT', 3000),
     databaseUrl: text(env, 'DATABASE_URL'),
@@ -224,17 +254,17 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     secret: text(env, 'SWITCHYARD_SECRET'),
     syncWaitMs: int(env, 'SYNC_WAIT_MS', 120_000),
     logLevel: env.LOG_LEVEL ?? 'info',
-    maxBodyBytes: int(env, 'MAX_BODY_BYTES', 10 * 1024 * 1024),
+    maxBodyBytes,
     defaultRateLimitPerMinute: int(env, 'RATE_LIMIT_PER_MINUTE', 600),
     metricsToken: text(env, 'METRICS_TOKEN'),
-    callbackAllowPrivate: env.CALLBACK_ALLOW_PRIVATE === 'true',
+    callbackAllowPrivate: flag(env, 'CALLBACK_ALLOW_PRIVATE'),
     demo,
     demoProviderPort: int(env, 'DEMO_PROVIDER_PORT', 4010),
     homeDir,
     queuePrefix: env.QUEUE_PREFIX ?? '{switchyard}',
     publicBaseUrl: text(env, 'PUBLIC_BASE_URL'),
     fileUrlTtlSeconds: Math.max(1, int(env, 'FILE_URL_TTL_SECONDS', 3600)),
-    clusterChild: env.SWITCHYARD_CLUSTER_CHILD === '1',
+    clusterChild: flag(env, 'SWITCHYARD_CLUSTER_CHILD'),
     databasePoolSize: positive(env, 'DATABASE_POOL_SIZE', 20),
     databasePoolSizeSet: text(env, 'DATABASE_POOL_SIZE') !== undefined,
     webConcurrency: text(env, 'WEB_CONCURRENCY') === undefined ? null : positive(env, 'WEB_CONCURRENCY', 1),
@@ -268,8 +298,11 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
       pollMs: positive(env, 'BATCH_POLL_MS', 500),
       fileRetentionDays: int(env, 'BATCH_FILE_RETENTION_DAYS', 30),
       upstreamMaxLines: positive(env, 'BATCH_UPSTREAM_MAX_LINES', 10_000),
-      upstreamPollMs: positive(env, 'BATCH_UPSTREAM_POLL_MS', 15_000),
-      upstreamGatherMs: positive(env, 'BATCH_UPSTREAM_GATHER_MS', 2_000),
+      // Demo mode's fake providers end a batch in 200 ms: poll and gather at a pace that answers a small batch in seconds.
+      upstreamPollMs: positive(env, 'BATCH_UPSTREAM_POLL_MS', demo ? 1_000 : 15_000),
+      upstreamGatherMs: positive(env, 'BATCH_UPSTREAM_GATHER_MS', demo ? 500 : 2_000),
+      maxLineBytes: maxBodyBytes,
+      lineRetryMs: int(env, 'BATCH_LINE_RETRY_MS', 600_000),
     },
     s3: env.S3_BUCKET
       ? {
@@ -282,7 +315,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
           prefix: text(env, 'S3_PREFIX'),
         }
       : undefined,
-    tracing: tracingSettings(env),
+    tracing: tracingSettings(env, demo),
     providerKeys: Object.freeze({ ...env, ...(demo && !env.DEMO_PROVIDER_KEY ? { DEMO_PROVIDER_KEY: 'demo' } : {}) }),
   };
 }

@@ -63,6 +63,7 @@ export function chatToCanonical(body: ChatBody): CanonicalTextRequest {
   );
   if (reasoning) req.reasoning = reasoning;
   if (body.response_format) req.textFormat = toTextFormat(body.response_format);
+  if (body.verbosity != null) req.verbosity = body.verbosity;
 
   return finishTextRequest(req, body, body.logprobs === true);
 }

@@ -42,6 +42,8 @@ export interface ChatCompletion {
     finish_reason: ChatFinishReason;
   }>;
   usage: ChatUsage;
+  /** The processing tier the provider says served it (OpenAI's `service_tier`), null from a provider that says none. */
+  service_tier: string | null;
   switchyard: Record<string, unknown>;
 }
 
@@ -89,6 +91,7 @@ export function buildChatCompletion(a: ChatCompletionInput): ChatCompletion {
     model: a.model,
     choices: [{ index: 0, message, logprobs, finish_reason: chatFinishReason(a.result.finishReason) }],
     usage: a.usage,
+    service_tier: a.result.serviceTier ?? null,
     switchyard,
   };
 }

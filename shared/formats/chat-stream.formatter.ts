@@ -32,6 +32,8 @@ export interface ChatCompletionChunk {
   choices: Array<{ index: 0; delta: ChatChunkDelta; logprobs: null; finish_reason: ChatFinishReason | null }>;
   /** With `stream_options.include_usage`: null on every chunk but the last, which has no choices. */
   usage?: ChatUsage | null;
+  /** On the closing chunks: the processing tier the provider says served the call, when it says. */
+  service_tier?: string;
   switchyard?: Record<string, unknown>;
 }
 
@@ -57,7 +59,7 @@ export interface ChatStreamFormatter {
   start(): ChatCompletionChunk[];
   push(event: TextStreamEvent): ChatCompletionChunk[];
   /** The chunk with `finish_reason`, then (with `includeUsage`) the usage chunk. Send `[DONE]` after them. */
-  complete(final: { usage: ChatUsage; finishReason?: FinishReason; warnings?: string[]; switchyard?: Record<string, unknown> }): ChatCompletionChunk[];
+  complete(final: { usage: ChatUsage; finishReason?: FinishReason; serviceTier?: string; warnings?: string[]; switchyard?: Record<string, unknown> }): ChatCompletionChunk[];
   /**
    * The error chunk that ends a failed stream (no `[DONE]` after it). With `usage` (a stream billed for what it
    * produced before failing) and `includeUsage`, the usage chunk comes first, so the client sees what was charged.
@@ -118,6 +120,7 @@ export function createChatStreamFormatter(streamBase: ChatStreamBase): ChatStrea
         break;
       case 'usage':
       case 'error':
+      case 'reasoning_end': // chat completions have no place for encrypted reasoning
         break;
     }
     return out;
@@ -128,7 +131,7 @@ export function createChatStreamFormatter(streamBase: ChatStreamBase): ChatStrea
     const out = start();
     ended = true;
     const reason = final.finishReason ?? finishReason ?? (sawToolCall ? 'tool_calls' : 'stop');
-    out.push(chunk({}, chatFinishReason(reason)));
+    out.push({ ...chunk({}, chatFinishReason(reason)), ...(final.serviceTier !== undefined && { service_tier: final.serviceTier }) });
     const switchyard: Record<string, unknown> = { ...final.switchyard };
     if (final.warnings && final.warnings.length > 0) switchyard.warnings = [...final.warnings];
     if (base.includeUsage) {
@@ -139,6 +142,7 @@ export function createChatStreamFormatter(streamBase: ChatStreamBase): ChatStrea
         model: base.model,
         choices: [],
         usage: final.usage,
+        ...(final.serviceTier !== undefined && { service_tier: final.serviceTier }),
         switchyard,
       });
     } else if (Object.keys(switchyard).length > 0) {

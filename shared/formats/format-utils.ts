@@ -1,6 +1,7 @@
 /** Small pure helpers shared by the public-format mappers: money in JSON, log-probabilities, reasoning. */
 import type { TextRequest, TokenLogprob } from '../providers/provider.types';
 import { Decimal, parseMoney } from '../money';
+import { askedTier } from '../catalog/service-tiers';
 import type { PublicReasoningEffort, ResponsesReasoning } from '../schemas/responses.schema';
 
 /** Rounds a decimal string (or number) to `places` decimals, half away from zero, exactly (no float math). */
@@ -84,7 +85,8 @@ export function withReasoningEffort(r: CanonicalReasoning | undefined, effort: P
  * The catalog `supports` vocabulary, in a fixed order: `requestedParameters` lists the optional features a
  * request uses, so routing can drop (or, with `require_parameters`, exclude) endpoints lacking them. An output limit
  * is not one: every endpoint takes it and the reservation is sized by it, so a catalog need not list `max_tokens`
- * (decisions.md section 1: the contract's names must work unchanged).
+ * (decisions.md section 1: the contract's names must work unchanged). `service_tier` (a tier other than standard) is
+ * taken by the endpoints whose catalog `tiers` price that tier, whatever their `supports` says (routing reads `tiers`).
  */
 export const REQUEST_PARAMETERS = [
   'temperature',
@@ -101,6 +103,7 @@ export const REQUEST_PARAMETERS = [
   'response_format',
   'logprobs',
   'top_logprobs',
+  'service_tier',
   'stream',
 ] as const;
 export type RequestParameter = (typeof REQUEST_PARAMETERS)[number];
@@ -125,6 +128,7 @@ export const PARAMETER_FIELDS: Readonly<Record<RequestParameter, ReadonlyArray<k
   response_format: ['textFormat'],
   logprobs: ['logprobs', 'topLogprobs'],
   top_logprobs: ['topLogprobs'],
+  service_tier: ['serviceTier'],
   stream: [],
 };
 
@@ -159,16 +163,18 @@ export function requestedParameters(req: Omit<TextRequest, 'model'>): RequestPar
   if (req.textFormat !== undefined && req.textFormat.type !== 'text') used.add('response_format');
   if (req.logprobs === true) used.add('logprobs');
   if (req.logprobs === true && (req.topLogprobs ?? 0) > 0) used.add('top_logprobs');
+  if (askedTier(req.serviceTier) !== undefined) used.add('service_tier');
   if (req.stream) used.add('stream');
   return REQUEST_PARAMETERS.filter((p) => used.has(p));
 }
 
-/** The request fields chat completions and responses share, set alike: log-probabilities, the user, the cache key. */
+/** The request fields chat completions and responses share, set alike: log-probabilities, the user's ids, the cache key, the tier. */
 export interface CommonTextFields {
   top_logprobs?: number | null;
   user?: string | null;
   safety_identifier?: string | null;
   prompt_cache_key?: string | null;
+  service_tier?: string | null;
 }
 
 /** Sets the fields both text formats share, then the parameters the request asks for: a mapper's last step. */
@@ -177,9 +183,11 @@ export function finishTextRequest(req: CanonicalTextRequest, body: CommonTextFie
     req.logprobs = true;
     if (body.top_logprobs != null) req.topLogprobs = body.top_logprobs;
   }
-  const user = body.user ?? body.safety_identifier ?? undefined;
-  if (user) req.user = user;
+  // Two ids, two meanings: `safety_identifier` is not the deprecated `user` (each provider sends what it has).
+  if (body.user) req.user = body.user;
+  if (body.safety_identifier) req.safetyIdentifier = body.safety_identifier;
   if (body.prompt_cache_key) req.promptCacheKey = body.prompt_cache_key;
+  if (body.service_tier) req.serviceTier = body.service_tier;
   req.requestedParameters = requestedParameters(req);
   return req;
 }

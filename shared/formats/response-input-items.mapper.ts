@@ -35,6 +35,8 @@ export function publicInputItem(id: string, item: InputItem): PublicInputItem {
       return { id, type: 'function_call', call_id: item.call_id, name: item.name, arguments: item.arguments, status: 'completed' };
     case 'function_call_output':
       return { id, type: 'function_call_output', call_id: item.call_id, output: item.output, status: 'completed' };
+    case 'reasoning':
+      return { id, type: 'reasoning', summary: item.summary, ...(item.encrypted_content !== undefined && { encrypted_content: item.encrypted_content }) };
   }
 }
 

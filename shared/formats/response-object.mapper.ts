@@ -27,7 +27,7 @@ export interface OutputTextPart {
 export type PublicOutputItem =
   | { type: 'message'; id: string; status: ItemStatus; role: 'assistant'; content: OutputTextPart[] }
   | { type: 'function_call'; id: string; call_id: string; name: string; arguments: string; status: ItemStatus }
-  | { type: 'reasoning'; id: string; summary: Array<{ type: 'summary_text'; text: string }>; status: ItemStatus };
+  | { type: 'reasoning'; id: string; summary: Array<{ type: 'summary_text'; text: string }>; status: ItemStatus; encrypted_content?: string };
 
 export interface ResponseObjectInput {
   id: string;
@@ -47,6 +47,8 @@ export interface ResponseObjectInput {
   warnings?: string[];
   /** Extra content of the `switchyard` object (routing details, ...). */
   switchyard?: Record<string, unknown>;
+  /** The tier the provider says served the response (the result's); null while it has not answered, or when it does not say. */
+  serviceTier?: string | null;
 }
 
 export interface ResponseObject {
@@ -68,6 +70,7 @@ export interface ResponseObject {
   prompt_cache_key: string | null;
   reasoning: Record<string, unknown>;
   safety_identifier: string | null;
+  service_tier: string | null;
   store: boolean;
   temperature: number | null;
   text: Record<string, unknown>;
@@ -107,7 +110,13 @@ export function publicOutputItem(item: OutputItem, status: ItemStatus, logprobs?
     case 'function_call':
       return { type: 'function_call', id: item.id, call_id: item.call_id, name: item.name, arguments: item.arguments, status };
     case 'reasoning':
-      return { type: 'reasoning', id: item.id, summary: item.summary.map((s) => ({ type: 'summary_text', text: s.text })), status };
+      return {
+        type: 'reasoning',
+        id: item.id,
+        summary: item.summary.map((s) => ({ type: 'summary_text', text: s.text })),
+        status,
+        ...(item.encrypted_content !== undefined && { encrypted_content: item.encrypted_content }),
+      };
   }
 }
 
@@ -138,7 +147,7 @@ export function buildResponseObject(a: ResponseObjectInput): ResponseObject {
     // Only the text can be cut short; calls and reasoning that made it into the result are whole.
     return publicOutputItem(item, item.type === 'message' ? messageStatus : 'completed', give);
   });
-  return responseEnvelope(a, a.status, output, reason ? { reason } : null);
+  return responseEnvelope({ ...a, serviceTier: a.result?.serviceTier }, a.status, output, reason ? { reason } : null);
 }
 
 /** The object around a given output (the stream formatter builds its own output items). */
@@ -170,6 +179,7 @@ export function responseEnvelope(
     prompt_cache_key: r.prompt_cache_key ?? null,
     reasoning: { effort: null, summary: null, ...r.reasoning },
     safety_identifier: r.safety_identifier ?? null,
+    service_tier: a.serviceTier ?? null,
     store: r.store ?? true,
     temperature: r.temperature ?? null,
     text: { format: { type: 'text' }, verbosity: 'medium', ...r.text },

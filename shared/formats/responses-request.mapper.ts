@@ -16,6 +16,8 @@ import { canonicalReasoning, finishTextRequest, type CanonicalTextRequest } from
 
 /** The include value that asks for output log-probabilities in the Responses API. */
 export const LOGPROBS_INCLUDE = 'message.output_text.logprobs';
+/** The include value that asks for the reasoning itself, encrypted, in reasoning items. */
+export const ENCRYPTED_REASONING_INCLUDE = 'reasoning.encrypted_content';
 
 /** Stored items that `item_reference` input items name, by id (the route looks them up). */
 export type ItemReferences = ReadonlyMap<string, readonly InputItem[]>;
@@ -52,8 +54,11 @@ export function responsesToCanonical(body: ResponsesBody, history: readonly Inpu
   const reasoning = canonicalReasoning(body.reasoning);
   if (reasoning) req.reasoning = reasoning;
   if (body.text?.format) req.textFormat = toTextFormat(body.text.format);
+  if (body.text?.verbosity != null) req.verbosity = body.text.verbosity;
+  // Encrypted reasoning comes back only from an upstream Responses API (docs/clients.md "Upstream fidelity").
+  const include = (body.include ?? []).filter((i) => i === ENCRYPTED_REASONING_INCLUDE);
+  if (include.length > 0) req.include = include;
 
-  // Responses asks for log-probabilities with `include`; `top_logprobs` alone implies them too.
   // Responses asks for log-probabilities with `include`; `top_logprobs` alone implies them too.
   return finishTextRequest(req, body, (body.include ?? []).includes(LOGPROBS_INCLUDE) || body.top_logprobs != null);
 }
@@ -95,9 +100,13 @@ function toInputItem(item: Exclude<ResponsesInputItem, { type: 'item_reference' 
       return { type: 'function_call', call_id: item.call_id, name: item.name, arguments: item.arguments };
     case 'function_call_output':
       return { type: 'function_call_output', call_id: item.call_id, output: outputText(item.output, warnings) };
-    case 'reasoning':
-      // Reasoning items come back when clients replay `response.output`; providers get no earlier reasoning.
-      return undefined;
+    case 'reasoning': {
+      // Earlier reasoning given back (a replay of `response.output`): to an upstream Responses API as given, elsewhere
+      // left out with a warning (the adapters'). An item with neither a summary nor encrypted reasoning carries nothing.
+      const summary = item.summary.map((s) => ({ type: 'summary_text' as const, text: s.text }));
+      if (summary.length === 0 && item.encrypted_content == null) return undefined;
+      return { type: 'reasoning', summary, ...(item.encrypted_content != null && { encrypted_content: item.encrypted_content }) };
+    }
   }
 }
 

@@ -4,9 +4,10 @@
  * accumulator expects: an item is added before its parts, a part before its deltas, and `done` events close
  * them. Stateful but pure (no clock, no randomness: item ids come from `newId`, deterministic by default).
  *
- * Reasoning deltas become a `reasoning` item with one summary part (`response.reasoning_summary_*` events).
- * Function-call items stay open until `complete()`, so calls whose argument deltas interleave stay valid; a
- * message or reasoning item closes when the next item opens.
+ * Reasoning deltas become a `reasoning` item with one summary part (`response.reasoning_summary_*` events); a
+ * `reasoning_end` closes it with its encrypted reasoning (`response.output_item.done`, as OpenAI sends it), or is a
+ * reasoning item of its own when no summary came. Function-call items stay open until `complete()`, so calls whose
+ * argument deltas interleave stay valid; a message or reasoning item closes when the next item opens.
  */
 import type { OutputItem, TextResult, TextStreamEvent, TokenLogprob } from '../providers/provider.types';
 import { publicLogprobs } from './format-utils';
@@ -62,6 +63,10 @@ interface StreamItem {
   outputIndex: number;
   /** Message text, reasoning summary or call arguments so far. */
   text: string;
+  /** A reasoning item's summary part was announced (`response.reasoning_summary_part.added`). */
+  summarised?: boolean;
+  /** A reasoning item's encrypted reasoning. */
+  encrypted?: string;
   callId: string;
   name: string;
   open: boolean;
@@ -104,7 +109,13 @@ export function createResponsesStreamFormatter(base: ResponsesStreamBase): Respo
       case 'function_call':
         return { type: 'function_call', id: item.id, call_id: item.callId, name: item.name, arguments: item.text, status };
       case 'reasoning':
-        return { type: 'reasoning', id: item.id, summary: [{ type: 'summary_text', text: item.text }], status };
+        return {
+          type: 'reasoning',
+          id: item.id,
+          summary: item.summarised || item.text ? [{ type: 'summary_text', text: item.text }] : [],
+          status,
+          ...(item.encrypted !== undefined && { encrypted_content: item.encrypted }),
+        };
     }
   }
 
@@ -124,11 +135,7 @@ export function createResponsesStreamFormatter(base: ResponsesStreamBase): Respo
           : { type: 'reasoning', id: item.id, summary: [], status: 'in_progress' };
     events.push(ev('response.output_item.added', { output_index: outputIndex, item: added }));
     const at = { item_id: item.id, output_index: outputIndex };
-    if (kind === 'message') {
-      events.push(ev('response.content_part.added', { ...at, content_index: 0, part: outputTextPart('') }));
-    } else if (kind === 'reasoning') {
-      events.push(ev('response.reasoning_summary_part.added', { ...at, summary_index: 0, part: { type: 'summary_text', text: '' } }));
-    }
+    if (kind === 'message') events.push(ev('response.content_part.added', { ...at, content_index: 0, part: outputTextPart('') }));
     if (kind !== 'function_call') current = item;
     return { item, events };
   }
@@ -144,13 +151,22 @@ export function createResponsesStreamFormatter(base: ResponsesStreamBase): Respo
       events.push(ev('response.output_text.done', { ...at, content_index: 0, text: item.text, logprobs }));
       events.push(ev('response.content_part.done', { ...at, content_index: 0, part: textPart(item) }));
     } else if (item.kind === 'reasoning') {
-      events.push(ev('response.reasoning_summary_text.done', { ...at, summary_index: 0, text: item.text }));
-      events.push(ev('response.reasoning_summary_part.done', { ...at, summary_index: 0, part: { type: 'summary_text', text: item.text } }));
+      if (item.text && !item.summarised) events.push(...summaryPart(item));
+      if (item.summarised) {
+        events.push(ev('response.reasoning_summary_text.done', { ...at, summary_index: 0, text: item.text }));
+        events.push(ev('response.reasoning_summary_part.done', { ...at, summary_index: 0, part: { type: 'summary_text', text: item.text } }));
+      }
     } else {
       events.push(ev('response.function_call_arguments.done', { ...at, name: item.name, arguments: item.text }));
     }
     events.push(ev('response.output_item.done', { output_index: item.outputIndex, item: publicItem(item, status) }));
     return events;
+  }
+
+  /** A reasoning item's one summary part opens at its first summary text (an item without a summary has none). */
+  function summaryPart(item: StreamItem): SseEvent[] {
+    item.summarised = true;
+    return [ev('response.reasoning_summary_part.added', { item_id: item.id, output_index: item.outputIndex, summary_index: 0, part: { type: 'summary_text', text: '' } })];
   }
 
   function closeCurrent(): SseEvent[] {
@@ -171,6 +187,7 @@ export function createResponsesStreamFormatter(base: ResponsesStreamBase): Respo
           events.push(...opened.events);
           item = opened.item;
         }
+        if (kind === 'reasoning' && !item.summarised) events.push(...summaryPart(item));
         item.text += event.text;
         const at = { item_id: item.id, output_index: item.outputIndex };
         events.push(
@@ -178,6 +195,18 @@ export function createResponsesStreamFormatter(base: ResponsesStreamBase): Respo
             ? ev('response.output_text.delta', { ...at, content_index: 0, delta: event.text, logprobs: [] })
             : ev('response.reasoning_summary_text.delta', { ...at, summary_index: 0, delta: event.text }),
         );
+        break;
+      }
+      case 'reasoning_end': {
+        let item = current?.kind === 'reasoning' ? current : undefined;
+        if (!item && event.encryptedContent !== undefined) {
+          const opened = open('reasoning');
+          events.push(...opened.events);
+          item = opened.item;
+        }
+        if (!item) break;
+        if (event.encryptedContent !== undefined) item.encrypted = event.encryptedContent;
+        events.push(...close(item));
         break;
       }
       case 'tool_call_start': {
@@ -229,6 +258,7 @@ export function createResponsesStreamFormatter(base: ResponsesStreamBase): Respo
         Object.assign(item, { callId: r.call_id, name: r.name, text: r.arguments });
       } else {
         item.text = r.summary.map((s) => s.text).join('');
+        if (r.encrypted_content !== undefined) item.encrypted = r.encrypted_content;
       }
     }
     return events;
@@ -245,7 +275,7 @@ export function createResponsesStreamFormatter(base: ResponsesStreamBase): Respo
     const output = items.map((i) => publicItem(i, i.kind === 'message' ? itemStatus : 'completed'));
     const reason = incompleteReason(final.result);
     const response = responseEnvelope(
-      { ...base, model: final.model, usage: final.usage, completedAt: final.completedAt ?? base.completedAt ?? null },
+      { ...base, model: final.model, usage: final.usage, completedAt: final.completedAt ?? base.completedAt ?? null, serviceTier: final.result.serviceTier },
       status,
       output,
       reason ? { reason } : null,

@@ -152,3 +152,14 @@ export function embeddingUsage(inputTokens: number, totalRub: string): Embedding
   const total = moneyJson(totalRub);
   return { prompt_tokens: inputTokens, total_tokens: inputTokens, cost_rub: total, cost: total };
 }
+
+/**
+ * The input and output tokens a generation's stored usage counts: our TokenUsage names, or the snake_case ones a
+ * record may carry (media usage, batch lines). Undefined where it counts none.
+ */
+export function storedTokenCounts(usage: unknown): { input?: number; output?: number } {
+  if (!usage || typeof usage !== 'object' || Array.isArray(usage)) return {};
+  const u = usage as Record<string, unknown>;
+  const first = (...keys: string[]) => keys.map((k) => u[k]).find((v): v is number => typeof v === 'number' && Number.isFinite(v));
+  return { input: first('inputTokens', 'input_tokens', 'prompt_tokens'), output: first('outputTokens', 'output_tokens', 'completion_tokens') };
+}

@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, type Registry } from 'prom-client';
 import { AppError } from '../errors/app-error';
+import { sumMoneyExactly } from './money-counter';
 
 /**
  * /metrics under `npm start` with several processes (bin/start.ts): they share the port, so a scrape reaches one of
@@ -43,6 +44,14 @@ interface Part {
   error?: string;
 }
 
+/**
+ * The machine's registry from its processes' metrics: each series combined by its `aggregator`, money summed exactly
+ * (money-counter.ts: prom-client's sum of 0.1 and 0.2 is 0.30000000000000004).
+ */
+export function aggregateProcesses(parts: MetricObjectWithValues<MetricValue<string>>[][]): Registry {
+  return AggregatorRegistry.aggregate(sumMoneyExactly(parts));
+}
+
 /** In the primary, before it forks: answers each process's ask with the aggregate of the serving processes. */
 export function serveClusterMetrics(timeoutMs = 5000): void {
   /** The processes that said `ready`: they serve requests, so a scrape counts them. */
@@ -64,7 +73,7 @@ export function serveClusterMetrics(timeoutMs = 5000): void {
           clearTimeout(timer);
           if (error) return reject(new Error(error));
           try {
-            resolve(AggregatorRegistry.aggregate(g.parts).metrics());
+            resolve(aggregateProcesses(g.parts).metrics());
           } catch (e) {
             reject(e as Error);
           }

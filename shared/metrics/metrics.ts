@@ -3,6 +3,9 @@ import type { Queue, Worker } from 'bullmq';
 import type { UpstreamFailure } from '../providers/provider.types';
 import { waitingByClass, type WorkClass } from '../queue/fairness';
 import { queueClient } from '../queue/bullmq-claim';
+import { MoneyCounter } from './money-counter';
+import { storedTokenCounts } from '../formats/usage.mapper';
+import type { MoneyLike } from '../money';
 
 /** Queue states exported as `switchyard_queue_jobs{state}` (decisions.md section 1). */
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
@@ -30,17 +33,21 @@ export interface Metrics {
   jobDuration: Histogram<'queue' | 'outcome'>;
   /** `inc({ provider, outcome })` with outcome a ProviderOutcome. */
   providerAttempts: Counter<'provider' | 'outcome'>;
-  /** RUB. Money is exact in storage; a float is fine for a rate on a dashboard. */
-  moneyReserved: Counter<string>;
-  /** `inc({ model }, rub)`: the catalog model id, a bounded set. */
-  moneyCharged: Counter<'model'>;
+  /** Seconds of each provider attempt, by provider, catalog endpoint (its slug, a bounded set) and outcome. */
+  providerLatency: Histogram<'provider' | 'endpoint' | 'outcome'>;
+  /** RUB reserved (exact, shown to the kopeck: money-counter.ts). */
+  moneyReserved: MoneyCounter;
+  /** `inc({ model }, amount)`: RUB charged, by the catalog model id (a bounded set). */
+  moneyCharged: MoneyCounter<'model'>;
+  /** Tokens of settled generations, by catalog model and `type` (`input`, `output`: the GenAI conventions' token types). */
+  tokens: Counter<'model' | 'type'>;
   /** Generations the reaper had to fail because no job would ever end them (stuck). */
   generationsReaped: Counter<string>;
   /**
    * RUB a media generation cost beyond its reservation (the provider produced more than the endpoint's catalog
    * `maxDurationSeconds`): not charged, by provider. The generation's `routing.overrun` holds the details.
    */
-  mediaUncharged: Counter<'provider'>;
+  mediaUncharged: MoneyCounter<'provider'>;
   /** Lines of batches answered, by `completed` (output file), `failed` (error file) or `expired` (error file, batch_expired). */
   batchLines: Counter<'status'>;
   /** Queues whose depth is read on every scrape (`queue.getJobCounts`); the API and the worker both may call it. */
@@ -171,16 +178,24 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
       labelNames: ['provider', 'outcome'],
       registers,
     }),
-    moneyReserved: new Counter({ name: 'switchyard_money_reserved_rub_total', help: 'RUB reserved before jobs were queued', registers }),
-    moneyCharged: new Counter({ name: 'switchyard_money_charged_rub_total', help: 'RUB charged on settlement, by model', labelNames: ['model'], registers }),
+    providerLatency: new Histogram({
+      name: 'switchyard_provider_latency_seconds',
+      help: 'Duration of upstream attempts by provider, catalog endpoint and outcome (a stream: until its last chunk)',
+      labelNames: ['provider', 'endpoint', 'outcome'],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+      registers,
+    }),
+    moneyReserved: new MoneyCounter({ name: 'switchyard_money_reserved_rub_total', help: 'RUB reserved before jobs were queued (exact, to the kopeck)', registers }),
+    moneyCharged: new MoneyCounter({ name: 'switchyard_money_charged_rub_total', help: 'RUB charged on settlement, by model (exact, to the kopeck)', labelNames: ['model'], registers }),
+    tokens: new Counter({ name: 'switchyard_tokens_total', help: 'Tokens of settled generations, by model and type (input, output)', labelNames: ['model', 'type'], registers }),
     generationsReaped: new Counter({
       name: 'switchyard_generations_reaped_total',
       help: 'Generations failed by the stuck-generation reaper (pending/processing with no live job)',
       registers,
     }),
-    mediaUncharged: new Counter({
+    mediaUncharged: new MoneyCounter({
       name: 'switchyard_media_uncharged_rub_total',
-      help: 'RUB of media output beyond the reserved upper bound (provider exceeded the catalog maxDurationSeconds), not charged',
+      help: 'RUB of media output beyond the reserved upper bound (provider exceeded the catalog maxDurationSeconds), not charged (exact, to the kopeck)',
       labelNames: ['provider'],
       registers,
     }),
@@ -209,8 +224,10 @@ export function instrumentWorker(worker: Worker, metrics: Pick<Metrics, 'jobDura
   worker.on('failed', (job) => observe(job, 'failed'));
 }
 
-/** Money helper: counters take numbers; our money is decimal strings or Prisma Decimals. */
-export function rub(amount: string | number | { toString(): string }): number {
-  const n = Number(typeof amount === 'number' ? amount : amount.toString());
-  return Number.isFinite(n) && n > 0 ? n : 0;
+/** A generation's settlement (its close applied, once per generation): the RUB charged and the tokens its usage counts, by model. */
+export function countSettled(metrics: Pick<Metrics, 'moneyCharged' | 'tokens'>, model: string, charged: MoneyLike, usage: unknown): void {
+  metrics.moneyCharged.inc({ model }, charged);
+  const { input, output } = storedTokenCounts(usage);
+  if (input) metrics.tokens.inc({ model, type: 'input' }, input);
+  if (output) metrics.tokens.inc({ model, type: 'output' }, output);
 }

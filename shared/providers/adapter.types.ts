@@ -10,6 +10,7 @@ import type {
   TextRequest,
   TextResult,
   TextStreamEvent,
+  TokenUsage,
   UpstreamFailure,
 } from './provider.types';
 
@@ -29,6 +30,11 @@ export interface SseEvent {
 export interface TextStreamParser {
   push(event: SseEvent): TextStreamEvent[];
   end(): TextStreamEvent[];
+  /**
+   * What the provider has reported of the usage so far, field by field, before its final `usage` (Anthropic's input at
+   * `message_start`, Gemini's cumulative counts on each chunk): what a stream cut before its end is charged for.
+   */
+  usageSoFar?(): Partial<TokenUsage> | undefined;
 }
 
 /** What a provider's error body says, as far as the adapter can tell. */
@@ -42,6 +48,13 @@ export type ErrorBodyExtractor = (body: unknown) => ErrorBodyInfo;
 export interface TextMappingOptions {
   /** Used when the request has no `maxOutputTokens` and the provider requires one (Anthropic). Default DEFAULT_MAX_OUTPUT_TOKENS (provider.types.ts). */
   defaultMaxOutputTokens?: number;
+  /**
+   * How long the call may take (the provider's `timeoutMs`); absent for provider batch lines, which have no such limit.
+   * A provider that needs a limit sizes a non-streaming call's default to finish within it (Anthropic).
+   */
+  timeoutMs?: number;
+  /** The endpoint speaks OpenAI's Responses API (catalog `responsesApi`): text goes to `POST /responses` (openai adapter). */
+  responsesApi?: boolean;
 }
 
 // ---------- images (OpenAI `/images/generations`) ----------

@@ -23,7 +23,12 @@ export type InputContentPart =
 export type InputItem =
   | { type: 'message'; role: 'system' | 'developer' | 'user' | 'assistant'; content: InputContentPart[] }
   | { type: 'function_call'; call_id: string; name: string; arguments: string }
-  | { type: 'function_call_output'; call_id: string; output: string };
+  | { type: 'function_call_output'; call_id: string; output: string }
+  /**
+   * Reasoning of an earlier turn given back (a replayed output item, or a stored answer's encrypted reasoning): its
+   * summary, and the reasoning as the provider encrypted it. Only an upstream Responses API takes it.
+   */
+  | { type: 'reasoning'; summary: Array<{ type: 'summary_text'; text: string }>; encrypted_content?: string };
 
 export interface FunctionTool {
   type: 'function';
@@ -62,8 +67,16 @@ export interface TextRequest {
   topLogprobs?: number;
   logprobs?: boolean;
   stream: boolean;
+  /** The deprecated end-user id (`user`). */
   user?: string;
+  /** A stable id of the end user for the provider's abuse detection (`safety_identifier`), kept apart from `user`. */
+  safetyIdentifier?: string;
   promptCacheKey?: string;
+  /** Responses API options only an upstream Responses API can carry (openai adapter, `responsesApi` endpoints). */
+  serviceTier?: string;
+  verbosity?: 'low' | 'medium' | 'high';
+  /** `include` values such as `reasoning.encrypted_content`. */
+  include?: string[];
 }
 
 // ---------- text: result ----------
@@ -73,7 +86,13 @@ export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' |
 export type OutputItem =
   | { type: 'message'; id: string; role: 'assistant'; content: Array<{ type: 'output_text'; text: string }> }
   | { type: 'function_call'; id: string; call_id: string; name: string; arguments: string }
-  | { type: 'reasoning'; id: string; summary: Array<{ type: 'summary_text'; text: string }> };
+  | {
+      type: 'reasoning';
+      id: string;
+      summary: Array<{ type: 'summary_text'; text: string }>;
+      /** The reasoning itself, encrypted by the provider (OpenAI's Responses API, `include: ["reasoning.encrypted_content"]`). */
+      encrypted_content?: string;
+    };
 
 export interface TokenUsage {
   inputTokens: number;
@@ -99,16 +118,24 @@ export interface TextResult {
   /** Model version the provider reports, when it reports one. */
   modelVersion?: string;
   upstreamId?: string;
+  /** The processing tier the provider says served the call (OpenAI's `service_tier`: `default`, `flex`, `priority`). */
+  serviceTier?: string;
 }
 
 /** What a stream parser emits, in order; the worker turns these into public SSE events. */
 export type TextStreamEvent =
   | { type: 'text_delta'; text: string }
   | { type: 'reasoning_delta'; text: string }
+  /**
+   * The reasoning item in progress is whole (OpenAI's Responses API: its `response.output_item.done`), with the
+   * reasoning as the provider encrypted it when the request asked (`include: ["reasoning.encrypted_content"]`). A
+   * reasoning delta after it starts another reasoning item.
+   */
+  | { type: 'reasoning_end'; encryptedContent?: string }
   | { type: 'tool_call_start'; index: number; callId: string; name: string }
   | { type: 'tool_call_delta'; index: number; argumentsDelta: string }
   | { type: 'usage'; usage: TokenUsage }
-  | { type: 'finish'; finishReason: FinishReason; modelVersion?: string }
+  | { type: 'finish'; finishReason: FinishReason; modelVersion?: string; serviceTier?: string }
   | { type: 'error'; message: string; raw?: string };
 
 // ---------- embeddings ----------
@@ -142,6 +169,11 @@ export interface HttpRequestSpec {
   headers: Record<string, string>;
   /** A JSON body. */
   body?: unknown;
+  /**
+   * What the request could not carry as the caller asked (a value replaced, a field left out, a rule the provider
+   * enforces): added to the generation's warnings when this request answers.
+   */
+  warnings?: string[];
   /** A `multipart/form-data` body instead (a provider's file upload): text fields, then one file part. */
   multipart?: { fields: Record<string, string>; file: { field: string; filename: string; contentType: string; data: string } };
   /** How the 2xx reply is read: `json` (default; anything else is a `malformed_reply`) or `text` (JSONL results). */

@@ -4,6 +4,7 @@ import { Cluster } from 'ioredis';
 import type { TextStreamEvent } from '../providers/provider.types';
 import type { StoredError } from '../errors/app-error';
 import { listenForJson } from './redis';
+import { JobLost, type JobLock } from './job-lock';
 
 /** What a worker tells the API process that waits for a generation. */
 export type GenerationEvent =
@@ -163,7 +164,10 @@ export class GenerationBus {
   }
 }
 
-/** The worker side: numbered messages to the reply channel named in the job. */
+/**
+ * The worker side: numbered messages to the reply channel named in the job. With the job's lock (shared/queue/job-lock.ts),
+ * a run that lost its job sends nothing more of it: `send` and `ensureOwned` reject with JobLost.
+ */
 export class GenerationPublisher {
   private seq = 0;
   constructor(
@@ -172,17 +176,33 @@ export class GenerationPublisher {
     private readonly id: string,
     /** The reply channels of this process: a waiter here gets the message directly. */
     private readonly local?: LocalBuses,
+    private readonly lock?: JobLock,
   ) {}
 
+  /** Resolves while this run holds its job; rejects with JobLost once it has lost it. */
+  ensureOwned(): Promise<void> {
+    if (!this.lock || this.lock.surely()) return Promise.resolve();
+    return this.lock.held().then((held) => {
+      if (!held) throw new JobLost(this.id);
+    });
+  }
+
   send(event: GenerationEvent): Promise<unknown> {
-    if (!this.channel) return Promise.resolve();
+    const channel = this.channel;
+    if (!channel) return Promise.resolve();
+    // Checked at every message, without I/O while the lock is surely held (a delta's cost: one clock read).
+    if (this.lock && !this.lock.surely()) return this.ensureOwned().then(() => this.deliver(channel, event));
+    return this.deliver(channel, event);
+  }
+
+  private deliver(channel: string, event: GenerationEvent): Promise<unknown> {
     const message: BusMessage = { ...event, id: this.id, seq: ++this.seq };
-    const local = this.local?.get(this.channel);
+    const local = this.local?.get(channel);
     if (local) {
       local.deliver(message);
       return Promise.resolve();
     }
-    return publish(this.pub, this.channel, JSON.stringify(message)).catch(() => undefined);
+    return publish(this.pub, channel, JSON.stringify(message)).catch(() => undefined);
   }
 }
 

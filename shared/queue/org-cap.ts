@@ -1,4 +1,5 @@
 import type Redis from 'ioredis';
+import type { WorkClass } from './fairness';
 
 /**
  * An organization's cap on its jobs running at once (`switchyard org update --max-concurrency N`, decisions.md
@@ -7,8 +8,10 @@ import type Redis from 'ioredis';
  *
  * `<prefix>:fair:running:<org>`: the jobs running, each scored with the time its entry lapses (renewed while it runs,
  * so a job whose process died stops counting within `ttlMs`). `<prefix>:fair:parked:<org>`: the jobs put back
- * because the cap was reached, oldest first; each job that ends wakes the oldest one (the put-back's own delay is the
- * fallback when that wake is lost).
+ * because the cap was reached, interactive ones before background ones (fairness.ts: the class a client waits for
+ * comes first inside a cap too), each class oldest first. A job that ends hands its slot to the first parked job and
+ * wakes it: the slot is that job's until it starts (or, if it never does, for HANDOVER_MS), so a job that happens to
+ * be fetched meanwhile cannot take it. The put-back's own delay is the fallback when that wake is lost.
  */
 const ADMIT = `
 redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", ARGV[2])
@@ -18,17 +21,39 @@ if redis.call("ZSCORE", KEYS[1], ARGV[1]) or redis.call("ZCARD", KEYS[1]) < tonu
   redis.call("ZREM", KEYS[2], ARGV[1])
   return 1
 end
-redis.call("ZADD", KEYS[2], "NX", ARGV[2], ARGV[1])
+redis.call("ZADD", KEYS[2], "NX", ARGV[6], ARGV[1])
 redis.call("PEXPIRE", KEYS[2], ARGV[5])
 return 0`;
 
+// ARGV: the member that ended, now, the handed slot's lapse, the cap, how many to wake at most.
 const RELEASE = `
 redis.call("ZREM", KEYS[1], ARGV[1])
-return redis.call("ZPOPMIN", KEYS[2], ARGV[2])`;
+redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", ARGV[2])
+local free = tonumber(ARGV[4]) - redis.call("ZCARD", KEYS[1])
+local n = math.min(free, tonumber(ARGV[5]))
+if n <= 0 then return {} end
+local popped = redis.call("ZPOPMIN", KEYS[2], n)
+local woken = {}
+for i = 1, #popped, 2 do
+  redis.call("ZADD", KEYS[1], ARGV[3], popped[i])
+  woken[#woken + 1] = popped[i]
+end
+return woken`;
 
-/** How long a parked job's put-back lasts when no ending wakes it: doubling from 250 ms, at most 10 s. */
-export function parkDelayMs(timesStarted: number): number {
-  return Math.min(250 * 2 ** Math.max(0, timesStarted - 1), 10_000);
+/** Parked scores: a class's rank times this, plus the time the job was first put back (ms since the epoch, below 2^44). */
+const RANK_SPAN = 2 ** 44;
+const RANK: Record<WorkClass, number> = { interactive: 0, background: 1 };
+
+/** How long a slot handed to a woken job stays its own before it starts: a promoted job is fetched within milliseconds. */
+const HANDOVER_MS = 5_000;
+
+/**
+ * How long a parked job's put-back lasts when no ending wakes it (a wake lost with its process, or sent to a process
+ * without a worker of the job's queue): doubling from 250 ms, at most 10 s, and at most 1 s for interactive work,
+ * whose client waits.
+ */
+export function parkDelayMs(timesStarted: number, workClass: WorkClass = 'background'): number {
+  return Math.min(250 * 2 ** Math.max(0, timesStarted - 1), workClass === 'interactive' ? 1_000 : 10_000);
 }
 
 /** A running or parked job: `<queue>\t<job id>`. */
@@ -58,10 +83,13 @@ export class OrgCaps {
     return [`${this.prefix}:fair:running:${org}`, `${this.prefix}:fair:parked:${org}`];
   }
 
-  /** True when the job may run now (it then counts as running); false: parked, the organization is at its cap. */
-  async admit(org: string, member: string, cap: number): Promise<boolean> {
+  /**
+   * True when the job may run now (it then counts as running: a free slot, or the one handed to it when it was woken);
+   * false: parked in its class's place, the organization is at its cap.
+   */
+  async admit(org: string, member: string, cap: number, workClass: WorkClass): Promise<boolean> {
     const now = Date.now();
-    return (await this.redis.switchyardCapAdmit!(...this.keys(org), member, now, now + this.ttlMs, cap, KEY_TTL_MS)) === 1;
+    return (await this.redis.switchyardCapAdmit!(...this.keys(org), member, now, now + this.ttlMs, cap, KEY_TTL_MS, RANK[workClass] * RANK_SPAN + now)) === 1;
   }
 
   /** Keeps a running job counted (call within ttlMs of the last call). */
@@ -69,9 +97,12 @@ export class OrgCaps {
     await this.redis.zadd(this.keys(org)[0], 'XX', Date.now() + this.ttlMs, member);
   }
 
-  /** The job ended: it no longer counts. Answers the parked jobs to wake (at most `wake`), oldest first. */
-  async release(org: string, member: string, wake = 1): Promise<string[]> {
-    const popped = (await this.redis.switchyardCapRelease!(...this.keys(org), member, wake)) as string[];
-    return popped.filter((_, i) => i % 2 === 0);
+  /**
+   * The job ended: it no longer counts. Hands the slots now free (at most `wake`) to the first parked jobs, interactive
+   * ones first, and answers them: the caller wakes them.
+   */
+  async release(org: string, member: string, cap: number, wake = 1): Promise<string[]> {
+    const now = Date.now();
+    return (await this.redis.switchyardCapRelease!(...this.keys(org), member, now, now + Math.min(HANDOVER_MS, this.ttlMs), cap, wake)) as string[];
   }
 }

@@ -1,5 +1,6 @@
 import type { EndpointConfig, ModelConfig, ModelType, PriceField, ProviderConfig } from '../catalog/catalog.types';
 import { compareMoney, money, parseMoney } from '../money';
+import { askedTier, offersTier, tierPrice } from '../catalog/service-tiers';
 import { isUnhealthy } from './endpoint-stats';
 import { ignoredParameterWarnings } from './route-parameters';
 import { RoutingError, RoutingInputError, type RoutingErrorReason } from './routing-errors';
@@ -94,6 +95,9 @@ export function planRoute(input: PlanRouteInput): RoutePlan {
   const requested = [...new Set(input.requestedParameters ?? [])];
   const required = [...new Set(input.requireCapabilities ?? [])];
   const stats = input.stats ?? {};
+  const tier = askedTier(input.serviceTier);
+  // Whether an endpoint takes a parameter: its catalog `supports`, or for a tier its catalog `tiers`.
+  const takes = (endpoint: EndpointConfig, p: string): boolean => (p === 'service_tier' ? offersTier(endpoint, tier) : endpoint.supports.includes(p));
   const types = input.modelType === undefined ? undefined : ([] as ModelType[]).concat(input.modelType);
 
   const modelIds = [...new Set(input.models)];
@@ -135,15 +139,15 @@ export function planRoute(input: PlanRouteInput): RoutePlan {
         drop('model_type', mismatch);
         continue;
       }
-      const why = checkEndpoint(endpoint, provider, prefs, requested, required);
+      const why = checkEndpoint(endpoint, provider, prefs, requested, required, { tier, takes });
       if (why) {
         drop(why.reason, why.detail);
         continue;
       }
       eligible.push({ model: id, endpoint, provider: provider as ProviderConfig });
     }
-    const ordered = orderEndpoints(eligible, model, prefs, stats, input);
-    if (modelIndex === 0 && input.sticky !== undefined) applySticky(ordered, input.sticky, prefs, stats, input.unhealthy);
+    const ordered = orderEndpoints(eligible, model, prefs, stats, input, tier);
+    if (modelIndex === 0 && input.sticky !== undefined) applySticky(ordered, input.sticky, prefs, stats, input.unhealthy, tier);
     candidates.push(...ordered);
   });
 
@@ -178,7 +182,7 @@ export function planRoute(input: PlanRouteInput): RoutePlan {
   const warningsByEndpoint: Record<string, string[]> = {};
   const union = new Set<string>();
   for (const c of candidates) {
-    const missing = requested.filter((p) => !c.endpoint.supports.includes(p));
+    const missing = requested.filter((p) => !takes(c.endpoint, p));
     unsupportedByEndpoint[c.endpoint.slug] = missing;
     warningsByEndpoint[c.endpoint.slug] = ignoredParameterWarnings(missing, c.model, c.endpoint.provider);
     for (const p of missing) union.add(p);
@@ -196,10 +200,12 @@ export function planRoute(input: PlanRouteInput): RoutePlan {
 
 /**
  * Default `sort: price` key, compared field by field: prompt + completion first, then the per-unit
- * prices of media models. A missing price counts as 0.
+ * prices of media models. A missing price counts as 0. The prices are those of the tier asked for where the endpoint
+ * sells it.
  */
-export function defaultPriceKey(endpoint: EndpointConfig): string[] {
-  const p = (f: PriceField): string => endpoint.price[f] ?? '0';
+export function defaultPriceKey(endpoint: EndpointConfig, tier?: string): string[] {
+  const price = tierPrice(endpoint, tier);
+  const p = (f: PriceField): string => price[f] ?? '0';
   return [
     money(p('prompt')).plus(p('completion')).toFixed(),
     p('image'),
@@ -233,6 +239,7 @@ function checkEndpoint(
   prefs: ResolvedPreferences,
   requested: string[],
   required: string[],
+  asked: { tier?: string; takes: (endpoint: EndpointConfig, p: string) => boolean },
 ): { reason: DropReason; detail: string } | undefined {
   const name = normName(endpoint.provider);
   if (!provider) return { reason: 'no_api_key', detail: `Provider '${endpoint.provider}' is not configured` };
@@ -254,17 +261,17 @@ function checkEndpoint(
   }
   const over: string[] = [];
   for (const { field, ceiling } of prefs.maxPrice) {
-    const price = endpoint.price[field] ?? '0';
+    const price = tierPrice(endpoint, asked.tier)[field] ?? '0';
     if (compareMoney(price, ceiling) > 0) over.push(`${field} price ${price} > max_price.${field} ${String(ceiling)}`);
   }
   if (over.length > 0) return { reason: 'max_price', detail: over.join('; ') };
   if (prefs.requireParameters) {
-    const missing = requested.filter((p) => !endpoint.supports.includes(p));
+    const missing = requested.filter((p) => !asked.takes(endpoint, p)).map((p) => (p === 'service_tier' ? `service_tier '${asked.tier}'` : p));
     if (missing.length > 0) {
       return { reason: 'require_parameters', detail: `Does not support requested parameters: ${missing.join(', ')}` };
     }
   }
-  const lacking = required.filter((p) => !endpoint.supports.includes(p));
+  const lacking = required.filter((p) => !asked.takes(endpoint, p));
   if (lacking.length > 0) {
     return { reason: 'require_parameters', detail: `Lacks required capabilities: ${lacking.join(', ')}` };
   }
@@ -281,6 +288,7 @@ function orderEndpoints(
   prefs: ResolvedPreferences,
   stats: Record<string, EndpointStats>,
   input: PlanRouteInput,
+  tier: string | undefined,
 ): Candidate[] {
   const named: Candidate[] = [];
   for (const name of prefs.order) {
@@ -291,7 +299,7 @@ function orderEndpoints(
   if (prefs.sort === 'price') {
     const keys = new Map<Candidate, Array<string | number> | undefined>();
     for (const c of rest) {
-      const key = input.priceOf ? [input.priceOf(c.endpoint, model)] : defaultPriceKey(c.endpoint);
+      const key = input.priceOf ? [input.priceOf(c.endpoint, model)] : defaultPriceKey(c.endpoint, tier);
       keys.set(c, key.every((k) => parseMoney(k) !== undefined) ? key : undefined);
     }
     rest = stableSort(rest, (a, b) => comparePriceKeys(keys.get(a), keys.get(b)));
@@ -304,24 +312,31 @@ function orderEndpoints(
       compareOptional(statsOf(stats, a.endpoint.slug)?.throughput, statsOf(stats, b.endpoint.slug)?.throughput, -1),
     );
   }
+  // Endpoints selling the tier asked for go before those that would serve it at the standard tier (stable).
+  if (tier !== undefined) rest = [...rest.filter((c) => offersTier(c.endpoint, tier)), ...rest.filter((c) => !offersTier(c.endpoint, tier))];
   // Known-bad endpoints go last (stable); an explicit `order` is left as the caller gave it.
   const sick = (c: Candidate): boolean => isUnhealthy(c.endpoint.slug, statsOf(stats, c.endpoint.slug), input.unhealthy);
   rest = [...rest.filter((c) => !sick(c)), ...rest.filter(sick)];
   return [...named, ...rest];
 }
 
-/** Move the sticky endpoint to the front of the part after the `order`-named endpoints. */
+/**
+ * Move the sticky endpoint to the front of the part after the `order`-named endpoints; not one without the tier asked
+ * for ahead of one that sells it.
+ */
 function applySticky(
   ordered: Candidate[],
   sticky: string,
   prefs: ResolvedPreferences,
   stats: Record<string, EndpointStats>,
   unhealthy: ReadonlySet<string> | undefined,
+  tier: string | undefined,
 ): void {
   const at = ordered.findIndex((c) => c.endpoint.slug === sticky);
   if (at < 0) return;
   const c = ordered[at];
   if (isUnhealthy(sticky, statsOf(stats, sticky), unhealthy)) return;
+  if (tier !== undefined && !offersTier(c.endpoint, tier) && ordered.some((x) => offersTier(x.endpoint, tier))) return;
   if (prefs.order.includes(normName(c.endpoint.provider))) return;
   const firstFree = ordered.findIndex((x) => !prefs.order.includes(normName(x.endpoint.provider)));
   ordered.splice(at, 1);

@@ -111,6 +111,12 @@ export interface PlanRouteInput {
   unhealthy?: ReadonlySet<string>;
   /** Hard requirements, enforced whatever `require_parameters` says (e.g. 'logprobs'). */
   requireCapabilities?: string[];
+  /**
+   * The request's `service_tier` (shared/catalog/service-tiers.ts). A tier other than standard is the parameter
+   * `service_tier`, taken by the endpoints whose catalog `tiers` price it; they come first, and `max_price` and
+   * `sort: price` read their price for it.
+   */
+  serviceTier?: string;
   /** Price estimate used by `sort: price` (decimal string or number; compared exactly). */
   priceOf?: (endpoint: EndpointConfig, model: ModelConfig) => number | string;
 }

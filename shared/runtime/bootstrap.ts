@@ -16,11 +16,9 @@ import { clusterScrape } from '../metrics/cluster-metrics';
 import { Ledger } from '../billing/ledger';
 import { LocalLane } from './local-lane';
 import { startTracing, type Tracing } from '../telemetry/tracing';
+import { DEMO_DEFAULT_URL, demoProvidersUrl, startDemoProviders } from './demo-providers';
 
 export type Role = 'all' | 'web' | 'worker';
-
-/** Where config/catalog.demo.json expects the fake providers. */
-const DEMO_DEFAULT_URL = 'http://127.0.0.1:4010';
 
 /** Everything a Switchyard process holds; `close()` releases it in order. */
 export interface Runtime {
@@ -55,21 +53,20 @@ export interface Runtime {
 /**
  * Starts what a process needs before it serves: configuration, embedded or external PostgreSQL and Redis
  * (migrated), the catalog (refused with every problem named), the secret, and connections. In demo mode the
- * fake providers start too and the demo catalog points at them.
+ * fake providers start too (a process of npm start's cluster uses its parent's) and the demo catalog points at them.
  */
 export async function bootstrap(role: Role, config: Config = loadConfig()): Promise<Runtime> {
   const logger = createLogger({ level: config.logLevel, service: `switchyard-${role}` });
   const closers: Array<() => Promise<unknown> | unknown> = [];
   let demoUrl: string | undefined;
 
-  if (config.demo) {
-    // The fake providers (fakes/: tests, benchmarks and this demo) are compiled into dist/fakes.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { startFakeProvider } = require('../../fakes/fake-provider') as typeof import('../../fakes/fake-provider');
-    const fake = await startFakeProvider({ port: config.demoProviderPort, knobs: { latencyMs: 50, chunkDelayMs: 30 } });
+  if (config.demo && config.clusterChild) {
+    // npm start's parent runs the one set of fake providers of its processes (bin/start.ts).
+    demoUrl = demoProvidersUrl(config);
+  } else if (config.demo) {
+    const fake = await startDemoProviders(config, logger);
     closers.push(() => fake.close());
     demoUrl = fake.url;
-    logger.info(`demo mode: fake providers on ${fake.url}; catalog ${config.catalogPath}`);
   }
 
   let catalog: Catalog;

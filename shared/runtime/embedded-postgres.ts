@@ -23,6 +23,7 @@ import {
   stopOwnedChild,
 } from './process-utils';
 import { reachableBinDir, reachableDataDir } from './pg-placement';
+import { withStartLock } from './start-lock';
 import { embeddedSettings } from '../config/env';
 
 /**
@@ -42,6 +43,8 @@ import { embeddedSettings } from '../config/env';
  *   port       the port chosen once and reused by restarts and by the CLI
  *   password   the superuser password (0600)
  *   owner      {"pid","transient"}: the process that stops the server (see process-utils `Owner`)
+ *   start.lock while a process finds, initialises, starts or stops the server (start-lock.ts): the service and a CLI
+ *              command run at once take turns, and the second uses the server the first started
  */
 export interface EmbeddedPostgresOptions {
   dataDir: string;
@@ -178,96 +181,102 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     assertReachable(path.join(binDir, 'postgres'), ids, `PostgreSQL (running as user "${PG_USER}", uid ${ids.uid})`, ROOT_HINT);
   }
 
-  let password: string;
-  try {
-    password = fs.readFileSync(passwordFile, 'utf8').trim();
-  } catch {
-    password = '';
-  }
+  const lock = <T>(fn: () => Promise<T>) => withStartLock(path.join(dataDir, 'start.lock'), { transient, logger, what: `the embedded PostgreSQL in ${dataDir}` }, fn);
+  let password = '';
+  return lock(startLocked);
 
-  // 1. A server already running on this data directory (the service, for the CLI; or an orphan) is reused.
-  const running = runningPostmaster(pgData, logger);
-  if (running && password) {
-    const until = Date.now() + 30_000;
-    while (isAlive(running.pid)) {
-      const answer = await tryQuery(running.port, password, 'postgres').then(
-        () => null,
-        (e: Error) => e,
-      );
-      if (!answer) return attach(running.pid, running.port, false);
-      // Still starting up, or shutting down (then the loop ends with the process and we start it afresh).
-      if (Date.now() > until) throw new Error(`embedded PostgreSQL (pid ${running.pid}) is running on ${pgData} but does not answer: ${answer.message}`);
-      await sleep(200);
+  async function startLocked(): Promise<EmbeddedPostgres> {
+    try {
+      password = fs.readFileSync(passwordFile, 'utf8').trim();
+    } catch {
+      password = '';
     }
-  }
 
-  // 2. Otherwise initialise the cluster once, and start it.
-  if (!fs.existsSync(path.join(pgData, 'PG_VERSION'))) {
-    if (fs.existsSync(pgData) && fs.readdirSync(pgData).length > 0) {
-      throw new Error(`${pgData} is not empty but holds no PostgreSQL cluster (no PG_VERSION): move it away, or set DATABASE_URL`);
-    }
-    password = randomBytes(24).toString('hex');
-    writePrivateFile(passwordFile, `${password}\n`);
-    fs.mkdirSync(pgData, { recursive: true, mode: 0o700 });
-    if (ids) fs.chownSync(pgData, ids.uid, ids.gid);
-    logger.info(`initialising embedded PostgreSQL in ${pgData}`);
-    await initialise(binDir, pgData, scratchDir, password, ids, logger);
-  } else if (!password) {
-    throw new Error(`${passwordFile} is missing, so the cluster in ${pgData} cannot be used: restore it, move ${pgData} away, or set DATABASE_URL`);
-  }
-  if (ids) {
-    // A cluster copied in or created by hand may belong to root: hand it (back) to the postgres user.
-    const st = fs.statSync(pgData);
-    if (st.uid !== ids.uid) fs.chownSync(pgData, ids.uid, ids.gid);
-  }
-
-  // The port is chosen free, but another process may bind it before PostgreSQL does: then try another one.
-  for (let attempt = 1; ; attempt++) {
-    const port = opts.port ?? (await choosePort(attempt === 1 ? (readIntFile(portFile) ?? DEFAULT_PG_PORT) : undefined));
-    writePrivateFile(portFile, `${port}\n`, 0o644);
-    const tail = new OutputTail();
-    const child: ChildProcess = spawn(
-      path.join(binDir, 'postgres'),
-      ['-D', pgData, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'logging_collector=off'],
-      { ...(ids ?? {}), stdio: ['ignore', 'pipe', 'pipe'], env: { ...embeddedSettings().childEnv, LC_ALL: 'C', LC_MESSAGES: 'C' } },
-    );
-    const onData = (b: Buffer) => tail.push(b.toString('utf8')).forEach((l) => logger.debug(`postgres: ${l}`));
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    let exited = false;
-    let spawnError: Error | undefined;
-    child.on('error', (e) => (spawnError = e));
-    const exitedPromise = new Promise<void>((r) => child.on('exit', () => ((exited = true), r())));
-
-    const until = Date.now() + (opts.startTimeoutMs ?? 60_000);
-    let ready = false;
-    while (!ready) {
-      if (spawnError) throw new Error(`cannot start embedded PostgreSQL: ${spawnError.message}`);
-      if (exited) break;
-      try {
-        await tryQuery(port, password, 'postgres');
-        ready = true;
-      } catch (e) {
-        if (Date.now() > until) {
-          child.kill('SIGKILL');
-          throw new Error(`embedded PostgreSQL did not accept connections within ${opts.startTimeoutMs ?? 60_000} ms: ${(e as Error).message}; ${tail.text()}`);
-        }
-        await sleep(100);
+    // 1. A server already running on this data directory (the service, for the CLI; or an orphan) is reused.
+    const running = runningPostmaster(pgData, logger);
+    if (running && password) {
+      const until = Date.now() + 30_000;
+      while (isAlive(running.pid)) {
+        const answer = await tryQuery(running.port, password, 'postgres').then(
+          () => null,
+          (e: Error) => e,
+        );
+        if (!answer) return attach(running.pid, running.port, false);
+        // Still starting up, or shutting down (then the loop ends with the process and we start it afresh).
+        if (Date.now() > until) throw new Error(`embedded PostgreSQL (pid ${running.pid}) is running on ${pgData} but does not answer: ${answer.message}`);
+        await sleep(200);
       }
     }
-    if (ready) {
-      const token = writeOwner(ownerFile, transient);
-      logger.info(`embedded PostgreSQL listening on 127.0.0.1:${port}`);
-      return attach(child.pid!, port, true, token, child, exitedPromise);
+
+    // 2. Otherwise initialise the cluster once, and start it.
+    if (!fs.existsSync(path.join(pgData, 'PG_VERSION'))) {
+      if (fs.existsSync(pgData) && fs.readdirSync(pgData).length > 0) {
+        throw new Error(`${pgData} is not empty but holds no PostgreSQL cluster (no PG_VERSION): move it away, or set DATABASE_URL`);
+      }
+      password = randomBytes(24).toString('hex');
+      writePrivateFile(passwordFile, `${password}\n`);
+      fs.mkdirSync(pgData, { recursive: true, mode: 0o700 });
+      if (ids) fs.chownSync(pgData, ids.uid, ids.gid);
+      logger.info(`initialising embedded PostgreSQL in ${pgData}`);
+      await initialise(binDir, pgData, scratchDir, password, ids, logger);
+    } else if (!password) {
+      throw new Error(`${passwordFile} is missing, so the cluster in ${pgData} cannot be used: restore it, move ${pgData} away, or set DATABASE_URL`);
     }
-    // Another process may have won a race to start the same cluster: reuse it.
-    const other = runningPostmaster(pgData, logger);
-    if (other) return attach(other.pid, other.port, false);
-    if (!opts.port && attempt < 5 && /address already in use|could not create any TCP\/IP sockets/i.test(tail.text())) {
-      logger.debug(`embedded postgres: port ${port} taken meanwhile, trying another`);
-      continue;
+    if (ids) {
+      // A cluster copied in or created by hand may belong to root: hand it (back) to the postgres user.
+      const st = fs.statSync(pgData);
+      if (st.uid !== ids.uid) fs.chownSync(pgData, ids.uid, ids.gid);
     }
-    throw new Error(`embedded PostgreSQL exited during start: ${tail.text()}`);
+
+    // The port is chosen free, but another process may bind it before PostgreSQL does: then try another one.
+    for (let attempt = 1; ; attempt++) {
+      const port = opts.port ?? (await choosePort(attempt === 1 ? (readIntFile(portFile) ?? DEFAULT_PG_PORT) : undefined));
+      writePrivateFile(portFile, `${port}\n`, 0o644);
+      const tail = new OutputTail();
+      const child: ChildProcess = spawn(
+        path.join(binDir, 'postgres'),
+        ['-D', pgData, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'logging_collector=off'],
+        // Its own process group (as embedded Redis: a Ctrl-C reaches the service alone, which stops PostgreSQL last).
+        { ...(ids ?? {}), stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: { ...embeddedSettings().childEnv, LC_ALL: 'C', LC_MESSAGES: 'C' } },
+      );
+      const onData = (b: Buffer) => tail.push(b.toString('utf8')).forEach((l) => logger.debug(`postgres: ${l}`));
+      child.stdout?.on('data', onData);
+      child.stderr?.on('data', onData);
+      let exited = false;
+      let spawnError: Error | undefined;
+      child.on('error', (e) => (spawnError = e));
+      const exitedPromise = new Promise<void>((r) => child.on('exit', () => ((exited = true), r())));
+
+      const until = Date.now() + (opts.startTimeoutMs ?? 60_000);
+      let ready = false;
+      while (!ready) {
+        if (spawnError) throw new Error(`cannot start embedded PostgreSQL: ${spawnError.message}`);
+        if (exited) break;
+        try {
+          await tryQuery(port, password, 'postgres');
+          ready = true;
+        } catch (e) {
+          if (Date.now() > until) {
+            child.kill('SIGKILL');
+            throw new Error(`embedded PostgreSQL did not accept connections within ${opts.startTimeoutMs ?? 60_000} ms: ${(e as Error).message}; ${tail.text()}`);
+          }
+          await sleep(100);
+        }
+      }
+      if (ready) {
+        const token = writeOwner(ownerFile, transient);
+        logger.info(`embedded PostgreSQL listening on 127.0.0.1:${port}`);
+        return attach(child.pid!, port, true, token, child, exitedPromise);
+      }
+      // Another process may have won a race to start the same cluster: reuse it.
+      const other = runningPostmaster(pgData, logger);
+      if (other) return attach(other.pid, other.port, false);
+      if (!opts.port && attempt < 5 && /address already in use|could not create any TCP\/IP sockets/i.test(tail.text())) {
+        logger.debug(`embedded postgres: port ${port} taken meanwhile, trying another`);
+        continue;
+      }
+      throw new Error(`embedded PostgreSQL exited during start: ${tail.text()}`);
+    }
   }
 
   async function attach(pid: number, at: number, started: boolean, token?: string, own?: ChildProcess, ownExit?: Promise<void>): Promise<EmbeddedPostgres> {
@@ -275,8 +284,9 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
     if (ownedBy(ownerFile, token)) spawnWatchdog(pid, 'INT', ownerFile);
     const exists = await tryQuery(at, password, 'postgres', 'SELECT 1 FROM pg_database WHERE datname = $1', [database]);
     if (!exists?.rowCount) {
-      await tryQuery(at, password, 'postgres', `CREATE DATABASE "${database.replace(/"/g, '""')}"`).catch((e: Error) => {
-        if (!/already exists/.test(e.message)) throw e;
+      // 42P04 duplicate_database; 23505 the catalog's unique index, when another session creates it in the same instant.
+      await tryQuery(at, password, 'postgres', `CREATE DATABASE "${database.replace(/"/g, '""')}"`).catch((e: Error & { code?: string }) => {
+        if (e.code !== '42P04' && e.code !== '23505') throw e;
       });
     }
     let stopped = false;
@@ -288,8 +298,9 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
       async stop() {
         if (stopped) return;
         stopped = true;
-        // SIGINT: "fast" shutdown (rolls back open transactions, checkpoints, exits).
-        await stopOwnedChild({ name: 'PostgreSQL', pid, ownerFile, token, own, ownExit, signal: 'SIGINT', hardSignal: 'SIGQUIT', graceMs: 30_000, logger });
+        // SIGINT: "fast" shutdown (rolls back open transactions, checkpoints, exits). Under the start lock: a process
+        // starting meanwhile either took the server over before (then it is left running) or finds it gone after.
+        await lock(() => stopOwnedChild({ name: 'PostgreSQL', pid, ownerFile, token, own, ownExit, signal: 'SIGINT', hardSignal: 'SIGQUIT', graceMs: 30_000, logger }));
       },
     };
   }

@@ -154,7 +154,9 @@ export async function startEmbeddedRedis(opts: EmbeddedRedisOptions): Promise<Em
     );
 
     const tail = new OutputTail();
-    const child: ChildProcess = spawn(bin, [confFile], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own process group (detached; the service stops it, or the watchdog once the service is gone): a terminal's
+    // Ctrl-C, or a signal to npm start's group, reaches the service alone, which stops Redis after its own work.
+    const child: ChildProcess = spawn(bin, [confFile], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const onData = (b: Buffer) => tail.push(b.toString('utf8')).forEach((l) => logger.debug(`redis: ${l}`));
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);

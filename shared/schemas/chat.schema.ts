@@ -2,9 +2,9 @@
  * POST /v1/chat/completions body, OpenAI's shape (https://platform.openai.com/docs/api-reference/chat/create)
  * plus our extensions (`models`, `provider`, `top_k`, `reasoning`, `session_id`, `plugins`).
  *
- * Unknown top-level fields are refused, except standard OpenAI fields that SDK code commonly sends and that
- * change nothing we could honour or refuse meaningfully: `safety_identifier` (used as `user`), `service_tier`,
- * `logit_bias`, `verbosity`, `prompt_cache_retention`, `modalities` (text only). Fields we cannot serve
+ * Unknown top-level fields are refused, except standard OpenAI fields that SDK code commonly sends: `safety_identifier`,
+ * `service_tier` and `verbosity` go to the providers that take them (docs/clients.md "Upstream fidelity"); `logit_bias`,
+ * `prompt_cache_retention`, `modalities` (text only) change nothing we could honour or refuse meaningfully. Fields we cannot serve
  * (`audio`, `functions`/`function_call`, `prediction`, `web_search_options`, `n` above 1) are 400.
  */
 import {
@@ -221,7 +221,7 @@ export const chatSchema = {
     plugins: { type: 'array', uniqueItems: true, items: { enum: [...PLUGIN_NAMES] } },
     // Tolerated standard OpenAI fields (see the header comment).
     safety_identifier: nullable({ type: 'string', maxLength: 512 }),
-    service_tier: nullable({ type: 'string' }),
+    service_tier: nullable({ type: 'string', description: "'auto', 'default', 'priority' or 'flex': a tier other than standard goes to an endpoint whose catalog sells it (else it is left out, with a warning) and is charged the price of the tier that served the call" }),
     logit_bias: nullable({ type: 'object', additionalProperties: { type: 'number' } }),
     verbosity: nullable({ type: 'string', enum: ['low', 'medium', 'high'] }),
     prompt_cache_retention: nullable({ type: 'string' }),

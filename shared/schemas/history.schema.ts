@@ -168,6 +168,7 @@ export const historyDetailSchema = {
     status: { type: 'string', enum: ['completed', 'failed', 'pending'] },
     finishReason: nullable('string'),
     finalEndpointSlug: nullable('string'),
+    serviceTier: { type: ['string', 'null'], description: "The processing tier the provider says served a text generation (OpenAI's service_tier: default, priority, flex), whose price it is charged; null otherwise" },
     usage: { type: ['object', 'null'], description: 'prompt_tokens, completion_tokens, total_tokens, their *_details, media units' },
     clientCost: { type: 'string', description: 'RUB, 6 decimal places' },
     generationTimeMs: nullable('integer'),
@@ -182,7 +183,7 @@ export const historyDetailSchema = {
     error: { type: ['object', 'null'] },
   },
   required: [
-    'id', 'organizationId', 'apiKeyId', 'unifiedModelId', 'requestType', 'apiType', 'responseMode', 'status', 'finishReason', 'finalEndpointSlug',
+    'id', 'organizationId', 'apiKeyId', 'unifiedModelId', 'requestType', 'apiType', 'responseMode', 'status', 'finishReason', 'finalEndpointSlug', 'serviceTier',
     'usage', 'clientCost', 'generationTimeMs', 'latencyMs', 'queueTimeMs', 'isCancelled', 'createdAt', 'completedAt', 'attemptsCount', 'routing', 'warnings', 'error',
   ],
 } as const;

@@ -265,7 +265,7 @@ export const responsesSchema = {
     plugins: { type: 'array', uniqueItems: true, items: { enum: [...PLUGIN_NAMES] } },
     // Standard OpenAI fields outside the interface table, accepted so SDK code runs unchanged; echoed or ignored.
     truncation: nullable({ type: 'string', enum: ['auto', 'disabled'] }),
-    service_tier: nullable({ type: 'string' }),
+    service_tier: nullable({ type: 'string', description: "'auto', 'default', 'priority' or 'flex': a tier other than standard goes to an endpoint whose catalog sells it (else it is left out, with a warning) and is charged the price of the tier that served the call" }),
     prompt_cache_retention: nullable({ type: 'string' }),
   },
 } as const;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { PassThrough, Readable, Transform, type TransformCallback } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import type { Db } from '../db/client';
 import type { Batch, BatchFile, Prisma } from '../db/generated/client';
 import type { BlobStore } from '../storage/blob-store';
@@ -7,6 +7,7 @@ import type { Principal } from '../auth/principal';
 import { ownerOf } from '../auth/principal';
 import { randomBase62 } from '../ids';
 import { AppError } from '../errors/app-error';
+import { LineCounter } from './jsonl';
 
 /** What one input file may hold (decisions.md section 7). */
 export const BATCH_FILE_MAX_BYTES = 100 * 1024 * 1024;
@@ -65,78 +66,6 @@ export const isBatchFileId = (id: string) => id.startsWith('file-');
 export function visibleTo(p: Principal): { organizationId: string; apiKeyId?: string; userId?: string } {
   if (p.kind === 'key') return { organizationId: p.organizationId, apiKeyId: p.keyId };
   return p.role === 'member' ? { organizationId: p.organizationId, userId: p.userId } : { organizationId: p.organizationId };
-}
-
-/**
- * Counts the bytes and the non-blank lines of an upload as it streams through, and stops it past the limits
- * (a 413 past the bytes, a 400 past the lines): the file never sits in memory.
- */
-class LineCounter extends Transform {
-  bytes = 0;
-  lines = 0;
-  private filled = false;
-
-  constructor(
-    private readonly maxLines: number,
-    private readonly maxBytes: number,
-  ) {
-    super();
-  }
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.bytes += chunk.length;
-    if (this.bytes > this.maxBytes) return done(new AppError('PAYLOAD_TOO_LARGE', `A batch input file holds at most ${this.maxBytes} bytes`));
-    for (let i = 0; i < chunk.length; i++) {
-      const c = chunk[i];
-      if (c === 0x0a) {
-        if (this.filled) this.lines++;
-        this.filled = false;
-      } else if (c !== 0x20 && c !== 0x09 && c !== 0x0d) this.filled = true;
-    }
-    if (this.lines > this.maxLines) return done(tooManyLines(this.maxLines));
-    done(null, chunk);
-  }
-
-  override _flush(done: TransformCallback): void {
-    if (this.filled) this.lines++;
-    this.filled = false;
-    done(this.lines > this.maxLines ? tooManyLines(this.maxLines) : null);
-  }
-}
-
-const tooManyLines = (max: number) => AppError.validation([{ path: '/file', message: `holds more than ${max} lines` }], `A batch input file holds at most ${max} lines`);
-
-/** One line of a JSONL object, its physical number (1-based) and the byte offset just after it. */
-export interface FileLine {
-  number: number;
-  text: string;
-  end: number;
-}
-
-/**
- * The lines of a stream from byte `start` (a line's beginning), numbered from `firstNumber`, one at a time: memory
- * holds one chunk and one line, whatever the file's size.
- */
-export async function* readLines(body: NodeJS.ReadableStream, start = 0, firstNumber = 1): AsyncGenerator<FileLine> {
-  let rest: Buffer = Buffer.alloc(0);
-  let offset = start;
-  let number = firstNumber;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    let buf = rest.length ? Buffer.concat([rest, chunk]) : chunk;
-    let from = 0;
-    for (let nl = buf.indexOf(0x0a, from); nl >= 0; nl = buf.indexOf(0x0a, from)) {
-      const end = nl > from && buf[nl - 1] === 0x0d ? nl - 1 : nl;
-      offset += nl + 1 - from;
-      yield { number: number++, text: buf.toString('utf8', from, end), end: offset };
-      from = nl + 1;
-    }
-    buf = buf.subarray(from);
-    rest = Buffer.from(buf);
-  }
-  if (rest.length) {
-    const end = rest[rest.length - 1] === 0x0d ? rest.length - 1 : rest.length;
-    yield { number, text: rest.toString('utf8', 0, end), end: offset + rest.length };
-  }
 }
 
 /**
@@ -248,15 +177,33 @@ export class BatchFiles {
 
   /**
    * Deletes a file: its stored objects first (an upload's, or the parts of a batch's file), then its record and its
-   * parts' rows, so a store that fails leaves the record to delete again.
+   * parts' rows, so a store that fails leaves the record to delete again. An input a batch that has not ended reads is
+   * kept: false. Its row is locked while the batches reading it are counted and it is deleted, and a batch's create holds
+   * it (`lockInput`) until the batch is recorded, so the two exclude each other: a delete that waited finds the batch
+   * (409), a create that waited finds no file (issue 38 item 8: both answered 200, and the batch failed `invalid_file`).
    */
-  async delete(f: Pick<BatchFile, 'id' | 'storageKey' | 'batchId' | 'kind'>): Promise<void> {
-    if (!f.batchId) await this.store.delete(f.storageKey);
-    else for await (const key of this.partKeys(f.batchId, f.kind as BatchPartKind)) await this.store.delete(key);
-    await this.db.$transaction([
-      ...(f.batchId ? [this.db.batchPart.deleteMany({ where: { batchId: f.batchId, kind: f.kind! } })] : []),
-      this.db.batchFile.deleteMany({ where: { id: f.id } }),
-    ]);
+  async delete(f: Pick<BatchFile, 'id' | 'storageKey' | 'batchId' | 'kind'>): Promise<boolean> {
+    if (f.batchId) {
+      for await (const key of this.partKeys(f.batchId, f.kind as BatchPartKind)) await this.store.delete(key);
+      await this.db.$transaction([this.db.batchPart.deleteMany({ where: { batchId: f.batchId, kind: f.kind! } }), this.db.batchFile.deleteMany({ where: { id: f.id } })]);
+      return true;
+    }
+    return this.db.$transaction(async (tx) => {
+      const locked = await tx.$queryRaw<unknown[]>`SELECT 1 FROM batch_files WHERE id = ${f.id} FOR UPDATE`;
+      // Read after the lock (a statement of its own): a batch whose create held the row is committed by now.
+      if (locked.length && (await tx.batch.count({ where: { inputFileId: f.id, status: { in: BATCH_NOT_ENDED } } })) > 0) return false;
+      await this.store.delete(f.storageKey);
+      await tx.batchFile.deleteMany({ where: { id: f.id } });
+      return true;
+    });
+  }
+
+  /**
+   * Holds an input file for a batch being created in `tx` (a share lock on its row until `tx` ends: a delete waits for
+   * the batch's commit, then sees it); false when the file is gone (deleted meanwhile).
+   */
+  async lockInput(tx: Prisma.TransactionClient, fileId: string): Promise<boolean> {
+    return (await tx.$queryRaw<unknown[]>`SELECT 1 FROM batch_files WHERE id = ${fileId} FOR SHARE`).length > 0;
   }
 
   /**
@@ -271,23 +218,13 @@ export class BatchFiles {
         where: { AND: [this.expired(now), ...(skipped.length ? [{ id: { notIn: skipped } }] : [])] },
         orderBy: { createdAt: 'asc' },
         take: SWEEP_PAGE,
-        select: { id: true, storageKey: true, batchId: true, kind: true, purpose: true },
+        select: { id: true, storageKey: true, batchId: true, kind: true },
       });
       if (!page.length) return deleted;
-      const inputs = page.filter((f) => f.purpose === 'batch').map((f) => f.id);
-      const read = inputs.length ? await this.db.batch.findMany({ where: { inputFileId: { in: inputs }, status: { in: BATCH_NOT_ENDED } }, select: { inputFileId: true } }) : [];
-      const kept = new Set(read.map((b) => b.inputFileId));
       for (const f of page) {
-        if (kept.has(f.id)) {
-          skipped.push(f.id);
-          continue;
-        }
-        try {
-          await this.delete(f);
-          deleted++;
-        } catch {
-          skipped.push(f.id); // the store failed: the record stays, the next sweep tries again
-        }
+        // Kept: read by a batch not ended, or the store failed (the record stays, the next sweep tries again).
+        if (await this.delete(f).catch(() => false)) deleted++;
+        else skipped.push(f.id);
       }
     }
   }

@@ -165,6 +165,9 @@ export class CallbackUrlError extends Error {
 /** The host did not resolve: refused when a request names it, retried at delivery (DNS may fail for a while). */
 export class CallbackHostUnresolved extends CallbackUrlError {}
 
+/** The URL reaches a private or loopback address: what CALLBACK_ALLOW_PRIVATE lifts. */
+export class CallbackAddressPrivate extends CallbackUrlError {}
+
 export type HostLookup = (host: string) => Promise<Array<{ address: string; family: number }>>;
 
 const systemLookup: HostLookup = (host) => dns.promises.lookup(host, { all: true, verbatim: true });
@@ -185,7 +188,7 @@ export async function checkCallbackUrl(raw: string, opts: { allowPrivate: boolea
   if (opts.allowPrivate) return url;
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (net.isIP(host)) {
-    if (isPrivateAddress(host)) throw new CallbackUrlError(`points to a private or loopback address (${host})`);
+    if (isPrivateAddress(host)) throw new CallbackAddressPrivate(`points to a private or loopback address (${host})`);
     return url;
   }
   let addresses: Array<{ address: string }>;
@@ -196,7 +199,7 @@ export async function checkCallbackUrl(raw: string, opts: { allowPrivate: boolea
   }
   if (addresses.length === 0) throw new CallbackHostUnresolved(`host ${host} does not resolve`);
   const bad = addresses.find((a) => isPrivateAddress(a.address));
-  if (bad) throw new CallbackUrlError(`host ${host} resolves to a private or loopback address (${bad.address})`);
+  if (bad) throw new CallbackAddressPrivate(`host ${host} resolves to a private or loopback address (${bad.address})`);
   return url;
 }
 

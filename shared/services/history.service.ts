@@ -2,6 +2,7 @@ import type { Db } from '../db/client';
 import { Prisma, type Generation, type GenerationStatus, type Role } from '../db/generated/client';
 import { AppError } from '../errors/app-error';
 import { moneyString } from '../money';
+import { storedTokenCounts } from '../formats/usage.mapper';
 import { RUNNING_STATUSES } from './generation.service';
 import type { HistoryQuery, HistoryRequestType, HistorySortField, HistoryStatusFilter } from '../schemas/history.schema';
 
@@ -60,6 +61,8 @@ export interface HistoryDetail {
   status: PublicStatus;
   finishReason: string | null;
   finalEndpointSlug: string | null;
+  /** The processing tier the provider says served a text generation (OpenAI's `service_tier`), else null. */
+  serviceTier: string | null;
   usage: Record<string, unknown> | null;
   clientCost: string;
   generationTimeMs: number | null;
@@ -117,8 +120,7 @@ const firstNumber = (o: Bag, ...keys: string[]): number | undefined => {
 export function historyUsage(usage: unknown): HistoryUsage | null {
   if (!usage || typeof usage !== 'object' || Array.isArray(usage)) return null;
   const o = usage as Bag;
-  const prompt = firstNumber(o, 'inputTokens', 'input_tokens', 'prompt_tokens');
-  const completion = firstNumber(o, 'outputTokens', 'output_tokens', 'completion_tokens');
+  const { input: prompt, output: completion } = storedTokenCounts(usage);
   if (prompt === undefined && completion === undefined) return null;
   const total = firstNumber(o, 'totalTokens', 'total_tokens') ?? (prompt ?? 0) + (completion ?? 0);
   return { prompt_tokens: prompt ?? 0, completion_tokens: completion ?? 0, total_tokens: total };
@@ -261,6 +263,7 @@ export class HistoryService {
       status: publicStatus(g.status),
       finishReason: g.finishReason,
       finalEndpointSlug: g.finalEndpointSlug,
+      serviceTier: (g.result as { result?: { serviceTier?: string } } | null)?.result?.serviceTier ?? null,
       usage: historyDetailUsage(g.usage),
       clientCost: moneyString(g.clientCost),
       generationTimeMs: g.generationTimeMs,

@@ -4,6 +4,9 @@
  * OTLP/HTTP JSON exporter to `<endpoint>/v1/traces`. The default sampler follows the parent's sampled flag (an
  * incoming traceparent that is not sampled records nothing) and samples every new trace.
  */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Span, type TimeInput } from '@opentelemetry/api';
 import { parseTraceParent } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -17,10 +20,38 @@ const KINDS = { server: SpanKind.SERVER, client: SpanKind.CLIENT, internal: Span
 /** How long ended spans wait to be batched (the SDK's default is 5 s); a shutdown exports what waits. */
 const EXPORT_DELAY_MS = 1000;
 
+/** The version in Switchyard's package.json, found upward from here (source or dist/), or undefined. */
+function serviceVersion(): string | undefined {
+  for (let dir = __dirname; ; dir = path.dirname(dir)) {
+    try {
+      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'switchyard') return pkg.version;
+    } catch {
+      // not here: look further up
+    }
+    if (path.dirname(dir) === dir) return undefined;
+  }
+}
+
+/**
+ * The resource every span of this process carries: the service's name and version, this process (host and pid: npm start
+ * runs several), the deployment (`deployment.environment.name`) and whatever OTEL_RESOURCE_ATTRIBUTES adds or overrides.
+ */
+export function resourceAttributes(settings: TracingSettings): Record<string, string> {
+  const version = serviceVersion();
+  return {
+    ...(version && { 'service.version': version }),
+    'service.instance.id': `${os.hostname()}:${process.pid}`,
+    'host.name': os.hostname(),
+    ...settings.resourceAttributes,
+    'service.name': settings.serviceName,
+  };
+}
+
 export function createOtelTracing(settings: TracingSettings): Tracing {
   const exporter = new OTLPTraceExporter({ url: `${settings.endpoint}/v1/traces` });
   const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': settings.serviceName }),
+    resource: resourceFromAttributes(resourceAttributes(settings)),
     spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: EXPORT_DELAY_MS })],
   });
   const tracer = provider.getTracer('switchyard');

@@ -11,43 +11,19 @@
 import request from 'supertest';
 import { BatchDriver } from '../../api/services/batch-driver';
 import { BatchSteps } from '../../api/services/batch-steps';
-import { batchLineKinds } from '../../api/services/batch-lines';
 import type { Db } from '../../shared/db/client';
 import { AppError } from '../../shared/errors/app-error';
-import { createLogger } from '../../shared/logger';
-import { money, ZERO } from '../../shared/money';
-import { createTestStack, STACK_MODELS, type TestStack } from '../helpers/test-stack';
+import { money } from '../../shared/money';
+import { chargesOf as chargesIn, chatLines, handDriver, linesOf as linesIn, newChatBatch as batchIn, runToEnd, stackKinds } from '../helpers/batch-driving';
+import { createTestStack, type TestStack } from '../helpers/test-stack';
 import { waitFor } from '../helpers/until';
 
 let s: TestStack;
 
-/** A driver like the API's, over `db` and `kinds` (the stack's unless given). */
-function driverOf(db: Db = s.ctx.db, kinds = batchLineKinds({ text: s.ctx.text, stored: s.ctx.responses, embeddings: s.ctx.embeddings, images: s.ctx.images })): BatchDriver {
-  const ctx = s.ctx;
-  return new BatchDriver({ db, files: ctx.batchFiles, kinds, gateway: ctx.gateway, logger: createLogger({ silent: true }), metrics: ctx.metrics, clock: () => new Date(), settings: ctx.config.batches });
-}
-
-/** A batch of `n` chat lines by a new organization, its driver's job kept waiting (the queue paused by the caller). */
-async function pausedBatch(n: number, tag: string): Promise<{ id: string; auth: Record<string, string>; organizationId: string }> {
-  const org = await s.seed({ balance: '100' });
-  const auth = { Authorization: `Bearer ${org.key.key}` };
-  const body = Array.from({ length: n }, (_, i) => JSON.stringify({ custom_id: `${tag}-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: STACK_MODELS.chat, messages: [{ role: 'user', content: `${tag} ${i}` }], max_tokens: 16 } })).join('\n');
-  const file = await request(s.app).post('/v1/files').set(auth).field('purpose', 'batch').attach('file', Buffer.from(body), 'in.jsonl');
-  expect(file.status).toBe(200);
-  const created = await request(s.app).post('/v1/batches').set(auth).send({ input_file_id: file.body.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
-  expect(created.status).toBe(200);
-  return { id: created.body.id as string, auth, organizationId: org.organizationId };
-}
-
-async function runToEnd(driver: BatchDriver, id: string): Promise<void> {
-  await waitFor('the batch to end', async () => !(await driver.step(id)).more, 20_000);
-}
-
-/** The output (or error) file's lines. */
-async function linesOf(auth: Record<string, string>, fileId: string | null): Promise<Array<{ custom_id: string; response: { status_code: number; request_id: string | null } }>> {
-  if (!fileId) return [];
-  return (await request(s.app).get(`/v1/files/${fileId}/content`).set(auth)).text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
-}
+const driverOf = (db: Db = s.ctx.db, kinds = stackKinds(s)): BatchDriver => handDriver(s, { db, kinds });
+const pausedBatch = (n: number, tag: string) => batchIn(s, chatLines(n, tag));
+const linesOf = (auth: Record<string, string>, fileId: string | null) => linesIn(s, auth, fileId);
+const chargesOf = (organizationId: string, batchId: string) => chargesIn(s, organizationId, batchId);
 
 beforeAll(async () => {
   s = await createTestStack({ env: { BATCH_POLL_MS: '50' } });
@@ -70,14 +46,6 @@ function racing(db: Db, before: () => Promise<void>): Db {
     },
   });
   return new Proxy(db, { get: (target, prop, receiver) => (prop === 'batch' ? batch : Reflect.get(target, prop, receiver)) });
-}
-
-/** The generations of a batch's lines and the charges the ledger made them. */
-async function chargesOf(organizationId: string, batchId: string) {
-  await s.settled(organizationId);
-  const gens = await s.t.db.generation.findMany({ where: { id: { contains: `_${batchId.slice('batch_'.length)}l` } }, select: { id: true, status: true } });
-  const charges = await s.t.db.ledgerEntry.findMany({ where: { generationId: { in: gens.map((g) => g.id) }, kind: 'charge' } });
-  return { gens, charges, sum: charges.reduce((a, e) => a.plus(money(e.amount).abs()), ZERO) };
 }
 
 it('a cancel committed while the last lines are answered ends the batch cancelled, their answers kept and charged once', async () => {
@@ -117,7 +85,7 @@ it('two runs of one driver: a line one run was refused while the other ordered i
     const { id, auth, organizationId } = await pausedBatch(2, 'r');
     const other = driverOf();
     let otherStep: Promise<unknown> | undefined;
-    const real = batchLineKinds({ text: s.ctx.text, stored: s.ctx.responses, embeddings: s.ctx.embeddings, images: s.ctx.images });
+    const real = stackKinds(s);
     const chat = real['/v1/chat/completions'];
     // The first run's orders: meanwhile the other run steps (reads the lines claimed and not ordered, orders them,
     // granted), then the first run's are refused, as when the money ran out a moment before.
@@ -159,9 +127,7 @@ it("two runs of one driver never step at once: the second run's step waits for n
   try {
     const { id, auth } = await pausedBatch(2, 'x');
     const steps = new BatchSteps(s.ctx.redis, s.ctx.config.queuePrefix);
-    const ctx = s.ctx;
-    const driver = (kinds = batchLineKinds({ text: ctx.text, stored: ctx.responses, embeddings: ctx.embeddings, images: ctx.images })) =>
-      new BatchDriver({ db: ctx.db, files: ctx.batchFiles, kinds, gateway: ctx.gateway, logger: createLogger({ silent: true }), metrics: ctx.metrics, clock: () => new Date(), settings: ctx.config.batches, steps });
+    const driver = () => handDriver(s, { steps });
     const first = driver();
     await first.step(id); // validation: in_progress
     const version = async () => (await s.t.db.batch.findUniqueOrThrow({ where: { id } })).version;

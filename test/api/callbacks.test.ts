@@ -139,6 +139,35 @@ interface Received {
   path: string;
 }
 
+describe('a private callBackUrl refused in a request', () => {
+  const ask = (stack: TestStack, org: StackOrg) =>
+    request(stack.app).post('/v1/media').set(org.auth).send({ model: STACK_MODELS.audio, input: { prompt: 'x', callBackUrl: 'http://127.0.0.1:9/hook' }, async: true });
+
+  it('names the setting that allows it in demo mode (development), and not otherwise', async () => {
+    const demo = await createTestStack({ env: { SWITCHYARD_DEMO: 'yes' }, noWorkers: true });
+    const deployed = await createTestStack({ noWorkers: true });
+    try {
+      const inDemo = await ask(demo, await demo.seed());
+      expect(inDemo.status).toBe(400);
+      expect(inDemo.body.error.message).toBe('Invalid callBackUrl: points to a private or loopback address (127.0.0.1); CALLBACK_ALLOW_PRIVATE=true allows private addresses (development only)');
+      const elsewhere = await ask(deployed, await deployed.seed());
+      expect(elsewhere.status).toBe(400);
+      expect(elsewhere.body.error.message).toBe('Invalid callBackUrl: points to a private or loopback address (127.0.0.1)');
+    } finally {
+      await Promise.all([demo.close(), deployed.close()]);
+    }
+  });
+
+  it('is accepted with CALLBACK_ALLOW_PRIVATE=1, as with true', async () => {
+    const s = await createTestStack({ env: { CALLBACK_ALLOW_PRIVATE: '1' }, noWorkers: true });
+    try {
+      expect((await ask(s, await s.seed())).status).toBe(202);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
 describe('callbacks end to end (CALLBACK_ALLOW_PRIVATE=true, a local receiver)', () => {
   let s: TestStack;
   let org: StackOrg;

@@ -337,6 +337,7 @@ describe('GET /v1/history/generations/{id}', () => {
       status: 'completed',
       finishReason: 'stop',
       finalEndpointSlug: 'acme',
+      serviceTier: null,
       usage: {
         prompt_tokens: 10,
         completion_tokens: 5,

@@ -172,7 +172,7 @@ describe('POST /v1/media, synchronous', () => {
 });
 
 describe('a video longer than asked (reservation = the endpoint\'s longest output, maxDurationSeconds 10)', () => {
-  const overrun = () => s.workerDeps.metrics.mediaUncharged.get().then((m) => m.values.filter((v) => v.labels.provider === 'replicate').reduce((a, v) => a + v.value, 0));
+  const overrun = async () => s.workerDeps.metrics.mediaUncharged.total({ provider: 'replicate' }).toNumber();
 
   it('reserves the longest output, not the asked duration, and charges usage × price within it', async () => {
     s.fake.setKnobs({ mediaDurationSeconds: 8, replicateSteps: 3 });

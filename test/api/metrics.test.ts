@@ -112,14 +112,14 @@ describe('GET /metrics', () => {
     const m = h.app.locals.ctx.metrics;
     m.providerAttempts.inc({ provider: 'acme', outcome: 'ok' });
     m.providerAttempts.inc({ provider: 'acme', outcome: 'timeout' });
-    m.moneyReserved.inc(1.5);
-    m.moneyCharged.inc(0.25);
+    m.moneyReserved.inc({}, '1.5');
+    m.moneyCharged.inc({ model: 'm' }, '0.25');
     m.jobDuration.observe({ queue: 'text', outcome: 'completed' }, 0.3);
     const s = await scrape();
     expect(value(s, 'switchyard_provider_attempts_total', { provider: 'acme', outcome: 'ok' })).toBe(1);
     expect(value(s, 'switchyard_provider_attempts_total', { provider: 'acme', outcome: 'timeout' })).toBe(1);
     expect(value(s, 'switchyard_money_reserved_rub_total')).toBe(1.5);
-    expect(value(s, 'switchyard_money_charged_rub_total')).toBe(0.25);
+    expect(value(s, 'switchyard_money_charged_rub_total', { model: 'm' })).toBe(0.25);
     expect(value(s, 'switchyard_job_duration_seconds_count', { queue: 'text', outcome: 'completed' })).toBe(1);
   });
 

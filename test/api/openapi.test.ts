@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import vm from 'node:vm';
 import express from 'express';
 import request from 'supertest';
 import { createTestApp, type TestApp } from '../helpers/test-app';
@@ -129,26 +130,20 @@ describe('operation labels', () => {
 describe('the server the document names', () => {
   const text = (res: request.Response) => JSON.stringify(res.body);
 
-  it('is the origin the document was fetched from, in the servers list and in every code sample', async () => {
-    const res = await request(h.app).get('/openapi.json').set('Host', 'api.example.com');
-    expect(res.body.servers).toEqual([{ url: 'http://api.example.com' }]);
-    const samples = res.body.paths['/v1/responses'].post['x-codeSamples'] as Array<{ label: string; source: string }>;
-    expect(samples.map((s) => s.source.split('\n').find((l) => l.includes('api.example.com')))).toEqual([
-      'curl http://api.example.com/v1/responses \\',
-      'client = OpenAI(base_url="http://api.example.com/v1", api_key=os.environ["SWITCHYARD_API_KEY"])',
-      "const client = new OpenAI({ baseURL: 'http://api.example.com/v1', apiKey: process.env.SWITCHYARD_API_KEY });",
+  it('is never the request\'s Host: every request gets the one document, naming http://localhost:PORT when PUBLIC_BASE_URL is unset', async () => {
+    const own = `http://localhost:${h.config.port}`;
+    const evil = await request(h.app).get('/openapi.json').set('Host', 'evil.example');
+    expect(evil.body.servers).toEqual([{ url: own }]);
+    expect(text(evil)).not.toContain('evil.example');
+    const samples = evil.body.paths['/v1/responses'].post['x-codeSamples'] as Array<{ label: string; source: string }>;
+    expect(samples.map((s) => s.source.split('\n').find((l) => l.includes(own)))).toEqual([
+      `curl ${own}/v1/responses \\`,
+      `client = OpenAI(base_url="${own}/v1", api_key=os.environ["SWITCHYARD_API_KEY"])`,
+      `const client = new OpenAI({ baseURL: '${own}/v1', apiKey: process.env.SWITCHYARD_API_KEY });`,
     ]);
-    expect(text(res)).not.toContain('localhost:3000');
-    // Another host, another document: nothing of the first is remembered.
-    const other = await request(h.app).get('/openapi.json').set('Host', '127.0.0.1:8080');
-    expect(other.body.servers).toEqual([{ url: 'http://127.0.0.1:8080' }]);
-    expect(text(other)).not.toContain('api.example.com');
-  });
-
-  it('ignores X-Forwarded-Host and X-Forwarded-Proto: the app trusts no proxy', async () => {
-    const res = await request(h.app).get('/openapi.json').set({ Host: 'api.example.com', 'X-Forwarded-Host': 'evil.example', 'X-Forwarded-Proto': 'https' });
-    expect(res.body.servers).toEqual([{ url: 'http://api.example.com' }]);
-    expect(text(res)).not.toContain('evil.example');
+    // A cache that ignores Host (or keys on the path alone) hands everyone the same reply: it names no caller's host.
+    const other = await request(h.app).get('/openapi.json').set({ Host: 'api.example.com', 'X-Forwarded-Host': 'evil.example', 'X-Forwarded-Proto': 'https' });
+    expect(other.text).toBe(evil.text);
   });
 
   it('is PUBLIC_BASE_URL when the operator sets it, whatever the Host', async () => {
@@ -158,6 +153,33 @@ describe('the server the document names', () => {
     expect(res.body.servers).toEqual([{ url: 'https://gateway.example.org' }]);
     expect(text(res)).toContain('curl https://gateway.example.org/v1/responses');
     expect(text(res)).not.toContain('internal:3000');
+  });
+
+  /** Runs the page's init.js as a browser would: `fetch` answered by the app, at `origin`; resolves to Scalar's configuration. */
+  async function initIn(origin: string): Promise<Record<string, unknown>> {
+    const init = await request(h.app).get(`/docs/assets/${INIT_SCRIPT}`);
+    const document = await request(h.app).get('/openapi.json');
+    return new Promise((resolve, reject) => {
+      const browser = {
+        location: { origin },
+        fetch: async (url: string) => (url === '/openapi.json' ? { text: async () => document.text } : Promise.reject(new Error(`unexpected fetch ${url}`))),
+        Scalar: { createApiReference: (_at: string, config: Record<string, unknown>) => resolve(config) },
+        document: { getElementById: () => ({ set textContent(t: string) { reject(new Error(t)); } }) },
+      };
+      vm.runInNewContext(init.text, browser);
+    });
+  }
+
+  it('is, in the /docs page, the origin the browser opened it on: its servers, its samples and its file URLs', async () => {
+    const config = await initIn('https://opened.example:8443');
+    expect(config).toMatchObject({ withDefaultFonts: false, telemetry: false, agent: { disabled: true }, mcp: { disabled: true } });
+    const content = config.content as OpenApiDocument;
+    expect(content.servers).toEqual([{ url: 'https://opened.example:8443' }]);
+    const samples = content.paths['/v1/responses'].post['x-codeSamples'] as Array<{ source: string }>;
+    expect(samples[0].source).toContain('curl https://opened.example:8443/v1/responses');
+    expect(JSON.stringify(content)).not.toContain(`localhost:${h.config.port}`);
+    // Opened where the document's own server is, the document is shown as it is.
+    expect((await initIn(`http://localhost:${h.config.port}`)).content).toEqual(JSON.parse((await request(h.app).get('/openapi.json')).text));
   });
 });
 
@@ -199,8 +221,8 @@ describe('GET /docs', () => {
     const init = await request(h.app).get(`/docs/assets/${INIT_SCRIPT}`);
     expect(init.status).toBe(200);
     expect(init.text).toContain("Scalar.createApiReference('#app'");
-    const config = JSON.parse(/createApiReference\('#app', (.*)\);/.exec(init.text)![1]);
-    expect(config).toMatchObject({ url: '/openapi.json', withDefaultFonts: false, telemetry: false, agent: { disabled: true }, mcp: { disabled: true } });
+    const config = JSON.parse(/const config = (.*);/.exec(init.text)![1]);
+    expect(config).toMatchObject({ withDefaultFonts: false, telemetry: false, agent: { disabled: true }, mcp: { disabled: true } });
     expect(config.proxyUrl).toBeUndefined();
 
     const missing = await request(h.app).get('/docs/assets/other.js');

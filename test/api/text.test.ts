@@ -30,7 +30,8 @@ beforeAll(async () => {
         'acme/solo': { displayName: 'Solo', type: 'chat', endpoints: [chat('primary')] },
         // An endpoint as decisions.md's catalog example writes one: no `max_tokens` in `supports`.
         'acme/plain': { displayName: 'Plain', type: 'chat', endpoints: [{ ...chat('primary'), supports: ['temperature', 'top_p', 'tools', 'reasoning', 'logprobs', 'stream'] }] },
-        'acme/think': { displayName: 'Think', type: 'chat', endpoints: [{ ...chat('primary'), supports: [...TEXT_PARAMS, 'reasoning'] }] },
+        // A reasoning model: it takes low, medium or high (shared/providers/openai/model-rules.ts), no sampling parameters.
+        'acme/think': { displayName: 'Think', type: 'chat', endpoints: [{ ...chat('primary'), upstreamModel: 'o4-mini', supports: ['tools', 'tool_choice', 'reasoning', 'max_tokens', 'stream', 'seed'] }] },
         // `solo` is the name of two catalog models: a bare `solo` is ambiguous.
         'other/solo': { displayName: 'Other solo', type: 'chat', endpoints: [chat('backup')] },
       },
@@ -227,16 +228,21 @@ describe('routing constraints', () => {
     expect(s.fake.requests.at(-1)?.body).not.toHaveProperty('top_k');
   });
 
-  it("maps the inline reasoning_effort as the body's reasoning.effort: none turns reasoning off, xhigh is the most", async () => {
+  it("maps the inline reasoning_effort as the body's reasoning.effort: none is the least a model takes, xhigh the most", async () => {
     const sentEffort = () => (s.fake.requests.at(-1)?.body as Record<string, unknown>).reasoning_effort;
     const sent: Record<string, unknown> = {};
+    const warned: Record<string, string> = {};
     for (const effort of ['none', 'low', 'xhigh']) {
-      expect((await post({ model: `acme/think@reasoning_effort=${effort}`, input: 'a' })).status).toBe(200);
+      const inline = await post({ model: `acme/think@reasoning_effort=${effort}`, input: 'a' });
+      expect(inline.status).toBe(200);
       sent[effort] = sentEffort();
+      warned[effort] = (inline.body.switchyard.warnings ?? []).join(' ');
       expect((await post({ model: 'acme/think', input: 'a', reasoning: { effort } })).status).toBe(200);
       expect(sent[effort]).toEqual(sentEffort());
     }
-    expect(sent).toEqual({ none: undefined, low: 'low', xhigh: 'high' }); // OpenAI's chat completions top out at high
+    // o4-mini takes low, medium or high: it cannot stop reasoning (its least is used, with a warning); high is its most.
+    expect(sent).toEqual({ none: 'low', low: 'low', xhigh: 'high' });
+    expect(warned).toEqual({ none: expect.stringMatching(/"none" of parameter 'reasoning.effort' is not offered by o4-mini/), low: '', xhigh: '' });
   });
 
   it('counts the inline reasoning_effort as asking for reasoning: dropped with a warning where unsupported, or excluded', async () => {

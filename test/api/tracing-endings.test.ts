@@ -125,7 +125,13 @@ describe('traces of endings other than a completion, media polls and callbacks',
     const record = await request(s.app).get(`/v1/media/${r.body.id}`).set(org.auth);
     expect(record.body.status).toBe('completed');
     expect(settle[0]!.attributes).toMatchObject({ 'switchyard.status': 'completed' });
-    expect(settle[0]!.attributes['switchyard.cost_rub']).toBeGreaterThan(0);
+    expect(settle[0]!.attributes['switchyard.cost_rub']).toBe(record.body.usage.cost_rub);
+    // The usage the record shows, on the settle span: the media's units and seconds.
+    expect(settle[0]!.attributes).toMatchObject({
+      'switchyard.usage.input_units': record.body.usage.input_units,
+      'switchyard.usage.output_units': record.body.usage.output_units,
+      'switchyard.usage.duration_seconds': record.body.usage.duration_seconds,
+    });
 
     const deliveries = named(spans, 'switchyard.callback').sort((a, b) => Number(a.attributes['switchyard.attempt']) - Number(b.attributes['switchyard.attempt']));
     expect(deliveries.length).toBeGreaterThanOrEqual(2);

@@ -40,7 +40,7 @@ describe('tracing off (no OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
     expect(sdkModules()).toEqual([]);
 
     // The check sees the SDK once something loads it (so an empty list above means something).
-    const tracing = startTracing({ endpoint: 'http://127.0.0.1:9', serviceName: 'probe' });
+    const tracing = startTracing({ endpoint: 'http://127.0.0.1:9', serviceName: 'probe', resourceAttributes: {} });
     expect(sdkModules()).toEqual(expect.arrayContaining([expect.stringMatching(/@opentelemetry[\\/]sdk-trace-base[\\/]/), expect.stringMatching(/@opentelemetry[\\/]exporter-trace-otlp-http[\\/]/)]));
     await tracing!.shutdown();
   });

@@ -5,7 +5,10 @@
  * have tracers of their own, as separate processes do: the worker's spans join the trace only through the job.
  */
 import request from 'supertest';
+import fs from 'node:fs';
+import path from 'node:path';
 import { money } from '../../shared/money';
+import { INIT_SCRIPT } from '../../api/openapi/reference-page';
 import { startOtlpCollector, type OtlpCollector, type ReceivedSpan } from '../../fakes/otlp-collector';
 import { incoming, traceOf } from '../helpers/traces';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
@@ -22,7 +25,7 @@ let org: StackOrg;
 beforeAll(async () => {
   collector = await startOtlpCollector();
   s = await createTestStack({
-    env: { SYNC_WAIT_MS: '8000', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_SERVICE_NAME: 'switchyard-test' },
+    env: { SYNC_WAIT_MS: '8000', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_SERVICE_NAME: 'switchyard-test', OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=ci' },
     catalogOverrides: (url) => {
       const openai = { kind: 'openai', baseUrl: `${url}/openai/v1`, apiKeyEnv: 'FAKE_PROVIDER_KEY', timeoutMs: 5000 };
       const chat = (provider: string) => ({ provider, upstreamModel: 'gpt-4.1-mini', price: { prompt: 40, completion: 160 }, supports: [] });
@@ -180,5 +183,51 @@ describe('OpenTelemetry traces (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
     const req = spans.find((x) => x.kind === SERVER);
     expect(req).toBeDefined();
     expect(req!.parentSpanId).toBeUndefined();
+  });
+
+  it('traces the API only: no span for the dashboard, the reference, health checks, scrapes or favicon.ico', async () => {
+    const outside = ['/admin', '/admin/api/queues', '/docs', `/docs/assets/${INIT_SCRIPT}`, '/openapi.json', '/favicon.ico', '/healthz', '/readyz', '/metrics'];
+    const callers = outside.map(() => incoming());
+    for (const [i, p] of outside.entries()) await request(s.app).get(p).set('traceparent', callers[i].header);
+    // An API request after them: once its span has arrived, any span of the requests before it has too (spans are
+    // exported in the order they end).
+    const api = incoming();
+    expect((await request(s.app).get('/v1/models').set(org.auth).set('traceparent', api.header)).status).toBe(200);
+    const spans = await trace(api.traceId, (x) => x.some((k) => k.kind === SERVER));
+    expect(spans.map((x) => x.name)).toEqual(['GET /v1/models']);
+    // The API's other version is traced too.
+    const v2 = incoming();
+    await request(s.app).post('/v2/images/generations').set(org.auth).set('traceparent', v2.header).send({});
+    expect((await trace(v2.traceId, (x) => x.some((k) => k.kind === SERVER))).filter((x) => x.kind === SERVER).map((x) => x.name)).toEqual(['POST /v2/images/generations']);
+    expect(collector.spans.filter((x) => callers.some((c) => c.traceId === x.traceId)).map((x) => x.name)).toEqual([]);
+  });
+
+  it("carries the service's version, the deployment and the process on the resource", async () => {
+    const caller = incoming();
+    await request(s.app).get('/v1/models').set(org.auth).set('traceparent', caller.header);
+    const [span] = await trace(caller.traceId, (x) => x.length > 0);
+    const version = (JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as { version: string }).version;
+    expect(span!.resource).toMatchObject({ 'service.name': 'switchyard-test', 'service.version': version, 'deployment.environment.name': 'ci' });
+    expect(span!.resource['service.instance.id']).toMatch(new RegExp(`:${process.pid}$`));
+  });
+
+  it('an image generation: its attempt span carries the tokens the provider counted, its settle span the usage and the cost', async () => {
+    const caller = incoming();
+    const res = await request(s.app).post('/v1/images/generations').set(org.auth).set('traceparent', caller.header).send({ model: STACK_MODELS.image, prompt: 'a lighthouse' });
+    expect(res.status).toBe(200);
+    const spans = await trace(caller.traceId, hasAll(1));
+    const attempt = spans.find((x) => x.kind === CLIENT)!;
+    expect(attempt.attributes).toMatchObject({ 'gen_ai.operation.name': 'generate_content', 'gen_ai.request.model': 'gpt-image-1' });
+    expect(attempt.attributes['gen_ai.usage.input_tokens']).toEqual(expect.any(Number));
+    expect(attempt.attributes['gen_ai.usage.output_tokens']).toEqual(expect.any(Number));
+    const settle = named(spans, 'switchyard.settle')[0]!;
+    const generationId = settle.attributes['switchyard.generation_id'] as string;
+    expect(settle.attributes['switchyard.cost_rub']).toBe(await chargedCost(generationId));
+    expect(settle.attributes['switchyard.cost_rub']).toBeGreaterThan(0);
+    expect(settle.attributes).toMatchObject({
+      'switchyard.usage.output_units': 1,
+      'gen_ai.usage.input_tokens': attempt.attributes['gen_ai.usage.input_tokens'],
+      'gen_ai.usage.output_tokens': attempt.attributes['gen_ai.usage.output_tokens'],
+    });
   });
 });

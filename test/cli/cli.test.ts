@@ -379,6 +379,14 @@ describe('catalog check', () => {
       /batch prices on a image model, which the openai batch API does not take \(it takes chat, embedding\)/,
     ],
     ['batch without a price', bad((c) => (c.models['openai/gpt-4.1-mini'].endpoints[0].batch = {})), /batch must have required property 'price'/],
+    // Tier prices (service_tier priority, flex): only where the provider kind sells them, in exactly the names of `price`.
+    [
+      'tiers on a kind that sells none',
+      bad((c) => (c.models['anthropic/claude'].endpoints[0].tiers = { priority: { price: { prompt: '600', completion: '3000' } } })),
+      /endpoint 0: tiers on provider "claude" of kind "anthropic", which sells no processing tiers/,
+    ],
+    ['tier price with no regular price', bad((c) => (c.models['openai/gpt-4.1-mini'].endpoints[0].tiers = { priority: { price: { prompt: 70, completion: 280, request: 0, image: 1 } } })), /priority price image has no regular price image/],
+    ['tier lacking a regular price', bad((c) => (c.models['openai/gpt-4.1-mini'].endpoints[0].tiers = { flex: { price: { prompt: 20, completion: 80 } } })), /flex prices lack request, which the regular price names/],
   ])('refuses a catalog with a %s, exit 1', async (_name, catalog, problem) => {
     const file = write(`${String(_name).replace(/ /g, '-')}.json`, catalog);
     const stderr = await failure(`catalog check --file ${file} --json`, problem, noDb());

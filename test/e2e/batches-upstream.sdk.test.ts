@@ -22,13 +22,31 @@ import { createTestStack, FAKE_PROVIDER_KEY, STACK_MODELS, stackCatalog, type St
 import { waitUntil } from '../helpers/until';
 
 const ENV = { BATCH_POLL_MS: '50', BATCH_UPSTREAM_POLL_MS: '100', BATCH_UPSTREAM_GATHER_MS: '300' };
+/** A reasoning model whose endpoint speaks the Responses API (as the shipped catalog's OpenAI endpoints), with batch prices. */
+const REASONER = 'openai/o4-mini';
 
 /** The stack's chat (OpenAI and Anthropic) and embedding models, each endpoint with batch prices at half the regular ones. */
 const withBatchPrices = (fakeUrl: string) => {
   const models = stackCatalog(fakeUrl).models;
   const half = (p: Record<string, number | string>) => Object.fromEntries(Object.entries(p).map(([k, v]) => [k, String(Number(v) / 2)]));
   const ids = [STACK_MODELS.chat, STACK_MODELS.chatAnthropic, STACK_MODELS.embedding];
-  return { models: Object.fromEntries(ids.map((id) => [id, { ...models[id], endpoints: models[id].endpoints.map((e) => ({ ...e, batch: { price: half(e.price) } })) }])) };
+  const reasoner = {
+    displayName: 'o4-mini',
+    type: 'chat',
+    endpoints: [
+      {
+        provider: 'openai',
+        upstreamModel: 'o4-mini',
+        responsesApi: true,
+        price: { prompt: 110, completion: 440 },
+        batch: { price: { prompt: 55, completion: 220 } },
+        tiers: { priority: { price: { prompt: 200, completion: 800 } }, flex: { price: { prompt: 55, completion: 220 } } },
+        supports: ['tools', 'tool_choice', 'reasoning', 'response_format', 'max_tokens'],
+        maxOutputTokens: 100000,
+      },
+    ],
+  };
+  return { models: { ...Object.fromEntries(ids.map((id) => [id, { ...models[id], endpoints: models[id].endpoints.map((e) => ({ ...e, batch: { price: half(e.price) } })) }])), [REASONER]: reasoner } };
 };
 
 type Line = BatchLine;
@@ -47,7 +65,7 @@ const ended = batchEnded;
 
 const until = batchUntil;
 
-async function run(c: OpenAI, lines: Line[], endpoint: '/v1/chat/completions' | '/v1/embeddings' = '/v1/chat/completions'): Promise<Batch> {
+async function run(c: OpenAI, lines: Line[], endpoint: '/v1/chat/completions' | '/v1/embeddings' | '/v1/responses' = '/v1/chat/completions'): Promise<Batch> {
   const file = await c.files.create({ file: await toFile(Buffer.from(jsonl(lines)), 'input.jsonl'), purpose: 'batch' });
   return c.batches.create({ input_file_id: file.id, endpoint, completion_window: '24h' });
 }
@@ -144,6 +162,64 @@ describe('batch lines at providers\' own batch APIs (openai SDK)', () => {
     expect((b.usage as unknown as { cost_rub: number }).cost_rub).toBe(moneyJson(charged.toFixed(10)));
     expect(before.minus(await balanceOf(s, org.organizationId)).toFixed(10)).toBe(charged.toFixed(10));
     expect(await s.t.db.upstreamBatch.findMany({ where: { batchId: b.id } })).toEqual([expect.objectContaining({ status: 'done', lines: 6, upstreamId: expect.any(String) })]);
+  });
+
+  it('sends Anthropic Message Batches lines with reasoning only as Anthropic takes them: what thinking forbids left out, each line answered with a warning', async () => {
+    const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }];
+    const lines: Line[] = [
+      { custom_id: 'req-0', method: 'POST', url: '/v1/chat/completions', body: { model: STACK_MODELS.chatAnthropic, messages: [{ role: 'user', content: 'a' }], max_tokens: 4000, reasoning_effort: 'medium', temperature: 0.2, top_p: 0.5 } },
+      { custom_id: 'req-1', method: 'POST', url: '/v1/chat/completions', body: { model: STACK_MODELS.chatAnthropic, messages: [{ role: 'user', content: 'b' }], max_tokens: 4000, reasoning_effort: 'high', tools, tool_choice: 'required' } },
+    ];
+    const b = await until(client, (await run(client, lines)).id, ended);
+    expect(b.request_counts).toEqual({ total: 2, completed: 2, failed: 0 });
+    const params = [...s.fake.anthropicBatches.values()].flatMap((x) => x.lines.map((l) => l.params as Record<string, unknown>));
+    const thinking = params.filter((p) => p.thinking !== undefined);
+    expect(params).toHaveLength(2);
+    expect(thinking).toEqual([expect.objectContaining({ thinking: { type: 'enabled', budget_tokens: 3999 } })]); // the forced tool choice's line thinks not
+    expect(thinking[0]).not.toHaveProperty('temperature');
+    expect(thinking[0]).not.toHaveProperty('top_p');
+    const warnings = (await outLines(client, b.output_file_id)).map((l) => JSON.stringify((l.response.body as { switchyard?: unknown }).switchyard ?? {}));
+    expect(warnings.join(' ')).toMatch(/temperature 0.2 was left out/);
+    expect(warnings.join(' ')).toMatch(/reasoning was left out .*forced tool choice/);
+  });
+
+  it('sends /v1/responses lines to an endpoint that speaks the Responses API as /v1/responses lines, its chat completion lines as chat completions: one provider batch per API', async () => {
+    const responsesLine = (i: number): Line => ({ custom_id: `r-${i}`, method: 'POST', url: '/v1/responses', body: { model: REASONER, input: `responses line ${i}`, reasoning: { effort: 'low', summary: 'auto' }, max_output_tokens: 64 } });
+    const [rb, cb] = await Promise.all([run(client, [0, 1, 2].map(responsesLine), '/v1/responses'), run(client, [0, 1].map((i) => chatLine(REASONER, i)))]);
+    const [r, c] = await Promise.all([until(client, rb.id, ended), until(client, cb.id, ended)]);
+    expect(r.request_counts).toEqual({ total: 3, completed: 3, failed: 0 });
+    expect(c.request_counts).toEqual({ total: 2, completed: 2, failed: 0 });
+    expect(directCalls(s, '/openai/v1/responses') + directCalls(s, '/openai/v1/chat/completions')).toBe(0);
+    const upstream = [...s.fake.openaiBatches.values()];
+    expect(upstream.map((b) => b.endpoint).sort()).toEqual(['/v1/chat/completions', '/v1/responses']);
+    const sent = upstream.find((b) => b.endpoint === '/v1/responses')!.lines.map((l) => l.body);
+    expect(sent).toHaveLength(3);
+    for (const body of sent) expect(body).toMatchObject({ model: 'o4-mini', store: false, reasoning: { effort: 'low', summary: 'auto' }, max_output_tokens: 64 });
+
+    const out = await outLines(client, r.output_file_id);
+    for (const l of out) {
+      const body = l.response.body as { object: string; output: Array<{ type: string; summary?: Array<{ text: string }> }>; output_text: string };
+      expect(body).toMatchObject({ object: 'response', id: l.response.request_id, output_text: `Echo: responses line ${l.custom_id.slice(2)}` });
+      expect(body.output.find((o) => o.type === 'reasoning')?.summary?.[0]?.text).toBe(`Thinking about: responses line ${l.custom_id.slice(2)}`);
+    }
+    await expectCharged(s, org, out, await charges(s, org, r.id), `${REASONER}:openai`, 'batch', 'openai');
+    await expectCharged(s, org, await outLines(client, c.output_file_id), await charges(s, org, c.id), `${REASONER}:openai`, 'batch', 'openai');
+  });
+
+  it('leaves a line\'s service_tier out of the provider batch, with a warning: the batch API processes it at the batch price', async () => {
+    const lines: Line[] = ['priority', 'flex', 'default'].map((tier, i) => ({ custom_id: `t-${i}`, method: 'POST', url: '/v1/responses', body: { model: REASONER, input: `tier line ${i}`, service_tier: tier, max_output_tokens: 64 } }));
+    const b = await until(client, (await run(client, lines, '/v1/responses')).id, ended);
+    expect(b.request_counts).toEqual({ total: 3, completed: 3, failed: 0 });
+    expect(directCalls(s, '/openai/v1/responses')).toBe(0);
+    const sent = [...s.fake.openaiBatches.values()].flatMap((x) => x.lines.map((l) => l.body as Record<string, unknown>));
+    expect(sent).toHaveLength(3);
+    for (const body of sent) expect(body).not.toHaveProperty('service_tier');
+    const out = await outLines(client, b.output_file_id);
+    const warnings = Object.fromEntries(out.map((l) => [l.custom_id, ((l.response.body as { switchyard?: { warnings?: string[] } }).switchyard?.warnings ?? []).join(' | ')]));
+    expect(warnings['t-0']).toMatch(/service_tier "priority" was left out of the call to o4-mini: a line of openai's batch API is processed and charged at the batch price/);
+    expect(warnings['t-1']).toMatch(/service_tier "flex" was left out/);
+    expect(warnings['t-2']).toBe('');
+    await expectCharged(s, org, out, await charges(s, org, b.id), `${REASONER}:openai`, 'batch', 'openai');
   });
 
   it('sends an embeddings batch to OpenAI\'s batch API, charged the batch price', async () => {

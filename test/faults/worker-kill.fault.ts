@@ -88,7 +88,10 @@ test('a worker killed mid-job: every job ends once, charged at most once, nothin
   // A stream cut by the kill must not show the client its text twice: it completes with exactly the text, or
   // (its job re-run from the start after deltas went out) ends with response.failed after a prefix of it.
   const expectedText = (i: number) => `Echo: kill test ${200 + i}`;
-  const cut = streamReplies.filter((s) => s.events[s.events.length - 1] === 'response.failed').length;
+  const cutReplies = streamReplies.filter((s) => s.events[s.events.length - 1] === 'response.failed');
+  const cut = cutReplies.length;
+  // A cut stream that had delivered for more than a second is charged its last checkpoint (workers/services/stream-checkpoints.ts).
+  const checkpointed = await c.db.generation.count({ where: { id: { in: cutReplies.map((s) => String(s.id)) }, clientCost: { gt: 0 } } });
   checks.that(
     streamReplies.every((s, i) => (s.events.includes('response.completed') ? s.text === expectedText(i) : expectedText(i).startsWith(s.text))),
     `stream texts: ${streamReplies.map((s) => JSON.stringify(s.text)).join(', ')}`,
@@ -97,7 +100,7 @@ test('a worker killed mid-job: every job ends once, charged at most once, nothin
   const failures = checks.finishAudited(a, {
     requests: tally.total,
     errors: tally.errors(),
-    holds: `${activeAtKill} jobs active at the kill; ${generations} generations ended (${Object.entries(a.byStatus).map(([k, v]) => `${k} ${v}`).join(', ')}), each settled exactly once; ${cut}/${streams.length} streams cut mid-way ended with response.failed (uncharged), the others completed, no text sent twice; ${upstreamCalls} upstream calls for them (stalled jobs re-run); no reservation held; ledger = balances`,
+    holds: `${activeAtKill} jobs active at the kill; ${generations} generations ended (${Object.entries(a.byStatus).map(([k, v]) => `${k} ${v}`).join(', ')}), each settled exactly once; ${cut}/${streams.length} streams cut mid-way ended with response.failed (${checkpointed} charged their last checkpoint, the others had delivered less than a second), the others completed, no text sent twice; ${upstreamCalls} upstream calls for them (stalled jobs re-run); no reservation held; ledger = balances`,
   });
   if (failures.length) console.error(c.tails());
   expect(failures).toEqual([]);

@@ -275,6 +275,11 @@ describe('resolveServices', () => {
       expect(await client.ping()).toBe('PONG');
       client.disconnect();
       expect(readRuntimeInfo(homeDir)?.databaseUrl).toBe(services.databaseUrl);
+      // Each in a process group of its own: a Ctrl-C in the terminal (a signal to the service's group) reaches the
+      // service, which stops them after its own work, not them first under its feet.
+      const pgPid = Number(fs.readFileSync(path.join(homeDir, 'pg', 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+      const group = (pid: number) => Number(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[2]);
+      expect([group(pgPid), group(redisPid)]).toEqual([pgPid, redisPid]);
     } finally {
       await services.stop();
     }

@@ -25,7 +25,7 @@ describe('BullMQ below its public API: one seam, pinned', () => {
   });
 
   it('the Worker methods ClaimingWorker uses still exist', () => {
-    for (const m of ['callProcessJob', 'processJob', 'createJob']) expect(typeof (Worker.prototype as unknown as Record<string, unknown>)[m]).toBe('function');
+    for (const m of ['callProcessJob', 'processJob', 'createJob', 'extendJobLocks']) expect(typeof (Worker.prototype as unknown as Record<string, unknown>)[m]).toBe('function');
   });
 
   it('no other module reaches into BullMQ internals', () => {

@@ -29,10 +29,21 @@ describe('configuration is parsed in one module', () => {
     expect(c.worker.metricsPort).toBe(0);
   });
 
-  it('traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set, named by OTEL_SERVICE_NAME', () => {
+  it('traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set, named by OTEL_SERVICE_NAME, with OTEL_RESOURCE_ATTRIBUTES on the resource', () => {
     expect(loadConfig({}, []).tracing).toBeUndefined();
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }, []).tracing).toEqual({ endpoint: 'http://collector:4318', serviceName: 'switchyard' });
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example', OTEL_SERVICE_NAME: 'gw' }, []).tracing).toEqual({ endpoint: 'https://otel.example', serviceName: 'gw' });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }, []).tracing).toEqual({
+      endpoint: 'http://collector:4318',
+      serviceName: 'switchyard',
+      resourceAttributes: { 'deployment.environment.name': 'production' },
+    });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example', OTEL_SERVICE_NAME: 'gw' }, ['--demo']).tracing).toEqual({
+      endpoint: 'https://otel.example',
+      serviceName: 'gw',
+      resourceAttributes: { 'deployment.environment.name': 'demo' },
+    });
+    const given = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example', OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=staging, team=ai%20gateway' }, []);
+    expect(given.tracing!.resourceAttributes).toEqual({ 'deployment.environment.name': 'staging', team: 'ai gateway' });
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example', OTEL_RESOURCE_ATTRIBUTES: 'novalue' }, [])).toThrow(/OTEL_RESOURCE_ATTRIBUTES must be key=value pairs/);
   });
 
   it.each([
@@ -40,10 +51,26 @@ describe('configuration is parsed in one module', () => {
     ['WORKER_CONCURRENCY_TEXT', '0', /WORKER_CONCURRENCY_TEXT must be a positive integer, got "0"/],
     ['REAPER_MIN_AGE_MS', '-5', /REAPER_MIN_AGE_MS must be a positive integer/],
     ['PORT', '3.5', /PORT must be a non-negative integer, got "3.5"/],
-    ['S3_FORCE_PATH_STYLE', 'yes', /S3_FORCE_PATH_STYLE must be true or false, got "yes"/],
+    ['S3_FORCE_PATH_STYLE', 'maybe', /S3_FORCE_PATH_STYLE must be true or false \(or 1\/0, yes\/no\), got "maybe"/],
+    ['CALLBACK_ALLOW_PRIVATE', 'on', /CALLBACK_ALLOW_PRIVATE must be true or false/],
     ['OTEL_EXPORTER_OTLP_ENDPOINT', 'collector:4318', /OTEL_EXPORTER_OTLP_ENDPOINT must be an http\(s\) URL, got "collector:4318"/],
   ])('%s=%s stops the start with a message naming it', (name, value, message) => {
     expect(() => loadConfig({ S3_BUCKET: 'b', [name]: value }, [])).toThrow(message);
+  });
+
+  it.each(['CALLBACK_ALLOW_PRIVATE', 'SWITCHYARD_DEMO', 'S3_FORCE_PATH_STYLE', 'SWITCHYARD_CLUSTER_CHILD'])('%s reads true/false, 1/0 and yes/no (any case) the same way', (name) => {
+    const read = (value: string) => {
+      const c = loadConfig({ S3_BUCKET: 'b', [name]: value }, []);
+      return { CALLBACK_ALLOW_PRIVATE: c.callbackAllowPrivate, SWITCHYARD_DEMO: c.demo, S3_FORCE_PATH_STYLE: c.s3!.forcePathStyle, SWITCHYARD_CLUSTER_CHILD: c.clusterChild }[name];
+    };
+    expect(['true', '1', 'yes', 'TRUE', 'Yes'].map(read)).toEqual([true, true, true, true, true]);
+    expect(['false', '0', 'no', 'False', 'NO', ''].map(read)).toEqual([false, false, false, false, false, false]);
+  });
+
+  it('demo mode polls and gathers provider batches at the fake providers\' pace (seconds, not 15 s), unless told otherwise', () => {
+    expect(loadConfig({}, []).batches).toMatchObject({ upstreamPollMs: 15_000, upstreamGatherMs: 2_000 });
+    expect(loadConfig({}, ['--demo']).batches).toMatchObject({ upstreamPollMs: 1_000, upstreamGatherMs: 500 });
+    expect(loadConfig({ BATCH_UPSTREAM_POLL_MS: '15000', BATCH_UPSTREAM_GATHER_MS: '2000' }, ['--demo']).batches).toMatchObject({ upstreamPollMs: 15_000, upstreamGatherMs: 2_000 });
   });
 
   it('demo mode gives the demo key without changing the environment', () => {

@@ -5,11 +5,13 @@ import type { WorkerDeps } from '../worker-deps';
 import type { CallbackService } from '../../shared/services/callbacks.service';
 import { BatchFiles } from '../../shared/services/batch-files.service';
 import { REAP_STUCK_GENERATIONS, stuckGenerationReaper } from './reap-stuck-generations.processor';
+import { batchResumer, RESUME_BATCHES } from './resume-batches.processor';
 
 /** Job names of the `maintenance` queue. Never rename one: schedulers in Redis refer to them. */
 export const MAINTENANCE_JOBS = {
   deleteExpiredFiles: 'delete-expired-files',
   reapStuckGenerations: REAP_STUCK_GENERATIONS,
+  resumeBatches: RESUME_BATCHES,
 } as const;
 
 /** How often expired files are swept (their records are hidden from the API as soon as they expire). */
@@ -19,10 +21,13 @@ export const DELETE_EXPIRED_FILES_EVERY_MS = 15 * 60_000;
 export function maintenanceProcessor(deps: Pick<WorkerDeps, 'files' | 'clock' | 'logger'> & Partial<WorkerDeps>, callbacks?: CallbackService) {
   // The reaper needs the database and the queues; a processor built with files only (tests) has no reaper.
   const reap = deps.db && deps.generations && deps.redis && deps.config ? stuckGenerationReaper(deps as WorkerDeps, deps.config.reaper, callbacks) : undefined;
+  // The batch jobs a Redis that came back empty lost, added again from what PostgreSQL holds (docs/batches.md).
+  const resume = deps.db && deps.redis && deps.config ? batchResumer(deps as WorkerDeps) : undefined;
   // Batch files past BATCH_FILE_RETENTION_DAYS (docs/batches.md), in the file storage media files use.
   const batchFiles = deps.db && deps.config ? new BatchFiles(deps.db, deps.files.store, deps.clock, deps.config.batches.fileRetentionDays) : undefined;
   const handlers: Record<string, (job: Job) => Promise<unknown>> = {
     ...(reap && { [MAINTENANCE_JOBS.reapStuckGenerations]: reap }),
+    ...(resume && { [MAINTENANCE_JOBS.resumeBatches]: resume }),
     [MAINTENANCE_JOBS.deleteExpiredFiles]: async () => {
       const deleted = await deps.files.deleteExpired(deps.clock());
       if (deleted > 0) deps.logger.info('deleted expired files', { deleted });

@@ -3,6 +3,7 @@ import type { TypedQuestionsJobData, TextJobData } from '../../shared/queue/job-
 import { TextExecutor } from '../services/text-executor';
 import { isTypedQuestionsJob, TypedQuestionsExecutor } from '../services/typed-questions-executor';
 import type { WorkerDeps } from '../worker-deps';
+import { JobLost } from '../../shared/queue/job-lock';
 
 export function textProcessor(deps: WorkerDeps) {
   const executor = new TextExecutor(deps);
@@ -12,8 +13,13 @@ export function textProcessor(deps: WorkerDeps) {
   return async (job: Job<TextJobData | TypedQuestionsJobData>) => {
     const timing = { enqueuedAt: job.timestamp, startedAt: job.processedOn ?? Date.now() };
     const signal = deps.stops.start(job.data.generationId);
+    // Its run sends nothing more once this process has lost the job (frozen past its lock: shared/queue/job-lock.ts).
+    const lock = deps.locks.of(job.id!);
     try {
-      return await (isTypedQuestionsJob(job.data) ? typedQuestions.run(job.data, timing, signal) : executor.run(job.data, timing, signal));
+      return await (isTypedQuestionsJob(job.data) ? typedQuestions.run(job.data, timing, signal, lock) : executor.run(job.data, timing, signal, lock));
+    } catch (err) {
+      if (err instanceof JobLost) deps.logger.warn('a job this process stood still past its lock is run elsewhere: its run here stopped, sending nothing more', { generationId: job.data.generationId, trace_id: job.data.traceId });
+      throw err;
     } finally {
       deps.stops.end(job.data.generationId, signal);
     }

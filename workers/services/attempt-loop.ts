@@ -93,9 +93,11 @@ export async function runAttempts<T>(deps: WorkerDeps, job: AttemptJob, input: A
     const call: EndpointCall = { candidate, resolved, adapter, signal };
     const span = AttemptSpan.start(deps.tracing, job, input.operation, call, input.question);
     const started = Date.now();
+    const took = (outcome: string) => deps.metrics.providerLatency.observe({ provider: resolved.provider.id, endpoint: candidate.slug, outcome }, (Date.now() - started) / 1000);
     try {
       const value = await input.call(call);
       const finished = Date.now();
+      took('ok');
       span?.answered(input.usageOf?.(value));
       if (input.onAnswer !== false) {
         const sample = input.onAnswer ? input.onAnswer(value, started, finished) : { ttftMs: finished - started };
@@ -109,10 +111,12 @@ export async function runAttempts<T>(deps: WorkerDeps, job: AttemptJob, input: A
         return { kind: 'stopped', attempts, cause: e };
       }
       if (input.passThrough?.(e)) {
+        took(isUpstreamError(e) ? e.failure.reason : 'provider_error');
         span?.failed((e as Error).message, isUpstreamError(e) ? e.failure.reason : 'provider_error');
         throw e;
       }
       last = isUpstreamError(e) ? e.failure : { reason: 'malformed_reply', message: `unreadable reply: ${(e as Error).message}`, fallback: true };
+      took(last.reason);
       span?.failed(last.message, last.reason, last.status);
       record(attemptOf(resolved.provider.id, candidate.slug, last));
       const retryAfterMs = isUpstreamError(e) ? e.retryAfterMs : undefined;
@@ -149,7 +153,7 @@ export interface RunTiming {
  * (shared/billing/reply-then-settle.ts), under a `switchyard.settle` span when the job is traced.
  */
 export function endCompleted(deps: WorkerDeps, pub: GenerationPublisher, data: CompletedJob & Pick<GenerationJobBase, 'traceparent'>, finish: CompletedFinish, payload: { cost: string }): Promise<void> {
-  return tracedSettlement(deps.tracing, data, 'completed', () => settleCompleted(deps, pub, data, closeRowOf(data.generationId, finish), payload).then(() => payload.cost));
+  return tracedSettlement(deps.tracing, data, 'completed', () => settleCompleted(deps, pub, data, closeRowOf(data.generationId, finish), payload).then(() => ({ cost: payload.cost, usage: finish.usage })));
 }
 
 type CompletedFinish = Finish & { status: 'completed'; cost: NonNullable<Finish['cost']> };

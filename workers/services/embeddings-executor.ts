@@ -2,6 +2,7 @@ import type { EmbeddingRequest, EmbeddingResult } from '../../shared/providers/p
 import { upstreamError } from '../../shared/providers/upstream-error';
 import { tokenCost } from '../../shared/billing/pricing';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
+import type { JobLock } from '../../shared/queue/job-lock';
 import type { EmbeddingsDonePayload, EmbeddingsJobData } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
 import { endCompleted, endFailed, endStopped, runAttempts, upstreamRequest, type EndpointCall, type RunTiming } from './attempt-loop';
@@ -14,8 +15,8 @@ export class EmbeddingsExecutor {
   constructor(private readonly deps: WorkerDeps) {}
 
   /** `signal` aborts the upstream call when the generation is cancelled or timed out (cancel-channel.ts). */
-  async run(data: EmbeddingsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: StopSignal): Promise<void> {
-    const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId, this.deps.lane.buses);
+  async run(data: EmbeddingsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: StopSignal, lock?: JobLock): Promise<void> {
+    const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId, this.deps.lane.buses, lock);
     const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };
     const out = await runAttempts(this.deps, data, {
       operation: 'embeddings',

@@ -1,6 +1,6 @@
 import { DelayedError, type Job, type Processor } from 'bullmq';
 import { isClaimToken } from '../../shared/queue/claims';
-import { uncount } from '../../shared/queue/fairness';
+import { classOfPriority, uncount } from '../../shared/queue/fairness';
 import type { GenerationJobBase } from '../../shared/queue/job-catalog';
 import { capMember, parkDelayMs, type OrgCaps } from '../../shared/queue/org-cap';
 import type { WorkerDeps } from '../worker-deps';
@@ -9,8 +9,8 @@ import type { WorkerDeps } from '../worker-deps';
  * Where a generation job starts (docs/architecture.md "Fair queues"): a job that waited in its organization's fair
  * order (shared/queue/fairness.ts) is uncounted there on its first start, without holding the job up; a job of an
  * organization at its cap (shared/queue/org-cap.ts) is put back, before any provider is called or anything is
- * reserved or charged, and runs once one of that organization's jobs ends (its client, still waiting, then gets
- * its answer as from any worker).
+ * reserved or charged, and runs once one of that organization's jobs ends and hands it the slot, interactive work
+ * before background work (its client, still waiting, then gets its answer as from any worker).
  */
 export function fairStart(deps: WorkerDeps, caps: OrgCaps, processor: Processor, wake: (queueName: string, jobId: string) => Promise<unknown>): Processor {
   // Two parameters, as the processors it wraps: BullMQ then makes no AbortSignal per job (shared/queue/cancel-channel.ts JobStops).
@@ -24,8 +24,9 @@ export function fairStart(deps: WorkerDeps, caps: OrgCaps, processor: Processor,
     const cap = data.maxConcurrency;
     if (!org || !cap) return processor(job, token);
     const member = capMember(job.queueName, job.id!);
-    if (!(await caps.admit(org, member, cap))) {
-      await job.moveToDelayed(Date.now() + parkDelayMs(job.attemptsStarted), token);
+    const workClass = classOfPriority(job.opts.priority);
+    if (!(await caps.admit(org, member, cap, workClass))) {
+      await job.moveToDelayed(Date.now() + parkDelayMs(job.attemptsStarted, workClass), token);
       throw new DelayedError();
     }
     const renew = setInterval(() => void caps.renew(org, member).catch(() => undefined), Math.max(1000, caps.ttlMs / 3));
@@ -33,7 +34,7 @@ export function fairStart(deps: WorkerDeps, caps: OrgCaps, processor: Processor,
       return await processor(job, token);
     } finally {
       clearInterval(renew);
-      const parked = await caps.release(org, member).catch(() => []);
+      const parked = await caps.release(org, member, cap).catch(() => []);
       for (const p of parked) {
         const [queueName, id] = p.split('\t');
         void wake(queueName!, id!).catch(() => undefined);

@@ -4,13 +4,12 @@ import { AppError } from '../../shared/errors/app-error';
 import { mediaCost, mediaData, producedUnits, type MediaOutput, type MediaResult, type MediaUsage } from '../../shared/formats/media.mapper';
 import type { UpstreamFailure } from '../../shared/providers/provider.types';
 import { ignoredParameterWarnings } from '../../shared/routing/route-parameters';
-import { rub } from '../../shared/metrics/metrics';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { MediaAttempt, MediaJobData, MediaStep, PlannedCandidate } from '../../shared/queue/job-catalog';
 import type { CallbackService } from '../../shared/services/callbacks.service';
 import type { WorkerDeps } from '../worker-deps';
 import { attemptOf, failedAttempt } from './attempt-failures';
-import { tracedSettlement } from './job-spans';
+import { tracedSettlement, type SettledReport } from './job-spans';
 
 interface Completion {
   candidate: PlannedCandidate;
@@ -42,8 +41,8 @@ export class MediaEndings {
     return tracedSettlement(this.deps.tracing, data, 'completed', () => this.settleCompletion(data, c));
   }
 
-  /** complete's work; resolves to what was charged ('0' when another ending came first). */
-  private async settleCompletion(data: MediaJobData, c: Completion): Promise<string> {
+  /** complete's work; resolves to what was charged ('0' when another ending came first) and the usage recorded. */
+  private async settleCompletion(data: MediaJobData, c: Completion): Promise<SettledReport> {
     const prompt = typeof data.input.prompt === 'string' ? data.input.prompt : data.image?.request.prompt;
     const units = producedUnits(data.kind, c.outputs, { seconds: c.seconds, prompt, sourceIsImage: data.sourceIsImage });
     // usage × price, within the reservation (an upper bound: the endpoint's longest output). A provider that
@@ -92,7 +91,7 @@ export class MediaEndings {
       },
     });
     if (overrun && outcome.applied) {
-      this.deps.metrics.mediaUncharged.inc({ provider: c.resolved.provider.id }, rub(overrun));
+      this.deps.metrics.mediaUncharged.inc({ provider: c.resolved.provider.id }, overrun);
       this.deps.logger.warn('media output beyond the reserved bound: charged the bound', {
         generationId: data.generationId,
         endpoint: c.candidate.slug,
@@ -110,7 +109,7 @@ export class MediaEndings {
     // it again (deduped), never loses it.
     if (outcome.applied) await this.callback(data, 'completed');
     await this.publisher(data).send(outcome.applied ? { type: 'done', payload: { id: data.generationId } } : { type: 'cancelled' });
-    return outcome.applied ? moneyString(cost) : '0';
+    return { cost: outcome.applied ? moneyString(cost) : '0', usage };
   }
 
   failTask(data: MediaJobData, step: MediaStep, f: Pick<UpstreamFailure, 'reason' | 'message' | 'status' | 'raw'>): Promise<void> {

@@ -113,6 +113,8 @@ export class MediaExecutor {
       passThrough: (e) => !isUpstreamError(e) || e.aborted,
       // A task is judged when it finishes (complete / failTask), not when it is created.
       onAnswer: false,
+      // An images call's span carries the tokens the provider counted (a task's usage is known at its end: the settle span's).
+      usageOf: (v) => ('images' in v && v.images.tokens ? { inputTokens: v.images.tokens.input, outputTokens: v.images.tokens.output } : {}),
     });
     if (out.kind !== 'answered') return this.endings.fail(data, failureError(this.deps, out.attempts, out.kind === 'failed' ? out.last : undefined), out.attempts);
     const { candidate, resolved } = out.call;

@@ -1,14 +1,24 @@
 import { AppError } from '../../shared/errors/app-error';
 import { isUpstreamError, UpstreamError } from '../../shared/providers/upstream-error';
 import { DEFAULT_MAX_OUTPUT_TOKENS, type InputItem, type TextResult, type TextStreamEvent, type TokenUsage, type UpstreamFailure } from '../../shared/providers/provider.types';
-import { estimateInputTokens, tokenCost } from '../../shared/billing/pricing';
+import { tokenCost } from '../../shared/billing/pricing';
+import { producedUsage, tokenizerFamily, type UsageSoFar } from '../../shared/billing/token-count';
 import { requestWithout } from '../../shared/formats/format-utils';
+import { tierPrice } from '../../shared/catalog/service-tiers';
 import { ignoredParameterWarnings } from '../../shared/routing/route-parameters';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
+import { JobLost, type JobLock } from '../../shared/queue/job-lock';
+import { settleStreamEnding, type StreamEnding } from '../../shared/billing/reply-then-settle';
+import type { PromisedSettlement } from '../../shared/billing/settlement-journal';
+import type { CloseRow } from '../../shared/billing/ledger';
+import { closeRowOf } from '../../shared/services/generation.service';
+import type { StoredError } from '../../shared/errors/app-error';
 import type { PlannedCandidate, TextDonePayload, TextJobData } from '../../shared/queue/job-catalog';
 import type { ResolvedEndpoint } from '../../shared/catalog/catalog-index';
+import type { TextMappingOptions } from '../../shared/providers/adapter.types';
 import type { WorkerDeps } from '../worker-deps';
 import { StreamAccumulator } from './stream-accumulator';
+import { StreamCheckpoints } from './stream-checkpoints';
 import { withoutText } from '../../shared/formats/unstored-text';
 import { MaskSession } from '../../shared/plugins/masker';
 import { stopReasonOf } from '../../shared/queue/cancel-channel';
@@ -27,8 +37,8 @@ class MidStreamFailure extends Error {
     readonly partial: StreamAccumulator,
     readonly candidate: PlannedCandidate,
     readonly resolved: ResolvedEndpoint,
-    /** Output billed at most (a runaway stream cut by us). */
-    readonly maxOutputTokens?: number,
+    /** What the provider had reported of the usage when the stream was cut (Anthropic: the input). */
+    readonly soFar: UsageSoFar | undefined,
   ) {
     super(failure.message);
   }
@@ -41,7 +51,18 @@ class MidStreamFailure extends Error {
 interface Answer {
   result: TextResult;
   firstTokenAt: number;
+  /** What the adapter could not send as asked (HttpRequestSpec `warnings`). */
+  warnings: string[];
 }
+
+/** A stream's checkpoints, and the settlement a checkpoint holds for a stream cut now (what reached the client so far). */
+interface Checkpointing {
+  at: StreamCheckpoints;
+  of(cut: MidStreamFailure): PromisedSettlement;
+}
+
+/** The ending a checkpoint records: whoever keeps it ends the generation so, charged for what reached the client by then. */
+const checkpointEnding = () => new AppError('SERVICE_UNAVAILABLE', 'The process streaming this answer stopped: it is charged for what reached you by its last checkpoint; repeat the request');
 
 /**
  * Runs a text job through the attempt loop (attempt-loop.ts: fallback on 5xx, 429, timeouts and malformed
@@ -50,9 +71,12 @@ interface Answer {
 export class TextExecutor {
   constructor(private readonly deps: WorkerDeps) {}
 
-  /** `signal` aborts the upstream call (cancel, timeout, client gone: shared/queue/cancel-channel.ts). */
-  async run(data: TextJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: StopSignal): Promise<void> {
-    const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId, this.deps.lane.buses);
+  /**
+   * `signal` aborts the upstream call (cancel, timeout, client gone: shared/queue/cancel-channel.ts). `lock`: the job's
+   * lock in this process (shared/queue/job-lock.ts): once it is lost, the run sends and settles nothing more (JobLost).
+   */
+  async run(data: TextJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: StopSignal, lock?: JobLock): Promise<void> {
+    const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId, this.deps.lane.buses, lock);
     const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };
     if (data.mode === 'async') await this.deps.generations.markProcessing(data.generationId, run.queueTimeMs);
     const masker = data.plugins?.includes('masker') ? new MaskedRun(data) : undefined;
@@ -60,13 +84,22 @@ export class TextExecutor {
     const job = data;
 
     const attempts: Attempt[] = [];
+    const checkpoint: Checkpointing | undefined = data.request.stream
+      ? {
+          at: new StreamCheckpoints(this.deps.settlements, data.generationId, this.deps.logger, lock),
+          of: (cut) => {
+            const { row, payload, error } = this.cutSettlement(job, cut, attempts, run, checkpointEnding());
+            return { row, replyTo: job.replyTo, message: { type: 'failed', error: error!, payload } };
+          },
+        }
+      : undefined;
     let out;
     try {
       out = await runAttempts<Answer>(this.deps, data, {
         operation: 'text',
-        call: (c) => this.attempt(job, c, pub, masker),
+        call: (c) => this.attempt(job, c, pub, masker, checkpoint),
         signal,
-        passThrough: (e) => e instanceof MidStreamFailure,
+        passThrough: (e) => e instanceof MidStreamFailure || e instanceof JobLost,
         attempts,
         onAnswer: ({ result, firstTokenAt }, started, finished) => ({
           ttftMs: firstTokenAt - started,
@@ -75,17 +108,19 @@ export class TextExecutor {
         usageOf: textUsage,
       });
     } catch (e) {
-      if (e instanceof MidStreamFailure) return this.failMidStream(data, e, attempts, pub, run);
+      if (e instanceof MidStreamFailure) return this.failMidStream(data, e, attempts, pub, run).then(() => checkpoint?.at.ended());
       throw e;
     }
-    if (out.kind === 'stopped') return this.stopped(data, out.cause instanceof MidStreamFailure ? out.cause : undefined, attempts, pub, signal!, run);
+    if (out.kind === 'stopped' && out.cause instanceof JobLost) throw out.cause;
+    if (out.kind === 'stopped') return this.stopped(data, out.cause instanceof MidStreamFailure ? out.cause : undefined, attempts, pub, signal!, run).then(() => checkpoint?.at.ended());
     if (out.kind === 'failed') return endFailed(this.deps, pub, data, failureError(this.deps, attempts, out.last), attempts, run);
 
     const { result, firstTokenAt } = out.value;
     const { candidate, resolved } = out.call;
     if (masker && !data.request.stream) masker.unmaskResult(result);
-    const cost = tokenCost(resolved.endpoint.price, result.usage);
-    const warnings = [...data.warnings, ...ignoredParameterWarnings(candidate.dropParams, candidate.model, resolved.provider.id)];
+    // At the price of the tier the provider says served it (a priority call it answered at `default` costs the standard price).
+    const cost = tokenCost(tierPrice(resolved.endpoint, result.serviceTier ?? data.request.serviceTier), result.usage);
+    const warnings = [...data.warnings, ...ignoredParameterWarnings(candidate.dropParams, candidate.model, resolved.provider.id), ...out.value.warnings];
     const payload: TextDonePayload = {
       result,
       model: candidate.model,
@@ -115,28 +150,30 @@ export class TextExecutor {
       generationTimeMs: out.finished - run.startedAt,
       upstreamId: result.upstreamId ?? null,
     }, payload);
+    await checkpoint?.at.ended();
   }
 
   /** Calls one endpoint: a plain request, or a stream whose deltas go to the waiting API process as they come. */
-  private async attempt(data: TextJobData, c: EndpointCall, pub: GenerationPublisher, masker?: MaskedRun): Promise<Answer> {
+  private async attempt(data: TextJobData, c: EndpointCall, pub: GenerationPublisher, masker?: MaskedRun, checkpoint?: Checkpointing): Promise<Answer> {
     const { candidate, resolved, adapter, signal } = c;
     const text = adapter.text!;
     const req = requestWithout(data.request, resolved.endpoint.upstreamModel, candidate.dropParams);
-    const spec = text.buildRequest(req, resolved.provider.apiKey ?? '', { defaultMaxOutputTokens: resolved.endpoint.maxOutputTokens });
+    const spec = text.buildRequest(req, resolved.provider.apiKey ?? '', textMappingOptions(resolved, data.apiType));
+    const warnings = spec.warnings ?? [];
     if (!req.stream) {
       const reply = await upstreamRequest(this.deps, c, spec, signal);
-      return { result: text.parseResponse(reply.json), firstTokenAt: Date.now() };
+      return { result: text.parseResponse(reply.json), firstTokenAt: Date.now(), warnings };
     }
     // The provider's concurrency cap holds for the whole stream.
     return this.deps.limiter.run(resolved.provider, async () => {
       const events = await this.deps.upstream.stream(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError, signal });
       const parser = text.createStreamParser();
-      const acc = new StreamAccumulator();
-      const cut = (failure: UpstreamFailure, maxOutputTokens?: number) => new MidStreamFailure(failure, acc, candidate, resolved, maxOutputTokens);
+      const acc = new StreamAccumulator(tokenizerFamily(resolved.provider.kind));
+      const cut = (failure: UpstreamFailure) => new MidStreamFailure(failure, acc, candidate, resolved, parser.usageSoFar?.());
       const unmasker = masker?.streamUnmasker();
       // A provider that ignores the output limit and never stops would hold the job (and the stream) forever: past
-      // twice the output the request is reserved for, the stream is cut and billed up to that limit.
-      const outputLimit = Math.min(req.maxOutputTokens ?? Infinity, resolved.endpoint.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS);
+      // twice the output the request is reserved for, the stream is cut and billed up to that limit (settlePartial).
+      const outputLimit = outputLimitOf(data, resolved);
       let announced = false;
       const handle = async (ev: TextStreamEvent): Promise<void> => {
         if (unmasker && ev.type === 'text_delta') {
@@ -153,27 +190,32 @@ export class TextExecutor {
           if (acc.produced) throw cut(failure);
           throw new UpstreamError(failure);
         }
-        if (!announced && (ev.type === 'text_delta' || ev.type === 'tool_call_start' || ev.type === 'reasoning_delta')) {
+        const content = ev.type === 'text_delta' || ev.type === 'tool_call_start' || ev.type === 'reasoning_delta' || (ev.type === 'reasoning_end' && ev.encryptedContent !== undefined);
+        if (!announced && content) {
           announced = true;
           await pub.send({ type: 'started', endpoint: candidate.slug, model: candidate.model });
         }
         acc.push(ev);
         if (acc.outputTokens() > 2 * outputLimit) {
-          throw cut({ reason: 'malformed_reply', message: `the provider kept streaming past max_output_tokens (${outputLimit})`, fallback: false }, outputLimit);
+          throw cut({ reason: 'malformed_reply', message: `the provider kept streaming past max_output_tokens (${outputLimit})`, fallback: false });
         }
-        if (ev.type !== 'usage' && ev.type !== 'finish') await pub.send({ type: 'delta', event: ev });
+        if (ev.type === 'usage' || ev.type === 'finish') return;
+        await pub.send({ type: 'delta', event: ev });
+        // What reached the client is settled in advance every second or so (the bounded exception: decisions.md section 4).
+        checkpoint?.at.delivered(acc.outputTokens(), () => checkpoint.of(cut({ reason: 'provider_error', message: 'checkpoint', fallback: false })));
       };
       try {
         for await (const sse of events) for (const ev of parser.push(sse)) await handle(ev);
         for (const ev of parser.end()) await handle(ev);
       } catch (e) {
-        if (e instanceof MidStreamFailure) throw e;
+        if (e instanceof MidStreamFailure || e instanceof JobLost) throw e;
         const failure: UpstreamFailure = isUpstreamError(e) ? e.failure : { reason: 'malformed_reply', message: (e as Error).message, fallback: true };
         // Before the first content byte we may still fall back; after it, the stream ends with an error.
         if (acc.produced) throw cut(failure);
         throw isUpstreamError(e) ? e : new UpstreamError(failure);
       }
-      return { result: acc.result(estimateInputTokens(data.request)), firstTokenAt: acc.firstTokenAt ?? Date.now() };
+      const usage = producedUsage({ final: acc.reported, soFar: parser.usageSoFar?.(), outputWeight: acc.outputTokens(), request: data.request, family: acc.family });
+      return { result: acc.result(usage), firstTokenAt: acc.firstTokenAt ?? Date.now(), warnings };
     });
   }
 
@@ -216,13 +258,31 @@ export class TextExecutor {
 
   /** settlePartial's work; resolves to what was charged. */
   private async settlePartialNow(data: TextJobData, e: MidStreamFailure, attempts: Attempt[], pub: GenerationPublisher, timing: RunTiming, ending: AppError | 'cancelled'): Promise<string> {
+    const { row, payload, error } = this.cutSettlement(data, e, attempts, timing, ending);
+    // What the event shows is what was charged: when another ending won (a cancel), that ending's charge (0).
+    const last: StreamEnding = (charged, applied) => {
+      payload.cost = charged.toFixed(10);
+      if (error) return { type: 'failed', error, payload };
+      // The API's cancel that ended it first told its client already.
+      return applied ? { type: 'cancelled', payload } : null;
+    };
+    await settleStreamEnding(this.deps, pub, data, row, last);
+    return payload.cost;
+  }
+
+  /**
+   * What a stream cut now is charged and recorded as (failed with `ending`, or cancelled) and the payload its last message
+   * shows: what the provider produced (decisions.md section 4), its usage so far, else an honest count of what was sent
+   * and delivered; never more output than the whole answer was allowed, so never more than the whole answer could cost.
+   */
+  private cutSettlement(data: TextJobData, e: MidStreamFailure, attempts: Attempt[], timing: RunTiming, ending: AppError | 'cancelled'): { row: CloseRow; payload: TextDonePayload; error?: StoredError } {
     const { candidate, providerId } = e;
-    const result = e.partial.result(estimateInputTokens(data.request));
-    if (e.maxOutputTokens !== undefined) result.usage = { ...result.usage, outputTokens: Math.min(result.usage.outputTokens, e.maxOutputTokens) };
-    const cost = tokenCost(e.resolved.endpoint.price, result.usage);
+    const usage = producedUsage({ final: e.partial.reported, soFar: e.soFar, outputWeight: e.partial.outputTokens(), request: data.request, family: e.partial.family });
+    const result = e.partial.result({ ...usage, outputTokens: Math.min(usage.outputTokens, outputLimitOf(data, e.resolved)) });
+    const cost = tokenCost(tierPrice(e.resolved.endpoint, result.serviceTier ?? data.request.serviceTier), result.usage);
     const error = ending === 'cancelled' ? undefined : ending.toStored();
     const payload: TextDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: providerId, cost: cost.toFixed(10), warnings: data.warnings, attempts };
-    const outcome = await this.deps.generations.finish(data.generationId, {
+    const row = closeRowOf(data.generationId, {
       status: error ? 'failed' : 'cancelled',
       cost,
       error,
@@ -237,16 +297,24 @@ export class TextExecutor {
       queueTimeMs: timing.queueTimeMs,
       generationTimeMs: Date.now() - timing.startedAt,
     });
-    // What the event shows is what was charged: when another ending won (a cancel), that ending's charge (0).
-    payload.cost = outcome.charged.toFixed(10);
-    if (error) await pub.send({ type: 'failed', error, payload });
-    // The API's cancel that ended it first told its client already.
-    else if (outcome.applied) await pub.send({ type: 'cancelled', payload });
-    return payload.cost;
+    return { row, payload, error };
   }
 }
 
 export type { TokenUsage };
+
+/** The output a text job may have on its endpoint: what its reservation is sized for. */
+function outputLimitOf(data: TextJobData, resolved: ResolvedEndpoint): number {
+  return Math.min(data.request.maxOutputTokens ?? Infinity, resolved.endpoint.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS);
+}
+
+/**
+ * What an adapter needs of the endpoint to write a text request: the endpoint's limit, the provider's timeout, and
+ * whether a Responses API call goes upstream as one (`responsesApi` endpoints; chat completions stay chat completions).
+ */
+export function textMappingOptions(resolved: ResolvedEndpoint, apiType?: TextJobData['apiType']): TextMappingOptions {
+  return { defaultMaxOutputTokens: resolved.endpoint.maxOutputTokens, timeoutMs: resolved.provider.timeoutMs, responsesApi: resolved.endpoint.responsesApi === true && apiType === 'responses' };
+}
 
 /** What a text answer reports for its attempt's span (workers/services/job-spans.ts). */
 function textUsage({ result }: Answer): GenAiUsage {
@@ -270,6 +338,7 @@ class MaskedRun {
     const input = original.request.input.map((item): InputItem => {
       if (item.type === 'message') return { ...item, content: item.content.map((c) => (c.type === 'input_text' || c.type === 'output_text' ? { ...c, text: mask(c.text) } : c)) };
       if (item.type === 'function_call_output') return { ...item, output: mask(item.output) };
+      if (item.type === 'reasoning') return { ...item, summary: item.summary.map((s) => ({ ...s, text: mask(s.text) })) };
       return item;
     });
     const request = { ...original.request, input, instructions: original.request.instructions && mask(original.request.instructions) };

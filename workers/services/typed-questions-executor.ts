@@ -1,9 +1,11 @@
+import { textMappingOptions } from './text-executor';
 import type { TokenUsage } from '../../shared/providers/provider.types';
 import { UpstreamError } from '../../shared/providers/upstream-error';
 import { tokenCost } from '../../shared/billing/pricing';
 import { ZERO, type Decimal } from '../../shared/money';
 import { requestWithout } from '../../shared/formats/format-utils';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
+import type { JobLock } from '../../shared/queue/job-lock';
 import type { PlannedCandidate, QuestionAttempt, TypedQuestionsDonePayload, TypedQuestionsJobData, TextJobData } from '../../shared/queue/job-catalog';
 import { readAnswer, schemeOf, type TypedAnswer } from '../../shared/formats/typed-questions.mapper';
 import type { WorkerDeps } from '../worker-deps';
@@ -37,8 +39,8 @@ export class TypedQuestionsExecutor {
   constructor(private readonly deps: WorkerDeps) {}
 
   /** `signal` aborts every question's upstream call when the generation is cancelled or timed out. */
-  async run(data: TypedQuestionsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: StopSignal): Promise<void> {
-    const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId, this.deps.lane.buses);
+  async run(data: TypedQuestionsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: StopSignal, lock?: JobLock): Promise<void> {
+    const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId, this.deps.lane.buses, lock);
     const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };
     const { queueTimeMs } = run;
     const attempts: QuestionAttempt[] = [];
@@ -110,7 +112,7 @@ export class TypedQuestionsExecutor {
       call: async (c: EndpointCall): Promise<Answered> => {
         const text = c.adapter.text!;
         const req = requestWithout(q.request, c.resolved.endpoint.upstreamModel, c.candidate.dropParams);
-        const spec = text.buildRequest(req, c.resolved.provider.apiKey ?? '', { defaultMaxOutputTokens: c.resolved.endpoint.maxOutputTokens });
+        const spec = text.buildRequest(req, c.resolved.provider.apiKey ?? '', textMappingOptions(c.resolved));
         // Per-provider concurrency caps apply to each question's call (32 questions are 32 upstream calls).
         const result = text.parseResponse((await upstreamRequest(this.deps, c, spec, c.signal)).json);
         if (!result.logprobs?.length) throw noLogprobs('the reply carries no log-probabilities');

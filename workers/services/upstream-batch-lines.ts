@@ -10,6 +10,8 @@ import type { ProviderAdapter, UpstreamBatchLine } from '../../shared/providers/
 import type { UpstreamFailure } from '../../shared/providers/provider.types';
 import { tokenCost } from '../../shared/billing/pricing';
 import { requestWithout } from '../../shared/formats/format-utils';
+import { askedTier } from '../../shared/catalog/service-tiers';
+import { leftOutWarning } from '../../shared/providers/model-family';
 import { ignoredParameterWarnings } from '../../shared/routing/route-parameters';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import { addJob } from '../../shared/queue/claims';
@@ -20,7 +22,7 @@ import type { WorkerDeps } from '../worker-deps';
 import { endCompleted, endFailed } from './attempt-loop';
 import { attemptOf, failedAttempt, failureError } from './attempt-failures';
 import { embeddingRequest } from './embeddings-executor';
-import { recorded } from './text-executor';
+import { recorded, textMappingOptions } from './text-executor';
 
 /** A parked line as its chunk job reads it: its generation, its ordinary job's queue and payload. */
 export interface ParkedJob {
@@ -44,8 +46,17 @@ export function upstreamLine(l: ParkedJob, c: ChunkCall): UpstreamBatchLine {
   const upstreamModel = c.resolved.endpoint.upstreamModel;
   if (isText(l)) {
     const data = l.job as TextJobData;
-    const req = { ...requestWithout(data.request, upstreamModel, data.candidates[0]?.dropParams ?? []), stream: false };
-    return { customId: l.generationId, request: c.adapter.text!.buildRequest(req, key, { defaultMaxOutputTokens: c.resolved.endpoint.maxOutputTokens }) };
+    // A batch API processes its lines at its own tier and price (the endpoint's `batch` prices): a line's service_tier is
+    // left out, with a warning when it asked for another tier than standard.
+    const { serviceTier, ...req } = { ...requestWithout(data.request, upstreamModel, data.candidates[0]?.dropParams ?? []), stream: false };
+    // No timeout: a batch line is not waited for, so it gets the endpoint's whole output limit. A Responses API line goes
+    // to an endpoint that speaks that API as one, as its direct call would: a chunk holds the lines of one batch, whose
+    // lines share one url, so a provider batch (which runs one url) gets lines of one API.
+    const options = { ...textMappingOptions(c.resolved, data.apiType), timeoutMs: undefined };
+    const request = c.adapter.text!.buildRequest(req, key, options);
+    const tier = askedTier(serviceTier);
+    if (tier !== undefined) request.warnings = [...(request.warnings ?? []), leftOutWarning(`service_tier ${JSON.stringify(tier)}`, upstreamModel, `a line of ${c.resolved.provider.id}'s batch API is processed and charged at the batch price`)];
+    return { customId: l.generationId, request };
   }
   return { customId: l.generationId, request: c.adapter.embeddings!.buildRequest(embeddingRequest(l.job as EmbeddingsJobData, upstreamModel), key) };
 }
@@ -72,7 +83,9 @@ export async function settleLine(deps: WorkerDeps, l: ParkedJob, c: ChunkCall, b
     const data = l.job as TextJobData;
     const result = parsed.text;
     const cost = tokenCost(price, result.usage);
-    const warnings = [...data.warnings, ...ignoredParameterWarnings(candidate.dropParams, candidate.model, resolved.provider.id)];
+    // The request is described again (pure) for what it could not carry as asked: the line's warnings.
+    const sent = upstreamLine(l, c).request.warnings ?? [];
+    const warnings = [...data.warnings, ...ignoredParameterWarnings(candidate.dropParams, candidate.model, resolved.provider.id), ...sent];
     const payload: TextDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: resolved.provider.id, cost: cost.toFixed(10), warnings, attempts: [] };
     await endCompleted(deps, pub, { ...data, replyTo: null }, { status: 'completed', cost, result: recorded(data, payload), usage: result.usage, warnings, finishReason: result.finishReason, upstreamId: result.upstreamId ?? null, ...common }, payload);
     return null;

@@ -4,7 +4,7 @@
  * → message_stop. `ping` is ignored; `error` becomes an error event.
  */
 import type { SseEvent, TextStreamParser } from '../adapter.types';
-import type { FinishReason, TextStreamEvent } from '../provider.types';
+import type { FinishReason, TextStreamEvent, TokenUsage } from '../provider.types';
 import { num, parseStreamJson, rec, str } from '../mapper-utils';
 import { anthropicFinishReason, anthropicUsage, extractAnthropicError } from './response.mapper';
 
@@ -78,6 +78,13 @@ export class AnthropicStreamParser implements TextStreamParser {
 
   end(): TextStreamEvent[] {
     return this.flush();
+  }
+
+  /** The input as `message_start` reported it; the output only once `message_delta` counted it (until then a placeholder). */
+  usageSoFar(): Partial<TokenUsage> | undefined {
+    if (this.usage.input_tokens === undefined) return undefined;
+    const { outputTokens, ...input } = anthropicUsage(this.usage);
+    return this.pendingFinish ? { ...input, outputTokens } : input;
   }
 
   private takeUsage(u: unknown): void {

@@ -3,7 +3,12 @@
  * https://ai.google.dev/api/generate-content and https://ai.google.dev/api/embeddings
  */
 import type { EmbeddingRequest, HttpRequestSpec, InputContentPart, TextRequest, ToolChoice } from '../provider.types';
-import { isRecord, mimeTypeFromUrl, parseDataUrl, parseJsonArguments, unsupported } from '../mapper-utils';
+import { mimeTypeFromUrl, parseDataUrl, parseJsonArguments, unsupported } from '../mapper-utils';
+import { earlierReasoningLeftOut, familyOf, leftOutWarning, replacedValueWarning } from '../model-family';
+import { GEMINI_MODEL_RULES, THINKING_BUDGET } from './model-rules';
+import { toGeminiSchema } from './schema.mapper';
+
+export { toGeminiSchema };
 
 export type GeminiPart =
   | { text: string; thought?: boolean }
@@ -16,15 +21,6 @@ export interface GeminiContent {
   role: 'user' | 'model';
   parts: GeminiPart[];
 }
-
-/** Our effort names → `thinkingConfig.thinkingBudget` (tokens). https://ai.google.dev/gemini-api/docs/thinking */
-const THINKING_BUDGET: ReadonlyMap<string, number> = new Map([
-  ['minimal', 512],
-  ['low', 1024],
-  ['medium', 8192],
-  ['high', 24576],
-  ['max', 32768],
-]);
 
 /** https://ai.google.dev/gemini-api/docs/function-calling#function_calling_modes */
 const FUNCTION_CALLING_MODE: ReadonlyMap<string, string> = new Map([
@@ -50,7 +46,10 @@ export function geminiModelResource(model: string): string {
 }
 
 export function buildGenerateContentRequest(req: TextRequest, apiKey: string): HttpRequestSpec {
-  const { systemInstruction, contents } = toContents(req);
+  const warnings: string[] = [];
+  earlierReasoningLeftOut(req, warnings);
+  const { systemInstruction, contents } = toContents(req, warnings);
+  if (contents.length === 0) return unsupported('Gemini needs at least one user or model message; this conversation has only system messages');
   const body: Record<string, unknown> = { contents };
   if (systemInstruction) body.systemInstruction = { parts: [{ text: systemInstruction }] };
   const tools = req.tools ?? [];
@@ -60,17 +59,25 @@ export function buildGenerateContentRequest(req: TextRequest, apiKey: string): H
         functionDeclarations: tools.map((t) => ({
           name: t.name,
           ...(t.description !== undefined && { description: t.description }),
-          ...(t.parameters !== undefined && { parameters: toGeminiSchema(t.parameters) }),
+          ...(t.parameters !== undefined && { parameters: schemaOf(t.parameters, `the parameters of tool '${t.name}'`, t.strict === true, req.model, warnings) }),
         })),
       },
     ];
   }
   if (req.toolChoice !== undefined) body.toolConfig = { functionCallingConfig: toFunctionCallingConfig(req.toolChoice) };
-  const config = generationConfig(req);
+  const config = generationConfig(req, warnings);
   if (Object.keys(config).length > 0) body.generationConfig = config;
   const resource = geminiModelResource(req.model);
   const path = req.stream ? `/${resource}:streamGenerateContent?alt=sse` : `/${resource}:generateContent`;
-  return { method: 'POST', path, headers: geminiHeaders(apiKey, req.stream), body };
+  return { method: 'POST', path, headers: geminiHeaders(apiKey, req.stream), body, ...(warnings.length > 0 && { warnings }) };
+}
+
+/** A JSON Schema as Gemini's `Schema`; what it cannot express is named in a warning (and `strict` is not enforced). */
+function schemaOf(schema: Record<string, unknown>, where: string, strict: boolean, model: string, warnings: string[]): Record<string, unknown> {
+  const { schema: out, dropped } = toGeminiSchema(schema);
+  if (dropped.length > 0) warnings.push(leftOutWarning(`${dropped.join(', ')} in ${where}`, model, "Gemini's Schema cannot express it"));
+  if (strict) warnings.push(`strict is not enforced by ${model}: ${where} guide the output but Gemini does not guarantee it matches them`);
+  return out;
 }
 
 function toFunctionCallingConfig(choice: ToolChoice): Record<string, unknown> {
@@ -79,7 +86,7 @@ function toFunctionCallingConfig(choice: ToolChoice): Record<string, unknown> {
 }
 
 /** https://ai.google.dev/api/generate-content#generationconfig */
-function generationConfig(req: TextRequest): Record<string, unknown> {
+function generationConfig(req: TextRequest, warnings: string[]): Record<string, unknown> {
   const config: Record<string, unknown> = {};
   const direct: Array<[string, unknown]> = [
     ['temperature', req.temperature],
@@ -95,35 +102,58 @@ function generationConfig(req: TextRequest): Record<string, unknown> {
   const format = req.textFormat;
   if (format && format.type !== 'text') {
     config.responseMimeType = 'application/json';
-    if (format.type === 'json_schema') config.responseSchema = toGeminiSchema(format.schema);
+    if (format.type === 'json_schema') config.responseSchema = schemaOf(format.schema, `the response format '${format.name}'`, format.strict === true, req.model, warnings);
   }
   if (req.logprobs || (req.topLogprobs ?? 0) > 0) {
     config.responseLogprobs = true;
     if (req.topLogprobs !== undefined) config.logprobs = req.topLogprobs;
   }
-  const thinking = thinkingConfig(req);
+  const thinking = thinkingConfig(req, warnings);
   if (thinking) config.thinkingConfig = thinking;
   return config;
 }
 
-function thinkingConfig(req: TextRequest): Record<string, unknown> | undefined {
+/**
+ * The thinking budget: an effort's budget, or the caller's, within the family's documented range (model-rules.ts);
+ * off (0) where the family can turn thinking off, else its smallest budget, with a warning. A model that does not
+ * think (or one the table does not know) gets the request's budget as it is.
+ */
+function thinkingConfig(req: TextRequest, warnings: string[]): Record<string, unknown> | undefined {
   const r = req.reasoning;
   if (!r) return undefined;
-  if (r.enabled === false) return { thinkingBudget: 0 };
+  const range = familyOf(GEMINI_MODEL_RULES, req.model);
+  const limits = range?.thinkingBudget;
+  if (range && !limits) {
+    warnings.push(leftOutWarning('reasoning', req.model, 'the model does not think'));
+    return undefined;
+  }
   const config: Record<string, unknown> = {};
-  const budget = r.maxTokens ?? (r.effort !== undefined ? THINKING_BUDGET.get(r.effort) : undefined);
-  if (budget !== undefined) config.thinkingBudget = budget;
+  const asked = r.enabled === false ? 0 : (r.maxTokens ?? (r.effort !== undefined ? THINKING_BUDGET.get(r.effort) : undefined));
+  if (asked !== undefined) {
+    const budget = limits ? budgetWithin(asked, limits) : asked;
+    if (budget !== asked && (r.enabled === false || r.maxTokens !== undefined)) {
+      const why = asked === 0 ? 'it cannot turn thinking off' : `it takes budgets from ${limits!.min} to ${limits!.max}`;
+      warnings.push(replacedValueWarning(r.enabled === false ? 'reasoning.effort' : 'reasoning.max_tokens', r.enabled === false ? 'none' : asked, budget, req.model, why));
+    }
+    config.thinkingBudget = budget;
+  }
   // Thought summaries only come back when asked for.
-  if (r.summary !== undefined && r.summary !== 'none') config.includeThoughts = true;
+  if (r.enabled !== false && r.summary !== undefined && r.summary !== 'none') config.includeThoughts = true;
   return Object.keys(config).length > 0 ? config : undefined;
 }
 
+function budgetWithin(asked: number, limits: { min: number; max: number; canDisable: boolean }): number {
+  if (asked === 0) return limits.canDisable ? 0 : limits.min;
+  return Math.min(limits.max, Math.max(limits.min, asked));
+}
+
 /**
- * System and developer messages go to `systemInstruction`; function calls are `model` parts, their outputs
- * `user` parts named after the call (Gemini matches responses by name). Consecutive parts of one role share a
- * content, as parallel function responses must.
+ * System and developer messages go to `systemInstruction` (Gemini has no system turn; one in the middle of the
+ * conversation is moved there, with a warning); function calls are `model` parts, their outputs `user` parts named
+ * after the call (Gemini matches responses by name). Consecutive parts of one role share a content, as parallel
+ * function responses must.
  */
-export function toContents(req: TextRequest): { systemInstruction: string; contents: GeminiContent[] } {
+export function toContents(req: TextRequest, warnings: string[] = []): { systemInstruction: string; contents: GeminiContent[] } {
   const system: string[] = req.instructions ? [req.instructions] : [];
   const contents: GeminiContent[] = [];
   const callNames = new Map<string, string>();
@@ -133,11 +163,14 @@ export function toContents(req: TextRequest): { systemInstruction: string; conte
     if (last?.role === role) last.parts.push(...parts);
     else contents.push({ role, parts });
   };
+  let moved = false;
   for (const item of req.input) {
     switch (item.type) {
       case 'message':
-        if (item.role === 'system' || item.role === 'developer') system.push(item.content.map(systemText).join('\n\n'));
-        else push(item.role === 'assistant' ? 'model' : 'user', item.content.map(toPart));
+        if (item.role === 'system' || item.role === 'developer') {
+          moved ||= contents.length > 0;
+          system.push(item.content.map(systemText).join('\n\n'));
+        } else push(item.role === 'assistant' ? 'model' : 'user', item.content.map(toPart));
         break;
       case 'function_call':
         callNames.set(item.call_id, item.name);
@@ -150,8 +183,11 @@ export function toContents(req: TextRequest): { systemInstruction: string; conte
         push('user', [{ functionResponse: { name, response: functionResponse(item.output) } }]);
         break;
       }
+      case 'reasoning': // Gemini takes no earlier reasoning (earlierReasoningLeftOut)
+        break;
     }
   }
+  if (moved) warnings.push(`A system message in the middle of the conversation was moved to the system instruction: ${req.model} takes system instructions only before the conversation`);
   return { systemInstruction: system.join('\n\n'), contents };
 }
 
@@ -190,61 +226,6 @@ function mediaPart(url: string): GeminiPart {
   if (data) return { inlineData: { mimeType: data.mimeType, data: data.base64 } };
   const mimeType = mimeTypeFromUrl(url);
   return { fileData: { fileUri: url, ...(mimeType !== undefined && { mimeType }) } };
-}
-
-// ---------- JSON Schema → Gemini Schema (an OpenAPI 3.0 subset) ----------
-
-/** The fields Gemini's `Schema` accepts (https://ai.google.dev/api/caching#Schema); anything else is refused upstream. */
-const SCHEMA_FIELDS = new Set([
-  'type', 'format', 'title', 'description', 'nullable', 'enum', 'maxItems', 'minItems', 'properties', 'required',
-  'minProperties', 'maxProperties', 'minLength', 'maxLength', 'pattern', 'example', 'anyOf', 'propertyOrdering',
-  'default', 'items', 'minimum', 'maximum',
-]);
-
-/**
- * Keeps the fields Gemini accepts, upper-cases `type`, turns `["string", "null"]` into `nullable`, `const`
- * into a one-value `enum`, and inlines local `$ref`s (`#/$defs/X`, `#/definitions/X`) up to a small depth.
- */
-export function toGeminiSchema(schema: Record<string, unknown>): Record<string, unknown> {
-  const root = schema;
-  const convert = (node: unknown, depth: number): unknown => {
-    if (!isRecord(node)) return node;
-    if (typeof node.$ref === 'string') {
-      const target = depth < 8 ? resolveRef(root, node.$ref) : undefined;
-      return target ? convert(target, depth + 1) : { type: 'OBJECT' };
-    }
-    const out: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(node)) {
-      if (key === 'type') {
-        const types = (Array.isArray(value) ? value : [value]).filter((t): t is string => typeof t === 'string');
-        const real = types.filter((t) => t !== 'null');
-        if (real[0] !== undefined) out.type = real[0].toUpperCase();
-        if (types.includes('null')) out.nullable = true;
-      } else if (key === 'const') {
-        out.enum = [value];
-      } else if (key === 'properties' && isRecord(value)) {
-        out.properties = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, convert(v, depth)]));
-      } else if (key === 'items') {
-        out.items = convert(value, depth);
-      } else if (key === 'anyOf' && Array.isArray(value)) {
-        out.anyOf = value.map((v) => convert(v, depth));
-      } else if (SCHEMA_FIELDS.has(key)) {
-        out[key] = value;
-      }
-    }
-    return out;
-  };
-  return convert(schema, 0) as Record<string, unknown>;
-}
-
-function resolveRef(root: Record<string, unknown>, ref: string): unknown {
-  if (!ref.startsWith('#/')) return undefined;
-  let node: unknown = root;
-  for (const segment of ref.slice(2).split('/')) {
-    if (!isRecord(node)) return undefined;
-    node = node[segment.replace(/~1/g, '/').replace(/~0/g, '~')];
-  }
-  return node;
 }
 
 // ---------- embeddings ----------

@@ -10,6 +10,8 @@ import { extractGeminiError, geminiCallId, geminiFinishReason, geminiUsage } fro
 
 export class GeminiStreamParser implements TextStreamParser {
   private usage: TokenUsage | undefined;
+  /** The last usageMetadata counted the output (its `candidatesTokenCount`), not only the prompt. */
+  private outputCounted = false;
   private modelVersion: string | undefined;
   private calls = 0;
   private finished = false;
@@ -22,7 +24,10 @@ export class GeminiStreamParser implements TextStreamParser {
     const out: TextStreamEvent[] = [];
     const model = str(chunk.modelVersion);
     if (model) this.modelVersion = model;
-    if (isRecord(chunk.usageMetadata)) this.usage = geminiUsage(chunk.usageMetadata);
+    if (isRecord(chunk.usageMetadata)) {
+      this.usage = geminiUsage(chunk.usageMetadata);
+      this.outputCounted = chunk.usageMetadata.candidatesTokenCount !== undefined;
+    }
     const responseId = str(chunk.responseId) ?? 'gemini';
 
     const candidate = arr(chunk.candidates)[0];
@@ -44,6 +49,13 @@ export class GeminiStreamParser implements TextStreamParser {
     }
     if (typeof candidate.finishReason === 'string') out.push(...this.finish(geminiFinishReason(candidate.finishReason, this.calls > 0)));
     return out;
+  }
+
+  /** usageMetadata is cumulative on every chunk: the prompt, and the output when the chunk counted it. */
+  usageSoFar(): Partial<TokenUsage> | undefined {
+    if (!this.usage) return undefined;
+    const { outputTokens, reasoningTokens, ...input } = this.usage;
+    return this.outputCounted ? this.usage : input;
   }
 
   end(): TextStreamEvent[] {

@@ -5,6 +5,8 @@
 import type { ImageRequest } from '../adapter.types';
 import type { EmbeddingRequest, HttpRequestSpec, InputContentPart, InputItem, TextRequest, ToolChoice } from '../provider.types';
 import { unsupported } from '../mapper-utils';
+import { earlierReasoningLeftOut, familyOf, leftOutWarning, replacedValueWarning } from '../model-family';
+import { EFFORT_ORDER, OPENAI_MODEL_RULES, type OpenAIEffort } from './model-rules';
 
 type ChatContentPart =
   | { type: 'text'; text: string }
@@ -23,15 +25,6 @@ export type ChatMessage =
   | { role: 'assistant'; content: string | null; tool_calls?: ChatToolCall[] }
   | { role: 'tool'; tool_call_id: string; content: string };
 
-/** Our effort names → `reasoning_effort`; `max` has no OpenAI name, `high` is the most there is everywhere. */
-const REASONING_EFFORT: ReadonlyMap<string, string> = new Map([
-  ['minimal', 'minimal'],
-  ['low', 'low'],
-  ['medium', 'medium'],
-  ['high', 'high'],
-  ['max', 'high'],
-]);
-
 export function openaiHeaders(apiKey: string, stream = false): Record<string, string> {
   return {
     authorization: `Bearer ${apiKey}`,
@@ -41,6 +34,8 @@ export function openaiHeaders(apiKey: string, stream = false): Record<string, st
 }
 
 export function buildChatCompletionRequest(req: TextRequest, apiKey: string): HttpRequestSpec {
+  const warnings: string[] = [];
+  earlierReasoningLeftOut(req, warnings);
   const body: Record<string, unknown> = { model: req.model, messages: toChatMessages(req) };
   const tools = req.tools ?? [];
   if (tools.length > 0) {
@@ -65,8 +60,8 @@ export function buildChatCompletionRequest(req: TextRequest, apiKey: string): Ht
   if (req.frequencyPenalty !== undefined) body.frequency_penalty = req.frequencyPenalty;
   if (req.stop !== undefined && req.stop.length > 0) body.stop = req.stop;
   if (req.seed !== undefined) body.seed = req.seed;
-  const effort = req.reasoning?.enabled === false ? undefined : req.reasoning?.effort;
-  if (effort !== undefined) body.reasoning_effort = REASONING_EFFORT.get(effort) ?? effort;
+  const effort = openaiEffort(req, warnings);
+  if (effort !== undefined) body.reasoning_effort = effort;
   if (req.textFormat && req.textFormat.type !== 'text') {
     const f = req.textFormat;
     body.response_format =
@@ -86,13 +81,57 @@ export function buildChatCompletionRequest(req: TextRequest, apiKey: string): Ht
     body.logprobs = true;
     if (req.topLogprobs !== undefined) body.top_logprobs = req.topLogprobs;
   }
-  if (req.user !== undefined) body.user = req.user;
-  if (req.promptCacheKey !== undefined) body.prompt_cache_key = req.promptCacheKey;
+  Object.assign(body, sharedOptions(req));
+  const verbosity = verbosityOf(req, warnings);
+  if (verbosity !== undefined) body.verbosity = verbosity;
   if (req.stream) {
     body.stream = true;
     body.stream_options = { include_usage: true };
   }
-  return { method: 'POST', path: '/chat/completions', headers: openaiHeaders(apiKey, req.stream), body };
+  return { method: 'POST', path: '/chat/completions', headers: openaiHeaders(apiKey, req.stream), body, ...(warnings.length > 0 && { warnings }) };
+}
+
+/** The fields chat completions and the Responses API name alike: the end user's ids, the cache key, the service tier. */
+export function sharedOptions(req: TextRequest): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (req.user !== undefined) out.user = req.user;
+  if (req.safetyIdentifier !== undefined) out.safety_identifier = req.safetyIdentifier;
+  if (req.promptCacheKey !== undefined) out.prompt_cache_key = req.promptCacheKey;
+  if (req.serviceTier !== undefined) out.service_tier = req.serviceTier;
+  return out;
+}
+
+/** The verbosity to send: the caller's, where the model takes one (model-rules.ts); else none, with a warning. */
+export function verbosityOf(req: TextRequest, warnings: string[]): TextRequest['verbosity'] {
+  if (req.verbosity === undefined) return undefined;
+  const rules = familyOf(OPENAI_MODEL_RULES, req.model);
+  if (!rules || rules.verbosity) return req.verbosity;
+  warnings.push(leftOutWarning(`verbosity ${JSON.stringify(req.verbosity)}`, req.model, 'the model does not take verbosity'));
+  return undefined;
+}
+
+/**
+ * The effort to send (model-rules.ts): the caller's where the model takes it; else the nearest it does, upwards
+ * (`minimal` → `low`; `none` → its least where it cannot stop reasoning), with a warning; `max` is the most the model
+ * has. Nothing for a model that does not reason (with a warning) or for `none` on a model the table does not know.
+ */
+export function openaiEffort(req: TextRequest, warnings: string[]): OpenAIEffort | undefined {
+  const r = req.reasoning;
+  const asked: OpenAIEffort | undefined = r?.enabled === false ? 'none' : r?.effort === 'max' ? 'xhigh' : r?.effort;
+  if (asked === undefined) return undefined;
+  const rules = familyOf(OPENAI_MODEL_RULES, req.model);
+  if (!rules) return asked === 'none' ? undefined : asked === 'xhigh' ? 'high' : asked;
+  const efforts = rules.efforts;
+  if (!efforts) {
+    if (asked !== 'none') warnings.push(leftOutWarning('reasoning', req.model, 'the model does not reason'));
+    return undefined;
+  }
+  if (efforts.includes(asked)) return asked;
+  const most = efforts[efforts.length - 1] as OpenAIEffort;
+  if (asked === 'xhigh') return most;
+  const used = efforts.find((e) => EFFORT_ORDER.indexOf(e) > EFFORT_ORDER.indexOf(asked)) ?? most;
+  warnings.push(replacedValueWarning('reasoning.effort', asked, used, req.model, asked === 'none' ? 'it cannot turn reasoning off' : undefined));
+  return used;
 }
 
 function toToolChoice(choice: ToolChoice): unknown {
@@ -131,6 +170,8 @@ function appendItem(messages: ChatMessage[], item: InputItem): void {
     }
     case 'function_call_output':
       messages.push({ role: 'tool', tool_call_id: item.call_id, content: item.output });
+      return;
+    case 'reasoning': // chat completions have no place for it (earlierReasoningLeftOut)
       return;
   }
 }

@@ -100,6 +100,8 @@ export function parseChatCompletion(json: unknown): TextResult {
   const model = str(body.model);
   if (model) result.modelVersion = model;
   if (str(body.id)) result.upstreamId = id;
+  const tier = str(body.service_tier);
+  if (tier) result.serviceTier = tier;
   return result;
 }
 

@@ -7,11 +7,13 @@ import type { SseEvent, TextStreamParser } from '../adapter.types';
 import type { FinishReason, TextStreamEvent, TokenUsage } from '../provider.types';
 import { arr, isRecord, num, parseStreamJson, rec, str } from '../mapper-utils';
 import { extractOpenAIError, openaiFinishReason, openaiUsage, reasoningText } from './response.mapper';
+import { ResponsesStreamParser } from './responses-response.mapper';
 
 export class OpenAIStreamParser implements TextStreamParser {
   private pendingFinish: FinishReason | undefined;
   private usage: TokenUsage | undefined;
   private modelVersion: string | undefined;
+  private serviceTier: string | undefined;
   private finished = false;
   /** Upstream tool index → our ordinal; some compatible servers omit `index`, so key by id as well. */
   private readonly tools = new Map<string, number>();
@@ -29,6 +31,8 @@ export class OpenAIStreamParser implements TextStreamParser {
     const out: TextStreamEvent[] = [];
     const model = str(chunk.model);
     if (model) this.modelVersion = model;
+    const tier = str(chunk.service_tier);
+    if (tier) this.serviceTier = tier;
 
     for (const c of arr(chunk.choices)) {
       if (!isRecord(c) || (num(c.index) ?? 0) !== 0) continue;
@@ -73,11 +77,28 @@ export class OpenAIStreamParser implements TextStreamParser {
     if (!this.pendingFinish) return [{ type: 'error', message: 'OpenAI stream ended without a finish_reason' }];
     const out: TextStreamEvent[] = [];
     if (this.usage) out.push({ type: 'usage', usage: this.usage });
-    out.push({ type: 'finish', finishReason: this.pendingFinish, ...(this.modelVersion !== undefined && { modelVersion: this.modelVersion }) });
+    out.push({ type: 'finish', finishReason: this.pendingFinish, ...(this.modelVersion !== undefined && { modelVersion: this.modelVersion }), ...(this.serviceTier !== undefined && { serviceTier: this.serviceTier }) });
     return out;
   }
 }
 
+/**
+ * A chat completions stream, or a Responses API stream (an endpoint with `responsesApi`): told apart by the first
+ * event, whose type names a `response.*` event in the latter.
+ */
+class OpenAIAnyStreamParser implements TextStreamParser {
+  private parser: TextStreamParser | undefined;
+
+  push(event: SseEvent): TextStreamEvent[] {
+    this.parser ??= event.event?.startsWith('response.') || /^\s*\{\s*"type"\s*:\s*"response\./.test(event.data) ? new ResponsesStreamParser() : new OpenAIStreamParser();
+    return this.parser.push(event);
+  }
+
+  end(): TextStreamEvent[] {
+    return (this.parser ?? new OpenAIStreamParser()).end();
+  }
+}
+
 export function createOpenAIStreamParser(): TextStreamParser {
-  return new OpenAIStreamParser();
+  return new OpenAIAnyStreamParser();
 }

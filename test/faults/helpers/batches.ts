@@ -26,10 +26,10 @@ export interface FileLine {
 
 export const ENDED = ['completed', 'failed', 'expired', 'cancelled'];
 
-/** `n` chat lines, custom_ids `<tag>-<i>`, each asking the text `<tag> <i>` back. */
-export function chatLines(n: number, tag: string, maxTokens = 16): string[] {
+/** `n` chat lines on `model`, custom_ids `<tag>-<i>`, each asking the text `<tag> <i>` back. */
+export function chatLines(n: number, tag: string, maxTokens = 16, model: string = MODELS.chat): string[] {
   return Array.from({ length: n }, (_, i) =>
-    JSON.stringify({ custom_id: `${tag}-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model: MODELS.chat, messages: [{ role: 'user', content: `${tag} ${i}` }], max_tokens: maxTokens } }),
+    JSON.stringify({ custom_id: `${tag}-${i}`, method: 'POST', url: '/v1/chat/completions', body: { model, messages: [{ role: 'user', content: `${tag} ${i}` }], max_tokens: maxTokens } }),
   );
 }
 

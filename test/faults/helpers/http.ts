@@ -68,10 +68,20 @@ export interface StreamReply {
  * Streams a POST (responses or chat completions with stream: true) and reads the events; with `leaveAfter` the
  * client hangs up after that many content deltas.
  */
-export async function stream(url: string, body: unknown, headers: Record<string, string>, opts: { leaveAfter?: number; timeoutMs?: number; onDelta?: (text: string) => void } = {}): Promise<StreamReply> {
+export async function stream(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+  opts: { leaveAfter?: number; timeoutMs?: number; onDelta?: (text: string) => void; /** The client hangs up when this resolves (if still streaming). */ leaveWhen?: Promise<unknown> } = {},
+): Promise<StreamReply> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), opts.timeoutMs ?? 60_000);
   const out: StreamReply = { status: 0, events: [], deltas: 0, text: '', final: null, leftEarly: false, endedAt: 0 };
+  void opts.leaveWhen?.then(() => {
+    if (out.endedAt || out.ending) return;
+    out.leftEarly = true;
+    controller.abort();
+  });
   try {
     const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body), signal: controller.signal });
     out.status = res.status;

@@ -36,7 +36,7 @@ const jsonl = (text: string): J[] =>
 
 const chatLine = (id: string, text: string, url = '/v1/chat/completions'): J => ({ custom_id: id, method: 'POST', url, body: { model: 'gpt-4o', messages: [{ role: 'user', content: text }] } });
 
-async function openaiBatch(lines: J[], endpoint: '/v1/chat/completions' | '/v1/embeddings' = '/v1/chat/completions'): Promise<OpenAI.Batches.Batch> {
+async function openaiBatch(lines: J[], endpoint: '/v1/chat/completions' | '/v1/embeddings' | '/v1/responses' = '/v1/chat/completions'): Promise<OpenAI.Batches.Batch> {
   const file = await client.files.create({ file: await toFile(Buffer.from(lines.map((l) => JSON.stringify(l)).join('\n')), 'lines.jsonl'), purpose: 'batch' });
   expect(file).toMatchObject({ object: 'file', purpose: 'batch', filename: 'lines.jsonl' });
   return client.batches.create({ input_file_id: file.id, endpoint, completion_window: '24h', metadata: { run: 't' } });
@@ -85,6 +85,17 @@ describe('fake OpenAI Batch API (through the official SDK)', () => {
     const [ok] = await content(done.output_file_id);
     expect(ok.response.body).toMatchObject({ object: 'list', data: [{ object: 'embedding', index: 0 }], usage: { prompt_tokens: 2 } });
     expect((await content(done.error_file_id)).map((l) => [l.custom_id, l.response.status_code])).toEqual([['e2', 400]]);
+  });
+
+  it('answers /v1/responses lines as the direct call does, and refuses in the error file what the direct call refuses', async () => {
+    const line = (id: string, body: J): J => ({ custom_id: id, method: 'POST', url: '/v1/responses', body: { model: 'o4-mini', store: false, ...body } });
+    const done = await settle((await openaiBatch([line('r1', { input: 'hello', reasoning: { effort: 'low', summary: 'auto' } }), line('r2', { input: 'x', max_tokens: 5 })], '/v1/responses')).id);
+    expect(done).toMatchObject({ status: 'completed', endpoint: '/v1/responses', request_counts: { total: 2, completed: 1, failed: 1 } });
+    const direct = await client.responses.create({ model: 'o4-mini', store: false, input: 'hello', reasoning: { effort: 'low', summary: 'auto' } });
+    const [ok] = await content(done.output_file_id);
+    expect(ok.response.body).toMatchObject({ object: 'response', status: 'completed', output: [{ type: 'reasoning', summary: direct.output[0]!.type === 'reasoning' ? direct.output[0].summary : [] }, { type: 'message' }], usage: direct.usage as J });
+    expect((await content(done.error_file_id)).map((l) => [l.custom_id, l.response.status_code, l.response.body.error.param])).toEqual([['r2', 400, 'max_tokens']]);
+    expect(done.usage).toMatchObject({ input_tokens: (direct.usage as J).input_tokens });
   });
 
   it('fails an invalid input file after validating, with errors.data, and runs nothing', async () => {

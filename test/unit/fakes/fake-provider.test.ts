@@ -122,6 +122,15 @@ describe('OpenAI chat completions', () => {
     expect(chunks.at(-1)?.choices[0].finish_reason).toBe('tool_calls');
   });
 
+  it('answers the tier asked for (default for auto or none), or the serviceTier knob\'s: a priority call served at default', async () => {
+    expect((await json('/openai/v1/chat/completions', chatBody({ service_tier: 'priority' }), OPENAI)).service_tier).toBe('priority');
+    expect((await json('/openai/v1/chat/completions', chatBody({ service_tier: 'auto' }), OPENAI)).service_tier).toBe('default');
+    expect((await json('/openai/v1/chat/completions', chatBody(), OPENAI)).service_tier).toBe('default');
+    fake.setKnobs({ serviceTier: 'default' });
+    expect((await json('/openai/v1/chat/completions', chatBody({ service_tier: 'priority' }), OPENAI)).service_tier).toBe('default');
+    expect((await json('/openai/v1/responses', { model: 'gpt-4.1-mini', input: 'hi', service_tier: 'flex' }, OPENAI)).service_tier).toBe('default');
+  });
+
   it('validates requests and auth with the OpenAI error body', async () => {
     const missing = await json('/openai/v1/chat/completions', { model: 'gpt-4o' }, OPENAI, 400);
     expect(missing).toEqual({ error: { message: "Missing required parameter: 'messages'.", type: 'invalid_request_error', param: 'messages', code: 'missing_required_parameter' } });
@@ -185,8 +194,8 @@ describe('OpenAI Responses, embeddings, images, models', () => {
     const evs = await events(await call('/openai/v1/responses', { model: 'gpt-4o', input: 'q', stream: true }, OPENAI));
     expect(evs.map((e) => e.event)).toContain('response.function_call_arguments.done');
     expect((JSON.parse(evs.at(-1)?.data ?? '{}') as J).response.output[0]).toMatchObject({ type: 'function_call', name: 'f', arguments: '{"a":1}', call_id: expect.stringMatching(/^call_/) });
-    fake.setKnobs({ text: 'a long answer here' });
-    const cut = await json('/openai/v1/responses', { model: 'gpt-4o', input: 'q', max_output_tokens: 1 }, OPENAI);
+    fake.setKnobs({ text: 'a long answer here, '.repeat(20) });
+    const cut = await json('/openai/v1/responses', { model: 'gpt-4o', input: 'q', max_output_tokens: 16 }, OPENAI);
     expect(cut).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } });
   });
 

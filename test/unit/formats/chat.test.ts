@@ -46,8 +46,11 @@ describe('buildChatCompletion', () => {
         cost_rub: 0.000556,
         cost: 0.000556,
       },
+      service_tier: null,
       switchyard: {},
     });
+    // The tier the provider says served it, as OpenAI's own chat.completion says it.
+    expect(buildChatCompletion({ id: 'c', created: 1, model: 'm', result: { ...result, serviceTier: 'priority' }, usage }).service_tier).toBe('priority');
   });
 
   it('has null content for calls only and null logprobs when none were asked', () => {
@@ -134,6 +137,15 @@ describe('chat stream formatter', () => {
     expect(final.choices[0]!.message.tool_calls).toEqual([{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }]);
     expect(final.choices[0]!.finish_reason).toBe('tool_calls');
     expect((final.usage as unknown as { cost_rub: number }).cost_rub).toBe(0.000556);
+  });
+
+  it('says the tier that served the call on its closing chunks, which the SDK keeps on the completion', async () => {
+    const f = createChatStreamFormatter({ id: 'c', created: 1, model: 'm', includeUsage: true });
+    const chunks = [...f.push({ type: 'text_delta', text: 'Hi' }), ...f.complete({ usage, serviceTier: 'priority' })];
+    expect(chunks.map((c) => c.service_tier)).toEqual([undefined, undefined, 'priority', 'priority']);
+    const wire = chunks.map(encodeChatSse).join('') + encodeChatSse(CHAT_STREAM_DONE);
+    const final = await sdkAnswering(wire, 'text/event-stream').chat.completions.stream({ model: 'm', messages: [{ role: 'user', content: 'Hi' }] }).finalChatCompletion();
+    expect(final.service_tier).toBe('priority');
   });
 
   it('fails with one error chunk, which the SDK throws', async () => {

@@ -34,6 +34,7 @@ describe('responsesToCanonical', () => {
         ],
       },
       { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'A cat.' }] },
+      { type: 'reasoning', summary: [{ type: 'summary_text', text: 'thinking' }] },
       { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
       { type: 'function_call_output', call_id: 'call_1', output: '{"temp":21}' },
       earlier,
@@ -102,6 +103,24 @@ describe('responsesToCanonical', () => {
     ]);
   });
 
+  it('keeps reasoning items given back, their summary and encrypted reasoning, not their id; one that carries nothing goes', () => {
+    const req = responsesToCanonical({
+      model: 'm',
+      input: [
+        { role: 'user', content: 'a' },
+        { type: 'reasoning', id: 'rs_x_0', summary: [{ type: 'summary_text', text: 'Thought.' }], encrypted_content: 'ZW5j' },
+        { type: 'reasoning', id: 'rs_x_1', summary: [{ text: 'Only a summary.' }], encrypted_content: null },
+        { type: 'reasoning', id: 'rs_x_2', summary: [] },
+        { role: 'assistant', content: 'b' },
+      ],
+    });
+    expect(req.input.filter((i) => i.type === 'reasoning')).toEqual([
+      { type: 'reasoning', summary: [{ type: 'summary_text', text: 'Thought.' }], encrypted_content: 'ZW5j' },
+      { type: 'reasoning', summary: [{ type: 'summary_text', text: 'Only a summary.' }] },
+    ]);
+    expect(req.input.map((i) => i.type)).toEqual(['message', 'reasoning', 'reasoning', 'message']);
+  });
+
   it('refuses a request with no input at all', () => {
     expect(() => responsesToCanonical({ model: 'm' })).toThrow(AppError);
     expect(responsesToCanonical({ model: 'm' }, [{ type: 'function_call_output', call_id: 'c', output: 'x' }]).input).toHaveLength(1);
@@ -159,9 +178,10 @@ describe('responsesToCanonical', () => {
     expect(hosted.requestedParameters).toEqual(['tools', 'parallel_tool_calls']);
   });
 
-  it('asks for logprobs from include alone, and uses safety_identifier as the user', () => {
+  it('asks for logprobs from include alone, and keeps safety_identifier apart from the deprecated user', () => {
     const req = responsesToCanonical({ model: 'm', input: 'x', include: ['message.output_text.logprobs'], safety_identifier: 's', text: { format: { type: 'json_object' } } });
-    expect(req).toMatchObject({ logprobs: true, user: 's', textFormat: { type: 'json_object' } });
+    expect(req).toMatchObject({ logprobs: true, safetyIdentifier: 's', textFormat: { type: 'json_object' } });
+    expect(req.user).toBeUndefined();
     expect(req.topLogprobs).toBeUndefined();
     expect(req.requestedParameters).toEqual(['response_format', 'logprobs']);
   });

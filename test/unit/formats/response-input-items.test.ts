@@ -1,5 +1,5 @@
 import { createResponsesStreamFormatter, inputItemPage, withoutText } from '../../../shared/formats';
-import { withPublicIds } from '../../../api/services/stored-responses';
+import { asInput, withPublicIds } from '../../../api/services/stored-responses';
 import type { InputItem, TextResult } from '../../../shared/providers/provider.types';
 
 const msg = (text: string): InputItem => ({ type: 'message', role: 'user', content: [{ type: 'input_text', text }] });
@@ -28,6 +28,7 @@ describe('inputItemPage', () => {
         { id: 'fc_x_in0', item: { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}' } },
         { id: 'fco_x_in1', item: { type: 'function_call_output', call_id: 'c1', output: 'ok' } },
         { id: 'msg_x_in2', item: { type: 'message', role: 'user', content: [{ type: 'input_image', image_url: 'https://e.test/a.png' }] } },
+        { id: 'rs_x_in3', item: { type: 'reasoning', summary: [{ type: 'summary_text', text: 'Thought.' }], encrypted_content: 'ZW5j' } },
       ],
       { order: 'asc', limit: 20 },
     );
@@ -35,15 +36,16 @@ describe('inputItemPage', () => {
       { id: 'fc_x_in0', type: 'function_call', call_id: 'c1', name: 'f', arguments: '{}', status: 'completed' },
       { id: 'fco_x_in1', type: 'function_call_output', call_id: 'c1', output: 'ok', status: 'completed' },
       { id: 'msg_x_in2', type: 'message', role: 'user', status: 'completed', content: [{ type: 'input_image', image_url: 'https://e.test/a.png', detail: 'auto', file_id: null }] },
+      { id: 'rs_x_in3', type: 'reasoning', summary: [{ type: 'summary_text', text: 'Thought.' }], encrypted_content: 'ZW5j' },
     ]);
   });
 });
 
 describe('withoutText', () => {
-  it('keeps usage, finish reason and the output shape, and drops every text', () => {
+  it('keeps usage, finish reason and the output shape, and drops every text, encrypted reasoning too', () => {
     const result: TextResult = {
       output: [
-        { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'thinking' }] },
+        { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'thinking' }], encrypted_content: 'ZW5jcnlwdGVk' },
         { type: 'message', id: 'msg_1', role: 'assistant', content: [{ type: 'output_text', text: 'secret' }] },
         { type: 'function_call', id: 'fc_1', call_id: 'c', name: 'f', arguments: '{"pin":1234}' },
       ],
@@ -52,10 +54,25 @@ describe('withoutText', () => {
       logprobs: [{ token: 'secret', logprob: -0.1, top: [] }],
     };
     const kept = withoutText(result);
-    expect(JSON.stringify(kept)).not.toMatch(/secret|thinking|1234/);
+    expect(JSON.stringify(kept)).not.toMatch(/secret|thinking|1234|ZW5jcnlwdGVk|encrypted_content/);
     expect(kept).toMatchObject({ finishReason: 'tool_calls', usage: { inputTokens: 10, outputTokens: 5 } });
     expect(kept.output.map((o) => o.type)).toEqual(['reasoning', 'message', 'function_call']);
     expect(kept.logprobs).toBeUndefined();
+  });
+});
+
+describe('asInput: a stored answer as the next turn\'s input', () => {
+  it('carries reasoning on only with its encrypted reasoning', () => {
+    expect(
+      asInput([
+        { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Thought.' }], encrypted_content: 'ZW5j' },
+        { type: 'reasoning', id: 'rs_2', summary: [{ type: 'summary_text', text: 'A summary alone.' }] },
+        { type: 'message', id: 'msg_1', role: 'assistant', content: [{ type: 'output_text', text: 'Hi' }] },
+      ]),
+    ).toEqual([
+      { type: 'reasoning', summary: [{ type: 'summary_text', text: 'Thought.' }], encrypted_content: 'ZW5j' },
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Hi' }] },
+    ]);
   });
 });
 

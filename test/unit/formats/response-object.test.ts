@@ -29,6 +29,7 @@ const result: TextResult = {
   ],
   finishReason: 'stop',
   usage: { inputTokens: 20, outputTokens: 10 },
+  serviceTier: 'flex',
   logprobs: [{ token: 'It', logprob: -0.1, top: [{ token: 'It', logprob: -0.1 }, { token: 'The', logprob: -2.5 }] }],
 };
 
@@ -64,6 +65,7 @@ describe('buildResponseObject', () => {
       parallel_tool_calls: true,
       previous_response_id: 'resp_prev',
       reasoning: { effort: 'low', summary: null },
+      service_tier: 'flex', // the tier the provider says served it
       store: false,
       temperature: 0.2,
       text: { format: { type: 'text' }, verbosity: 'medium' },
@@ -132,6 +134,7 @@ describe('buildResponseObject', () => {
       metadata: {},
       tools: [],
       tool_choice: 'auto',
+      service_tier: null,
       store: true,
       user: null,
       switchyard: {},

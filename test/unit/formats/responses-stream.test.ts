@@ -183,6 +183,46 @@ describe('Responses stream formatter', () => {
     expect((final as unknown as { switchyard: object }).switchyard).toEqual({});
   });
 
+  it('closes a reasoning item with its encrypted reasoning as OpenAI does, one without a summary too', async () => {
+    const f = createResponsesStreamFormatter(base);
+    const events = [
+      ...f.start(),
+      ...f.push({ type: 'reasoning_delta', text: 'Think.' }),
+      ...f.push({ type: 'reasoning_end', encryptedContent: 'ZW5jMQ==' }),
+      ...f.push({ type: 'reasoning_end', encryptedContent: 'ZW5jMg==' }),
+      ...f.push({ type: 'text_delta', text: 'Hi' }),
+    ];
+    const stored: TextResult = {
+      output: [
+        { type: 'reasoning', id: 'rs_0', summary: [{ type: 'summary_text', text: 'Think.' }], encrypted_content: 'ZW5jMQ==' },
+        { type: 'reasoning', id: 'rs_1', summary: [], encrypted_content: 'ZW5jMg==' },
+        { type: 'message', id: 'msg_0', role: 'assistant', content: [{ type: 'output_text', text: 'Hi' }] },
+      ],
+      finishReason: 'stop',
+      usage: result.usage,
+      serviceTier: 'flex',
+    };
+    events.push(...f.complete({ result: stored, usage, model: 'm' }));
+    expect(events.map((e) => e.event).slice(2, 10)).toEqual([
+      'response.output_item.added',
+      'response.reasoning_summary_part.added',
+      'response.reasoning_summary_text.delta',
+      'response.reasoning_summary_text.done',
+      'response.reasoning_summary_part.done',
+      'response.output_item.done',
+      'response.output_item.added', // the reasoning without a summary: no summary part
+      'response.output_item.done',
+    ]);
+    const done = events.filter((e) => e.event === 'response.output_item.done').map((e) => e.data.item);
+    expect(done.slice(0, 2)).toEqual([
+      { type: 'reasoning', id: 'rs_abc_0', summary: [{ type: 'summary_text', text: 'Think.' }], status: 'completed', encrypted_content: 'ZW5jMQ==' },
+      { type: 'reasoning', id: 'rs_abc_1', summary: [], status: 'completed', encrypted_content: 'ZW5jMg==' },
+    ]);
+    const final = await sdkAnswering(events.map(encodeSse).join(''), 'text/event-stream').responses.stream({ model: 'm', input: 'x' }).finalResponse();
+    expect(final.output.filter((o) => o.type === 'reasoning')).toEqual(done.slice(0, 2));
+    expect(final.service_tier).toBe('flex');
+  });
+
   it('a failed stream reaches the SDK as response.failed', async () => {
     const f = createResponsesStreamFormatter(base);
     const wire = [...f.start(), ...f.push({ type: 'text_delta', text: 'x' }), ...f.fail({ code: 'BAD_GATEWAY', message: 'boom' })].map(encodeSse).join('');

@@ -37,7 +37,6 @@ describe('Anthropic Messages request', () => {
       topP: 0.95,
       topK: 40,
       stop: ['\n\nHuman:'],
-      reasoning: { effort: 'medium' },
       stream: true,
       user: 'user-42',
       seed: 1,
@@ -76,7 +75,6 @@ describe('Anthropic Messages request', () => {
           ],
         },
       ],
-      thinking: { type: 'enabled', budget_tokens: 8192 },
       temperature: 1,
       top_p: 0.95,
       top_k: 40,
@@ -89,6 +87,58 @@ describe('Anthropic Messages request', () => {
       metadata: { user_id: 'user-42' },
       stream: true,
     });
+    expect(spec.warnings).toEqual(['A system message in the middle of the conversation was moved to the system prompt: claude-sonnet-4-5 takes system instructions only before the conversation']);
+  });
+
+  it('keeps a mid-conversation system message in place for a model that takes one', () => {
+    const input: TextRequest['input'] = [...base.input, { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Hello' }] }, { type: 'message', role: 'system', content: [{ type: 'input_text', text: 'Now in French.' }] }];
+    const spec = buildMessagesRequest({ ...base, model: 'claude-opus-4-8', input }, 'k');
+    expect((spec.body as { messages: unknown[] }).messages.at(-1)).toEqual({ role: 'system', content: [{ type: 'text', text: 'Now in French.' }] });
+    expect(spec.warnings).toBeUndefined();
+  });
+
+  it('leaves out what extended thinking forbids (temperature other than 1, top_k, top_p below 0.95), with warnings', () => {
+    const spec = buildMessagesRequest({ ...base, reasoning: { effort: 'medium' }, temperature: 0.2, topK: 40, topP: 0.5, stream: true }, 'k', { defaultMaxOutputTokens: 64000 });
+    expect(spec.body).toMatchObject({ thinking: { type: 'enabled', budget_tokens: 8192 }, max_tokens: 64000 });
+    expect(spec.body).not.toHaveProperty('temperature');
+    expect(spec.body).not.toHaveProperty('top_k');
+    expect(spec.body).not.toHaveProperty('top_p');
+    expect(spec.warnings).toEqual([
+      expect.stringMatching(/^temperature 0.2 was left out .*extended thinking/),
+      expect.stringMatching(/^top_p 0.5 was left out .*below 0.95/),
+      expect.stringMatching(/^top_k 40 was left out .*extended thinking/),
+    ]);
+    expect(buildMessagesRequest({ ...base, reasoning: { effort: 'medium' }, temperature: 1, topP: 0.97 }, 'k').body).toMatchObject({ temperature: 1, top_p: 0.97 });
+  });
+
+  it('answers a forced tool choice without thinking, which Anthropic forbids with it', () => {
+    const tools: TextRequest['tools'] = [{ type: 'function', name: 'f' }];
+    for (const toolChoice of ['required', { type: 'function', name: 'f' }] as const) {
+      const spec = buildMessagesRequest({ ...base, tools, toolChoice, reasoning: { effort: 'high' } }, 'k');
+      expect(spec.body).not.toHaveProperty('thinking');
+      expect(spec.warnings).toEqual([expect.stringMatching(/^reasoning was left out .*forced tool choice/)]);
+    }
+    expect(buildMessagesRequest({ ...base, tools, toolChoice: 'auto', reasoning: { effort: 'high' } }, 'k').body).toHaveProperty('thinking');
+  });
+
+  it('refuses a conversation of system messages only (Anthropic needs a message)', () => {
+    const onlySystem: TextRequest = { ...base, input: [{ type: 'message', role: 'system', content: [{ type: 'input_text', text: 'Say hi.' }] }] };
+    expect(() => buildMessagesRequest(onlySystem, 'k')).toThrow(/at least one user or assistant message/);
+  });
+
+  it('sizes a non-streaming call without a limit to finish within the provider timeout', () => {
+    // 120 s at the SDK's 128,000 tokens an hour: 4,266 tokens, not the endpoint's 64,000.
+    expect(buildMessagesRequest(base, 'k', { defaultMaxOutputTokens: 64000, timeoutMs: 120_000 }).body).toMatchObject({ max_tokens: 4266 });
+    expect(buildMessagesRequest({ ...base, stream: true }, 'k', { defaultMaxOutputTokens: 64000, timeoutMs: 120_000 }).body).toMatchObject({ max_tokens: 64000 });
+    expect(buildMessagesRequest({ ...base, maxOutputTokens: 30000 }, 'k', { defaultMaxOutputTokens: 64000, timeoutMs: 120_000 }).body).toMatchObject({ max_tokens: 30000 });
+    expect(buildMessagesRequest(base, 'k', { defaultMaxOutputTokens: 64000 }).body).toMatchObject({ max_tokens: 64000 }); // a batch line: no timeout
+    expect(buildMessagesRequest(base, 'k', { defaultMaxOutputTokens: 64000, timeoutMs: 10_000 }).body).toMatchObject({ max_tokens: 4096 }); // never below the default
+    const thinking = buildMessagesRequest({ ...base, reasoning: { effort: 'high' } }, 'k', { defaultMaxOutputTokens: 64000, timeoutMs: 120_000 }).body;
+    expect(thinking).toMatchObject({ max_tokens: 4266, thinking: { budget_tokens: 2133 } });
+  });
+
+  it('sends the safety identifier, not the deprecated user, as metadata.user_id', () => {
+    expect(buildMessagesRequest({ ...base, user: 'u', safetyIdentifier: 's' }, 'k').body).toMatchObject({ metadata: { user_id: 's' } });
   });
 
   it('uses the default max_tokens, or the caller’s, when the request has none', () => {
@@ -97,7 +147,10 @@ describe('Anthropic Messages request', () => {
   });
 
   it('keeps max_tokens above the thinking budget', () => {
-    expect(buildMessagesRequest({ ...base, reasoning: { maxTokens: 10000 } }, 'k').body).toMatchObject({ max_tokens: 14096, thinking: { budget_tokens: 10000 } });
+    expect(buildMessagesRequest({ ...base, reasoning: { maxTokens: 10000 } }, 'k', { defaultMaxOutputTokens: 64000 }).body).toMatchObject({ max_tokens: 64000, thinking: { budget_tokens: 10000 } });
+    const small = buildMessagesRequest({ ...base, reasoning: { maxTokens: 10000 } }, 'k');
+    expect(small.body).toMatchObject({ max_tokens: 4096, thinking: { budget_tokens: 2048 } });
+    expect(small.warnings).toEqual([expect.stringMatching(/^Value 10000 of parameter 'reasoning.max_tokens' is not offered .*2048 was used instead/)]);
     expect(buildMessagesRequest({ ...base, maxOutputTokens: 3000, reasoning: { effort: 'high' } }, 'k').body).toMatchObject({ max_tokens: 3000, thinking: { budget_tokens: 2999 } });
     expect(buildMessagesRequest({ ...base, maxOutputTokens: 500, reasoning: { effort: 'high' } }, 'k').body).not.toHaveProperty('thinking');
     expect(buildMessagesRequest({ ...base, reasoning: { enabled: false, effort: 'high' } }, 'k').body).not.toHaveProperty('thinking');

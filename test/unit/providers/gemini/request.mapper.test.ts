@@ -100,6 +100,7 @@ describe('Gemini generateContent request', () => {
         thinkingConfig: { thinkingBudget: 1024, includeThoughts: true },
       },
     });
+    expect(spec.warnings).toEqual(["additionalProperties in the parameters of tool 'get_weather' was left out of the call to gemini-2.5-flash: Gemini's Schema cannot express it"]);
   });
 
   it('streams from :streamGenerateContent?alt=sse and sends no empty config', () => {
@@ -119,7 +120,47 @@ describe('Gemini generateContent request', () => {
 
   it('inlines local $refs and turns const into enum', () => {
     const schema = { type: 'object', properties: { kind: { $ref: '#/$defs/Kind' } }, $defs: { Kind: { const: 'a', description: 'd' } } };
-    expect(toGeminiSchema(schema)).toEqual({ type: 'OBJECT', properties: { kind: { enum: ['a'], description: 'd' } } });
+    expect(toGeminiSchema(schema)).toEqual({ schema: { type: 'OBJECT', properties: { kind: { enum: ['a'], description: 'd' } } }, dropped: [] });
+  });
+
+  it('sends a nullable enum as a nullable string enum (Gemini enums are strings), and names what it cannot express', () => {
+    // What OpenAI's strict mode asks for an optional enum.
+    const unit = { type: ['string', 'null'], enum: ['c', 'f', null] };
+    expect(toGeminiSchema(unit)).toEqual({ schema: { type: 'STRING', nullable: true, enum: ['c', 'f'] }, dropped: [] });
+    expect(toGeminiSchema({ type: 'integer', enum: [1, 2], not: { const: 3 } })).toEqual({ schema: { type: 'INTEGER' }, dropped: ['enum of non-string values', 'not'] });
+    expect(toGeminiSchema({ type: 'object', additionalProperties: true, oneOf: [{ type: 'string' }] })).toEqual({ schema: { type: 'OBJECT', anyOf: [{ type: 'STRING' }] }, dropped: [] });
+    const strict = { type: 'object', properties: { unit }, required: ['unit'], additionalProperties: false };
+    const spec = buildGenerateContentRequest({ ...base, textFormat: { type: 'json_schema', name: 'w', schema: strict, strict: true } }, 'k');
+    expect((spec.body as { generationConfig: { responseSchema: unknown } }).generationConfig.responseSchema).toEqual({
+      type: 'OBJECT',
+      properties: { unit: { type: 'STRING', nullable: true, enum: ['c', 'f'] } },
+      required: ['unit'],
+    });
+    expect(spec.warnings).toEqual([
+      "additionalProperties in the response format 'w' was left out of the call to gemini-2.5-flash: Gemini's Schema cannot express it",
+      "strict is not enforced by gemini-2.5-flash: the response format 'w' guide the output but Gemini does not guarantee it matches them",
+    ]);
+  });
+
+  it('keeps thinking budgets within the model family’s documented range', () => {
+    const budget = (model: string, reasoning: TextRequest['reasoning']) => {
+      const spec = buildGenerateContentRequest({ ...base, model, reasoning }, 'k');
+      return { budget: (spec.body as { generationConfig?: { thinkingConfig?: { thinkingBudget?: number } } }).generationConfig?.thinkingConfig?.thinkingBudget, warnings: spec.warnings ?? [] };
+    };
+    expect(budget('gemini-2.5-flash', { effort: 'max' })).toEqual({ budget: 24576, warnings: [] });
+    expect(budget('gemini-2.5-pro', { effort: 'max' })).toEqual({ budget: 32768, warnings: [] });
+    expect(budget('gemini-2.5-flash', { enabled: false })).toEqual({ budget: 0, warnings: [] });
+    expect(budget('gemini-2.5-pro', { enabled: false })).toEqual({ budget: 128, warnings: [expect.stringMatching(/^Value "none" of parameter 'reasoning.effort' is not offered by gemini-2.5-pro \(it cannot turn thinking off\): 128 was used instead/)] });
+    expect(budget('gemini-2.5-flash-lite', { maxTokens: 100 })).toEqual({ budget: 512, warnings: [expect.stringMatching(/takes budgets from 512 to 24576/)] });
+    expect(budget('gemini-2.0-flash', { effort: 'high' })).toEqual({ budget: undefined, warnings: [expect.stringMatching(/^reasoning was left out .*does not think/)] });
+  });
+
+  it('refuses a conversation of system messages only, and moves a later system message with a warning', () => {
+    const sys = (text: string): TextRequest['input'][number] => ({ type: 'message', role: 'system', content: [{ type: 'input_text', text }] });
+    expect(() => buildGenerateContentRequest({ ...base, input: [sys('Say hi.')] }, 'k')).toThrow(/at least one user or model message/);
+    const spec = buildGenerateContentRequest({ ...base, input: [...base.input, sys('Now in French.')] }, 'k');
+    expect(spec.body).toMatchObject({ systemInstruction: { parts: [{ text: 'Now in French.' }] } });
+    expect(spec.warnings).toEqual([expect.stringMatching(/^A system message in the middle of the conversation was moved/)]);
   });
 });
 

@@ -1,5 +1,6 @@
 import { openaiAdapter } from '../../../../shared/providers/openai';
 import { buildEmbeddingRequest, buildChatCompletionRequest } from '../../../../shared/providers/openai/request.mapper';
+import { buildResponsesRequest } from '../../../../shared/providers/openai/responses-request.mapper';
 import type { UpstreamBatchLine } from '../../../../shared/providers/adapter.types';
 import { UpstreamError } from '../../../../shared/providers/upstream-error';
 
@@ -31,6 +32,11 @@ describe('OpenAI batch mapper', () => {
     expect(batch.buildCreate({ lines: [emb], fileId: 'file-2' }, 'sk').body).toMatchObject({ endpoint: '/v1/embeddings' });
     expect(() => batch.buildCreate({ lines: [chat('a', 'x')] }, 'sk')).toThrow(UpstreamError);
     expect(() => batch.buildUpload!([chat('a', 'x'), emb], 'sk')).toThrow(/one endpoint/);
+    // Responses API lines (an endpoint that speaks it) name /v1/responses, and never share a batch with chat completions.
+    const responses: UpstreamBatchLine = { customId: 'r', request: buildResponsesRequest({ model: 'o4-mini', input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'x' }] }], stream: false }, 'sk') };
+    expect(batch.buildCreate({ lines: [responses], fileId: 'file-3' }, 'sk').body).toMatchObject({ endpoint: '/v1/responses' });
+    expect(JSON.parse(batch.buildUpload!([responses], 'sk').multipart!.file.data)).toMatchObject({ custom_id: 'r', url: '/v1/responses', body: { model: 'o4-mini', store: false } });
+    expect(() => batch.buildUpload!([chat('a', 'x'), responses], 'sk')).toThrow(/one endpoint/);
     expect(batch.operations).toEqual(['text', 'embeddings']);
   });
 

@@ -123,8 +123,31 @@ describe('OpenAI chat completions request', () => {
   });
 
   it('maps json_object, string tool choices and the max effort', () => {
-    const spec = buildChatCompletionRequest({ ...base, textFormat: { type: 'json_object' }, toolChoice: 'required', reasoning: { effort: 'max' } }, 'k');
+    const spec = buildChatCompletionRequest({ ...base, model: 'o4-mini', textFormat: { type: 'json_object' }, toolChoice: 'required', reasoning: { effort: 'max' } }, 'k');
     expect(spec.body).toMatchObject({ response_format: { type: 'json_object' }, tool_choice: 'required', reasoning_effort: 'high' });
+    expect(buildChatCompletionRequest({ ...base, model: 'gpt-5.2', reasoning: { effort: 'max' } }, 'k').body).toMatchObject({ reasoning_effort: 'xhigh' });
+  });
+
+  it('sends each model family an effort it takes (the nearest above, with a warning)', () => {
+    const sent = (model: string, reasoning: TextRequest['reasoning']) => {
+      const spec = buildChatCompletionRequest({ ...base, model, reasoning }, 'k');
+      return [(spec.body as { reasoning_effort?: string }).reasoning_effort, spec.warnings ?? []];
+    };
+    expect(sent('o4-mini', { effort: 'minimal' })).toEqual(['low', [`Value "minimal" of parameter 'reasoning.effort' is not offered by o4-mini: "low" was used instead`]]);
+    expect(sent('o4-mini', { enabled: false })).toEqual(['low', [`Value "none" of parameter 'reasoning.effort' is not offered by o4-mini (it cannot turn reasoning off): "low" was used instead`]]);
+    expect(sent('gpt-5-mini', { effort: 'minimal' })).toEqual(['minimal', []]);
+    expect(sent('gpt-5.1', { effort: 'minimal' })).toEqual(['low', [expect.stringMatching(/not offered by gpt-5.1/)]]);
+    expect(sent('gpt-5.1', { enabled: false })).toEqual(['none', []]);
+    expect(sent('gpt-4.1-mini', { effort: 'high' })).toEqual([undefined, [expect.stringMatching(/^reasoning was left out .*does not reason/)]]);
+    expect(sent('deepseek-reasoner', { effort: 'max' })).toEqual(['high', []]); // a compatible server's model: as before
+  });
+
+  it('keeps safety_identifier apart from user, and sends verbosity only to a model that takes it', () => {
+    const spec = buildChatCompletionRequest({ ...base, user: 'u', safetyIdentifier: 's', serviceTier: 'flex', verbosity: 'low' }, 'k');
+    expect(spec.body).toMatchObject({ user: 'u', safety_identifier: 's', service_tier: 'flex' });
+    expect(spec.body).not.toHaveProperty('verbosity');
+    expect(spec.warnings).toEqual([expect.stringMatching(/^verbosity "low" was left out of the call to gpt-4.1-mini/)]);
+    expect(buildChatCompletionRequest({ ...base, model: 'gpt-5', verbosity: 'low' }, 'k').body).toMatchObject({ verbosity: 'low' });
   });
 
   it('refuses a file by URL, which chat completions cannot take', () => {

@@ -57,6 +57,7 @@ describe('OpenAI chat completion → TextResult', () => {
       ],
       modelVersion: 'gpt-4.1-mini-2025-04-14',
       upstreamId: 'chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT',
+      serviceTier: 'default',
     });
   });
 

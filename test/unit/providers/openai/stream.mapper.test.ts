@@ -19,6 +19,12 @@ const usageChunk = {
 };
 
 describe('OpenAI stream parser', () => {
+  it('says which tier served the call, as its chunks do', () => {
+    const tiered = (c: object) => ({ ...c, service_tier: 'priority' });
+    const events = runStream(createOpenAIStreamParser(), sse([tiered(chunk({ content: 'Hi' })), tiered(chunk({}, 'stop')), tiered(usageChunk), '[DONE]']));
+    expect(events.at(-1)).toEqual({ type: 'finish', finishReason: 'stop', modelVersion: 'gpt-4.1-mini-2025-04-14', serviceTier: 'priority' });
+  });
+
   it('turns a text stream into deltas, usage and finish', () => {
     const transcript = sse([chunk({ role: 'assistant', content: '' }), chunk({ content: 'Hel' }), chunk({ content: 'lo ✓' }), chunk({}, 'stop'), usageChunk, '[DONE]']);
     expect(runStream(createOpenAIStreamParser(), transcript, 5)).toEqual([
