@@ -7,25 +7,12 @@
  */
 import { isObj, newId, obj, sendJson, sendRaw, str } from './common';
 import type { Ctx, Json } from './common';
-import type { FakeKnobs } from './fake-provider';
+import type { FakeKnobs } from './fake-knobs';
 import { batchPhase, runLine, serially } from './batch-lines';
-import type { BatchClock, LineReply } from './batch-lines';
+import type { AnthropicBatch, AnthropicBatchLine as Line } from './fake-state';
 
 type Route = (ctx: Ctx) => Promise<void> | void;
 type ErrorReply = (ctx: Ctx, status: number, message?: string) => void;
-
-interface Line {
-  customId: string;
-  params: unknown;
-  reply?: LineReply;
-}
-export interface AnthropicBatch extends BatchClock {
-  id: string;
-  lines: Line[];
-  status: 'in_progress' | 'canceling' | 'ended';
-  endedAt?: number;
-  busy: Promise<void>;
-}
 
 const CUSTOM_ID = /^[a-zA-Z0-9_-]{1,64}$/;
 const MAX_REQUESTS = 100_000;

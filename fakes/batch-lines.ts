@@ -5,25 +5,8 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { Ctx, WireFormat } from './common';
-import type { FakeKnobs } from './fake-provider';
-
-/** What one line's synchronous call answered: its status and its JSON body. */
-export interface LineReply {
-  status: number;
-  body: unknown;
-}
-
-/** Counters of the fakes' batch APIs, both formats together (`fake.batchStats`, `GET /_fake/batches`). */
-export interface BatchStats {
-  /** Batches created (OpenAI `POST /batches` accepted, Anthropic `POST /messages/batches` accepted). */
-  created: number;
-  /** Lines answered by a synchronous handler (a line failed by a marker counts too: it "ran" and failed). */
-  linesRun: number;
-  /** Cancels received for a batch that was still running. */
-  cancels: number;
-  /** OpenAI files uploaded (`POST /files`). */
-  uploads: number;
-}
+import type { FakeKnobs } from './fake-knobs';
+import type { BatchClock, BatchStats, LineReply } from './fake-state';
 
 export const newBatchStats = (): BatchStats => ({ created: 0, linesRun: 0, cancels: 0, uploads: 0 });
 
@@ -105,13 +88,6 @@ export async function runLine(
   if (status !== undefined) error(ctx, status);
   else await route(ctx);
   return reply;
-}
-
-/** A batch's clock: its creation, its `batchMs`, and when a cancel came. */
-export interface BatchClock {
-  createdAt: number;
-  knobs: FakeKnobs;
-  cancelledAt?: number;
 }
 
 const batchMs = (b: BatchClock): number => Math.max(0, b.knobs.batchMs ?? DEFAULT_BATCH_MS);

@@ -4,12 +4,8 @@
  * plus small helpers for reading untyped request JSON.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { FakeKnobs } from './fake-provider';
-import type { Prediction } from './replicate';
-import type { AnthropicBatch } from './anthropic-batches';
-import type { BatchStats } from './batch-lines';
-import type { OpenAIBatch, OpenAIFile } from './openai-batches';
-import type { RequestChecker } from './request-check';
+import type { FakeKnobs } from './fake-knobs';
+import type { SharedState } from './fake-state';
 
 export interface Ctx {
   req: IncomingMessage;
@@ -28,19 +24,6 @@ export interface Ctx {
   /** A timer that `close()` cancels, so pending delays never keep the process alive. */
   sleep(ms: number): Promise<void>;
   shared: SharedState;
-}
-
-/** State that outlives one request (Replicate predictions, OpenAI files and batches, Anthropic message batches). */
-export interface SharedState {
-  predictions: Map<string, Prediction>;
-  /** Every `POST /predictions/{id}/cancel` received: the prediction and its status when the cancel came. */
-  cancels: Array<{ id: string; status: string; at: Date }>;
-  openaiFiles: Map<string, OpenAIFile>;
-  openaiBatches: Map<string, OpenAIBatch>;
-  anthropicBatches: Map<string, AnthropicBatch>;
-  batchStats: BatchStats;
-  /** Judges each request by its provider's own definition (request-check.ts). */
-  checker: RequestChecker;
 }
 
 /** One wire format, mounted under its own path prefix. */

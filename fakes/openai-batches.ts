@@ -6,43 +6,12 @@
  */
 import { isObj, newId, num, obj, sendJson, sendRaw, str, unixNow } from './common';
 import type { Ctx, Json } from './common';
-import type { FakeKnobs } from './fake-provider';
+import type { FakeKnobs } from './fake-knobs';
 import { batchPhase, parseMultipart, runLine, serially } from './batch-lines';
-import type { BatchClock, LineReply } from './batch-lines';
+import type { OpenAIBatch, OpenAIFile, OpenAIBatchLine as Line } from './fake-state';
 
 type Route = (ctx: Ctx) => Promise<void> | void;
 type ErrorReply = (ctx: Ctx, status: number, message?: string, param?: string | null, code?: string | null) => void;
-
-export interface OpenAIFile {
-  id: string;
-  filename: string;
-  purpose: string;
-  createdAt: number;
-  content: string;
-}
-
-type Status = 'validating' | 'failed' | 'in_progress' | 'finalizing' | 'completed' | 'expired' | 'cancelling' | 'cancelled';
-interface Line {
-  customId: string;
-  path: string;
-  body: unknown;
-  reply?: LineReply;
-  requestId?: string;
-}
-export interface OpenAIBatch extends BatchClock {
-  id: string;
-  endpoint: string;
-  inputFileId: string;
-  metadata: unknown;
-  status: Status;
-  lines: Line[];
-  /** Why validation failed the batch (`errors.data`), decided at creation, shown once validating is over. */
-  invalid: Json[];
-  outputFileId?: string;
-  errorFileId?: string;
-  at: Partial<Record<'in_progress' | 'finalizing' | 'completed' | 'failed' | 'expired' | 'cancelling' | 'cancelled', number>>;
-  busy: Promise<void>;
-}
 
 const ENDPOINTS = ['/v1/chat/completions', '/v1/embeddings', '/v1/responses'];
 const FILE_PURPOSES = ['assistants', 'batch', 'fine-tune', 'vision', 'user_data', 'evals'];

@@ -4,30 +4,9 @@
  */
 import { isObj, newId, num, obj, sendJson, sendRaw, splitEven, str } from './common';
 import type { Ctx, Json, WireFormat } from './common';
-import type { FakeKnobs } from './fake-provider';
+import type { FakeKnobs } from './fake-knobs';
+import type { Kind, Prediction, Status } from './fake-state';
 import { tokenCount } from './synth';
-
-type Kind = 'image' | 'video' | 'audio' | 'text';
-type Status = 'starting' | 'processing' | 'succeeded' | 'failed' | 'canceled';
-
-export interface Prediction {
-  id: string;
-  model: string;
-  version: string;
-  input: Json;
-  kind: Kind;
-  ext: string;
-  status: Status;
-  polls: number;
-  knobs: FakeKnobs;
-  createdAt: Date;
-  startedAt: Date | null;
-  completedAt: Date | null;
-  logs: string;
-  output: unknown;
-  error: string | null;
-  metrics: Json;
-}
 
 const MAX_KEPT = 10_000;
 

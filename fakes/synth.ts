@@ -2,7 +2,7 @@
  * Deterministic "model output": completion text, token usage, log-probabilities, stream pieces,
  * embedding vectors and tiny media files. Provider-neutral; each wire format renders it.
  */
-import type { FakeKnobs } from './fake-provider';
+import type { FakeKnobs } from './fake-knobs';
 import { groupEven, splitEven } from './common';
 
 /** Rough token count used everywhere: ceil(chars / 4), at least 1. */

@@ -8,8 +8,8 @@ import { QUEUES } from '../../shared/queue/queue-names';
 import type { EmbeddingsJobData } from '../../shared/queue/job-catalog';
 import type { EmbeddingsBody } from '../../shared/schemas/embeddings.schema';
 import type { EmbeddingsDonePayload } from '../../shared/queue/job-catalog';
-import type { Caller, Submission, WaitingServiceDeps } from './generation-order';
-import { awaitText } from './text-replies';
+import type { Caller, Submission } from './generation-order';
+import { awaitText, type WaitingServiceDeps } from './text-replies';
 
 /** What an embeddings generation stores as its result (`replay` only when the request had an Idempotency-Key). */
 export interface StoredEmbeddings {

@@ -3,10 +3,9 @@ import type { QueueName } from '../../shared/queue/queue-names';
 import type { ApiType, IdempotencyClaim, RequestType, ResponseMode } from '../../shared/services/generation.service';
 import type { GenerationJobBase, PlannedCandidate } from '../../shared/queue/job-catalog';
 import type { Principal } from '../../shared/auth/principal';
-import type { PlannedRoute, RoutePlanner } from './route-planner';
+import type { PlannedRoute } from './route-planner';
 import type { Decimal, MoneyLike } from '../../shared/money';
 import type { Mailbox } from './mailbox';
-import type { GenerationGateway } from './generation-gateway';
 
 export type FinalMessage = Extract<BusMessage, { type: 'done' | 'failed' | 'cancelled' }>;
 
@@ -62,14 +61,6 @@ export interface Caller {
 /** The order fields a planned route gives: the serving model, the candidates in order, what was dropped, the plan's warnings. */
 export function routed(route: PlannedRoute): Pick<GenerationOrder<GenerationJobBase>, 'primary' | 'candidates' | 'dropped' | 'warnings'> {
   return { primary: route.primary, candidates: route.candidates, dropped: route.plan.dropped, warnings: route.plan.warnings };
-}
-
-/** What a generation service that waits for its worker's reply is given. */
-export interface WaitingServiceDeps {
-  planner: RoutePlanner;
-  gateway: GenerationGateway;
-  /** How long a synchronous request waits for its worker (SYNC_WAIT_MS). */
-  syncWaitMs: number;
 }
 
 /** The fields of a job that `order` fills in for every kind. */

@@ -5,6 +5,7 @@ import type { TextResult, TextStreamEvent } from '../../shared/providers/provide
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
 import type { GenerationGateway } from './generation-gateway';
 import { STOP_GRACE_MS, type FinalMessage, type Submission } from './generation-order';
+import type { RoutePlanner } from './route-planner';
 import { toAppError } from '../middleware/error-handler';
 import { buildChatCompletion, chatUsage, type ChatCompletion } from '../../shared/formats';
 
@@ -31,6 +32,14 @@ export function timeoutError(id: string, waitMs: number, running: boolean): AppE
       }; GET /v1/history/generations/${id} shows its status`
     : `${after}: generation ${id} was cancelled and is not charged. Repeat the request; with an Idempotency-Key header a repeat would pick up the running generation instead of starting another (docs/idempotency.md)`;
   return new AppError('REQUEST_TIMEOUT', message, { metadata: { generation_id: id, generation_status: running ? 'running' : 'cancelled' }, retry: running });
+}
+
+/** What a generation service that waits for its worker's reply is given. */
+export interface WaitingServiceDeps {
+  planner: RoutePlanner;
+  gateway: GenerationGateway;
+  /** How long a synchronous request waits for its worker (SYNC_WAIT_MS). */
+  syncWaitMs: number;
 }
 
 /**

@@ -7,8 +7,8 @@ import { QUEUES } from '../../shared/queue/queue-names';
 import type { TypedQuestionsJobData } from '../../shared/queue/job-catalog';
 import type { TypedQuestionsBody } from '../../shared/schemas/typed-questions.schema';
 import type { TypedQuestionsDonePayload } from '../../shared/queue/job-catalog';
-import { routed, type Caller, type WaitingServiceDeps } from './generation-order';
-import { awaitText } from './text-replies';
+import { routed, type Caller } from './generation-order';
+import { awaitText, type WaitingServiceDeps } from './text-replies';
 
 /**
  * Answers come from token probabilities, so an endpoint must return log-probabilities and the alternatives at

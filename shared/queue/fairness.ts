@@ -117,15 +117,15 @@ local tag = tonumber(ARGV[1])
 if tag > (tonumber(band[2]) or 0) then redis.call("HSET", KEYS[1], "floor", tag) end
 return 1`;
 
-type Scripted = Redis & Record<string, (...a: unknown[]) => Promise<unknown>>;
-const defined = new WeakSet<object>();
+type Scripted = Redis & Partial<Record<'switchyardFairEnqueue' | 'switchyardFairUncount', (...a: unknown[]) => Promise<unknown>>>;
+/** The client with the two scripts defined on it: `defineCommand` adds them to the client itself, which is the record that it was done. */
 function scripted(client: Redis): Scripted {
-  if (!defined.has(client)) {
+  const c = client as Scripted;
+  if (!c.switchyardFairEnqueue || !c.switchyardFairUncount) {
     client.defineCommand('switchyardFairEnqueue', { numberOfKeys: 4, lua: ENQUEUE });
     client.defineCommand('switchyardFairUncount', { numberOfKeys: 2, lua: UNCOUNT });
-    defined.add(client);
   }
-  return client as Scripted;
+  return c;
 }
 
 /** Counts a job about to be added to `queue` and answers its priority (0: none, the wait list). One round trip; `client`: the queue's. */

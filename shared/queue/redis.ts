@@ -47,10 +47,12 @@ export function createRedis(url: string, opts: { patient?: boolean; name?: strin
  * auto-pipelining, no command changes how it is sent or how its reply and errors come back.
  */
 export function coalesceWrites(redis: Redis): Redis {
+  // Each connect is a new socket (a reconnect opens another); the one patched last is this connection's to know.
+  let patched: object | undefined;
   redis.on('connect', () => {
     const stream = (redis as unknown as { stream?: import('node:net').Socket }).stream;
-    if (!stream || PATCHED.has(stream)) return;
-    PATCHED.add(stream);
+    if (!stream || stream === patched) return;
+    patched = stream;
     const write = stream.write;
     let corked = false;
     const uncork = () => {
@@ -68,7 +70,6 @@ export function coalesceWrites(redis: Redis): Redis {
   });
   return redis;
 }
-const PATCHED = new WeakSet<object>();
 
 /** True when this URL names a Redis Cluster (`redis+cluster://` / `rediss+cluster://`). */
 export function isClusterUrl(url: string): boolean {

@@ -13,7 +13,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { TracingSettings } from '../config/env';
-import type { SpanAttributes, SpanOptions, TraceSpan, Tracing } from './tracing';
+import type { SpanAttributes, SpanOptions, TraceSpan, Tracing } from './tracing.types';
 
 const KINDS = { server: SpanKind.SERVER, client: SpanKind.CLIENT, internal: SpanKind.INTERNAL } as const;
 

@@ -10,38 +10,9 @@
  * promise hooks for every promise in the process).
  */
 import type { TracingSettings } from '../config/env';
+import type { Tracing } from './tracing.types';
 
-/** Attribute values as OpenTelemetry takes them (undefined ones are left out). */
-export type SpanAttributes = Record<string, string | number | boolean | string[] | undefined>;
-
-export interface SpanOptions {
-  kind?: 'server' | 'client' | 'internal';
-  attributes?: SpanAttributes;
-  /** Milliseconds since the epoch (a span that began before it was started: the queue wait). Default: now. */
-  startTime?: number;
-}
-
-export interface TraceSpan {
-  /** This span as a W3C traceparent: the parent of its children, in this process or another. */
-  readonly traceparent: string;
-  /** The trace it belongs to (32 hex digits). */
-  readonly traceId: string;
-  set(attributes: SpanAttributes): void;
-  rename(name: string): void;
-  /** Marks the span failed (status ERROR with `message`; `error.type` when given). */
-  fail(message: string, errorType?: string): void;
-  /** Ends it, now or at `endTime` (ms since the epoch). */
-  end(endTime?: number): void;
-}
-
-export interface Tracing {
-  /** A span under `parent`, a W3C traceparent; a new trace when there is none or it does not parse. */
-  start(name: string, parent: string | undefined, options?: SpanOptions): TraceSpan;
-  /** Exports every ended span now. */
-  flush(): Promise<void>;
-  /** Flushes and stops exporting. */
-  shutdown(): Promise<void>;
-}
+export type { SpanAttributes, SpanOptions, TraceSpan, Tracing } from './tracing.types';
 
 /** The process's tracing when the configuration asks for it, else undefined (and nothing of the SDK is loaded). */
 export function startTracing(settings: TracingSettings | undefined): Tracing | undefined {

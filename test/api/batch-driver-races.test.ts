@@ -16,6 +16,7 @@ import { AppError } from '../../shared/errors/app-error';
 import { money } from '../../shared/money';
 import { chargesOf as chargesIn, chatLines, handDriver, linesOf as linesIn, newChatBatch as batchIn, runToEnd, stackKinds } from '../helpers/batch-driving';
 import { createTestStack, type TestStack } from '../helpers/test-stack';
+import { waitFor } from '../helpers/until';
 
 let s: TestStack;
 
@@ -153,7 +154,15 @@ it('a step longer than its hold keeps the batch (renewed while it runs); a hold 
   const steps = new BatchSteps(s.ctx.redis, s.ctx.config.queuePrefix, 300);
   let release!: () => void;
   const long = steps.exclusive('batch_renewed', () => new Promise<void>((r) => (release = r)));
-  await new Promise((r) => setTimeout(r, 1_000));
+  // Held well past its 300 ms by renewals (every 100 ms): its key's expiry moved back up eight times.
+  const key = `${s.ctx.config.queuePrefix}:batch-step:batch_renewed`;
+  let [renewals, left] = [0, await s.ctx.redis.pttl(key)];
+  await waitFor('the hold renewed eight times', async () => {
+    const now = await s.ctx.redis.pttl(key);
+    if (now > left + 50) renewals++;
+    left = now;
+    return renewals === 8;
+  }, 10_000, 10);
   expect(await steps.exclusive('batch_renewed', async () => 'ran')).toBeUndefined();
   release();
   await long;
@@ -161,6 +170,6 @@ it('a step longer than its hold keeps the batch (renewed while it runs); a hold 
   // A process that died mid-step: its key is never renewed nor released.
   await s.ctx.redis.set(`${s.ctx.config.queuePrefix}:batch-step:batch_left`, 'dead', 'PX', 300);
   expect(await steps.exclusive('batch_left', async () => 'ran')).toBeUndefined();
-  await new Promise((r) => setTimeout(r, 400));
+  await waitFor('the hold to lapse', async () => (await s.ctx.redis.exists(`${s.ctx.config.queuePrefix}:batch-step:batch_left`)) === 0);
   expect(await steps.exclusive('batch_left', async () => 'ran')).toBe('ran');
 });

@@ -10,6 +10,7 @@ import { PassThrough } from 'node:stream';
 import request from 'supertest';
 import { createTestApp, type TestApp } from '../helpers/test-app';
 import { seedKey, seedOrg } from '../helpers/fixtures';
+import { waitFor } from '../helpers/until';
 import { AppError } from '../../shared/errors/app-error';
 import type { Principal } from '../../shared/auth/principal';
 
@@ -85,17 +86,19 @@ describe('POST /v1/files (purpose batch)', () => {
     const files = stored().length;
     const server = h.app.listen(0);
     const port = (server.address() as net.AddressInfo).port;
-    await new Promise<void>((resolve) => {
-      const sock = net.connect(port, '127.0.0.1', () => {
+    const sock = await new Promise<net.Socket>((resolve) => {
+      const c = net.connect(port, '127.0.0.1', () => {
         const body = `--b\r\nContent-Disposition: form-data; name="file"; filename="a.jsonl"\r\nContent-Type: application/jsonl\r\n\r\n${line(1)}\n`;
-        sock.write(`POST /v1/files HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth.Authorization}\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 100000\r\n\r\n${body}`);
-        setTimeout(() => {
-          sock.destroy();
-          resolve();
-        }, 200);
+        c.write(`POST /v1/files HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth.Authorization}\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 100000\r\n\r\n${body}`);
+        resolve(c);
       });
     });
-    await new Promise((r) => setTimeout(r, 300));
+    // It leaves while its file is being written (a temporary file, renamed into place only when whole) ...
+    const writing = () => stored().some((f) => f.startsWith('.tmp'));
+    await waitFor('the upload to be written', writing);
+    sock.destroy();
+    // ... and the server drops that file.
+    await waitFor('the partial file dropped', () => !writing());
     server.close();
     expect(stored().filter((f) => !f.startsWith('.tmp')).length).toBe(files);
     expect((await request(h.app).post('/v1/files').set(auth).field('purpose', 'batch').attach('file', Buffer.from(line(3)), 'in.jsonl')).status).toBe(200);

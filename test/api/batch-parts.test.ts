@@ -203,7 +203,8 @@ describe('parts never committed: a run killed between its write and its commit',
     const sweeping = slow.deleteUncommittedParts();
     await deleting;
     const committing = files.commitParts(id, 0, [part], bump(id, 0));
-    await new Promise((r) => setTimeout(r, 200));
+    // The commit waits for the row the sweep holds (PostgreSQL shows a backend waiting for a lock).
+    await waitUntil(async () => ((await s.t.db.$queryRaw<Array<{ n: number }>>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)[0]!.n > 0 ? true : undefined));
     release();
     expect(await sweeping).toBe(1);
     expect(await committing).toBe(false);

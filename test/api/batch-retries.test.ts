@@ -10,6 +10,7 @@ import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-gener
 import type { BatchLineKind } from '../../api/services/batch-lines';
 import { chargesOf, chatLines, handDriver, linesOf, newChatBatch, stackKinds } from '../helpers/batch-driving';
 import { createTestStack, type TestStack } from '../helpers/test-stack';
+import { waitFor } from '../helpers/until';
 import type { BatchDriver } from '../../api/services/batch-driver';
 
 let s: TestStack;
@@ -24,10 +25,11 @@ const ahead = { ms: 0 };
 const clock = () => new Date(Date.now() + ahead.ms);
 
 async function runOn(driver: BatchDriver, id: string): Promise<void> {
-  for (let i = 0; i < 200 && (await driver.step(id)).more; i++) {
-    ahead.ms += 2_000;
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await waitFor('the batch to end', async () => {
+    const more = (await driver.step(id)).more;
+    if (more) ahead.ms += 2_000;
+    return !more;
+  }, 20_000);
 }
 
 /** The stack's chat kind, the orders of line `line` of batch `id` (any try's) refused by `refuse` (its nth order) first. */

@@ -5,6 +5,7 @@ import { MAINTENANCE_JOBS, maintenanceProcessor } from '../../workers/processors
 import { money } from '../../shared/money';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { orgMoney as heldMoney } from '../helpers/fixtures';
+import { waitFor } from '../helpers/until';
 
 const SYNC_WAIT_MS = 1500;
 let s: TestStack;
@@ -34,14 +35,7 @@ async function spent(organizationId = org.organizationId) {
   return heldMoney(s.t.db, organizationId);
 }
 const ledgerEntries = async (generationId: string) => (await s.settled(org.organizationId), s.t.db.ledgerEntry.count({ where: { generationId, kind: 'charge' } }));
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until(check: () => Promise<boolean>, ms = 10_000) {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('timed out');
-    await wait(50);
-  }
-}
+const until = (check: () => Promise<boolean>, ms = 10_000) => waitFor('the condition', check, ms);
 
 describe('x-should-retry (issue 9.8)', () => {
   it('a synchronous call that outlives SYNC_WAIT_MS is sent once by the openai SDK, and the 408 names the generation', async () => {
@@ -60,7 +54,8 @@ describe('x-should-retry (issue 9.8)', () => {
     expect(e.message).toContain('was cancelled and is not charged');
     expect(e.message).toContain('Idempotency-Key');
     expect((e.error as { metadata: unknown }).metadata).toEqual({ generation_id: g.id, generation_status: 'cancelled' });
-    await wait(1700);
+    // The provider's call ended (cut by the cancel): no late answer can change the generation now.
+    await until(async () => s.fake.requests.filter((q) => q.path === '/openai/v1/chat/completions').at(-1)?.endedAt !== undefined);
     expect(upstreamCalls()).toBe(calls + 1);
     expect((await s.t.db.generation.findUniqueOrThrow({ where: { id: g.id } })).status).toBe('cancelled');
   });
@@ -237,7 +232,8 @@ describe('Idempotency-Key (issue 9.16)', () => {
       firsts.push({ name, send, created, key, stamps, id });
     }
     // The repeats come in a later second than every first reply.
-    await wait(1100);
+    const latest = Math.max(...firsts.flatMap((f) => (Array.isArray(f.stamps) ? f.stamps : [])));
+    await until(async () => Math.floor(Date.now() / 1000) > latest);
     for (const f of firsts) {
       const again = await f.send(f.key);
       expect([f.name, f.created(again)]).toEqual([f.name, f.stamps]);

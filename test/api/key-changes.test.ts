@@ -12,7 +12,7 @@ import { createRedis } from '../../shared/queue/redis';
 import { TEST_SECRET } from '../helpers/fixtures';
 import { TEST_REDIS_URL } from '../helpers/test-env';
 import { createTestStack, STACK_MODELS, type TestStack } from '../helpers/test-stack';
-import { waitUntil } from '../helpers/until';
+import { waitFor, waitUntil } from '../helpers/until';
 
 const CACHE_MS = 60_000;
 
@@ -78,10 +78,13 @@ it('a key whose limit is lowered on one process is not served from the lease the
   await b.settled(org.organizationId);
   const before = await spent();
   // Below what is spent: nothing more may be granted under this key.
+  const applied = jest.spyOn(b.ctx.auth, 'forget');
   const res = await request(a).patch(`/v1/keys/${org.key.id}`).set(bearer(org.ownerToken)).send({ limit: before / 2 });
   expect(res.status).toBe(200);
-  // The message arrives within milliseconds; the lease would be renewed (and found revoked) only about a second later.
-  await new Promise((r) => setTimeout(r, 50));
+  // The message has reached the other process (it forgets the key and revokes its leases at once); the lease would be
+  // renewed (and found revoked) only about a second later.
+  await waitFor('the change applied by the other process', () => applied.mock.calls.some(([id]) => id === org.key.id));
+  applied.mockRestore();
   const after = await chat(org.auth);
   expect(after.status).toBe(402);
   expect(after.body.error.metadata.reason).toBe('key_limit_exceeded');

@@ -1,7 +1,7 @@
 import { addJob } from '../../shared/queue/claims';
 import express from 'express';
 import request from 'supertest';
-import { Queue, Worker } from 'bullmq';
+import { Queue, Worker, type Job } from 'bullmq';
 import { createTestApp, type TestApp } from '../helpers/test-app';
 import { seedKey, seedOrg } from '../helpers/fixtures';
 import { TEST_REDIS_URL } from '../helpers/test-env';
@@ -14,7 +14,7 @@ import { serveWorkerMetrics } from '../../workers/main';
 import { listen } from '../../shared/runtime/bootstrap';
 import { createLogger } from '../../shared/logger';
 import { sendCut } from '../helpers/cut-request';
-import { waitUntil } from '../helpers/until';
+import { pause, waitUntil } from '../helpers/until';
 
 interface Sample {
   name: string;
@@ -181,20 +181,21 @@ describe('a client that closes the connection mid-body', () => {
 
   const JSON_CUT = '{"model":"m","input":"cut he';
   const MULTIPART_CUT = '--XX\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\nContent-Type: image/png\r\n\r\npng-by';
-  // Left 200 ms after sending: the body is being read. Left at once: before the body is read (authentication is
-  // still looking the key up), so the reader finds the request already gone.
+  // Left once the server reads the body (its reader resumes the request stream). Left at once: before the body is
+  // read (authentication is still looking the key up), so the reader finds the request already gone.
+  const bodyRead = () => new Promise<void>((resolve) => server.server.once('request', (req: import('node:http').IncomingMessage) => req.once('resume', resolve)));
   it.each([
-    ['a JSON body (POST /v1/responses)', '/v1/responses', 'application/json', JSON_CUT, 200],
-    ['a raw upload', '/v1/storage/files', 'image/png', Buffer.alloc(600, 1), 200],
-    ['a multipart upload', '/v1/storage/files', 'multipart/form-data; boundary=XX', MULTIPART_CUT, 200],
-    ['a JSON body, left before it is read,', '/v1/responses', 'application/json', JSON_CUT, 0],
-    ['a raw upload, left before it is read,', '/v1/storage/files', 'image/png', Buffer.alloc(600, 1), 0],
-    ['a multipart upload, left before it is read,', '/v1/storage/files', 'multipart/form-data; boundary=XX', MULTIPART_CUT, 0],
-  ])('%s: counted as 499, logged as 499, no 5xx; the app serves on', async (_what, route, type, body, holdMs) => {
+    ['a JSON body (POST /v1/responses)', '/v1/responses', 'application/json', JSON_CUT, true],
+    ['a raw upload', '/v1/storage/files', 'image/png', Buffer.alloc(600, 1), true],
+    ['a multipart upload', '/v1/storage/files', 'multipart/form-data; boundary=XX', MULTIPART_CUT, true],
+    ['a JSON body, left before it is read,', '/v1/responses', 'application/json', JSON_CUT, false],
+    ['a raw upload, left before it is read,', '/v1/storage/files', 'image/png', Buffer.alloc(600, 1), false],
+    ['a multipart upload, left before it is read,', '/v1/storage/files', 'multipart/form-data; boundary=XX', MULTIPART_CUT, false],
+  ])('%s: counted as 499, logged as 499, no 5xx; the app serves on', async (_what, route, type, body, whileRead) => {
     const count = (s: Sample[], status: string) => value(s, 'switchyard_http_requests_total', { method: 'POST', route, status }) ?? 0;
     const before = await scrape(cut.app);
     logged.length = 0;
-    await sendCut(server.port, { path: route, headers: { Authorization: auth, 'Content-Type': type, 'Content-Length': '2000' }, body, holdMs });
+    await sendCut(server.port, { path: route, headers: { Authorization: auth, 'Content-Type': type, 'Content-Length': '2000' }, body, reading: whileRead ? bodyRead() : undefined });
     const after = await waitUntil(async () => {
       const s = await scrape(cut.app);
       return count(s, '499') > count(before, '499') ? s : undefined;
@@ -241,7 +242,7 @@ describe('worker-side metrics', () => {
     const worker = new Worker(
       'metrics-probe',
       async (job) => {
-        await new Promise((r) => setTimeout(r, 20));
+        await pause(20); // pacing: a job that lasts, so its recorded duration shows its unit (seconds)
         if (job.data.fail) throw new Error('no');
       },
       { connection, prefix, autorun: true },
@@ -250,10 +251,11 @@ describe('worker-side metrics', () => {
     metrics.trackQueues([queue]);
     const server = await startMetricsServer(metrics.registry, 0, { token: 'w-token', host: '127.0.0.1' });
     try {
+      let ok: Job | undefined;
       const settled = new Promise<void>((resolve) => {
         let n = 0;
         const done = () => ++n === 2 && resolve();
-        worker.on('completed', done);
+        worker.on('completed', (job) => ((ok = job), done()));
         worker.on('failed', done);
       });
       await queue.add('ok', { fail: false });
@@ -267,7 +269,9 @@ describe('worker-side metrics', () => {
       const s = parse(await res.text());
       expect(value(s, 'switchyard_job_duration_seconds_count', { queue: 'metrics-probe', outcome: 'completed' })).toBe(1);
       expect(value(s, 'switchyard_job_duration_seconds_count', { queue: 'metrics-probe', outcome: 'failed' })).toBe(1);
-      expect(value(s, 'switchyard_job_duration_seconds_sum', { queue: 'metrics-probe', outcome: 'completed' })).toBeGreaterThanOrEqual(0.015);
+      // The job's own run, start to finish, in seconds.
+      expect(value(s, 'switchyard_job_duration_seconds_sum', { queue: 'metrics-probe', outcome: 'completed' })).toBeCloseTo((ok!.finishedOn! - ok!.processedOn!) / 1000, 6);
+      expect(ok!.finishedOn! - ok!.processedOn!).toBeGreaterThan(0);
       expect(value(s, 'switchyard_queue_jobs', { queue: 'metrics-probe', state: 'failed' })).toBe(1);
       expect((await fetch(`http://127.0.0.1:${server.port}/other`)).status).toBe(404);
     } finally {

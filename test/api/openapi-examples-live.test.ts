@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import request from 'supertest';
 import { createTestStack, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { waitUntil } from '../helpers/until';
 import { EXAMPLES } from '../../api/openapi/build-openapi';
 import demoCatalog from '../../config/catalog.demo.json';
 
@@ -107,12 +108,10 @@ describe('response examples have the real replies\' shape', () => {
     const created = await call('post', '/v1/media', EXAMPLES['POST /v1/media'].request);
     expect(created.status).toBe(202);
     expectShape('POST /v1/media', created.body);
-    let done = created.body;
-    for (let i = 0; i < 100 && done.status !== 'completed'; i++) {
-      await new Promise((r) => setTimeout(r, 200));
-      done = (await call('get', `/v1/media/${created.body.id}`)).body;
-    }
-    expect(done.status).toBe('completed');
+    const done = await waitUntil(async () => {
+      const body = (await call('get', `/v1/media/${created.body.id}`)).body;
+      return body.status === 'completed' ? body : undefined;
+    }, 20_000, 100);
     expectShape('GET /v1/media/{id}', done);
     expectShape('GET /v2/media/{id}', (await call('get', `/v2/media/${created.body.id}`)).body);
   }, 60_000);

@@ -35,11 +35,16 @@ const ask = (org: { auth: Record<string, string> }, model: string) => request(s.
 it('the only endpoint answers 429 with Retry-After: 1: asked again after that second, and the reply is 200', async () => {
   const org = await s.seed();
   s.fake.setKnobs({ status: 429, failTimes: 1, retryAfterSeconds: 1 });
-  const started = Date.now();
   const res = await ask(org, 'acme/short');
   expect(res.status).toBe(200);
-  expect(Date.now() - started).toBeGreaterThanOrEqual(950);
   expect(s.fake.requests).toHaveLength(2);
+  // The second call came after the moment the 429 asked to be left alone until (its endpoint's sample records it).
+  await s.workerDeps.stats.flush();
+  const [key] = await s.ctx.redis.keys(`${s.ctx.config.queuePrefix}:stats:acme/short:*`);
+  const samples = (await s.ctx.redis.lrange(key!, 0, -1)).map((t) => JSON.parse(t) as { a: number; r?: number });
+  const until = samples.find((x) => x.r !== undefined)!;
+  expect(until.r! - until.a).toBe(1000);
+  expect(s.fake.requests[1]!.startedAt!).toBeGreaterThanOrEqual(until.r!);
 });
 
 it('Retry-After: 30 on the only endpoint: 429 carrying Retry-After, and the endpoint is not called again meanwhile', async () => {
@@ -54,10 +59,16 @@ it('Retry-After: 30 on the only endpoint: 429 carrying Retry-After, and the endp
   expect(first.headers['retry-after']).toBe('30');
   expect(s.fake.requests).toHaveLength(1);
 
+  // What is left of those 30 s when the second answer was made, from the moment the first 429 set (its sample).
+  await s.workerDeps.stats.flush();
+  const [key] = await s.ctx.redis.keys(`${s.ctx.config.queuePrefix}:stats:acme/long:*`);
+  const until = (await s.ctx.redis.lrange(key!, 0, -1)).map((t) => JSON.parse(t) as { r?: number }).find((x) => x.r !== undefined)!.r!;
+  const asked = Date.now();
   const second = await ask(org, 'acme/long');
+  const answered = Date.now();
   expect(second.status).toBe(429);
-  expect(Number(second.headers['retry-after'])).toBeGreaterThanOrEqual(28);
-  expect(Number(second.headers['retry-after'])).toBeLessThanOrEqual(30);
+  expect(Number(second.headers['retry-after'])).toBeGreaterThanOrEqual(Math.ceil((until - answered) / 1000));
+  expect(Number(second.headers['retry-after'])).toBeLessThanOrEqual(Math.ceil((until - asked) / 1000));
   expect(second.body.error.metadata.attempts[0].message).toContain('Retry-After');
   expect(s.fake.requests).toHaveLength(1); // not called again
 });

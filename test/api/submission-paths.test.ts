@@ -5,6 +5,7 @@ import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { orgMoney as heldMoney } from '../helpers/fixtures';
+import { waitFor, waitUntil } from '../helpers/until';
 
 // The two submission paths (docs/architecture.md "Submitting", GenerationGateway.submit): `drawn` (a waiting client's
 // text or embeddings job claimed by its own process's worker, its money drawn from a lease, its record committing while
@@ -18,13 +19,12 @@ const orgMoney = (s: TestStack, id: string) => heldMoney(s.t.db, id);
 
 /** Until the text queue holds no job (a refused one must still end, without running). */
 async function queueDrained(s: TestStack) {
-  const q = s.ctx.queues[QUEUES.text];
-  for (let i = 0; i < 200; i++) {
-    const c = await q.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
-    if (Object.values(c).every((n) => n === 0)) return c;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return q.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
+  const counts = () => s.ctx.queues[QUEUES.text].getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
+  // Its counts when it does not drain, for the assertion to show.
+  return waitUntil(async () => {
+    const c = await counts();
+    return Object.values(c).every((n) => n === 0) ? c : undefined;
+  }, 10_000).catch(counts);
 }
 
 /** Leases the organization's requests drew from (reservation rows `lease_…`). */
@@ -63,15 +63,14 @@ for (const inProcess of [true, false]) {
 
     it(inProcess ? 'its job is claimed at enqueue by the worker of its process (shared/queue/claims.ts)' : 'its job waits in the queue for a worker to fetch it', async () => {
       const org = await s.seed({ balance: '100' });
-      s.fake.setKnobs({ latencyMs: 300 });
+      // The job holds its lock while the provider answers (a second): read it once the call reached the provider.
+      s.fake.setKnobs({ latencyMs: 1000 });
       try {
+        const calls = providerCalls(s);
         const pending = chat(org).then((r) => r);
-        let lock: string | null = null;
-        for (let i = 0; i < 100 && !lock; i++) {
-          await new Promise((r) => setTimeout(r, 10));
-          const [job] = await s.ctx.queues[QUEUES.text].getActive();
-          if (job) lock = await s.ctx.redis.get(`${s.ctx.config.queuePrefix}:${QUEUES.text}:${job.id}:lock`);
-        }
+        await waitFor('the call at the provider', () => providerCalls(s) > calls);
+        const [job] = await s.ctx.queues[QUEUES.text].getActive();
+        const lock = job ? await s.ctx.redis.get(`${s.ctx.config.queuePrefix}:${QUEUES.text}:${job.id}:lock`) : null;
         expect((await pending).status).toBe(200);
         expect(typeof lock).toBe('string');
         expect(lock).toEqual(inProcess ? expect.stringContaining(':claim:') : expect.not.stringContaining(':claim:'));
@@ -162,12 +161,12 @@ describe('a job drawn from a lease, run outside the run its process claimed it f
     return s.ctx.queues[QUEUES.text].add(QUEUES.text, data, { jobId: id, removeOnComplete: true });
   };
   const ended = async (id: string) => {
-    for (let i = 0; i < 200; i++) {
-      const g = await s.t.db.generation.findUnique({ where: { id } });
-      if (g && g.status !== 'pending' && g.status !== 'processing') return g;
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    return s.t.db.generation.findUnique({ where: { id } });
+    const read = () => s.t.db.generation.findUnique({ where: { id } });
+    // The record as it stands when it does not end, for the assertion to show.
+    return waitUntil(async () => {
+      const g = await read();
+      return g && g.status !== 'pending' && g.status !== 'processing' ? g : undefined;
+    }, 10_000).catch(read);
   };
 
   it('its record committed: the generation ends failed and the money is released, with no provider call', async () => {

@@ -2,7 +2,8 @@ import request from 'supertest';
 import { money } from '../../shared/money';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { orgMoney as heldMoney } from '../helpers/fixtures';
-import { waitUntil } from '../helpers/until';
+import { waitFor, waitUntil } from '../helpers/until';
+import { QUEUES } from '../../shared/queue/queue-names';
 
 const TEXT_PARAMS = ['temperature', 'top_p', 'tools', 'tool_choice', 'response_format', 'max_tokens', 'stream'];
 const chat = (provider: string, price: Record<string, number> = { prompt: 40, completion: 160 }) => ({
@@ -352,7 +353,9 @@ describe('money', () => {
     const g = await s.t.db.generation.findFirstOrThrow({ where: { organizationId: org.organizationId }, orderBy: { createdAt: 'desc' } });
     expect(g.status).toBe('cancelled');
     expect(g.isCancelled).toBe(true);
-    await new Promise((r) => setTimeout(r, 1000)); // the worker finishes late: still nothing charged
+    // The worker ends after the reply (its provider call cut by the cancel): still nothing charged.
+    const live = ['active', 'waiting', 'delayed', 'prioritized'];
+    await waitFor('the job to end', async () => !live.includes(await s.ctx.queues[QUEUES.text].getJobState(g.id)) && s.fake.requests.every((r) => r.endedAt !== undefined));
     const after = await orgMoney();
     expect(after.balance.equals(before.balance)).toBe(true);
     expect(after.reserved.isZero()).toBe(true);
@@ -365,12 +368,8 @@ describe('modes', () => {
     const res = await post({ model: 'acme/solo', input: 'later', background: true });
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('queued');
-    let status = res.body.status;
-    for (let i = 0; i < 50 && status !== 'completed'; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      status = (await request(s.app).get(`/v1/responses/${res.body.id}`).set(org.auth)).body.status;
-    }
-    expect(status).toBe('completed');
+    const status = () => request(s.app).get(`/v1/responses/${res.body.id}`).set(org.auth).then((r) => r.body.status as string);
+    await waitFor('the response completed', async () => (await status()) === 'completed');
     const other = await s.seed();
     expect((await request(s.app).get(`/v1/responses/${res.body.id}`).set(other.auth)).status).toBe(404);
   });

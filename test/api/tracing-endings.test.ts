@@ -10,6 +10,7 @@ import request from 'supertest';
 import { startOtlpCollector, type OtlpCollector, type ReceivedSpan } from '../../fakes/otlp-collector';
 import { incoming, traceOf } from '../helpers/traces';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { waitFor } from '../helpers/until';
 
 const CLIENT = 3;
 const ERROR = 2;
@@ -88,9 +89,7 @@ describe('traces of endings other than a completion, media polls and callbacks',
     const created = await request(s.app).post('/v1/responses').set(org.auth).set('traceparent', caller.header).send({ model: STACK_MODELS.chat, input: 'cancel me', background: true });
     expect(created.status).toBe(200);
     // Wait until a worker holds it (the provider call is under way), then cancel.
-    const until = Date.now() + 5000;
-    while (Date.now() < until && s.fake.requests.length === 0) await new Promise((r) => setTimeout(r, 20));
-    expect(s.fake.requests.length).toBeGreaterThan(0);
+    await waitFor('the provider call', () => s.fake.requests.length > 0);
     const cancelled = await request(s.app).post(`/v1/responses/${created.body.id}/cancel`).set(org.auth);
     expect(cancelled.body.status).toBe('cancelled');
     const spans = await trace(caller.traceId, (x) => named(x, 'switchyard.settle').length === 1);

@@ -12,6 +12,7 @@ import { INIT_SCRIPT } from '../../api/openapi/reference-page';
 import { startOtlpCollector, type OtlpCollector, type ReceivedSpan } from '../../fakes/otlp-collector';
 import { incoming, traceOf } from '../helpers/traces';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { waitFor } from '../helpers/until';
 
 const SERVER = 2;
 const CLIENT = 3;
@@ -173,14 +174,12 @@ describe('OpenTelemetry traces (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
     const res = await request(s.app).post('/v1/chat/completions').set(org.auth).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: 'no parent' }] });
     expect(res.status).toBe(200);
     let spans: ReceivedSpan[] = [];
-    const deadline = Date.now() + 15_000;
-    while (Date.now() < deadline) {
+    await waitFor('the request span of the settled trace', async () => {
       await Promise.all([s.ctx.tracing?.flush(), s.workerDeps.tracing?.flush()]);
       const settle = collector.spans.find((x) => x.name === 'switchyard.settle' && x.attributes['switchyard.generation_id'] === res.body.id);
       spans = settle ? collector.spans.filter((x) => x.traceId === settle.traceId) : [];
-      if (spans.some((x) => x.kind === SERVER)) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+      return spans.some((x) => x.kind === SERVER);
+    }, 15_000, 100);
     const req = spans.find((x) => x.kind === SERVER);
     expect(req).toBeDefined();
     expect(req!.parentSpanId).toBeUndefined();

@@ -8,6 +8,7 @@ import request from 'supertest';
 import { money } from '../../shared/money';
 import { QUEUES } from '../../shared/queue/queue-names';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { waitFor, waitUntil } from '../helpers/until';
 
 const SYNC_WAIT_MS = 600;
 /** The fake answers long after the timeout: if the call were not aborted, it would complete. */
@@ -24,15 +25,22 @@ describe('synchronous timeouts abort the upstream call', () => {
   async function expectAbortedAndFree(org: StackOrg, path: string) {
     const aborted = await s.fake.waitForAborted(1);
     expect(aborted[0].path).toBe(path);
-    // Past the moment the fake would have answered: still exactly one call, nothing charged.
-    await new Promise((r) => setTimeout(r, SLOW_MS));
-    expect(s.fake.requests.filter((r) => r.path === path)).toHaveLength(1);
+    // Once its job has ended nothing can call again or charge: still exactly one call, nothing charged.
     const g = await s.t.db.generation.findFirstOrThrow({ where: { organizationId: org.organizationId } });
+    const live = ['active', 'waiting', 'delayed', 'prioritized'];
+    await waitFor('the job to end', async () => {
+      for (const q of [QUEUES.text, QUEUES.embeddings]) if (live.includes(await s.ctx.queues[q].getJobState(g.id))) return false;
+      return true;
+    });
+    expect(s.fake.requests.filter((r) => r.path === path)).toHaveLength(1);
     expect(g.status).toBe('cancelled');
     expect(money(g.clientCost).isZero()).toBe(true);
-    const o = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
+    // What a lease of the process held for the organization is given back once the lease is idle.
+    const o = await waitUntil(async () => {
+      const row = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
+      return money(row.reserved).isZero() ? row : undefined;
+    });
     expect(money(o.balance).equals('10')).toBe(true);
-    expect(money(o.reserved).isZero()).toBe(true);
   }
 
   it('embeddings: 408, the upstream request is aborted, nothing charged', async () => {

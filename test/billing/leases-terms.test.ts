@@ -7,13 +7,12 @@ import { audit } from '../faults/helpers/audit';
 import { seedKey, seedOrg } from '../helpers/fixtures';
 import { createTestDb, type TestDb } from '../helpers/test-db';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
-import { waitUntil } from '../helpers/until';
+import { waitFor, waitUntil } from '../helpers/until';
 
 // New terms for a key while requests drawn from its leases run (docs/architecture.md "Leases", item 6): a request
 // granted from a lease before its process learned of the new terms had its money reserved under the old ones, and a
 // reply that showed a cost is charged that cost (decisions.md section 4), however the key's limit moves meanwhile.
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const bearer = (t: string) => ({ Authorization: `Bearer ${t}` });
 
 describe("a member toggling its own key's limit during a burst on it", () => {
@@ -34,12 +33,16 @@ describe("a member toggling its own key's limit during a burst on it", () => {
     const before = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
 
     const replies: Array<{ id: string; shown: number }> = [];
+    let refused = 0;
     let bursting = true;
     const clients = Array.from({ length: 24 }, async (_, c) => {
       for (let i = 0; bursting; i++) {
         const r = await request(s.app).post('/v1/chat/completions').set(bearer(key.key)).send({ model: STACK_MODELS.chat, messages: [{ role: 'user', content: `c${c} ${i}` }] });
         // A request while the limit is 0 is refused; none may fail otherwise.
-        if (r.status === 402 || r.status === 403) continue;
+        if (r.status === 402 || r.status === 403) {
+          refused++;
+          continue;
+        }
         expect(r.status).toBe(200);
         replies.push({ id: r.body.id, shown: (r.body.usage as { cost_rub: number }).cost_rub });
       }
@@ -47,14 +50,15 @@ describe("a member toggling its own key's limit during a burst on it", () => {
     // Requests granted from a lease so far (their reserve entries move no money: the lease's did).
     const drawnSoFar = async () =>
       (await s.t.pool.query(`SELECT COUNT(*)::int AS n FROM ledger_entries WHERE kind = 'reserve' AND reserved_delta = 0 AND api_key_id = $1`, [key.id])).rows[0].n as number;
-    // Twelve toggles at least, and on until enough requests were drawn from leases to make the race likely: a busy
-    // machine answers fewer requests in the same time.
-    const deadline = Date.now() + 60_000;
-    for (let t = 0; t < 12 || ((await drawnSoFar()) <= 40 && Date.now() < deadline); t++) {
-      await sleep(60);
+    // Twelve toggles at least, and on until enough requests were answered, and drawn from leases, to make the race
+    // likely (what the assertions below ask). Each toggle waits for the burst: the limit at 0 until a request is refused
+    // (the leases revoked), then lifted until eight more replies came (leases taken and drawn from again).
+    for (let t = 0; t < 12 || replies.length <= 100 || (await drawnSoFar()) <= 40; t++) {
+      const [answered, turnedAway] = [replies.length, refused];
       expect((await patch({ limit: 0, limit_reset: 'never' })).status).toBe(200);
-      await sleep(5);
+      await waitFor('a request refused under the limit of 0', () => refused > turnedAway, 20_000);
       expect((await patch({ limit: null })).status).toBe(200);
+      await waitFor('eight more replies', () => replies.length >= answered + 8, 20_000);
     }
     bursting = false;
     await Promise.all(clients);

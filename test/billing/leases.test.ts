@@ -10,14 +10,21 @@ import { audit } from '../faults/helpers/audit';
 import { seedKey, seedOrg } from '../helpers/fixtures';
 import { createTestDb, type TestDb } from '../helpers/test-db';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
-import { waitUntil } from '../helpers/until';
+import { pause, waitFor, waitUntil } from '../helpers/until';
+import type { Pool } from 'pg';
+import { reportStats } from '../helpers/pg-stats';
 
 // Reservation leases (shared/billing/leases.ts, docs/architecture.md "Leases"): a process reserves room for a few
 // requests ahead; a request its lease covers calls its provider while its record commits. The money rules stay
 // PostgreSQL's: nothing is drawn that sy_reserve did not grant, and every lease ends released.
 
 const logger = createLogger({ silent: !process.env.TEST_LOGS });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Deadlocks PostgreSQL broke in the pool's database, as every backend of the pool has reported them. */
+async function deadlocks(pool: Pool): Promise<number> {
+  await reportStats(pool);
+  return Number((await pool.query(`SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()`)).rows[0].deadlocks);
+}
 
 describe('requests through the API drawn from a lease', () => {
   let s: TestStack;
@@ -110,8 +117,7 @@ describe('requests through the API drawn from a lease', () => {
   });
 
   it('under 32 concurrent clients: every request charged once, and PostgreSQL never breaks a deadlock', async () => {
-    const deadlocks = async () => Number((await s.t.pool.query(`SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()`)).rows[0].deadlocks);
-    const before = await deadlocks();
+    const before = await deadlocks(s.t.pool);
     const ids: string[] = [];
     await Promise.all(
       Array.from({ length: 32 }, async (_, c) => {
@@ -124,8 +130,7 @@ describe('requests through the API drawn from a lease', () => {
     );
     await s.settled(org.organizationId);
     await leasesReleased();
-    await sleep(600); // pg_stat_database is updated as backends report
-    expect(await deadlocks()).toBe(before);
+    expect(await deadlocks(s.t.pool)).toBe(before);
     const charged = (await s.t.pool.query(`SELECT COUNT(*)::int AS n FROM ledger_entries WHERE kind = 'charge' AND generation_id = ANY ($1)`, [ids])).rows[0].n;
     expect(charged).toBe(32 * 12);
     expect((await audit(s.t.db)).problems).toEqual([]);
@@ -165,8 +170,10 @@ describe('requests through the API drawn from a lease', () => {
       expect(promised?.open).toMatchObject({ id: r.body.id, organization_id: org.organizationId });
       expect(promised?.row).toMatchObject({ id: r.body.id, status: 'completed' });
       // A read that shows money waits for the promise (read-your-writes), through the record's commit.
+      const waits = jest.spyOn(s.ctx.settlements, 'waitSettled');
       const balance = request(s.app).get('/v2/balance').set(org.auth).then((res) => res);
-      await sleep(150);
+      await waitFor('the read to wait for the promise', () => waits.mock.calls.length > 0);
+      waits.mockRestore();
       return { r, promised, balance };
     });
     const cost = money((r.body.usage as { cost_rub: number }).cost_rub);
@@ -222,9 +229,11 @@ describe('requests through the API drawn from a lease', () => {
       expect(r.status).toBe(200);
       expect(await s.t.db.generation.count({ where: { id: r.body.id } })).toBe(0);
       // Both wait for the promise that carries the record, through its commit.
+      const waits = jest.spyOn(s.ctx.settlements, 'waitSettled');
       const byId = request(s.app).get(`/v1/responses/${r.body.id}`).set(org.auth).then((res) => res);
       const next = respond({ input: 'what number?', previous_response_id: r.body.id }).then((res) => res);
-      await sleep(150);
+      await waitFor('both to wait for the promise', () => waits.mock.calls.length >= 2);
+      waits.mockRestore();
       return { r, byId, next };
     });
     expect((await byId).status).toBe(200);
@@ -237,13 +246,16 @@ describe('requests through the API drawn from a lease', () => {
 
   it('a record that fails after its reply went out on a promise is written by the promise: charged once, the reply stands', async () => {
     await warmUntilLeased();
-    // The API's record fails 300 ms after the reply; the worker's run keeps its promise (recording it itself).
+    // The API's record fails once the reply is out; the worker's run keeps its promise (recording it itself).
     const generations = s.ctx.generations as unknown as { createDrawn: (...a: unknown[]) => Promise<unknown> };
     const real = generations.createDrawn;
-    generations.createDrawn = () => sleep(300).then(() => Promise.reject(new Error('the database went away')));
+    let replied!: () => void;
+    const out = new Promise<void>((resolve) => (replied = resolve));
+    generations.createDrawn = () => out.then(() => Promise.reject(new Error('the database went away')));
     let r;
     try {
       r = await chat();
+      replied();
     } finally {
       generations.createDrawn = real;
     }
@@ -302,8 +314,7 @@ describe('leases of two processes racing for one balance (the ledger, real Postg
       const ledger = new Ledger(t.db, undefined, { pool: t.pool });
       return { ledger, leases: new LeaseDesk(ledger, settings, logger) };
     });
-    const deadlocks = async () => Number((await t.pool.query(`SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()`)).rows[0].deadlocks);
-    const deadlocksBefore = await deadlocks();
+    const deadlocksBefore = await deadlocks(t.pool);
     let n = 0;
     let answered = ZERO;
     let refused = 0;
@@ -328,12 +339,12 @@ describe('leases of two processes racing for one balance (the ledger, real Postg
             if (!(e instanceof AppError)) throw e;
             refused++;
             refusals++;
-            await sleep(5);
+            await pause(5); // pacing: a refused client asks again a moment later
             continue;
           }
         }
         refusals = 0;
-        await sleep(n % 3);
+        await pause(n % 3); // pacing: the generation runs 0-2 ms, so opens and closes of both processes interleave
         const cost = bound.times(0.4 + (n % 4) * 0.2);
         const c = await p.ledger.close({ id, status: 'completed', cost: cost.toFixed(10) });
         expect(c.applied).toBe(true);
@@ -345,9 +356,8 @@ describe('leases of two processes racing for one balance (the ledger, real Postg
 
     expect(drawnCount).toBeGreaterThan(10);
     // Drawn opens, closes, takes, renewals and returns of two processes lock in one order: PostgreSQL never had to
-    // break a deadlock (pg_stat_database is updated by each backend as it reports; give it a moment).
-    await sleep(600);
-    expect(await deadlocks()).toBe(deadlocksBefore);
+    // break a deadlock.
+    expect(await deadlocks(t.pool)).toBe(deadlocksBefore);
     expect(refused).toBeGreaterThan(0);
     const a = await audit(t.db);
     expect(a.problems).toEqual([]);

@@ -2,6 +2,7 @@ import { Ledger, type CloseRow, type LedgerOptions, type OpenRow } from '../../s
 import { AppError } from '../../shared/errors/app-error';
 import { createTestDb, type TestDb } from '../helpers/test-db';
 import { seedKey, seedOrg } from '../helpers/fixtures';
+import { waitFor } from '../helpers/until';
 
 // The set-based batch (sy_ledger_batch, migration set_based_ledger_batches) against the per-item rules it
 // replaces: sy_reserve and sy_settle, which stay the single-item path.
@@ -376,11 +377,11 @@ describe('Ledger: one batcher for opens and closes', () => {
       await blocker.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [a.organizationId]);
       // A close whose reply went out: held, then (nothing came within 5 ms) committing alone, stuck on the row.
       const closed = ledger.close({ id: x, status: 'completed', cost: '0.25' }, { hold: true });
-      for (let i = 0; i < 100 && (await waiting()) < 1; i++) await new Promise((r) => setTimeout(r, 10));
+      await waitFor('the close waiting on the row', async () => (await waiting()) >= 1);
       expect(calls).toEqual([{ opens: [x], closes: [] }, { opens: [], closes: [x] }]);
       // The next request's open goes out at once, in a transaction of its own beside the close's.
       const opened = ledger.open(openRow(a.organizationId, y));
-      for (let i = 0; i < 100 && (await waiting()) < 2; i++) await new Promise((r) => setTimeout(r, 10));
+      await waitFor('the open waiting beside it', async () => (await waiting()) >= 2);
       expect(await waiting()).toBe(2);
       expect(calls.slice(2)).toEqual([{ opens: [y], closes: [] }]);
       await blocker.query('COMMIT');

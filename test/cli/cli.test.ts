@@ -177,15 +177,24 @@ describe('user and token', () => {
 
   it('token issue prints {token} for the user, with --ttl', async () => {
     const { userId } = (await json(`user create --org ${organizationId} --email tok@example.com --role admin`)) as { userId: string };
-    const out = await json(`token issue --user ${userId} --ttl 120`);
-    expect(keys(out)).toEqual(['token']);
-    const claims = verifyToken(out.token as string, TEST_SECRET)!;
+    // Each expiry is its ttl after the moment the token was issued, between the command's start and end.
+    const now = () => Math.floor(Date.now() / 1000);
+    const issued = async <T>(run: () => Promise<T>) => {
+      const from = now();
+      const out = await run();
+      return { out, from, to: now() };
+    };
+    const short = await issued(() => json(`token issue --user ${userId} --ttl 120`));
+    expect(keys(short.out)).toEqual(['token']);
+    const claims = verifyToken(short.out.token as string, TEST_SECRET)!;
     expect(claims).toMatchObject({ sub: userId, org: organizationId, role: 'admin' });
-    expect(claims.exp - Math.floor(Date.now() / 1000)).toBeLessThanOrEqual(120);
-    expect(claims.exp - Math.floor(Date.now() / 1000)).toBeGreaterThan(100);
-    const text = await line(`token issue --user ${userId}`);
-    expect(text).toMatch(/^token: eyJ/);
-    expect(verifyToken(text.slice('token: '.length), TEST_SECRET)!.exp - Date.now() / 1000).toBeGreaterThan(29 * 24 * 3600);
+    expect(claims.exp).toBeGreaterThanOrEqual(short.from + 120);
+    expect(claims.exp).toBeLessThanOrEqual(short.to + 120);
+    const long = await issued(() => line(`token issue --user ${userId}`));
+    expect(long.out).toMatch(/^token: eyJ/);
+    const exp = verifyToken(long.out.slice('token: '.length), TEST_SECRET)!.exp;
+    expect(exp).toBeGreaterThanOrEqual(long.from + 30 * 24 * 3600);
+    expect(exp).toBeLessThanOrEqual(long.to + 30 * 24 * 3600);
   });
 
   it('token issue refuses unknown users and bad ttls', async () => {

@@ -26,6 +26,7 @@ import { EXAMPLES } from '../../api/openapi/build-openapi';
 import { readRuntimeInfo } from '../../shared/runtime/runtime-file';
 import { isAlive } from '../../shared/runtime/process-utils';
 import { pythonVenv } from '../helpers/python-venv';
+import { waitFor } from '../helpers/until';
 
 const ROOT = path.join(__dirname, '..', '..');
 const run = promisify(execFile);
@@ -78,8 +79,7 @@ afterAll(async () => {
       // already gone
     }
   }
-  const deadline = Date.now() + 30_000;
-  while (service && isAlive(service.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  if (service) await waitFor('the service to stop', () => !isAlive(service.pid), 30_000, 100).catch(() => undefined);
   shell?.stdout?.destroy();
   shell?.stderr?.destroy();
   fs.rmSync(dir, { recursive: true, force: true });

@@ -9,6 +9,8 @@ import { money } from '../../shared/money';
 import { seedKey } from '../helpers/fixtures';
 import { leasesUnlessOff } from '../helpers/test-app';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
+import { waitFor, waitUntil } from '../helpers/until';
+import { QUEUES } from '../../shared/queue/queue-names';
 
 let s: TestStack;
 let org: StackOrg;
@@ -235,14 +237,13 @@ describe('store: false keeps no text, and output limits are bounded (issue 10.11
 });
 
 describe('stored-response routes the SDKs expose (issue 9.5)', () => {
-  const waitEnded = async (id: string) => {
-    for (let i = 0; i < 200; i++) {
+  const waitEnded = (id: string) =>
+    waitUntil(async () => {
       const g = await recordOf(id);
-      if (g.status !== 'pending' && g.status !== 'processing') return g;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`${id} never ended`);
-  };
+      return g.status !== 'pending' && g.status !== 'processing' ? g : undefined;
+    }).catch(() => {
+      throw new Error(`${id} never ended`);
+    });
 
   it('responses.inputItems.list lists this turn\'s input items, newest first by default, with order, after and limit', async () => {
     const first = await client.responses.create({ model: STACK_MODELS.chat, input: 'earlier turn' });
@@ -305,7 +306,9 @@ describe('stored-response routes the SDKs expose (issue 9.5)', () => {
     const cancelled = await client.responses.cancel(r.id);
     expect(cancelled.status).toBe('cancelled');
     expect((await client.responses.cancel(r.id)).status).toBe('cancelled'); // again: the same answer
-    await new Promise((res) => setTimeout(res, 1800)); // the provider answers after all: too late
+    // Its job has ended and its provider call with it (cut, or answered after all: too late).
+    const live = ['active', 'waiting', 'delayed', 'prioritized'];
+    await waitFor('the job and its provider call to end', async () => !live.includes(await s.ctx.queues[QUEUES.text].getJobState(r.id)) && s.fake.requests.every((q) => q.endedAt !== undefined));
     const after = await orgMoney();
     expect(after.balance.equals(before.balance)).toBe(true);
     expect(after.reserved.isZero()).toBe(true);

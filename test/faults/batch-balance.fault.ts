@@ -13,6 +13,7 @@ import { startCluster, type Cluster, type Proc, type SeededOrg } from './helpers
 import { Tally } from './helpers/http';
 import { Checks } from './helpers/report';
 import { waitFor } from './helpers/wait';
+import { pause } from '../helpers/until';
 import { money, ZERO, type Decimal } from '../../shared/money';
 
 let c: Cluster;
@@ -57,7 +58,7 @@ class Sampler {
         this.minFree = this.minFree === null || free.lessThan(this.minFree) ? free : this.minFree;
         this.maxKeyTaken = this.maxKeyTaken === null || taken.greaterThan(this.maxKeyTaken) ? taken : this.maxKeyTaken;
         this.samples++;
-        await new Promise((r) => setTimeout(r, 10));
+        await pause(10); // pacing: a sample every ~10 ms
       }
     })();
   }

@@ -12,6 +12,7 @@ import { useCluster } from './helpers/cluster';
 import { get, Tally } from './helpers/http';
 import { Checks } from './helpers/report';
 import { waitFor } from './helpers/wait';
+import { pause } from '../helpers/until';
 import { money } from '../../shared/money';
 
 const LINES = 400;
@@ -36,7 +37,7 @@ it('28. PostgreSQL away 10 s mid-batch: the lines it failed are ordered again, e
   await waitFor('80 lines answered', async () => (await row()).completed >= 80, 60_000);
   const atStop = await row();
   await c.pg.stop();
-  await new Promise((r) => setTimeout(r, AWAY_MS));
+  await pause(AWAY_MS); // pacing: the outage's length, the case's scenario
   await c.pg.start();
   const upAt = Date.now();
   await waitFor('the batch ended', async () => ENDED.includes((await row().catch(() => ({ status: '' }))).status), 120_000).catch(() => undefined);

@@ -12,6 +12,7 @@ import { MODELS, startCluster, type Cluster, type Proc, type SeededOrg } from '.
 import { Tally } from './helpers/http';
 import { Checks } from './helpers/report';
 import { waitFor } from './helpers/wait';
+import { waitFor as poll } from '../helpers/until';
 import { tokenCost } from '../../shared/billing/pricing';
 import type { Price } from '../../shared/catalog/catalog.types';
 import { money } from '../../shared/money';
@@ -106,7 +107,7 @@ async function auditBatch(checks: Checks, api: Proc, org: SeededOrg, id: string,
 test('provider batch chunks: worker killed polling and at the create, the driver\'s API killed: answered once, charged once at the right price', async () => {
   const checks = new Checks(
     '26. provider batch, worker and API SIGKILL',
-    `a ${LINES}-line chat batch on an endpoint with batch prices (chunks of at most 60 lines gathered for 500 ms, provider batches of 2 s, polls every 250 ms, every 10th line failed 500 by the provider and fallen back); the worker SIGKILLed while a chunk's job polls, the API running the driver SIGKILLed; then a ${B_LINES}-line batch whose worker is SIGKILLed the instant the provider accepts its chunk's create; each replaced 0.5 s later`,
+    `a ${LINES}-line chat batch on an endpoint with batch prices (chunks of at most 60 lines gathered for 500 ms, provider batches of 2 s, polls every 250 ms, every 10th line failed 500 by the provider and fallen back); the worker SIGKILLed while a chunk's job polls, the API running the driver SIGKILLed; then a ${B_LINES}-line batch whose worker is SIGKILLed the instant the provider accepts its chunk's create; each replaced once it exited`,
   );
   const started = Date.now();
   const api1 = await c.startApi();
@@ -125,20 +126,16 @@ test('provider batch chunks: worker killed polling and at the create, the driver
   await waitFor('a chunk polled while its job is active', async () => {
     const u = await c.db.upstreamBatch.findFirst({ where: { batchId: idA, status: 'running', polls: { gte: 2 } } });
     if (!u || c.fake.batchStats.linesRun === 0) return false;
-    for (const until = Date.now() + 2000; Date.now() < until; ) {
-      if ((await (await chunks.getJob(u.id))?.getState()) === 'active') {
-        polled = u.id;
-        w1.kill('SIGKILL');
-        return true;
-      }
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    return false;
+    // Its job active: a poll under way (looked at every 5 ms for up to 2 s, then this chunk is left for the next).
+    const polling = await poll('a poll under way', async () => (await (await chunks.getJob(u.id))?.getState()) === 'active', 2000, 5).then(() => true, () => false);
+    if (!polling) return false;
+    polled = u.id;
+    w1.kill('SIGKILL');
+    return true;
   }, 30_000);
   await w1.exited;
   const linesRunAtWorkerKill = c.fake.batchStats.linesRun;
   const tWorkerKill = (Date.now() - started) / 1000;
-  await new Promise((r) => setTimeout(r, 500));
   await c.startWorker();
 
   // Then the API running the driver, once a second chunk is on its way.
@@ -148,7 +145,6 @@ test('provider batch chunks: worker killed polling and at the create, the driver
   const tApiKill = (Date.now() - started) / 1000;
   api1.kill('SIGKILL');
   await api1.exited;
-  await new Promise((r) => setTimeout(r, 500));
   const api2 = await c.startApi();
   const summaryA = await auditBatch(checks, api2, org, idA, LINES, 'upa');
   const tA = (Date.now() - started) / 1000;
@@ -175,7 +171,6 @@ test('provider batch chunks: worker killed polling and at the create, the driver
   const idB = b.json?.id as string;
   await w2.exited;
   const chunkAtKill = await c.db.upstreamBatch.findFirst({ where: { batchId: idB } });
-  await new Promise((r) => setTimeout(r, 500));
   await c.startWorker();
   const summaryB = await auditBatch(checks, api2, org, idB, B_LINES, 'upb');
   checks.that(chunkAtKill?.status === 'submitting', `upb: the chunk was ${chunkAtKill?.status} at the kill (the create accepted, not yet recorded)`);

@@ -4,11 +4,13 @@
  *   Worker: active jobs finish before it exits 0; a worker whose jobs outlast its shutdown deadline exits
  *   anyway and its jobs are handed back (stalled → re-run by another worker). Nothing charged twice or lost.
  */
+import fs from 'node:fs';
 import { settledAudit } from './helpers/audit';
 import { MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { post, Tally } from './helpers/http';
 import { Checks } from './helpers/report';
 import { waitFor } from './helpers/wait';
+import { listensOn } from './helpers/processes';
 
 let c: Cluster;
 
@@ -19,13 +21,12 @@ afterAll(async () => {
   await c?.close();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 test('SIGTERM: the API finishes in-flight requests and refuses new ones; workers finish or hand back their jobs', async () => {
   const checks = new Checks('9. graceful shutdown', 'SIGTERM to the API with 8 requests in flight; SIGTERM to a worker with 8 active jobs (2 s each); SIGTERM to a worker whose 6 jobs (5 s) outlast its 1 s shutdown deadline');
   const tally = new Tally();
   const api1 = await c.startApi();
-  await c.startWorker();
+  // LOG_LEVEL info: it says when its shutdown begins.
+  await c.startWorker({ LOG_LEVEL: 'info' });
   await c.warmUp(api1);
   const org = await c.seed({ balance: '100' });
   const body = (i: number) => ({ model: MODELS.chat, input: `shutdown ${i}`, max_output_tokens: 32 });
@@ -35,7 +36,8 @@ test('SIGTERM: the API finishes in-flight requests and refuses new ones; workers
   const inFlight = Array.from({ length: 8 }, (_, i) => post(`${api1.url}/v1/responses`, body(i), org.auth));
   await waitFor('requests in flight', async () => (await c.queues.text.getActiveCount()) >= 8);
   api1.kill('SIGTERM');
-  await sleep(300);
+  // Its listening socket closed (it takes no new connection), the requests in flight still running.
+  await waitFor('the API to stop listening', async () => !listensOn(api1.pid, api1.port));
   const refused = await Promise.all(Array.from({ length: 3 }, (_, i) => post(`${api1.url}/v1/responses`, body(100 + i), org.auth, 5000)));
   const served = await Promise.all(inFlight);
   const apiExit = await api1.exited;
@@ -49,8 +51,9 @@ test('SIGTERM: the API finishes in-flight requests and refuses new ones; workers
   const [w1] = c.procs.filter((p) => p.role === 'worker');
   const jobs = Array.from({ length: 8 }, (_, i) => post(`${api2.url}/v1/responses`, body(200 + i), org.auth));
   await waitFor('jobs active', async () => (await c.queues.text.getActiveCount()) >= 8);
+  const logged = fs.readFileSync(w1.log, 'utf8').length;
   w1.kill('SIGTERM');
-  await sleep(200);
+  await waitFor('the worker to begin its shutdown', async () => fs.readFileSync(w1.log, 'utf8').slice(logged).includes('SIGTERM: shutting down gracefully'));
   // Sent while the only worker shuts down: they wait in the queue for the next worker.
   const queued = Array.from({ length: 4 }, (_, i) => post(`${api2.url}/v1/responses`, body(300 + i), org.auth));
   const w1Exit = await w1.exited;

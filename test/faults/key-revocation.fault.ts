@@ -9,6 +9,8 @@
 import { startCluster, type Cluster, type Proc } from './helpers/cluster';
 import { call, get, Tally } from './helpers/http';
 import { Checks } from './helpers/report';
+import { waitFor } from './helpers/wait';
+import { waitFor as poll } from '../helpers/until';
 
 const BOUND_MS = 1000;
 let c: Cluster;
@@ -27,24 +29,31 @@ afterAll(async () => {
  */
 async function propagation(other: Proc, auth: Record<string, string>, want: number, change: () => Promise<number>, tally: Tally): Promise<{ ms: number; flapped: boolean; changed: number }> {
   let hot = true;
+  let served = 0;
   const warm = (async () => {
-    while (hot) tally.add(await get(`${other.url}/v1/models`, auth));
+    while (hot) {
+      const r = await get(`${other.url}/v1/models`, auth);
+      tally.add(r);
+      if (r.status !== want) served++;
+    }
   })();
-  await new Promise((r) => setTimeout(r, 300));
+  // Its cache holds the key as it stands: `other` has answered with it.
+  await waitFor('the other process to serve the key as it stands', async () => served >= 2, 10_000);
   const changed = await change();
   const at = Date.now();
   hot = false;
   await warm;
   let ms = -1;
   let flapped = false;
-  while (Date.now() - at < 3000) {
+  // Asked every ~10 ms for up to 3 s, and 300 ms on after the first answer that shows the change.
+  const settled = async () => {
     const r = await get(`${other.url}/v1/models`, auth);
     tally.add(r);
     if (r.status === want && ms < 0) ms = Date.now() - at;
     else if (ms >= 0 && r.status !== want) flapped = true;
-    if (ms >= 0 && Date.now() - at > ms + 300) break;
-    await new Promise((r) => setTimeout(r, 10));
-  }
+    return ms >= 0 && Date.now() - at > ms + 300;
+  };
+  await poll('the change seen for 300 ms', settled, 3000, 10).catch(() => undefined);
   return { ms, flapped, changed };
 }
 

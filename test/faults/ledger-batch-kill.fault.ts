@@ -11,10 +11,11 @@
  */
 import fs from 'node:fs';
 import { settledAudit } from './helpers/audit';
-import { MODELS, startCluster, type Cluster } from './helpers/cluster';
+import { MODELS, PREFIX, startCluster, type Cluster } from './helpers/cluster';
 import { post, Tally, type Reply } from './helpers/http';
 import { Checks } from './helpers/report';
-import { childrenOf, startNpmStart } from './helpers/processes';
+import { childrenOf, listensOn, startNpmStart, tcpSocketsOf } from './helpers/processes';
+import { waitFor as poll } from '../helpers/until';
 import { queueSettled, waitFor } from './helpers/wait';
 import { lockOrganization, type RowLock } from './helpers/locks';
 
@@ -28,36 +29,6 @@ afterAll(async () => {
   await c?.close();
 });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * The local TCP ports of a process's sockets (its descriptors → socket inodes → /proc/net/tcp): the process
- * behind a PostgreSQL backend is the one whose socket has the backend's `client_port`.
- */
-function tcpPortsOf(pid: number): Set<number> {
-  const inodes = new Set<string>();
-  try {
-    for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
-      try {
-        const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`));
-        if (m) inodes.add(m[1]);
-      } catch {
-        // closed meanwhile
-      }
-    }
-  } catch {
-    return new Set(); // the process is gone
-  }
-  const ports = new Set<number>();
-  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    const lines = fs.existsSync(table) ? fs.readFileSync(table, 'utf8').trim().split('\n').slice(1) : [];
-    for (const line of lines) {
-      const f = line.trim().split(/\s+/);
-      if (inodes.has(f[9])) ports.add(parseInt(f[1].split(':')[1], 16));
-    }
-  }
-  return ports;
-}
 
 it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a row lock: nothing lost, settled once', async () => {
   const checks = new Checks(
@@ -95,17 +66,15 @@ it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a
           if (!behind.has(r.pid) && r.blockers.some((b) => behind.has(b))) (behind.add(r.pid), (grew = true));
         }
       }
-      const ports = new Map(first.map((p) => [p, tcpPortsOf(p)]));
+      const ports = new Map(first.map((p) => [p, new Set(tcpSocketsOf(p).map((s) => s.port))]));
       return rows.filter((r) => r.batch && behind.has(r.pid)).map((r) => ({ backend: r.pid, process: first.find((p) => ports.get(p)!.has(r.client_port)) }));
     };
     const inBoth = async (lockPid: number) => new Set((await waiting(lockPid)).map((w) => w.process).filter(Boolean)).size === 2;
 
     // Wave 1: inside its provider call, its reservations committed.
-    const latencyMs = 2000;
-    c.fake.setKnobs({ latencyMs });
+    c.fake.setKnobs({ latencyMs: 2000 });
     const posts = () => c.fake.requests.filter((r) => r.method === 'POST').length;
     const upstreamBefore = posts();
-    const wave1At = Date.now();
     const wave1 = Array.from({ length: 12 }, (_, i) => ask(org, 100 + i));
     await waitFor('wave 1 inside its provider calls', async () => (await c.queues.text.getActiveCount()) >= 12 && posts() >= upstreamBefore + 12);
 
@@ -116,15 +85,18 @@ it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a
     const gateLock = await lockOrganization(c.pg.url, gate.organizationId);
     locks.push(gateLock);
     const gated: Array<Promise<Reply>> = [];
-    for (let i = 0; i < 40 && !(await inBoth(gateLock.pid)); i++) {
-      gated.push(ask(gate, 300 + i));
-      await sleep(150);
-    }
+    const oneMoreUnlessBoth = async () => {
+      if (await inBoth(gateLock.pid)) return true;
+      if (gated.length < 40) gated.push(ask(gate, 300 + gated.length));
+      return false;
+    };
+    await poll('a batch of each process waiting on the gate', oneMoreUnlessBoth, 30_000, 150).catch(() => undefined);
     checks.that(await inBoth(gateLock.pid), `the gate organization's batches wait in ${JSON.stringify(await waiting(gateLock.pid))}`);
 
-    // Wave 2's opens, then wave 1's closes (its provider calls end), queue behind the gate in each process.
+    // Wave 2's opens, then wave 1's closes (its provider calls end), queue behind the gate in each process: a close is
+    // queued once its settlement is promised in Redis (the reply goes out on it).
     const wave2 = Array.from({ length: 12 }, (_, i) => ask(org, 200 + i));
-    await sleep(Math.max(0, wave1At + latencyMs + 500 - Date.now()));
+    await waitFor("wave 1's settlements promised", async () => (await c.conn.hlen(`${PREFIX}:settling:${org.organizationId}`)) >= 12, 30_000);
     const ended = await c.db.generation.count({ where: { organizationId: org.organizationId, status: { notIn: ['pending', 'processing'] } } });
     checks.that(ended === warm.length, `generations of the organization ended while its row was locked: ${ended - warm.length}`);
 
@@ -153,15 +125,13 @@ it('14. a process SIGKILLed while its ledger batch (opens and closes) waits on a
     checks.that(replies.every((r) => (r.status === 200 && r.json?.status === 'completed') || r.status === 0), `replies: ${tally.summary()}`);
     const cut = replies.filter((r) => r.status === 0).length;
 
-    const replaced = Date.now() + 30_000;
-    while (childrenOf(parent.pid!).filter((p) => !first.includes(p)).length < 1 || childrenOf(parent.pid!).length < 2) {
-      if (Date.now() > replaced) break;
-      await sleep(200);
-    }
+    // The parent forks a replacement (a second later), which serves once it listens on the port.
+    const port = Number(new URL(url).port);
+    const replacement = () => childrenOf(parent.pid!).filter((p) => !first.includes(p));
+    await waitFor('the replacement to listen', async () => replacement().some((p) => listensOn(p, port)) && childrenOf(parent.pid!).length === 2, 30_000).catch(() => undefined);
     const second = childrenOf(parent.pid!);
     checks.that(second.length === 2 && !second.includes(victim), `after the kill: processes ${second.join(',')} (killed ${victim})`);
     c.fake.setKnobs({ latencyMs: 0 });
-    await sleep(1000); // the replacement is listening
     const after = await Promise.all(Array.from({ length: 12 }, (_, i) => ask(org, 400 + i)));
     tally.addAll(after);
     checks.that(after.every((r) => r.status === 200), `after the replacement: ${after.map((r) => r.status).join(',')}`);

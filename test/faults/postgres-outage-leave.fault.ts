@@ -14,6 +14,7 @@ import { MODELS, useCluster } from './helpers/cluster';
 import { stream } from './helpers/http';
 import { checkNothingReserved, runKillCase } from './helpers/kill-case';
 import { waitFor } from './helpers/wait';
+import { pause } from '../helpers/until';
 
 const AWAY_MS = 5_000;
 const cluster = useCluster({ name: 'pg-outage-leave', env: { SYNC_WAIT_MS: '20000' } });
@@ -64,7 +65,7 @@ it('29. clients leave their streams as PostgreSQL stops: every delivered answer 
       await waitFor('the settlements promised', async () => (await c.conn.hlen(k.journal)) === streams.length, 10_000).catch(() => undefined);
       const promisedAway = await c.conn.hlen(k.journal);
       checks.that(promisedAway === streams.length, `settlements promised while PostgreSQL was away: ${promisedAway} of ${streams.length}`);
-      await new Promise((r) => setTimeout(r, AWAY_MS));
+      await pause(AWAY_MS); // pacing: away a while longer with the promises waiting, the case's outage
       await c.pg.start();
       c.fake.setKnobs({});
 

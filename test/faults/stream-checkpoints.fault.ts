@@ -14,10 +14,11 @@
 import { countTokens, tokenWeight, wholeTokens } from '../../shared/billing/token-count';
 import { CHECKPOINT_MS, CHECKPOINT_TOKENS } from '../../workers/services/stream-checkpoints';
 import { settledAudit } from './helpers/audit';
-import { MODELS, useCluster } from './helpers/cluster';
+import { MODELS, PREFIX, useCluster } from './helpers/cluster';
 import { stream, type Reply, type StreamReply } from './helpers/http';
 import { burstOnBoth, checkNothingReserved, runKillCase, type KillCase } from './helpers/kill-case';
 import { waitFor } from './helpers/wait';
+import { QUEUES } from '../../shared/queue/queue-names';
 
 const cluster = useCluster({ name: 'stream-checkpoints', env: { SYNC_WAIT_MS: '20000' } });
 const CHUNKS = 40;
@@ -71,7 +72,9 @@ async function cutMidStream(k: KillCase, how: 'kill' | 'freeze'): Promise<{ audi
   if (how === 'kill') process.kill(victim, 'SIGKILL');
   else {
     process.kill(victim, 'SIGSTOP');
-    await new Promise((r) => setTimeout(r, 2 * LOCK_MS));
+    // Stopped past its lock: one of its jobs is another run's now (its lock lapsed, a stalled check handed it on).
+    const taken = async () => (await Promise.all(burst.jobs.map((j) => c.conn.get(`${PREFIX}:${QUEUES.text}:${j.id}:lock`)))).some((l, i) => l !== null && l !== burst.locks[i]);
+    await waitFor('a job of the stopped process taken by another run', taken, 10 * LOCK_MS).catch(() => undefined);
     wokeAt = Date.now();
     process.kill(victim, 'SIGCONT');
   }

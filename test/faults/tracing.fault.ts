@@ -11,6 +11,8 @@ import { startOtlpCollector, type OtlpCollector, type ReceivedSpan } from '../..
 import { MODELS, useCluster } from './helpers/cluster';
 import { get, post, stream, Tally } from './helpers/http';
 import { Checks } from './helpers/report';
+import { waitFor } from './helpers/wait';
+import { pause } from '../helpers/until';
 
 let collector: OtlpCollector;
 beforeAll(async () => {
@@ -21,16 +23,14 @@ const cluster = useCluster({ name: 'tracing', env: { SYNC_WAIT_MS: '20000' } });
 
 /** The spans of `traceId` once the settlement is among them and nothing more arrives for 1.5 s (exports are batched every second). */
 async function traceOf(traceId: string): Promise<ReceivedSpan[]> {
-  const until = Date.now() + 15_000;
-  let seen = -1;
-  let stableSince = Date.now();
-  for (;;) {
-    const spans = collector.spans.filter((s) => s.traceId === traceId);
-    if (spans.length !== seen) [seen, stableSince] = [spans.length, Date.now()];
-    const settled = spans.some((s) => s.name === 'switchyard.settle');
-    if ((settled && Date.now() - stableSince > 1500) || Date.now() > until) return spans;
-    await new Promise((r) => setTimeout(r, 100));
+  const spans = () => collector.spans.filter((s) => s.traceId === traceId);
+  await waitFor('the settlement span', async () => spans().some((s) => s.name === 'switchyard.settle'), 15_000).catch(() => undefined);
+  // A window with no new span: no export is on its way any more.
+  for (let seen = -1; spans().length !== seen; ) {
+    seen = spans().length;
+    await pause(1500);
   }
+  return spans();
 }
 
 it('22. an API and a worker process export one trace per request under the caller traceparent', async () => {

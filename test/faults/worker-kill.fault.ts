@@ -20,7 +20,7 @@ afterAll(async () => {
 });
 
 test('a worker killed mid-job: every job ends once, charged at most once, nothing leaks', async () => {
-  const checks = new Checks('1. worker SIGKILL mid-job', 'SIGKILL of the only worker while text (sync, stream, background), image and media jobs run (provider latency 2.5 s); a new worker starts 0.5 s later');
+  const checks = new Checks('1. worker SIGKILL mid-job', 'SIGKILL of the only worker while text (sync, stream, background), image and media jobs run (provider latency 2.5 s); a new worker starts once it has exited');
   const api = await c.startApi();
   const w1 = await c.startWorker();
   await c.warmUp(api);
@@ -30,11 +30,12 @@ test('a worker killed mid-job: every job ends once, charged at most once, nothin
   const url = (p: string) => `${api.url}${p}`;
   const text = (i: number, extra: object = {}) => ({ model: MODELS.chat, input: `kill test ${i}`, max_output_tokens: 64, ...extra });
 
-  // Streams first (6 deltas 400 ms apart after the 2.5 s latency), the rest 1 s later: the kill lands while the
-  // streams are half-way through and everything else is inside its provider call.
+  // Streams first (6 deltas 400 ms apart after the 2.5 s latency), the rest once the streams are at the provider: the
+  // kill lands while the streams are half-way through and everything else is inside its provider call.
   let streamed = 0;
+  const calls = c.fake.requests.length;
   const streams = Array.from({ length: 4 }, (_, i) => stream(url('/v1/responses'), text(200 + i, { stream: true }), org.auth, { onDelta: () => streamed++ }));
-  await new Promise((r) => setTimeout(r, 1000));
+  await waitFor('the streams at the provider', async () => c.fake.requests.slice(calls).filter((r) => JSON.stringify(r.body).includes('kill test 20')).length === 4);
   const sync = Array.from({ length: 16 }, (_, i) => post(url('/v1/responses'), text(i), org.auth));
   const background = Array.from({ length: 4 }, (_, i) => post(url('/v1/responses'), text(100 + i, { background: true }), org.auth));
   const images = Array.from({ length: 4 }, (_, i) => post(url('/v2/images/generations'), { model: MODELS.image, prompt: `kill image ${i}` }, org.auth));
@@ -49,7 +50,6 @@ test('a worker killed mid-job: every job ends once, charged at most once, nothin
   const activeAtKill = (await c.queues.text.getActiveCount()) + (await c.queues.image.getActiveCount()) + (await c.queues.media.getActiveCount());
   w1.kill('SIGKILL');
   await w1.exited;
-  await new Promise((r) => setTimeout(r, 500));
   await c.startWorker();
 
   const syncReplies = await Promise.all(sync);

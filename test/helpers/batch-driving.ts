@@ -9,6 +9,7 @@ import { batchLineKinds } from '../../api/services/batch-lines';
 import { createLogger } from '../../shared/logger';
 import { money, ZERO } from '../../shared/money';
 import { STACK_MODELS, type TestStack } from './test-stack';
+import { waitFor } from './until';
 
 /** The line kinds the stack's routes use. */
 export const stackKinds = (s: TestStack) => batchLineKinds({ text: s.ctx.text, stored: s.ctx.responses, embeddings: s.ctx.embeddings, images: s.ctx.images });
@@ -35,9 +36,9 @@ export async function newChatBatch(s: TestStack, lines: object[], org: { balance
   return { id: created.body.id as string, auth, organizationId: o.organizationId };
 }
 
-/** Steps `driver` until the batch has ended (a short pause between steps, as the driver's own wait). */
-export async function runToEnd(driver: BatchDriver, id: string, maxSteps = 400): Promise<void> {
-  for (let i = 0; i < maxSteps && (await driver.step(id)).more; i++) await new Promise((r) => setTimeout(r, 25));
+/** Steps `driver` until the batch has ended, every 25 ms (as the driver's own wait), for up to `timeoutMs`. */
+export async function runToEnd(driver: BatchDriver, id: string, timeoutMs = 20_000): Promise<void> {
+  await waitFor('the batch to end', async () => !(await driver.step(id)).more, timeoutMs);
 }
 
 export interface OutLine {

@@ -1,6 +1,7 @@
 /** The Batch API as the official openai SDK drives it in the tests (test/e2e/batches*.sdk.test.ts). */
 import type OpenAI from 'openai';
 import type { Batch } from 'openai/resources/batches';
+import { waitUntil } from './until';
 
 /** One input line of a batch file. */
 export type BatchLine = { custom_id: string; method: string; url: string; body: Record<string, unknown> };
@@ -11,11 +12,11 @@ export const batchEnded = (b: Batch) => ['completed', 'failed', 'expired', 'canc
 
 /** The batch, polled through the SDK until `done` holds (or it throws after `timeoutMs`, naming its state). */
 export async function batchUntil(c: OpenAI, id: string, done: (b: Batch) => boolean, timeoutMs = 30_000): Promise<Batch> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const b = await c.batches.retrieve(id);
-    if (done(b)) return b;
-    if (Date.now() > end) throw new Error(`batch ${id} still ${b.status}: ${JSON.stringify(b.request_counts)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  let last: Batch | undefined;
+  return waitUntil(async () => {
+    last = await c.batches.retrieve(id);
+    return done(last) ? last : undefined;
+  }, timeoutMs, 50).catch(() => {
+    throw new Error(`batch ${id} still ${last?.status}: ${JSON.stringify(last?.request_counts)}`);
+  });
 }

@@ -3,6 +3,7 @@ import { Client } from 'pg';
 import { connectDb, type Db } from '../../shared/db/client';
 import type { Pool } from 'pg';
 import { TEMPLATE_DB, TEST_APP_PG_URL, TEST_PG_URL, databaseUrl } from './test-env';
+import { waitUntil } from './until';
 
 export interface TestDb {
   name: string;
@@ -27,16 +28,20 @@ async function admin<T>(fn: (c: Client) => Promise<T>): Promise<T> {
 export async function createTestDb(): Promise<TestDb> {
   const name = `sy_t_${randomBytes(6).toString('hex')}`;
   await admin(async (c) => {
-    // CREATE DATABASE ... TEMPLATE needs the template to have no other connections; retry briefly if busy.
-    for (let i = 0; ; i++) {
+    // CREATE DATABASE ... TEMPLATE needs the template to have no other connections: tried again while it is busy.
+    let busy: Error | undefined;
+    await waitUntil(async () => {
       try {
         await c.query(`CREATE DATABASE "${name}" TEMPLATE "${TEMPLATE_DB}"`);
-        return;
+        return true;
       } catch (e) {
-        if (i > 20 || !/being accessed/.test((e as Error).message)) throw e;
-        await new Promise((r) => setTimeout(r, 100));
+        if (!/being accessed/.test((e as Error).message)) throw e;
+        busy = e as Error;
+        return undefined;
       }
-    }
+    }, 10_000, 100).catch((e: Error) => {
+      throw busy && e.message === 'condition not met in time' ? busy : e;
+    });
   });
   const url = databaseUrl(name, TEST_APP_PG_URL);
   const { db, pool } = connectDb(url, { max: 30 });

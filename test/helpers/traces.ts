@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { OtlpCollector, ReceivedSpan } from '../../fakes/otlp-collector';
 import type { TestStack } from './test-stack';
+import { waitUntil } from './until';
 
 /** A caller's own trace context: `00-<trace id>-<span id>-01`. */
 export function incoming() {
@@ -12,11 +13,10 @@ export function incoming() {
 
 /** The spans of `traceId` the collector received, once `until` holds for them (both tracers are flushed while waiting). */
 export async function traceOf(s: TestStack, collector: OtlpCollector, traceId: string, until: (spans: ReceivedSpan[]) => boolean): Promise<ReceivedSpan[]> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
+  const spans = () => collector.spans.filter((x) => x.traceId === traceId);
+  // After 15 s, the spans as they are, for the caller's assertions to show.
+  return waitUntil(async () => {
     await Promise.all([s.ctx.tracing?.flush(), s.workerDeps.tracing?.flush()]);
-    const spans = collector.spans.filter((x) => x.traceId === traceId);
-    if (until(spans) || Date.now() > deadline) return spans;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+    return until(spans()) ? spans() : undefined;
+  }, 15_000, 100).catch(spans);
 }

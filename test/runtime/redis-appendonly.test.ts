@@ -5,7 +5,8 @@ import path from 'node:path';
 import type Redis from 'ioredis';
 import { createRedis, warnWithoutAppendOnly, whenReady } from '../../shared/queue/redis';
 import { redisPing } from '../../shared/runtime/embedded-redis';
-import { freePort, sleep } from '../../shared/runtime/process-utils';
+import { freePort } from '../../shared/runtime/process-utils';
+import { waitFor } from '../helpers/until';
 
 // At start every process says so when its Redis keeps no append-only file (README.md "Redis in production"), and
 // says nothing where CONFIG is not permitted (managed Redis). A redis-server of this file's own: the shared one's
@@ -30,11 +31,7 @@ describe('warnWithoutAppendOnly', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-appendonly-'));
     port = await freePort();
     child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
-    const until = Date.now() + 10_000;
-    while (!(await redisPing(port, ''))) {
-      if (Date.now() > until) throw new Error('redis-server did not start');
-      await sleep(50);
-    }
+    await waitFor('redis-server to answer', () => redisPing(port, ''), 10_000, 50);
     admin = await connect(`redis://127.0.0.1:${port}`);
     // A managed Redis's application user: everything but CONFIG.
     await admin.call('ACL', 'SETUSER', 'app', 'on', '>app-password', '~*', '&*', '+@all', '-config');

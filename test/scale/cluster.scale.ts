@@ -11,6 +11,7 @@ import { TEST_REDIS_URL } from '../helpers/test-env';
 import { masterOf, spawnNode, waitClusterHealthy } from './helpers/redis-cluster';
 import { signOperatorToken } from '../../shared/auth/operator-tokens';
 import { TEST_SECRET, orgMoney } from '../helpers/fixtures';
+import { pause, waitFor } from '../helpers/until';
 
 const ports = (process.env.SCALE_CLUSTER_PORTS ?? '').split(',').filter(Boolean).map(Number);
 const onCluster = TEST_REDIS_URL.startsWith('redis+cluster://') && ports.length > 0;
@@ -77,7 +78,7 @@ describeCluster('Redis Cluster', () => {
         process.kill(pid, 'SIGKILL');
         killedAt = Date.now();
       }
-      await new Promise((r) => setTimeout(r, 50));
+      await pause(50); // pacing: about 20 requests a second
     }
     const results = await Promise.all(replies);
     const statuses = results.map((r) => r.status);
@@ -95,12 +96,9 @@ describeCluster('Redis Cluster', () => {
     expect(newMaster).not.toBe(victim);
 
     // No generation stays pending or processing once the cluster is back (settled within the sync wait).
-    let open = -1;
-    for (let i = 0; i < 100 && open !== 0; i++) {
-      open = await s.t.db.generation.count({ where: { organizationId: org.organizationId, status: { in: ['pending', 'processing'] } } });
-      if (open) await new Promise((r) => setTimeout(r, 300));
-    }
-    expect(open).toBe(0);
+    const open = () => s.t.db.generation.count({ where: { organizationId: org.organizationId, status: { in: ['pending', 'processing'] } } });
+    await waitFor('no generation open', async () => (await open()) === 0, 30_000, 300).catch(() => undefined);
+    expect(await open()).toBe(0);
     // Every charge exactly once: nothing reserved by a request (a lease's unspent part is money set aside, not held),
     // the ledger sums to the balance, and what was charged is what the completed generations cost.
     const after = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });

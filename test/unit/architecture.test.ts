@@ -3,9 +3,9 @@ import path from 'node:path';
 
 /**
  * The floors of the code (docs/architecture.md "Floors of the code"), read from the sources' imports: api/ and workers/
- * never import each other; the folders of shared/ import each other one way only; no two files need each other at run
- * time; no production module imports test code; no production file is over 400 lines; routes and the composition root
- * call services, never Prisma.
+ * never import each other; the folders of shared/ import each other one way only; no two files import each other (types
+ * included); no module-level WeakSet records what was done to an object; no production module imports test code; no
+ * production file is over 400 lines; routes and the composition root call services, never Prisma.
  */
 const ROOT = path.resolve(__dirname, '../..');
 const PRODUCTION = ['api', 'workers', 'shared', 'bin', 'fakes'];
@@ -118,9 +118,17 @@ describe('the floors of the code', () => {
     expect(cycles(edges)).toEqual([]);
   });
 
-  it('no two files need each other at run time', () => {
-    const edges = new Map(all.map((s) => [s.file, new Set(s.runtime)]));
+  it('no two files import each other, type-only imports included', () => {
+    // A type-only circle is a floor missing too: the shared type belongs below both files.
+    const edges = new Map(all.map((s) => [s.file, new Set(s.imports)]));
     expect(cycles(edges)).toEqual([]);
+  });
+
+  it('no module keeps a record of what it did to objects it is handed', () => {
+    // A module-level WeakSet ("this client has its scripts", "this socket is patched") is state shared by every owner
+    // of such objects in the process: the object, or the one that owns it, keeps it (docs/architecture.md).
+    const found = all.filter((s) => !s.file.startsWith('fakes/')).flatMap((s) => [...s.text.matchAll(/^(?:export )?(?:const|let) (\w+)\b[^=\n]*= new WeakSet\b/gm)].map((m) => `${s.file}: ${m[1]}`));
+    expect(found).toEqual([]);
   });
 
   it('routes and the composition root call services, not Prisma', () => {

@@ -1,12 +1,17 @@
 import { Batcher } from '../../shared/db/batcher';
 
+// The hold is a timer: the batcher's clock is Jest's (promises and nextTick stay real), so "the hold ran out" is a
+// step of that clock, not a wait.
+beforeEach(() => jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask'] }));
+afterEach(() => jest.useRealTimers());
+
 describe('Batcher', () => {
   it('sends the first item at once and groups the ones that arrive meanwhile', async () => {
     const batches: number[][] = [];
     const b = new Batcher<number, number>(
       async (items) => {
         batches.push(items);
-        await new Promise((r) => setTimeout(r, 10));
+        await Promise.resolve(); // in flight while the others are submitted
         return items.map((i) => i * 2);
       },
       String,
@@ -41,16 +46,20 @@ describe('Batcher', () => {
     const b = new Batcher<number, number>(async (items) => (batches.push({ items, at: Date.now() }), items), String, 256, 200);
     const t0 = Date.now();
     const held = b.submit(1, { hold: true });
-    await new Promise((r) => setTimeout(r, 20));
+    await jest.advanceTimersByTimeAsync(20);
     expect(batches).toEqual([]);
     await Promise.all([held, b.submit(2)]);
     expect(batches.map((x) => x.items)).toEqual([[1, 2]]);
-    expect(batches[0].at - t0).toBeLessThan(150);
+    expect(batches[0].at - t0).toBe(20); // when the second came, not when the hold ran out
     // Alone, it goes out when the hold ends.
     const t1 = Date.now();
-    await b.submit(3, { hold: true });
+    const alone = b.submit(3, { hold: true });
+    await jest.advanceTimersByTimeAsync(199);
+    expect(batches).toHaveLength(1);
+    await jest.advanceTimersByTimeAsync(1);
+    await alone;
     expect(batches.map((x) => x.items)).toEqual([[1, 2], [3]]);
-    expect(batches[1].at - t1).toBeGreaterThanOrEqual(190);
+    expect(batches[1].at - t1).toBe(200);
   });
 
   /** A batcher whose batches wait until released, recording which started. */
@@ -67,14 +76,15 @@ describe('Batcher', () => {
       256,
       holdMs,
     );
-    const tick = () => new Promise((r) => setTimeout(r, 5));
+    // Lets the batcher run what it has to (promises, its setImmediate) without moving the clock.
+    const tick = () => jest.advanceTimersByTimeAsync(0);
     return { b, started, gates, release: () => gates.splice(0).forEach((g) => g()), tick };
   }
 
   it('starts one batch beside a batch of held items only, for an item a caller waits on', async () => {
     const { b, started, release, tick } = gated(20);
     const held = b.submit(1, { hold: true });
-    await new Promise((r) => setTimeout(r, 40)); // the hold ran out: [1] is in flight alone
+    await jest.advanceTimersByTimeAsync(20); // the hold ran out: [1] is in flight alone
     expect(started).toEqual([[1]]);
     const waited = b.submit(2);
     expect(started).toEqual([[1], [2]]); // at once, beside it
@@ -106,7 +116,7 @@ describe('Batcher', () => {
     const { b, started, gates, tick } = gated(20);
     let heldDone = false;
     const held = b.submit(1, { hold: true }).then((v) => ((heldDone = true), v));
-    await new Promise((r) => setTimeout(r, 40));
+    await jest.advanceTimersByTimeAsync(20);
     const waited = b.submit(2);
     const queued = b.submit(3);
     gates[1]!(); // the batch beside commits first
@@ -123,7 +133,7 @@ describe('Batcher', () => {
   it('runs an item only after the one of its key in the batch beside has ended (a drawn open, then its close)', async () => {
     const { b, started, gates, tick } = gated(20);
     const held = b.submit(1, { hold: true });
-    await new Promise((r) => setTimeout(r, 40)); // [1] in flight alone, held
+    await jest.advanceTimersByTimeAsync(20); // [1] in flight alone, held
     const open = b.submit(7); // beside it
     expect(started).toEqual([[1], [7]]);
     const close = b.submit(7, { hold: true }); // same key, while the open is still in flight beside
@@ -133,7 +143,9 @@ describe('Batcher', () => {
     gates[1]!();
     await tick();
     expect(started).toEqual([[1], [7]]); // the close is held: it waits for company up to holdMs (20 ms)
-    await new Promise((r) => setTimeout(r, 30));
+    await jest.advanceTimersByTimeAsync(19);
+    expect(started).toEqual([[1], [7]]);
+    await jest.advanceTimersByTimeAsync(1);
     expect(started).toEqual([[1], [7], [7]]);
     gates[2]!();
     expect(await Promise.all([held, open, close])).toEqual([10, 70, 70]);

@@ -6,6 +6,7 @@ import type Redis from 'ioredis';
 import { createRedis, whenReady } from '../../shared/queue/redis';
 import { ClaimingWorker } from '../../workers/claiming-worker';
 import { TEST_REDIS_URL } from '../helpers/test-env';
+import { pause, waitFor } from '../helpers/until';
 
 /** Claim at enqueue (shared/queue/claims.ts, workers/claiming-worker.ts) on real Redis and BullMQ. */
 describe('claim at enqueue (real Redis)', () => {
@@ -21,7 +22,6 @@ describe('claim at enqueue (real Redis)', () => {
     redis.disconnect();
   });
 
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   /** The workers of this test's process (its lane's claimers). */
   const claimers = new LocalClaimers();
   /** A claim of a free slot of this process's workers for the queue, as the gateway makes one; none when no slot is free. */
@@ -29,13 +29,9 @@ describe('claim at enqueue (real Redis)', () => {
     const ticket = claimers.hold(q.qualifiedName);
     return ticket ? { ticket, ...extra } : undefined;
   };
-  async function until(check: () => Promise<boolean> | boolean, ms = 5000): Promise<void> {
-    const end = Date.now() + ms;
-    while (!(await check())) {
-      if (Date.now() > end) throw new Error('condition not met in time');
-      await sleep(20);
-    }
-  }
+  const until = (check: () => Promise<boolean> | boolean, ms = 5000) => waitFor('the condition', check, ms);
+  /** How many of the queue's workers wait in their blocking fetch (BZPOPMIN), as Redis lists its clients. */
+  const blockedFetches = async (q: Queue) => (await q.getWorkers()).filter((w) => w.cmd === 'bzpopmin').length;
 
   function newQueue(): Queue {
     const q = new Queue(`q${n++}`, { connection: redis, prefix });
@@ -87,7 +83,7 @@ describe('claim at enqueue (real Redis)', () => {
     // Another process's worker, blocked on the same queue: it must not be woken for the claimed job.
     const other = worker(new Worker(q.name, async () => undefined, { connection: conn(), prefix }));
     await until(() => claiming.isRunning() && other.isRunning());
-    await sleep(200);
+    await until(async () => (await blockedFetches(q)) === 2);
     const fetches = [countFetches(claiming), countFetches(other)];
 
     expect(await addJob(q, { hello: 'world' }, { jobId: 'j1', ...keep }, claim(q))).toBe('claimed');
@@ -100,8 +96,10 @@ describe('claim at enqueue (real Redis)', () => {
     expect(job.processedOn).toBeGreaterThan(0);
     const events = await redis.xrange(`${prefix}:${q.name}:events`, '-', '+');
     expect(events.map(([, f]) => f[1])).toEqual(['added', 'waiting', 'active', 'completed', 'drained']);
-    await sleep(200);
-    // Both workers stayed blocked (BZPOPMIN returns only at its timeout, seconds away): no fetch for this job.
+    // A window in which a woken worker would have fetched: both stayed blocked (BZPOPMIN returns only at its timeout,
+    // seconds away), no fetch for this job.
+    await pause(200);
+    expect(await blockedFetches(q)).toBe(2);
     expect(fetches.map((f) => f.mock.calls.length)).toEqual([0, 0]);
   });
 
@@ -237,7 +235,17 @@ describe('claim at enqueue (real Redis)', () => {
         q.name,
         async (job: Job, token?: string) => {
           runs.push(token!);
-          await sleep(1500);
+          // Outlasts its lock (400 ms) by its renewals (every 200 ms): six, past the lock and the other worker's stalled
+          // checks (every 200 ms), which would re-run a job whose lock lapsed.
+          const lock = `${prefix}:${q.name}:${job.id}:lock`;
+          let [renewals, left] = [0, await redis.pttl(lock)];
+          const renewed = async () => {
+            const now = await redis.pttl(lock);
+            if (now > left + 50) renewals++; // back up to ~400 ms
+            left = now;
+            return renewals === 6;
+          };
+          await waitFor('the lock renewed six times', renewed, 10_000, 10);
           return job.id;
         },
         { connection: conn(), prefix, lockDuration: 400, stalledInterval: 200, maxStalledCount: 1 },

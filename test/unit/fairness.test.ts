@@ -9,6 +9,7 @@ import { createLogger } from '../../shared/logger';
 import { fairStart } from '../../workers/services/fair-start';
 import type { WorkerDeps } from '../../workers/worker-deps';
 import { TEST_REDIS_URL } from '../helpers/test-env';
+import { waitFor } from '../helpers/until';
 
 /** Fair queues (shared/queue/fairness.ts, workers/services/fair-start.ts) on real Redis and BullMQ. */
 describe('fair queues (real Redis)', () => {
@@ -25,7 +26,6 @@ describe('fair queues (real Redis)', () => {
     redis.disconnect();
   });
 
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   const lane = (organizationId: string, workClass: WorkClass): FairLane => ({ organizationId, workClass });
 
   function newQueue(): Queue {
@@ -36,8 +36,11 @@ describe('fair queues (real Redis)', () => {
   let ids = 0;
   const add = (q: Queue, org: string, c: WorkClass) => addJob(q, { organizationId: org, c }, { jobId: `j${ids++}` }, undefined, lane(org, c));
 
-  /** One worker of `concurrency` slots through fairStart; the order jobs start in, as `<org>:<class>`. */
-  function runWorker(q: Queue, concurrency: number, jobMs: number, until: number): Promise<string[]> {
+  /**
+   * One worker of `concurrency` slots through fairStart; the order jobs start in, as `<org>:<class>`. Every job was
+   * enqueued before, so their priorities are set: the uncounts at their starts (not awaited) change no order here.
+   */
+  function runWorker(q: Queue, concurrency: number, until: number): Promise<string[]> {
     const started: string[] = [];
     const conn = redis.duplicate();
     const caps = new OrgCaps(conn, prefix, 30_000);
@@ -45,7 +48,6 @@ describe('fair queues (real Redis)', () => {
     return new Promise((resolve) => {
       const processor: Processor = async (job: Job) => {
         started.push(`${job.data.organizationId}:${job.data.c}`);
-        await sleep(jobMs);
         if (started.length === until) resolve(started);
       };
       const w = new Worker(q.name, fairStart(deps, caps, processor, async () => undefined), { connection: conn, prefix, concurrency });
@@ -57,7 +59,7 @@ describe('fair queues (real Redis)', () => {
     const q = newQueue();
     for (let i = 0; i < 300; i++) await add(q, 'A', 'background');
     await add(q, 'B', 'background');
-    const started = await runWorker(q, 1, 1, 5);
+    const started = await runWorker(q, 1, 5);
     expect(started.slice(0, 3)).toContain('B:background');
   });
 
@@ -67,7 +69,7 @@ describe('fair queues (real Redis)', () => {
     for (let i = 0; i < 200; i++) await add(q, 'A', 'interactive');
     await add(q, 'B', 'interactive');
     expect(await waitingByClass(await queueClient(q), q)).toEqual({ interactive: 201, background: 100 });
-    const started = await runWorker(q, 1, 1, 301);
+    const started = await runWorker(q, 1, 301);
     expect(started.indexOf('B:interactive')).toBeLessThanOrEqual(2);
     expect(started.slice(0, 201).every((s) => s.endsWith(':interactive'))).toBe(true);
   });
@@ -77,7 +79,7 @@ describe('fair queues (real Redis)', () => {
     for (let i = 0; i < 30; i++) await add(q, 'A', 'background');
     for (let i = 0; i < 10; i++) await add(q, 'B', 'background');
     for (let i = 0; i < 5; i++) await add(q, 'C', 'background');
-    const started = await runWorker(q, 1, 1, 45);
+    const started = await runWorker(q, 1, 45);
     expect(started.slice(0, 15).sort()).toEqual([...Array(5).fill('A:background'), ...Array(5).fill('B:background'), ...Array(5).fill('C:background')]);
   });
 
@@ -92,8 +94,9 @@ describe('fair queues (real Redis)', () => {
     const q = newQueue();
     for (let i = 0; i < 20; i++) await add(q, 'A', 'interactive');
     for (let i = 0; i < 500; i++) await add(q, 'B', 'background');
-    await runWorker(q, 1, 1, 20);
-    await sleep(50); // the last uncount is not awaited by the job
+    await runWorker(q, 1, 20);
+    // The last uncount is not awaited by the job: A's count goes back to 0.
+    await waitFor("A's jobs uncounted", async () => (await redis.hget(`${q.qualifiedName}:fair:interactive:A`, 'n')) === '0');
     // B's background jobs still wait, so no new epoch made A's count void.
     expect(await fairPriority(await queueClient(q), q, lane('A', 'interactive'))).toBe(0);
   });

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { GenerationBus, GenerationPublisher, LocalBuses, type BusMessage } from '../../shared/queue/generation-bus';
 import { createRedis, whenReady } from '../../shared/queue/redis';
 import { TEST_REDIS_URL } from '../helpers/test-env';
+import { waitFor } from '../helpers/until';
 
 describe('GenerationBus (real Redis)', () => {
   const pub = createRedis(TEST_REDIS_URL, { patient: true });
@@ -25,7 +26,7 @@ describe('GenerationBus (real Redis)', () => {
     const p = new GenerationPublisher(pub, bus.channel, 'gen_a');
     await p.send({ type: 'delta', event: { type: 'text_delta', text: 'hi' } });
     await p.send({ type: 'done', payload: { ok: 1 } });
-    await new Promise((r) => setTimeout(r, 50));
+    await waitFor('both messages', () => got.length >= 2);
     expect(got.map((m) => [m.type, m.seq])).toEqual([
       ['delta', 1],
       ['done', 2],
@@ -33,7 +34,9 @@ describe('GenerationBus (real Redis)', () => {
     expect(other).toEqual([]);
     detach();
     await p.send({ type: 'cancelled' });
-    await new Promise((r) => setTimeout(r, 50));
+    // The channel keeps the publisher's order: once a later message reached gen_b, the cancel has come and gone.
+    await new GenerationPublisher(pub, bus.channel, 'gen_b').send({ type: 'cancelled' });
+    await waitFor("gen_b's message", () => other.length === 1);
     expect(got).toHaveLength(2);
   });
 
@@ -41,11 +44,11 @@ describe('GenerationBus (real Redis)', () => {
     const got: BusMessage[] = [];
     bus.listen('gen_c', (m) => got.push(m));
     sub.disconnect(true); // drop the connection; ioredis reconnects and resubscribes
-    for (let i = 0; i < 50 && !got.length; i++) await new Promise((r) => setTimeout(r, 50));
+    await waitFor('the recheck', () => got.length > 0);
     expect(got[0]).toMatchObject({ type: 'recheck', id: 'gen_c' });
     const p = new GenerationPublisher(pub, bus.channel, 'gen_c');
     await p.send({ type: 'cancelled' });
-    for (let i = 0; i < 100 && !got.some((m) => m.type === 'cancelled'); i++) await new Promise((r) => setTimeout(r, 50));
+    await waitFor('the cancel', () => got.some((m) => m.type === 'cancelled'));
     // Messages sent once the recheck came arrive (on a Redis Cluster a node leaving may add another recheck).
     expect(got.filter((m) => m.type !== 'recheck')).toEqual([expect.objectContaining({ type: 'cancelled', id: 'gen_c' })]);
   });
@@ -62,7 +65,7 @@ describe('GenerationBus (real Redis)', () => {
     const p = new GenerationPublisher(pub, local.channel, 'gen_d', buses);
     // A worker of another process (another lane) publishes through Redis.
     await new GenerationPublisher(pub, local.channel, 'gen_d', new LocalBuses()).send({ type: 'started', endpoint: 'e', model: 'm' });
-    for (let i = 0; i < 50 && !seen.length; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitFor('the message through Redis', () => seen.length > 0);
     expect(seen.map((t) => JSON.parse(t).type)).toEqual(['started']);
     expect(got).toHaveLength(0);
     seen.length = 0;
@@ -77,7 +80,7 @@ describe('GenerationBus (real Redis)', () => {
     // Once closed, the channel is an ordinary Redis channel again.
     local.close();
     await p.send({ type: 'cancelled' });
-    for (let i = 0; i < 50 && !seen.length; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitFor('the message through Redis', () => seen.length > 0);
     expect(seen.map((t) => JSON.parse(t).type)).toEqual(['cancelled']);
     expect(got).toHaveLength(2);
     watcher.disconnect();

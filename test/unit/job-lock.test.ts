@@ -4,7 +4,7 @@ import { JobLock, JobLocks } from '../../shared/queue/job-lock';
 import { createRedis, whenReady } from '../../shared/queue/redis';
 import { ClaimingWorker } from '../../workers/claiming-worker';
 import { TEST_REDIS_URL } from '../helpers/test-env';
-import { waitUntil } from '../helpers/until';
+import { waitFor, waitUntil } from '../helpers/until';
 
 /**
  * What a process knows of its jobs' locks (shared/queue/job-lock.ts), on real Redis and BullMQ: the Worker's renewals
@@ -21,7 +21,6 @@ describe('a job lock (real Redis)', () => {
     if (keys.length) await redis.del(...keys);
     redis.disconnect();
   });
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   it("stays sure while the Worker renews it (its renewals reported by ClaimingWorker), and is lost once another run's token holds it", async () => {
     const q = new Queue('locked', { connection: redis, prefix });
@@ -44,9 +43,17 @@ describe('a job lock (real Redis)', () => {
     await waitUntil(async () => seen);
     const lock = locks.of('j1')!;
     expect(lock).toBeDefined();
-    // Three lock durations later it is still sure, with no question asked: the renewals reached it.
+    // Three lock durations on (six renewals, its key's expiry moving back up) it is still sure at each, with no question
+    // asked: the renewals reached it.
+    const key = `${prefix}:${q.name}:j1:lock`;
+    let left = await redis.pttl(key);
     for (let i = 0; i < 6; i++) {
-      await sleep(200);
+      await waitFor('a renewal', async () => {
+        const now = await redis.pttl(key);
+        const renewed = now > left + 50;
+        left = now;
+        return renewed;
+      }, 5_000, 10);
       expect(lock.surely()).toBe(true);
     }
     // Another run holds the job now (as after a stalled check): the next renewal is refused, and the job is lost.

@@ -35,15 +35,25 @@ describe('JobStops', () => {
   });
 
   it('ends a wait early when the job is stopped, and leaves no listener behind', async () => {
-    const stop = new JobStops().start('gen_3');
-    const started = Date.now();
-    setTimeout(() => stop.abort('cancelled'), 20);
-    await waitFor(5_000, stop);
-    expect(Date.now() - started).toBeLessThan(1_000);
-    expect(stop.listenerCount('abort')).toBe(0);
-    const untouched = new JobStops().start('gen_4');
-    await waitFor(10, untouched);
-    expect([untouched.aborted, untouched.listenerCount('abort')]).toEqual([false, 0]);
+    // Jest's clock (promises stay real): the wait ends at the stop, the clock short of its end.
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask'] });
+    try {
+      const stop = new JobStops().start('gen_3');
+      let ended = false;
+      const waiting = waitFor(5_000, stop).then(() => void (ended = true));
+      await jest.advanceTimersByTimeAsync(4_999);
+      expect(ended).toBe(false);
+      stop.abort('cancelled');
+      await waiting;
+      expect(stop.listenerCount('abort')).toBe(0);
+      const untouched = new JobStops().start('gen_4');
+      const waited = waitFor(10, untouched);
+      await jest.advanceTimersByTimeAsync(10);
+      await waited;
+      expect([untouched.aborted, untouched.listenerCount('abort')]).toEqual([false, 0]);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('the text and embeddings processors, as BullMQ gets them, take two parameters: it makes no AbortController for their jobs', () => {

@@ -5,17 +5,22 @@ describe('ProviderLimiter', () => {
     const limiter = new ProviderLimiter();
     let peak = 0;
     const slow = { id: 'slow', maxConcurrency: 2 };
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
     const call = () =>
       limiter.run(slow, async () => {
         peak = Math.max(peak, limiter.inFlight('slow'));
-        await new Promise((r) => setTimeout(r, 20));
+        await gate;
         return 1;
       });
-    const fastDone = limiter.run({ id: 'fast', maxConcurrency: 1 }, async () => 'fast');
-    const results = await Promise.all([call(), call(), call(), call(), call()]);
+    const calls = [call(), call(), call(), call(), call()];
+    // Two in flight, held; a call of another provider is not held behind them.
+    expect(await limiter.run({ id: 'fast', maxConcurrency: 1 }, async () => 'fast')).toBe('fast');
+    expect(limiter.inFlight('slow')).toBe(2);
+    open();
+    const results = await Promise.all(calls);
     expect(results).toEqual([1, 1, 1, 1, 1]);
     expect(peak).toBe(2);
-    expect(await fastDone).toBe('fast');
     expect(limiter.inFlight('slow')).toBe(0);
   });
 

@@ -1,15 +1,15 @@
 import { AppError } from '../../shared/errors/app-error';
-import { endpointBySlug, type ResolvedEndpoint } from '../../shared/catalog/catalog-index';
+import { endpointBySlug } from '../../shared/catalog/catalog-index';
 import type { ProviderAdapter } from '../../shared/providers/adapter.types';
 import type { UpstreamReply } from '../../shared/providers/api';
 import type { HttpRequestSpec, UpstreamFailure } from '../../shared/providers/provider.types';
 import { adapterFor } from '../../shared/providers/registry';
 import { isUpstreamError } from '../../shared/providers/upstream-error';
 import type { StatsSample } from '../../shared/routing/endpoint-stats';
-import type { Attempt, GenerationJobBase, PlannedCandidate } from '../../shared/queue/job-catalog';
+import type { Attempt, GenerationJobBase } from '../../shared/queue/job-catalog';
 import type { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { WorkerDeps } from '../worker-deps';
-import { AttemptOrder, waitFor } from './attempt-order';
+import { AttemptOrder, waitFor, type EndpointCall, type Operation } from './attempt-order';
 import { attemptOf, failedAttempt, notCalled } from './attempt-failures';
 import { closeRowOf, type Finish } from '../../shared/services/generation.service';
 import type { StopSignal } from '../../shared/stop';
@@ -20,17 +20,8 @@ import { AttemptSpan, tracedSettlement } from './job-spans';
 /** One upstream call that did not answer (or an endpoint that could not be called): shared/queue/job-catalog.ts. */
 export type { Attempt };
 
-/** The endpoint one attempt calls, handed to the executor's own "call this endpoint" function. */
-export interface EndpointCall {
-  candidate: PlannedCandidate;
-  resolved: ResolvedEndpoint;
-  adapter: ProviderAdapter;
-  /** Aborts the upstream call (cancel, timeout, client gone: shared/queue/cancel-channel.ts). */
-  signal?: StopSignal;
-}
-
-/** The operation a job needs from an endpoint's adapter; an endpoint without it is recorded `unavailable`. */
-export type Operation = 'text' | 'embeddings' | 'image' | 'video' | 'audio' | 'upscale';
+/** The endpoint one attempt calls and what it is asked to do: attempt-order.ts, where the job-spans floor finds them too. */
+export type { EndpointCall, Operation };
 
 /** Whether an endpoint's adapter can do the operation (a hosted image model runs as a media task). */
 const SUPPORTS: Record<Operation, (adapter: ProviderAdapter) => boolean> = {

@@ -1,4 +1,19 @@
+import type { ResolvedEndpoint } from '../../shared/catalog/catalog-index';
+import type { ProviderAdapter } from '../../shared/providers/adapter.types';
+import type { PlannedCandidate } from '../../shared/queue/job-catalog';
 import type { StopSignal } from '../../shared/stop';
+
+/** The endpoint one attempt calls, handed to the executor's own "call this endpoint" function. */
+export interface EndpointCall {
+  candidate: PlannedCandidate;
+  resolved: ResolvedEndpoint;
+  adapter: ProviderAdapter;
+  /** Aborts the upstream call (cancel, timeout, client gone: shared/queue/cancel-channel.ts). */
+  signal?: StopSignal;
+}
+
+/** The operation a job needs from an endpoint's adapter; an endpoint without it is recorded `unavailable`. */
+export type Operation = 'text' | 'embeddings' | 'image' | 'video' | 'audio' | 'upscale';
 
 /**
  * The longest a job waits for an endpoint's `Retry-After` when nothing else can answer (a longer wait fails

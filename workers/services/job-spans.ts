@@ -7,7 +7,7 @@ import type { Processor } from 'bullmq';
 import type { Tracing, TraceSpan, GenAiUsage } from '../../shared/telemetry/tracing';
 import { ATTR, GEN_AI_OPERATION, genAiProviderName } from '../../shared/telemetry/tracing';
 import type { GenerationJobBase } from '../../shared/queue/job-catalog';
-import type { EndpointCall, Operation } from './attempt-loop';
+import type { EndpointCall, Operation } from './attempt-order';
 import { storedTokenCounts } from '../../shared/formats/usage.mapper';
 
 /**

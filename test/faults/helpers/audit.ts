@@ -10,6 +10,7 @@
  */
 import type { Db } from '../../../shared/db/client';
 import { Decimal, money } from '../../../shared/money';
+import { waitFor } from '../../helpers/until';
 
 export interface Audit {
   problems: string[];
@@ -123,12 +124,14 @@ export async function audit(db: Db): Promise<Audit> {
 
 /** Audits until nothing is pending any more (workers and the reaper finish their work), or the time is up. */
 export async function settledAudit(db: Db, timeoutMs = 20_000): Promise<Audit> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const a = await audit(db).catch((e: Error) => ({ problems: [e.message], lost: money(0), stuck: [{ id: '?', status: 'db', createdAt: new Date() }] }) as unknown as Audit);
-    if ((a.stuck.length === 0 && a.problems.length === 0) || Date.now() > until) return a;
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  let a: Audit | undefined;
+  const settled = async () => {
+    a = await audit(db).catch((e: Error) => ({ problems: [e.message], lost: money(0), stuck: [{ id: '?', status: 'db', createdAt: new Date() }] }) as unknown as Audit);
+    return a.stuck.length === 0 && a.problems.length === 0;
+  };
+  // The last audit either way: its problems are the case's findings.
+  await waitFor('a settled audit', settled, timeoutMs, 250).catch(() => undefined);
+  return a!;
 }
 
 export { Decimal };

@@ -18,7 +18,8 @@ import type Redis from 'ioredis';
 import { createDb, type Db } from '../../../shared/db/client';
 import { migrate } from '../../../shared/db/migrate';
 import { createRedis } from '../../../shared/queue/redis';
-import { freePort, sleep } from '../../../shared/runtime/process-utils';
+import { freePort } from '../../../shared/runtime/process-utils';
+import { waitFor } from './wait';
 import { AccountsService } from '../../../shared/services/accounts.service';
 import { QUEUES, type QueueName } from '../../../shared/queue/queue-names';
 import { workerSlots } from '../../../workers/worker-pool';
@@ -227,17 +228,17 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
 
   /** Resolves once the process answers /healthz. */
   async function listening(p: Proc): Promise<Proc> {
-    const until = Date.now() + 30_000;
-    for (;;) {
+    const answers = async () => {
       if (!p.alive) throw new Error(`${p.role} process exited during start:\n${tailOf(p.log, 30)}`);
-      const ok = await fetch(`${p.url}/healthz`).then(
+      return fetch(`${p.url}/healthz`).then(
         (r) => r.ok,
         () => false,
       );
-      if (ok) return p;
-      if (Date.now() > until) throw new Error(`${p.role} process did not listen within 30 s:\n${tailOf(p.log, 30)}`);
-      await sleep(100);
-    }
+    };
+    await waitFor(`the ${p.role} process to listen`, answers, 30_000).catch((e: Error) => {
+      throw p.alive ? new Error(`${p.role} process did not listen within 30 s:\n${tailOf(p.log, 30)}`) : e;
+    });
+    return p;
   }
 
   const cluster: Cluster = {
@@ -261,22 +262,21 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     async startWorker(extra) {
       const before = await queues.text.getWorkersCount();
       const p = await spawnProc('worker', extra);
-      const until = Date.now() + 30_000;
-      while ((await queues.text.getWorkersCount()) <= before) {
+      const serving = async () => {
         if (!p.alive) throw new Error(`worker process exited during start:\n${tailOf(p.log, 30)}`);
-        if (Date.now() > until) throw new Error(`worker process did not serve the queues within 30 s:\n${tailOf(p.log, 30)}`);
-        await sleep(100);
-      }
+        return (await queues.text.getWorkersCount()) > before;
+      };
+      await waitFor('the worker process to serve the queues', serving, 30_000).catch((e: Error) => {
+        throw p.alive ? new Error(`worker process did not serve the queues within 30 s:\n${tailOf(p.log, 30)}`) : e;
+      });
       return p;
     },
     async waitForWorkers(n, timeoutMs = 30_000) {
-      const until = Date.now() + timeoutMs;
       // Each process runs several BullMQ Workers on the text queue (workers/worker-pool.ts workerSlots).
       const perProcess = workerSlots(QUEUES.text, loadConfig({ ...process.env, ...env }, []).worker).length;
-      while ((await queues.text.getWorkersCount()) !== n * perProcess) {
-        if (Date.now() > until) throw new Error(`expected ${n} worker processes (${n * perProcess} text Workers), see ${await queues.text.getWorkersCount()} text Workers`);
-        await sleep(100);
-      }
+      await waitFor(`${n} worker processes`, async () => (await queues.text.getWorkersCount()) === n * perProcess, timeoutMs).catch(async () => {
+        throw new Error(`expected ${n} worker processes (${n * perProcess} text Workers), see ${await queues.text.getWorkersCount()} text Workers`);
+      });
     },
     async seed(o = {}) {
       const org = await accounts.createOrganization({ name: 'Faults', balance: o.balance ?? '1000' });

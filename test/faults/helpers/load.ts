@@ -1,5 +1,6 @@
 /** Steady load: `clients` callers each sending one request after another until stopped, every reply timed. */
 import type { Reply } from './http';
+import { pause } from '../../helpers/until';
 
 export interface Sample {
   start: number;
@@ -24,7 +25,7 @@ export function startLoad(clients: number, send: (i: number) => Promise<Reply>, 
       const start = Date.now();
       const r = await send(n++);
       samples.push({ start, end: Date.now(), status: r.status, code: r.json?.error?.code, text: r.status >= 500 || r.status <= 0 ? r.text.slice(0, 300) || (r.error ?? '') : '' });
-      if (opts.pauseMs) await new Promise((res) => setTimeout(res, opts.pauseMs));
+      if (opts.pauseMs) await pause(opts.pauseMs); // pacing: a caller's think time
     }
   });
   return {

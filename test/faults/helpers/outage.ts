@@ -8,8 +8,8 @@ import { MODELS, type Cluster } from './cluster';
 import { get, post, Tally } from './http';
 import { startLoad } from './load';
 import { Checks } from './report';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { waitFor } from './wait';
+import { pause } from '../../helpers/until';
 
 export interface OutageCase {
   c: Cluster;
@@ -37,15 +37,21 @@ export async function runOutage(o: OutageCase): Promise<string[]> {
   const background = startLoad(1, (i) => post(`${api.url}/v1/responses`, body(10_000 + i, { background: true }), org.auth, 30_000), { pauseMs: 200 });
   // Cheap authenticated reads never wait for a worker, so they keep probing the API all through the outage.
   const reads = startLoad(3, () => get(`${api.url}/v2/balance`, org.auth, 30_000), { pauseMs: 20 });
-  await sleep(2000);
+  const live = () => [...sync.samples, ...background.samples, ...reads.samples];
+  const answered = (l: { samples: Array<{ status: number }> }) => l.samples.filter((x) => x.status === 200).length;
+  // The load runs before the fault: every sync caller, the background caller and every reader answered.
+  await waitFor('the load to be answered', () => answered(sync) >= 6 && answered(background) >= 1 && answered(reads) >= 3, 30_000);
   const downAt = Date.now();
   await o.down();
   const downDone = Date.now();
-  await sleep(o.awayMs ?? 3000);
+  // Away for the case's length (pacing), and until requests met it: the checks below judge them.
+  await pause(o.awayMs ?? 3000);
+  await waitFor('requests answered while away', () => live().filter((x) => x.start > downDone + 100).length >= 3, 30_000);
   const upStart = Date.now();
   await o.up();
   const upAt = Date.now();
-  await sleep(8000);
+  // Back, until requests sent 4 s after it have answered (what "4 s after the restart" below is about).
+  await waitFor('requests answered after the restart', () => live().filter((x) => x.start >= upAt + 4000).length >= 6, 60_000);
   const samples = [...(await sync.stop()), ...(await background.stop()), ...(await reads.stop())];
   const tally = new Tally();
   tally.addAll(samples);

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../../../shared/runtime/process-utils';
 import { ROOT, type Cluster } from './cluster';
+import { waitFor } from './wait';
 
 /** The pids of a process's children, from /proc (the processes `npm start` forked through node:cluster). */
 export function childrenOf(pid: number): number[] {
@@ -20,6 +21,38 @@ export function childrenOf(pid: number): number[] {
 }
 
 /** `npm start` running on a fault cluster's services: its parent process, the URL it serves and its log. */
+/**
+ * The TCP sockets of a process (its descriptors → socket inodes → /proc/net/tcp): each one's local port, and whether
+ * it listens. The process behind a PostgreSQL backend is the one whose socket has the backend's `client_port`.
+ */
+export function tcpSocketsOf(pid: number): Array<{ port: number; listening: boolean }> {
+  const inodes = new Set<string>();
+  try {
+    for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m) inodes.add(m[1]);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  } catch {
+    return []; // the process is gone
+  }
+  const sockets: Array<{ port: number; listening: boolean }> = [];
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    const lines = fs.existsSync(table) ? fs.readFileSync(table, 'utf8').trim().split('\n').slice(1) : [];
+    for (const line of lines) {
+      const f = line.trim().split(/\s+/);
+      if (inodes.has(f[9])) sockets.push({ port: parseInt(f[1].split(':')[1], 16), listening: f[3] === '0A' });
+    }
+  }
+  return sockets;
+}
+
+/** Whether the process listens on `port` (a process npm start forked, once it serves). */
+export const listensOn = (pid: number, port: number): boolean => tcpSocketsOf(pid).some((s) => s.listening && s.port === port);
+
 export interface NpmStart {
   parent: ChildProcess;
   /** Resolves with the parent's exit code. */
@@ -61,13 +94,10 @@ export async function startNpmStart(c: Cluster, processes: number, env: Record<s
       return Promise.race([started.exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 30_000).unref())]);
     },
   };
-  const until = Date.now() + 60_000;
-  while (!(await fetch(`${started.url}/readyz`).then((r) => r.ok, () => false)) || childrenOf(parent.pid!).length < processes) {
-    if (Date.now() > until) {
-      started.kill();
-      throw new Error(`npm start did not come up:\n${started.tail()}`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  const up = async () => (await fetch(`${started.url}/readyz`).then((r) => r.ok, () => false)) && childrenOf(parent.pid!).length >= processes;
+  await waitFor('npm start to come up', up, 60_000).catch(() => {
+    started.kill();
+    throw new Error(`npm start did not come up:\n${started.tail()}`);
+  });
   return started;
 }

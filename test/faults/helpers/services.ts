@@ -6,7 +6,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../../shared/runtime/embedded-postgres';
-import { freePort, sleep } from '../../../shared/runtime/process-utils';
+import { freePort } from '../../../shared/runtime/process-utils';
+import { waitFor } from './wait';
 import { redisPing } from '../../../shared/runtime/embedded-redis';
 
 export interface RedisServer {
@@ -36,15 +37,14 @@ export async function startRedis(dir: string): Promise<RedisServer> {
     });
     child = c;
     exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
-    const until = Date.now() + 15_000;
-    while (!(await redisPing(port, ''))) {
+    const answers = async () => {
       if (c.exitCode !== null) {
         const said = fs.readFileSync(path.join(dir, 'redis.log'), 'utf8').slice(logged);
         throw Object.assign(new Error(`redis-server exited (${c.exitCode}); see ${dir}/redis.log`), { portTaken: /address already in use/i.test(said) });
       }
-      if (Date.now() > until) throw new Error('redis-server did not answer within 15 s');
-      await sleep(50);
-    }
+      return redisPing(port, '');
+    };
+    await waitFor('redis-server to answer', answers, 15_000);
   }
 
   async function stop(signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {

@@ -1,11 +1,9 @@
 import type { Queue } from 'bullmq';
-/** Polls `fn` every 50 ms until it holds; throws naming `what` after `timeoutMs`. */
-export async function waitFor(what: string, fn: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await fn())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+import { waitFor as poll } from '../../helpers/until';
+
+/** Polls `fn` every 50 ms until it holds; throws naming `what` after `timeoutMs` (test/helpers/until.ts). */
+export function waitFor(what: string, fn: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  return poll(what, fn, timeoutMs, 50);
 }
 
 /** Whether a queue holds no job waiting or running. */

@@ -8,7 +8,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
-import { freePort, isRoot, lookupUser, sleep } from '../../../shared/runtime/process-utils';
+import { freePort, isRoot, lookupUser } from '../../../shared/runtime/process-utils';
+import { waitFor } from '../../helpers/until';
 
 export interface PgBouncer {
   port: number;
@@ -62,21 +63,24 @@ export async function startPgBouncer(dir: string, upstreamUrl: string, opts: { p
   const url = new URL(upstreamUrl);
   url.port = String(port);
   url.hostname = '127.0.0.1';
-  const until = Date.now() + 15_000;
-  for (;;) {
+  let last: Error | undefined;
+  const answers = async () => {
     const c = new Client({ connectionString: url.toString() });
     try {
       await c.connect();
       await c.query('SELECT 1');
       await c.end();
-      break;
+      return true;
     } catch (e) {
       await c.end().catch(() => undefined);
       if (child.exitCode !== null) throw new Error(`pgbouncer exited (${child.exitCode}): ${output.trim()}`);
-      if (Date.now() > until) throw new Error(`pgbouncer did not answer within 15 s: ${(e as Error).message}`);
-      await sleep(100);
+      last = e as Error;
+      return false;
     }
-  }
+  };
+  await waitFor('pgbouncer to answer', answers, 15_000, 100).catch((e: Error) => {
+    throw child.exitCode !== null ? e : new Error(`pgbouncer did not answer within 15 s: ${last?.message}`);
+  });
   return {
     port,
     url: url.toString(),

@@ -7,7 +7,8 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { isPortFree, sleep } from '../../../shared/runtime/process-utils';
+import { isPortFree } from '../../../shared/runtime/process-utils';
+import { waitFor } from '../../helpers/until';
 
 const run = promisify(execFile);
 
@@ -71,13 +72,13 @@ export async function masterOf(ports: number[], key: string): Promise<number> {
 
 /** Resolves once every node that answers says cluster_state:ok with all 16384 slots served. */
 export async function waitClusterHealthy(ports: number[], timeoutMs = 30_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
+  const healthy = async () => {
     const infos = (await Promise.all(ports.map((p) => cli(p, 'CLUSTER', 'INFO').catch(() => null)))).filter((i): i is string => i !== null);
-    if (infos.length && infos.every((i) => /cluster_state:ok/.test(i) && /cluster_slots_ok:16384/.test(i))) return;
-    if (Date.now() > until) throw new Error(`the Redis Cluster did not become healthy in ${timeoutMs} ms`);
-    await sleep(100);
-  }
+    return infos.length > 0 && infos.every((i) => /cluster_state:ok/.test(i) && /cluster_slots_ok:16384/.test(i));
+  };
+  await waitFor('the Redis Cluster to be healthy', healthy, timeoutMs, 100).catch(() => {
+    throw new Error(`the Redis Cluster did not become healthy in ${timeoutMs} ms`);
+  });
 }
 
 async function cli(port: number, ...args: string[]): Promise<string> {
@@ -122,12 +123,13 @@ export async function startRedisCluster(dir: string, opts: { masters?: number } 
   };
   try {
     for (const n of nodes) {
-      const until = Date.now() + 15_000;
-      while ((await cli(n.port, 'PING').catch(() => '')).trim() !== 'PONG') {
+      const answers = async () => {
         if (!n.running) throw new Error(`redis-server on ${n.port} exited; see ${dir}/${n.port}/redis.log`);
-        if (Date.now() > until) throw new Error(`redis-server on ${n.port} did not answer within 15 s`);
-        await sleep(50);
-      }
+        return (await cli(n.port, 'PING').catch(() => '')).trim() === 'PONG';
+      };
+      await waitFor(`redis-server on ${n.port} to answer`, answers, 15_000, 50).catch((e: Error) => {
+        throw n.running ? new Error(`redis-server on ${n.port} did not answer within 15 s`) : e;
+      });
     }
     await run('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 60_000 });
   } catch (e) {

@@ -5,7 +5,7 @@ const ROOT = path.join(__dirname, '..', '..', '..');
 
 describe('docs/demo.md', () => {
   it('documents every knob of the fake providers (FakeKnobs) and every control route', () => {
-    const source = fs.readFileSync(path.join(ROOT, 'fakes', 'fake-provider.ts'), 'utf8');
+    const source = fs.readFileSync(path.join(ROOT, 'fakes', 'fake-knobs.ts'), 'utf8');
     const start = source.indexOf('export interface FakeKnobs {');
     const block = source.slice(start, source.indexOf('\n}\n', start));
     const knobs = [...block.matchAll(/^ {2}(\w+)\?:/gm)].map((m) => m[1]);

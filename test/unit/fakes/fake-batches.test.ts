@@ -1,6 +1,7 @@
 import OpenAI, { toFile } from 'openai';
 import { startFakeProvider } from '../../../fakes/fake-provider';
 import type { FakeProvider } from '../../../fakes/fake-provider';
+import { waitUntil } from '../../helpers/until';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- loosely typed wire JSON keeps the assertions readable
 type J = Record<string, any>;
@@ -15,7 +16,6 @@ afterAll(() => fake.close());
 beforeEach(() => fake.reset());
 
 const ANTHROPIC = { 'x-api-key': 'sk-ant', 'anthropic-version': '2023-06-01', 'content-type': 'application/json' };
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function call(path: string, body?: unknown, headers: Record<string, string> = ANTHROPIC): Promise<{ status: number; json: J; text: string }> {
   const res = await fetch(fake.url + path, { method: body === undefined ? 'GET' : 'POST', headers, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -43,12 +43,11 @@ async function openaiBatch(lines: J[], endpoint: '/v1/chat/completions' | '/v1/e
 }
 
 async function settle(id: string, seen: string[] = []): Promise<OpenAI.Batches.Batch> {
-  for (;;) {
+  return waitUntil(async () => {
     const batch = await client.batches.retrieve(id);
     if (seen.at(-1) !== batch.status) seen.push(batch.status);
-    if (['completed', 'failed', 'cancelled', 'expired'].includes(batch.status)) return batch;
-    await sleep(10);
-  }
+    return ['completed', 'failed', 'cancelled', 'expired'].includes(batch.status) ? batch : undefined;
+  }, 20_000, 10);
 }
 const content = async (id: string | null | undefined): Promise<J[]> => (id ? jsonl(await (await client.files.content(id)).text()) : []);
 
@@ -115,10 +114,11 @@ describe('fake OpenAI Batch API (through the official SDK)', () => {
   });
 
   it('cancels: cancelling → cancelled, lines not run are in neither file', async () => {
-    fake.setKnobs({ batchMs: 1000 });
+    fake.setKnobs({ batchMs: 2000 });
     const lines = Array.from({ length: 10 }, (_, i) => chatLine(`l${i}`, `line ${i}`));
     const batch = await openaiBatch(lines);
-    await sleep(400);
+    // Cancelled once a line has run (a line every 160 ms): some ran, the rest never will.
+    await waitUntil(async () => ((await client.batches.retrieve(batch.id)).request_counts?.completed ? true : undefined), 10_000, 10);
     const cancelling = await client.batches.cancel(batch.id);
     expect(cancelling).toMatchObject({ status: 'cancelling', cancelling_at: expect.any(Number) });
     const done = await settle(batch.id);
@@ -159,13 +159,12 @@ describe('fake OpenAI Batch API (through the official SDK)', () => {
 const params = (text: string): J => ({ model: 'claude-sonnet-4-5', max_tokens: 100, messages: [{ role: 'user', content: text }] });
 
 async function anthropicSettle(id: string, seen: string[] = []): Promise<J> {
-  for (;;) {
+  return waitUntil(async () => {
     const { status, json } = await call(`/anthropic/v1/messages/batches/${id}`);
     expect(status).toBe(200);
     if (seen.at(-1) !== json.processing_status) seen.push(json.processing_status as string);
-    if (json.processing_status === 'ended') return json;
-    await sleep(10);
-  }
+    return json.processing_status === 'ended' ? json : undefined;
+  }, 20_000, 10);
 }
 const results = async (id: string): Promise<J[]> => jsonl((await call(`/anthropic/v1/messages/batches/${id}/results`)).text);
 
@@ -193,10 +192,12 @@ describe('fake Anthropic Message Batches API', () => {
   });
 
   it('cancels (canceling → ended, the rest canceled) and expires (the rest expired)', async () => {
-    fake.setKnobs({ batchMs: 1000 });
+    fake.setKnobs({ batchMs: 2000 });
     const requests = Array.from({ length: 10 }, (_, i) => ({ custom_id: `r${i}`, params: params(`n ${i}`) }));
     const { json } = await call('/anthropic/v1/messages/batches', { requests });
-    await sleep(400);
+    // Cancelled once a request has run (one every 160 ms): some ran, the rest never will.
+    // (Its counts move only at the end: the fake's own count says a request ran; a read advances the batch.)
+    await waitUntil(async () => ((await call(`/anthropic/v1/messages/batches/${json.id}`), fake.batchStats.linesRun) ? true : undefined), 10_000, 10);
     const canceling = await call(`/anthropic/v1/messages/batches/${json.id}/cancel`, {});
     expect(canceling.json).toMatchObject({ processing_status: 'canceling', cancel_initiated_at: expect.any(String) });
     const ended = await anthropicSettle(json.id as string);

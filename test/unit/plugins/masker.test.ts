@@ -33,11 +33,9 @@ describe('masker', () => {
     // Each of these took about a minute with an unbounded e-mail pattern (quadratic: 20 kB took 0.27 s, 300 kB 61 s).
     const letters = 'a'.repeat(300_000);
     const dotted = `x@${'a.'.repeat(150_000)}`;
-    const started = performance.now();
+    // A linear pass takes a few ms; the quadratic minute would end the test at its timeout (bench/ times such things).
     expect(m.mask(letters)).toBe(letters);
     expect(m.mask(dotted)).toBe(dotted);
-    // The bound is far above what one linear pass takes (a few ms), far below the quadratic minute.
-    expect(performance.now() - started).toBeLessThan(2_000);
     // A real address after a long run is still found (its local part at most 64 characters, as RFC 5321 allows).
     expect(m.mask(`${'b'.repeat(100)}@example.com`)).toBe(`${'b'.repeat(36)}[EMAIL_1]`);
   });

@@ -7,6 +7,7 @@ import { createUpstreamClient, type UpstreamClient } from '../../../shared/provi
 import { openaiAdapter } from '../../../shared/providers/openai';
 import type { EmbeddingRequest, TextRequest } from '../../../shared/providers/provider.types';
 import { UpstreamError } from '../../../shared/providers/upstream-error';
+import { waitUntil } from '../../helpers/until';
 
 const KEY = 'sk-test';
 let fake: FakeProvider;
@@ -38,11 +39,10 @@ async function create(k: Kind, lines: UpstreamBatchLine[]): Promise<UpstreamBatc
   return k.op.parseBatch((await client.request(k.base(), k.op.buildCreate({ lines, ...(fileId && { fileId }) }, KEY), call(k))).json, KEY);
 }
 async function settle(k: Kind, id: string): Promise<UpstreamBatch> {
-  for (;;) {
+  return waitUntil(async () => {
     const batch = k.op.parseBatch((await client.request(k.base(), k.op.buildGet(id, KEY), call(k))).json, KEY);
-    if (batch.status !== 'running') return batch;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+    return batch.status !== 'running' ? batch : undefined;
+  }, 20_000, 10);
 }
 async function results(k: Kind, batch: UpstreamBatch): Promise<Map<string, UpstreamBatchResult>> {
   const out = new Map<string, UpstreamBatchResult>();
@@ -88,10 +88,11 @@ describe.each([
   });
 
   it('cancels: the lines that ran have their results, the others none or a retryable failure', async () => {
-    fake.setKnobs({ batchMs: 1000 });
+    fake.setKnobs({ batchMs: 2000 });
     const lines = textLines(k, Array.from({ length: 10 }, (_, i) => `line ${i}`), model);
     const created = await create(k, lines);
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    // Cancelled once a line has run (one every 160 ms; a read advances the batch): some ran, the rest never will.
+    await waitUntil(async () => ((await client.request(k.base(), k.op.buildGet(created.id, KEY), call(k)), fake.batchStats.linesRun) ? true : undefined), 10_000, 10);
     const cancelling = k.op.parseBatch((await client.request(k.base(), k.op.buildCancel(created.id, KEY), call(k))).json, KEY);
     expect(cancelling.status).toBe('running');
     const out = await results(k, await settle(k, created.id));

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { EndpointStatsStore } from '../../../shared/services/endpoint-stats.store';
 import { createRedis, whenReady } from '../../../shared/queue/redis';
 import { TEST_REDIS_URL } from '../../helpers/test-env';
+import { waitFor } from '../../helpers/until';
 
 describe('EndpointStatsStore (real Redis)', () => {
   const redis = createRedis(TEST_REDIS_URL, { patient: true });
@@ -19,7 +20,7 @@ describe('EndpointStatsStore (real Redis)', () => {
     for (let i = 0; i < 250; i++) store.record('p/a', { ok: true, at: t0 + i, ttftMs: 100 });
     store.record('p/b', { ok: false, at: t0 });
     expect(await redis.llen(`${prefix}:stats:p/a`)).toBe(0); // not yet: batched
-    for (let i = 0; i < 50 && (await redis.llen(`${prefix}:stats:p/b`)) === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await waitFor('the batch written', async () => (await redis.llen(`${prefix}:stats:p/b`)) > 0);
     const a = await redis.lrange(`${prefix}:stats:p/a`, 0, -1);
     expect(a).toHaveLength(200);
     expect(JSON.parse(a[0]).a).toBe(t0 + 249);
