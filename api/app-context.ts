@@ -1,7 +1,8 @@
+import { systemClock } from '../shared/ids';
 import { jsonBody } from './middleware/reject-nul';
 import { settledReads } from './middleware/settled-reads';
 import { SettlementJournal } from '../shared/billing/settlement-journal';
-import { idempotencyKey } from './middleware/idempotency';
+import { idempotencyKey } from './middleware/auth';
 import type Redis from 'ioredis';
 import type { Config } from '../shared/config/env';
 import type { Db } from '../shared/db/client';
@@ -11,9 +12,15 @@ import type { Logger } from '../shared/logger';
 import { AccountsService } from '../shared/services/accounts.service';
 import { KeyInfoService } from '../shared/services/key-info.service';
 import { Ledger } from '../shared/billing/ledger';
+import type { EndingDeps } from '../shared/billing/ending';
 import type { RequestHandler } from 'express';
 import { Queue } from 'bullmq';
 import { Authenticator, authMiddleware } from './middleware/auth';
+import { SessionGate } from './middleware/session';
+import { SessionsService } from '../shared/services/sessions.service';
+import { MembersService } from '../shared/services/members.service';
+import { ActivityService } from '../shared/services/activity.service';
+import { LoginThrottle } from '../shared/auth/login-throttle';
 import { GenerationBus } from '../shared/queue/generation-bus';
 import { whenReady } from '../shared/queue/redis';
 import { QUEUE_NAMES, type QueueName } from '../shared/queue/queue-names';
@@ -57,6 +64,8 @@ export interface AppDeps {
   db: Db;
   /** The pg pool under `db`: the ledger's hot path goes through it (shared/db/client.ts connectDb). */
   pool?: Pool;
+  /** DATABASE_READ_URL's streaming replica: history and activity read from it, falling back to `db` (shared/db/read-routing.ts). */
+  readDb?: Db;
   redis: Redis;
   /** A connection of its own for the reply channel (a subscribed connection can do nothing else). */
   subscriber: Redis;
@@ -82,12 +91,18 @@ export interface AppDeps {
   tracing?: Tracing;
 }
 
-export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady' | 'blobStore' | 'pool' | 'tracing'>> {
+export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady' | 'blobStore' | 'pool' | 'tracing' | 'readDb'>> {
   /** OpenTelemetry spans, when OTEL_EXPORTER_OTLP_ENDPOINT is set; undefined otherwise. */
   tracing?: Tracing;
   workersReady: () => Promise<boolean>;
   auth: Authenticator;
+  /** Browser sessions (the `sy_session` cookie): sign-in, and the session on every authenticated route. */
+  sessionGate: SessionGate;
   accounts: AccountsService;
+  /** Members over HTTP (decisions.md section 8). */
+  members: MembersService;
+  /** GET /v1/activity, from the totals kept as generations end. */
+  activity: ActivityService;
   keyInfo: KeyInfoService;
   ledger: Ledger;
   /** Authentication, rate limiting, the JSON body, then the Idempotency-Key (hashed with that body): in front of every authenticated route (unknown routes stay 404). */
@@ -127,7 +142,8 @@ export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'work
 }
 
 export function buildContext(deps: AppDeps): AppContext {
-  const clock = deps.clock ?? (() => new Date());
+  const clock = deps.clock ?? systemClock;
+  const replicaFailed = (err: unknown) => deps.logger.warn('the read replica did not answer; read from the primary', { err });
   const auth = new Authenticator(deps.db, deps.secret, deps.authCacheMs ?? 1000);
   const queues = Object.fromEntries(
     QUEUE_NAMES.map((q) => [q, new Queue(q, { connection: deps.redis, prefix: deps.config.queuePrefix })]),
@@ -157,7 +173,8 @@ export function buildContext(deps: AppDeps): AppContext {
   };
   // Batch lines whose endpoint has batch prices are parked for their provider's own batch API (docs/batches.md).
   const upstreamBatches = new UpstreamBatches(deps.db, clock);
-  const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix }, settlements, lane, leases, { catalog: deps.catalog, store: upstreamBatches });
+  const endings: EndingDeps = { ledger, settlements, lane, logger: deps.logger, config: deps.config, redis: deps.redis, tracing };
+  const gateway = new GenerationGateway(generations, queues, bus, deps.logger, { redis: deps.redis, prefix: deps.config.queuePrefix }, endings, lane, leases, { catalog: deps.catalog, store: upstreamBatches });
   const planner = new RoutePlanner(deps.catalog, stats);
   metrics.trackQueues(queues);
   const store = deps.blobStore ?? createBlobStore(deps.config);
@@ -172,7 +189,12 @@ export function buildContext(deps: AppDeps): AppContext {
   });
   const syncWaitMs = deps.config.syncWaitMs;
   // The body is parsed only after authentication and the rate limit: a stranger's 10 MiB body costs no parsing.
-  const guard = [authMiddleware(auth), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute, clock), ...jsonBody(deps.config.maxBodyBytes), idempotencyKey];
+  const accounts = new AccountsService(deps.db, deps.secret, clock, async (change) => {
+    applyKeyChange(change);
+    await announceKeyChange(deps.redis, deps.config.queuePrefix, change);
+  });
+  const sessionGate = new SessionGate(new SessionsService(deps.db, deps.secret, new LoginThrottle(deps.redis, deps.config.queuePrefix), clock), deps.config.publicBaseUrl);
+  const guard = [authMiddleware(auth, sessionGate), rateLimitMiddleware(deps.redis, deps.config.queuePrefix, deps.config.defaultRateLimitPerMinute, clock), ...jsonBody(deps.config.maxBodyBytes), idempotencyKey];
   const records = new MediaRecords({ db: deps.db, files, gateway, syncWaitMs, callbackAllowPrivate: deps.config.callbackAllowPrivate, callbackPrivateHint: deps.config.demo });
   const text = new TextService({ db: deps.db, planner, gateway, syncWaitMs });
   const embeddings = new EmbeddingsService({ catalog: deps.catalog, planner, gateway, syncWaitMs });
@@ -211,7 +233,7 @@ export function buildContext(deps: AppDeps): AppContext {
     metrics,
     tracing,
     files,
-    history: new HistoryService(deps.db),
+    history: new HistoryService(deps.db, deps.readDb, replicaFailed),
     batchFiles,
     batches: new BatchesService({ db: deps.db, files: batchFiles, queue: queues.batches, logger: deps.logger, clock }),
     batchDriver,
@@ -232,13 +254,13 @@ export function buildContext(deps: AppDeps): AppContext {
     clock,
     workersReady: deps.workersReady ?? (async () => true),
     auth,
+    sessionGate,
     guard,
     readGuard: [...guard, settledReads(settlements)],
     settlements,
-    accounts: new AccountsService(deps.db, deps.secret, clock, async (change) => {
-      applyKeyChange(change);
-      await announceKeyChange(deps.redis, deps.config.queuePrefix, change);
-    }),
+    accounts,
+    members: new MembersService(deps.db, accounts, clock),
+    activity: new ActivityService(deps.db, clock, deps.readDb, replicaFailed),
     keyInfo: new KeyInfoService(deps.db, clock),
     ledger,
   };

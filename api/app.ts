@@ -2,8 +2,7 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import express, { type Express } from 'express';
 import { buildContext, type AppContext, type AppDeps } from './app-context';
-import { traceMiddleware } from './middleware/trace';
-import { metricsMiddleware } from './middleware/metrics';
+import { traceMiddleware, metricsMiddleware } from './middleware/metrics';
 import { metricsRoutes } from './routes/metrics.route';
 import { docsRoutes } from './routes/docs.route';
 import { dashboardRoutes } from './routes/dashboard.route';
@@ -23,8 +22,12 @@ import { filesRoutes } from './routes/files.route';
 import { historyRoutes } from './routes/history.route';
 import { imagesRoutes } from './routes/images.route';
 import { mediaRoutes } from './routes/media.route';
-import { gated } from './routes/gated';
+import { gated } from './routes/route-helpers';
 import { batchesRoutes } from './routes/batches.route';
+import { consoleRoutes } from './routes/console.route';
+import { authRoutes } from './routes/auth.route';
+import { membersRoutes } from './routes/members.route';
+import { activityRoutes } from './routes/activity.route';
 
 /** The Express application, without listen(): supertest and main.ts both use it. */
 export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext } } {
@@ -33,6 +36,8 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // The client's address (req.ip) as the proxies named by TRUST_PROXY report it: the sign-in throttle counts by it.
+  app.set('trust proxy', deps.config.trustProxy);
   app.locals.ctx = ctx;
 
   app.use(traceMiddleware(ctx.tracing));
@@ -42,7 +47,7 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
   // JSON bodies are parsed by ctx.guard, after authentication (api/middleware/reject-nul.ts).
   app.use(rejectNulCharacters);
 
-  app.use(gated(keyRoutes(ctx)), gated(balanceRoutes(ctx)), gated(keysRoutes(ctx)));
+  app.use(gated(keyRoutes(ctx)), gated(balanceRoutes(ctx)), gated(keysRoutes(ctx)), gated(authRoutes(ctx)), gated(membersRoutes(ctx)));
   app.use(
     gated(responsesRoutes(ctx)),
     gated(chatRoutes(ctx)),
@@ -52,8 +57,11 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
   );
   // The batch routes first: they serve GET /v1/files/{id}/content for batch files and pass the others on.
   app.use(gated(batchesRoutes(ctx)), gated(storageRoutes(ctx)), gated(filesRoutes(ctx)));
-  app.use(gated(historyRoutes(ctx)));
+  app.use(gated(historyRoutes(ctx)), gated(activityRoutes(ctx)));
   app.use(gated(imagesRoutes({ guard: ctx.guard, images: ctx.images })), gated(mediaRoutes({ guard: ctx.guard, media: ctx.media, operations: ctx.mediaOperations })));
+
+  // The console (/console): a page for people, after every API route so that no API request walks it.
+  app.use(gated(consoleRoutes()));
 
   app.use(notFoundHandler);
   app.use(errorHandler(ctx.logger));

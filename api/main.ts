@@ -10,6 +10,7 @@ export async function startWeb(rt: Runtime): Promise<{ port: number; close(): Pr
     config: rt.config,
     db: rt.db,
     pool: rt.pool,
+    readDb: rt.readDb,
     redis: rt.redis,
     subscriber,
     catalog: rt.catalog,

@@ -31,6 +31,17 @@ export async function waitReady(url: string, ms = 60_000): Promise<void> {
   throw new Error(`gateway ${url} not ready`);
 }
 
+/** Runs one statement on the server of `serverUrl` (its maintenance database): CREATE or DROP DATABASE. */
+export async function onServer(serverUrl: string, sql: string): Promise<void> {
+  const c = new Client({ connectionString: serverUrl });
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
 /** Drops and recreates the database of `url`, then migrates it: every bench run starts from an empty schema. */
 export async function resetDatabase(url: string): Promise<void> {
   const u = new URL(url);

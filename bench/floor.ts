@@ -5,7 +5,7 @@
  * pieces and nothing else:
  *
  *   1. the key: hashed and looked up once, then from memory;
- *   2. at once: the reservation and the record (`GenerationService.createOrReplay`: one `sy_ledger_batch`, one
+ *   2. at once: the reservation and the record (`GenerationService.createOrReplay`: one `sy_ledger_group`, one
  *      durable commit) and the job (`addJob`, claimed: one Redis script that adds it and makes it active here);
  *   3. the provider call (the service's undici client);
  *   4. the settlement promised (`SettlementJournal.promise`: one HSET), then the reply;
@@ -22,14 +22,15 @@
  */
 import http from 'node:http';
 import { Job, Queue } from 'bullmq';
-import { claimedJobJson } from '../shared/queue/bullmq-claim';
+import { claimedJobJson } from '../shared/queue/claims';
 import { connectDb } from '../shared/db/client';
 import { createRedis } from '../shared/queue/redis';
 import { addJob, LocalClaimers } from '../shared/queue/claims';
 import { Ledger } from '../shared/billing/ledger';
 import { SettlementJournal } from '../shared/billing/settlement-journal';
 import { estimateTokens, textBound, tokenCost } from '../shared/billing/pricing';
-import { GenerationService, closeRowOf } from '../shared/services/generation.service';
+import { GenerationService } from '../shared/services/generation.service';
+import { closeRowOf } from '../shared/billing/ledger';
 import { hashApiKey } from '../shared/auth/api-keys';
 import { newId } from '../shared/ids';
 import { loadCatalog } from '../shared/catalog/load-catalog';
@@ -46,7 +47,8 @@ async function main(): Promise<void> {
   const { db, pool } = connectDb(env.DATABASE_URL!);
   const redis = createRedis(env.REDIS_URL!, { patient: true });
   const prefix = env.QUEUE_PREFIX ?? '{switchyard}';
-  const generations = new GenerationService(db, () => new Date(), new Ledger(db, () => new Date(), { pool }));
+  const ledger = new Ledger(db, () => new Date(), { pool });
+  const generations = new GenerationService(db, () => new Date(), ledger);
   const journal = new SettlementJournal(redis, prefix);
   const queue = new Queue('floor', { connection: redis, prefix });
   const upstream = createUpstreamClient();
@@ -79,7 +81,7 @@ async function main(): Promise<void> {
   };
 
   const complete = async (id: string, organizationId: string, row: ReturnType<typeof closeRowOf>) => {
-    await generations.finishRow(row, { hold: true });
+    await ledger.close(row, { background: true });
     await journal.kept(organizationId, id);
     const c = claimed.get(id);
     claimed.delete(id);

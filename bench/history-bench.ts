@@ -19,7 +19,8 @@ import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { migrate } from '../shared/db/migrate';
 import { createDb } from '../shared/db/client';
-import { HistoryService, type HistoryListOptions, type HistoryViewer } from '../shared/services/history.service';
+import { HistoryService, type HistoryListOptions } from '../shared/services/history.service';
+import { fill, scenarios } from './history-data';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(`--${name}`);
@@ -53,119 +54,6 @@ async function admin<T>(fn: (c: Client) => Promise<T>): Promise<T> {
   }
 }
 
-/** Accounts, then the generations with the table's secondary indexes dropped and rebuilt (several times faster). */
-async function fill(url: string): Promise<void> {
-  const c = new Client({ connectionString: url });
-  await c.connect();
-  try {
-    await c.query(`INSERT INTO organizations (id, name, callback_secret) SELECT 'org_b' || o, 'Bench ' || o, 'x' FROM generate_series(0, 3) o`);
-    await c.query(`INSERT INTO users (id, organization_id, email, role)
-      SELECT 'usr_b' || o || '_' || u, 'org_b' || o, 'u' || u || '@b' || o, (CASE WHEN u = 0 THEN 'owner' ELSE 'member' END)::"Role"
-      FROM generate_series(0, 3) o, generate_series(0, 2) u`);
-    // Keys: 0 without a member, 1 the owner's, 2 and 3 member 1's, 4 member 2's.
-    await c.query(`INSERT INTO api_keys (id, organization_id, user_id, name, key_hash, label)
-      SELECT 'key_b' || o || '_' || k, 'org_b' || o,
-        CASE k WHEN 0 THEN NULL WHEN 1 THEN 'usr_b' || o || '_0' WHEN 4 THEN 'usr_b' || o || '_2' ELSE 'usr_b' || o || '_1' END,
-        'bench key ' || k, md5(o || '_' || k), 'sy_...' || lpad(o::text || k::text, 6, 'x')
-      FROM generate_series(0, 3) o, generate_series(0, 4) k`);
-    const idx = await c.query<{ indexname: string; indexdef: string }>(
-      `SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'generations' AND indexname <> 'generations_pkey'`,
-    );
-    for (const i of idx.rows) await c.query(`DROP INDEX "${i.indexname}"`);
-    let t = performance.now();
-    await c.query(
-      `INSERT INTO generations (id, organization_id, api_key_id, user_id, model, unified_model_id, model_display_name, request_type,
-        api_type, response_mode, status, provider, final_endpoint_slug, usage, client_cost, request, attempts_count, generation_time_ms,
-        latency_ms, created_at, completed_at, is_cancelled)
-      SELECT 'gen_' || lpad(i::text, 10, '0'), 'org_b' || s.o,
-        CASE WHEN s.ks = 0 THEN NULL ELSE 'key_b' || s.o || '_' || (s.ks % 5) END,
-        CASE WHEN s.ks = 0 THEN 'usr_b' || s.o || '_' || (abs(hashint8extended(i, 4)) % 2) WHEN s.ks % 5 = 0 THEN NULL WHEN s.ks % 5 = 1 THEN 'usr_b' || s.o || '_0'
-             WHEN s.ks % 5 = 4 THEN 'usr_b' || s.o || '_2' ELSE 'usr_b' || s.o || '_1' END,
-        s.model, s.model, s.model, s.rt, 'responses', 'sync', s.st::"GenerationStatus", 'acme', 'acme',
-        CASE WHEN s.st = 'completed' AND s.rt = 'chat' THEN jsonb_build_object('inputTokens', i % 1000, 'outputTokens', i % 300) END,
-        CASE WHEN s.st = 'completed' THEN round((abs(hashint8extended(i, 3)) % 5000000) / 1000000.0, 10) ELSE 0 END,
-        '{"input":"hello"}'::jsonb, 1, 100 + i % 5000, 50 + i % 500, s.ts,
-        CASE WHEN s.st IN ('completed', 'failed', 'cancelled') THEN s.ts + interval '2 seconds' END, s.st = 'cancelled'
-      FROM generate_series(1, $1::int) i
-      -- Hashes, not i modulo small numbers, so status and type are independent of organization and key.
-      CROSS JOIN LATERAL (SELECT abs(hashint8extended(i, 1)) % 100 AS st, abs(hashint8extended(i, 2)) % 100 AS rt) h
-      CROSS JOIN LATERAL (SELECT
-        CASE WHEN i % 10 < 5 THEN 0 WHEN i % 10 < 8 THEN 1 WHEN i % 10 = 8 THEN 2 ELSE 3 END AS o,
-        (i / 10) % 20 AS ks,
-        CASE WHEN h.st < 85 THEN 'completed' WHEN h.st < 95 THEN 'failed' WHEN h.st < 97 THEN 'pending' WHEN h.st < 98 THEN 'processing'
-             ELSE 'cancelled' END AS st,
-        CASE WHEN h.rt < 70 THEN 'chat' WHEN h.rt < 80 THEN 'embedding' WHEN h.rt < 90 THEN 'image' WHEN h.rt < 94 THEN 'video'
-             WHEN h.rt < 97 THEN 'audio' ELSE 'upscale' END AS rt,
-        CASE WHEN i % 3 = 0 THEN 'openai/gpt-4.1-mini' ELSE 'anthropic/claude-sonnet' END AS model,
-        now() - interval '90 days' + i * (interval '90 days' / $1::int) AS ts
-      ) s`,
-      [ROWS],
-    );
-    log(`  inserted ${ROWS} generations in ${((performance.now() - t) / 1000).toFixed(1)} s`);
-    t = performance.now();
-    await c.query(`SET maintenance_work_mem = '256MB'`);
-    for (const i of idx.rows) await c.query(i.indexdef);
-    log(`  rebuilt ${idx.rows.length} indexes in ${((performance.now() - t) / 1000).toFixed(1)} s`);
-    t = performance.now();
-    await c.query('VACUUM ANALYZE generations');
-    await c.query('ANALYZE');
-    log(`  VACUUM ANALYZE in ${((performance.now() - t) / 1000).toFixed(1)} s`);
-  } finally {
-    await c.end();
-  }
-}
-
-interface Scenario {
-  name: string;
-  viewer: HistoryViewer;
-  options: Partial<HistoryListOptions>;
-}
-
-function scenarios(): Scenario[] {
-  const key: HistoryViewer = { kind: 'key', organizationId: 'org_b0', keyId: 'key_b0_1' };
-  const owner: HistoryViewer = { kind: 'user', organizationId: 'org_b0', userId: 'usr_b0_0', role: 'owner' };
-  const member: HistoryViewer = { kind: 'user', organizationId: 'org_b0', userId: 'usr_b0_1', role: 'member' };
-  const lastWeek = { createdFrom: new Date(Date.now() - 7 * 86_400_000) };
-  const oneDay = { createdFrom: new Date(Date.now() - 30 * 86_400_000), createdBefore: new Date(Date.now() - 29 * 86_400_000) };
-  const common: Array<[string, Partial<HistoryListOptions>]> = [
-    ['newest first', {}],
-    ['oldest first', { sortOrder: 'asc' }],
-    ['clientCost desc', { sortBy: 'clientCost' }],
-    ['clientCost asc', { sortBy: 'clientCost', sortOrder: 'asc' }],
-    ['status=completed', { status: 'completed' }],
-    ['status=failed', { status: 'failed' }],
-    ['status=pending', { status: 'pending' }],
-    ['status=cancelled', { status: 'cancelled' }],
-    ['requestType=chat', { requestType: 'chat' }],
-    ['requestType=embedding', { requestType: 'embedding' }],
-    ['requestType=upscale', { requestType: 'upscale' }],
-    ['last 7 days', lastWeek],
-    ['one day, 30 days ago', oneDay],
-    ['page 50', { page: 50 }],
-    ['limit 100', { limit: 100 }],
-  ];
-  const out: Scenario[] = [];
-  for (const [label, viewer] of [
-    ['key (100k)', key],
-    ['owner (500k)', owner],
-  ] as const) {
-    for (const [name, options] of common) out.push({ name: `${label}: ${name}`, viewer, options });
-  }
-  out.push({ name: 'owner (500k): apiKeyId', viewer: owner, options: { apiKeyId: 'key_b0_2' } });
-  out.push({ name: 'owner (500k): withoutApiKey', viewer: owner, options: { withoutApiKey: true } });
-  out.push({ name: 'owner (500k): withoutApiKey, clientCost', viewer: owner, options: { withoutApiKey: true, sortBy: 'clientCost' } });
-  for (const [name, options] of [
-    ['newest first', {}],
-    ['clientCost desc', { sortBy: 'clientCost' }],
-    ['status=failed', { status: 'failed' }],
-    ['status=pending', { status: 'pending' }],
-    ['requestType=upscale', { requestType: 'upscale' }],
-  ] as Array<[string, Partial<HistoryListOptions>]>) {
-    out.push({ name: `member (2 keys + key-less, 212k): ${name}`, viewer: member, options });
-  }
-  return out;
-}
-
 function percentile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
 }
@@ -189,7 +77,7 @@ async function main(): Promise<void> {
     await admin((c) => c.query(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`));
     await admin((c) => c.query(`CREATE DATABASE "${DB_NAME}"`));
     await migrate(url);
-    await fill(url);
+    await fill(url, ROWS);
   }
 
   const db = createDb(url, { max: 4 });

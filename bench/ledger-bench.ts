@@ -1,12 +1,17 @@
 /**
- * The hot path's money call in PostgreSQL alone: `sy_ledger_batch`, as the Ledger sends it (shared/billing/ledger.ts
+ * The hot path's money call in PostgreSQL alone: `sy_ledger_group`, as the Ledger sends it (shared/billing/ledger.ts
  * runBatch), for batches of 1, 6 and 20 generations of one organization, in tables holding 50,000 past generations:
- * opens alone, closes alone, and the closes of one batch with the opens of the next (a batcher's steady state). A
- * batch of at most one close and one open takes the pair fast path (`sy_ledger_pair`); larger ones the set-based
- * function (`sy_ledger_sets`). Each batch is one transaction; figures are the mean, p50 and minimum milliseconds per call,
+ * opens alone, closes alone, and the closes of one batch with the opens of the next (a group commit's steady state), every
+ * one through the one body of the money rules (`sy_ledger_sets` → `sy_ledger_apply`). Each batch is one transaction; figures are the mean, p50 and minimum milliseconds per call,
  * with synchronous_commit on (the WAL flush included, as in production) and off (PostgreSQL's own work).
  *
  *   npm run bench:ledger [-- --rounds 200]
+ *   npm run bench:ledger -- --activity-trigger [--rounds 200]
+ *
+ * `--activity-trigger` measures what the activity totals' trigger (prisma/migrations/20261205100000_activity_totals)
+ * adds to closes: in one database, blocks of 25 rounds with the trigger enabled and disabled alternate (each block
+ * after an untimed call, so that the functions' plans, invalidated by ALTER TABLE, are made outside the timing), so a
+ * busy machine's drift falls on both alike.
  *
  * BENCH_DATABASE_URL (default postgresql://postgres@127.0.0.1:5432/postgres) names the server; the benchmark
  * recreates `sy_bench_ledger` there, migrated with shared/db/migrate.ts, and drops it at the end.
@@ -19,6 +24,7 @@ const args = process.argv.slice(2);
 const roundsAt = args.indexOf('--rounds');
 const ROUNDS = roundsAt >= 0 ? Number(args[roundsAt + 1]) : 100;
 const SIZES = [1, 6, 20];
+const ACTIVITY_AB = args.includes('--activity-trigger');
 /** Past generations in the tables before timing. */
 const PAST = 50_000;
 const SERVER_URL = process.env.BENCH_DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
@@ -94,7 +100,7 @@ const closeRow = (id: string) => ({
 
 /** The Ledger's call (without drawn opens): opens, closes, the batch's time. */
 const BATCH_SQL = `SELECT kind, id, granted::text AS granted, reason, existing_id, outcome, charged::text AS charged, applied
-  FROM sy_ledger_batch($1::jsonb, $2::jsonb, $3::timestamptz)`;
+  FROM sy_ledger_group($1::jsonb, $2::jsonb, $3::timestamptz)`;
 
 async function timed(c: Client, text: string, params: unknown[], into: number[]): Promise<Array<Record<string, unknown>>> {
   const t = performance.now();
@@ -116,12 +122,16 @@ async function main(): Promise<void> {
   try {
     await seed(c);
     // The minimum is the figure to compare on a busy machine: the call's own cost, without waiting for a CPU.
-    console.log(`sy_ledger_batch, ${ROUNDS} rounds each, ms per call (mean / p50 / min)`);
+    console.log(`sy_ledger_group, ${ROUNDS} rounds each, ms per call (mean / p50 / min)`);
     const batch = async (opens: unknown[], closes: unknown[], into: number[]) => {
       const rows = await timed(c, BATCH_SQL, [JSON.stringify(opens), JSON.stringify(closes), new Date()], into);
       // Every open granted, every close applied: the figures are those of the work production does, not of refusals.
       if (rows.some((r) => (r.kind === 'open' && r.reason !== null) || (r.kind === 'close' && r.applied !== true))) throw new Error(`unexpected rows: ${JSON.stringify(rows)}`);
     };
+    if (ACTIVITY_AB) {
+      await activityTriggerCost(c, batch);
+      return;
+    }
     for (const sync of ['on', 'off']) {
       await c.query(`SET synchronous_commit = ${sync}`);
       for (const n of SIZES) {
@@ -134,14 +144,14 @@ async function main(): Promise<void> {
           const opens = Array.from({ length: n }, openRow);
           await batch(opens, [], open);
           await batch([], opens.map((o) => closeRow(o.id)), close);
-          // The steady state of one Batcher: this batch's opens ride with the closes of the previous ones.
+          // The steady state of one GroupCommit: this batch's opens ride with the closes of the previous ones.
           const next = Array.from({ length: n }, openRow);
           await batch(next, pending.map((o) => closeRow(o.id)), both);
           pending = next;
         }
         console.log(
           `synchronous_commit=${sync} n=${String(n).padStart(2)}: ${n} opens ${stat(open)}, ${n} closes ${stat(close)}, ` +
-            `${n} closes + ${n} opens ${stat(both)}${n === 1 ? ' (sy_ledger_pair)' : ' (sy_ledger_sets)'}`,
+            `${n} closes + ${n} opens ${stat(both)}`,
         );
       }
     }
@@ -151,6 +161,41 @@ async function main(): Promise<void> {
     await admin.connect();
     await admin.query('DROP DATABASE IF EXISTS sy_bench_ledger WITH (FORCE)');
     await admin.end();
+  }
+}
+
+/** Closes (and the closes + opens of a GroupCommit's steady state) with the activity trigger enabled and disabled, interleaved. */
+async function activityTriggerCost(c: Client, batch: (opens: unknown[], closes: unknown[], into: number[]) => Promise<void>): Promise<void> {
+  const BLOCK = 25;
+  console.log(`activity trigger: ${ROUNDS} rounds each state, in alternating blocks of ${BLOCK}, ms per call (mean / p50 / min)`);
+  for (const sync of ['on', 'off']) {
+    await c.query(`SET synchronous_commit = ${sync}`);
+    for (const n of SIZES) {
+      const close = { with: [] as number[], without: [] as number[] };
+      const both = { with: [] as number[], without: [] as number[] };
+      let pending = Array.from({ length: n }, openRow);
+      await batch(pending, [], []);
+      for (let block = 0; block < (2 * ROUNDS) / BLOCK; block++) {
+        const state = block % 2 === 0 ? 'with' : 'without';
+        await c.query(`ALTER TABLE generations ${state === 'with' ? 'ENABLE' : 'DISABLE'} TRIGGER generations_activity_update`);
+        const warm = Array.from({ length: n }, openRow);
+        await batch(warm, [], []);
+        await batch([], warm.map((o) => closeRow(o.id)), []);
+        for (let r = 0; r < BLOCK; r++) {
+          const opens = Array.from({ length: n }, openRow);
+          await batch(opens, [], []);
+          await batch([], opens.map((o) => closeRow(o.id)), close[state]);
+          const next = Array.from({ length: n }, openRow);
+          await batch(next, pending.map((o) => closeRow(o.id)), both[state]);
+          pending = next;
+        }
+      }
+      await c.query('ALTER TABLE generations ENABLE TRIGGER generations_activity_update');
+      console.log(
+        `synchronous_commit=${sync} n=${String(n).padStart(2)}: ${n} closes with ${stat(close.with)}, without ${stat(close.without)}; ` +
+          `${n} closes + ${n} opens with ${stat(both.with)}, without ${stat(both.without)}${n === 1 ? ' (sy_ledger_pair)' : ' (sy_ledger_sets)'}`,
+      );
+    }
   }
 }
 

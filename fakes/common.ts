@@ -23,6 +23,8 @@ export interface Ctx {
   baseUrl: string;
   /** A timer that `close()` cancels, so pending delays never keep the process alive. */
   sleep(ms: number): Promise<void>;
+  /** Resolves when the knobs are next set (or the fake closes): the `holdAfterChunks` hold. */
+  held(): Promise<void>;
   shared: SharedState;
 }
 
@@ -135,13 +137,14 @@ export async function runStream(ctx: Ctx, plan: StreamPlan): Promise<void> {
   const delay = knobs.chunkDelayMs ?? 0;
   const cut = Math.max(1, plan.count >> 1);
   let closed = false;
-  res.once('close', () => (closed = true));
+  const left = new Promise<void>((resolve) => res.once('close', () => ((closed = true), resolve())));
   res.writeHead(200, { 'content-type': plan.contentType ?? 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
   for (const frame of plan.head) res.write(frame);
   for (let i = 0; endless || i < plan.count; i++) {
     if (i > 0) {
       if (delay > 0) await ctx.sleep(delay);
       else if (endless) await nextTurn();
+      if (i === knobs.holdAfterChunks) await Promise.race([ctx.held(), left]);
     }
     if (closed) return;
     if (failMid && i === cut) return resetSoon(ctx);

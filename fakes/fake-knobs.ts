@@ -31,6 +31,12 @@ export interface FakeKnobs {
   streamChunks?: number;
   /** Delay between stream chunks. */
   chunkDelayMs?: number;
+  /**
+   * A stream stops after this many deltas and goes on when the knobs are set again (or the client leaves): a case
+   * that must act while streams are mid-way (a store stopped, clients leaving) waits for the deltas, acts, then sets
+   * the knobs, however slow the machine.
+   */
+  holdAfterChunks?: number;
   /** Keep streaming deltas forever (until the client disconnects). */
   endlessStream?: boolean;
   /** Send about half of the deltas (half of the body when not streaming), then destroy the socket. */

@@ -47,7 +47,7 @@ export interface FakeProvider {
   /** e.g. http://127.0.0.1:PORT */
   url: string;
   port: number;
-  /** Replace the knobs (also restarts the `failTimes` count). */
+  /** Replace the knobs (also restarts the `failTimes` count, and lets go of streams held by `holdAfterChunks`). */
   setKnobs(k: FakeKnobs): void;
   /** Every API request received (the last 1000). */
   requests: RecordedRequest[];
@@ -110,9 +110,17 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
       }, ms);
       timers.add(t);
     });
+  // Streams held by `holdAfterChunks`, let go when the knobs are set again or the fake closes.
+  let holds: Array<() => void> = [];
+  const letGo = (): void => {
+    for (const go of holds) go();
+    holds = [];
+  };
+  const held = (): Promise<void> => new Promise<void>((resolve) => holds.push(resolve));
   const setKnobs = (k: FakeKnobs): void => {
     knobs = { ...k };
     seen = 0;
+    letGo();
   };
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -131,7 +139,7 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
       }
     }
     const method = req.method ?? 'GET';
-    const ctx: Ctx = { req, res, method, path, query, body, knobs, failing: false, baseUrl, sleep, shared };
+    const ctx: Ctx = { req, res, method, path, query, body, knobs, failing: false, baseUrl, sleep, held, shared };
 
     if (path.startsWith('/files/')) {
       if (knobs.fileLatencyMs) await sleep(knobs.fileLatencyMs);
@@ -244,6 +252,7 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
     },
     close() {
       closing = true;
+      letGo();
       for (const t of timers) clearTimeout(t);
       timers.clear();
       return new Promise<void>((resolve) => {

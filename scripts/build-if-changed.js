@@ -58,6 +58,30 @@ function inputs(root) {
   };
 }
 
+/** The modules of shared/ that console/src imports (kept free of imports themselves). */
+const CONSOLE_SHARED = ['shared/billing/periods.ts'];
+
+/**
+ * The console's sources (console/, scripts/build-console.js, the modules of shared/ it bundles: CONSOLE_SHARED) and the
+ * installed bundler and UI library.
+ */
+function consoleInputs(root) {
+  const files = [];
+  const walk = (rel) => {
+    let st;
+    try {
+      st = fs.statSync(path.join(root, rel));
+    } catch {
+      return;
+    }
+    if (st.isDirectory()) for (const name of fs.readdirSync(path.join(root, rel)).sort()) walk(path.join(rel, name));
+    else files.push(rel);
+  };
+  walk('console');
+  files.push(...CONSOLE_SHARED);
+  return hashFiles(root, ['scripts/build-console.js', path.join('node_modules', 'esbuild', 'package.json'), path.join('node_modules', 'preact', 'package.json'), ...files]);
+}
+
 function readRecord(root) {
   try {
     return JSON.parse(fs.readFileSync(path.join(root, RECORD), 'utf8'));
@@ -84,9 +108,19 @@ function buildIfChanged(root, steps) {
     steps.compile();
     ran.push('compile');
   }
+  // The console (optional step: scripts/build-console.js), built again when its sources changed or it is absent.
+  let consoleNow = before.console;
+  if (steps.console) {
+    consoleNow = consoleInputs(root);
+    if (before.console !== consoleNow || !fs.existsSync(path.join(root, 'dist', 'console', 'index.html'))) {
+      steps.console();
+      ran.push('console');
+    }
+  }
   if (ran.length) {
     fs.mkdirSync(path.join(root, 'dist'), { recursive: true });
-    fs.writeFileSync(path.join(root, RECORD), `${JSON.stringify({ generate, compile: sourcesNow }, null, 2)}\n`);
+    const record = { generate, compile: sourcesNow, ...(consoleNow !== undefined ? { console: consoleNow } : {}) };
+    fs.writeFileSync(path.join(root, RECORD), `${JSON.stringify(record, null, 2)}\n`);
   }
   return ran;
 }
@@ -104,6 +138,7 @@ if (require.main === module) {
     buildIfChanged(root, {
       generate: () => run(root, process.execPath, [path.join(__dirname, 'prisma-generate.js')]),
       compile: () => run(root, process.execPath, [path.join(path.dirname(require.resolve('typescript/package.json', { paths: [root] })), 'bin', 'tsc'), '-p', 'tsconfig.build.json']),
+      console: () => run(root, process.execPath, [path.join(__dirname, 'build-console.js')]),
     });
   } catch (e) {
     process.stderr.write(`build: ${e.message}\n`);

@@ -1,11 +1,13 @@
-import { Decimal } from '@prisma/client-runtime-utils';
+import { Decimal as PrismaDecimal } from '@prisma/client-runtime-utils';
 
 /**
  * Exact decimal money. The type is Prisma's own Decimal (decimal.js: precision 20, ROUND_HALF_UP), taken from its
  * runtime utilities rather than the generated client, so money code (and routing) loads no database client and
- * still reads Prisma's Decimal columns as the same class. Floats never hold money.
+ * still reads Prisma's Decimal columns as the same class. Floats never hold money. (A constant, not `export { Decimal }`:
+ * a re-export compiles to a getter that every read of `Decimal` would call.)
  */
-export { Decimal };
+export const Decimal = PrismaDecimal;
+export type Decimal = PrismaDecimal;
 export type MoneyLike = Decimal | string | number;
 
 export const ZERO = new Decimal(0);

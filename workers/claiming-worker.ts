@@ -1,5 +1,5 @@
 import { Worker, type Job } from 'bullmq';
-import { claimedJobJson } from '../shared/queue/bullmq-claim';
+import { claimedJobJson } from '../shared/queue/claims';
 import { claimToken, isTicketToken, takeToken, type Claimer, type ClaimTicket, type LocalClaimers } from '../shared/queue/claims';
 import type { JobLocks } from '../shared/queue/job-lock';
 import type { SlotShare } from './services/default-share';

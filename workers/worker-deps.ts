@@ -1,3 +1,4 @@
+import { systemClock } from '../shared/ids';
 import type Redis from 'ioredis';
 import type { Config } from '../shared/config/env';
 import type { Db } from '../shared/db/client';
@@ -16,7 +17,7 @@ import type { BlobStore } from '../shared/storage/blob-store';
 import { resolveSecret } from '../shared/runtime/secret';
 import { SettlementJournal } from '../shared/billing/settlement-journal';
 import type { LocalLane } from '../shared/runtime/local-lane';
-import { JobStops } from '../shared/queue/cancel-channel';
+import { JobStops } from '../shared/queue/generation-bus';
 import { JobLocks } from '../shared/queue/job-lock';
 import type { Tracing } from '../shared/telemetry/tracing';
 
@@ -31,6 +32,8 @@ export interface WorkerDeps {
   upstream: UpstreamClient;
   clock: () => Date;
   generations: GenerationService;
+  /** The money core: only shared/billing/ending.ts closes generations through it. */
+  ledger: Ledger;
   stats: EndpointStatsStore;
   /** Per-provider caps on upstream calls in flight (catalog `maxConcurrency`). */
   limiter: ProviderLimiter;
@@ -38,7 +41,7 @@ export interface WorkerDeps {
   metrics: Metrics;
   /** Stored files: the media worker saves generated files, the maintenance job deletes expired ones. */
   files: FilesService;
-  /** Settlements whose reply went out before their commit (shared/billing/reply-then-settle.ts). */
+  /** Settlements whose reply went out before their commit (shared/billing/ending.ts). */
   settlements: SettlementJournal;
   /** What this process's workers share with its API: claims, reply channels, the records of jobs claimed here (shared/runtime/local-lane.ts). */
   lane: LocalLane;
@@ -51,7 +54,7 @@ export interface WorkerDeps {
 }
 
 export function buildWorkerDeps(
-  d: Omit<WorkerDeps, 'generations' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics' | 'settlements' | 'stops' | 'locks'> & {
+  d: Omit<WorkerDeps, 'generations' | 'ledger' | 'stats' | 'clock' | 'files' | 'limiter' | 'metrics' | 'settlements' | 'stops' | 'locks'> & {
     clock?: () => Date;
     metrics?: Metrics;
     files?: FilesService;
@@ -64,7 +67,7 @@ export function buildWorkerDeps(
     jobConnection?: Redis;
   },
 ): WorkerDeps {
-  const clock = d.clock ?? (() => new Date());
+  const clock = d.clock ?? systemClock;
   const { secret, blobStore, metrics: _m, pool, ledger, jobConnection, ...rest } = d;
   const files =
     d.files ??
@@ -79,13 +82,15 @@ export function buildWorkerDeps(
       onError: (message, meta) => d.logger.warn(message, meta),
     });
   const metrics = d.metrics ?? createMetrics();
+  const theLedger = ledger ?? new Ledger(d.db, clock, { pool, metrics });
   return {
     ...rest,
     clock,
     files,
     metrics,
     limiter: new ProviderLimiter(),
-    generations: new GenerationService(d.db, clock, ledger ?? new Ledger(d.db, clock, { pool, metrics })),
+    generations: new GenerationService(d.db, clock, theLedger),
+    ledger: theLedger,
     stats: new EndpointStatsStore(d.redis, d.config.queuePrefix),
     settlements: new SettlementJournal(d.redis, d.config.queuePrefix, undefined, jobConnection, d.lane.buses),
     stops: new JobStops(),

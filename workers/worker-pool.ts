@@ -6,7 +6,7 @@ import { ClaimingWorker } from './claiming-worker';
 import { QUEUES, type QueueName } from '../shared/queue/queue-names';
 import type { WorkerDeps } from './worker-deps';
 import type { WorkerSettings } from '../shared/config/env';
-import { listenForStops } from '../shared/queue/cancel-channel';
+import { listenForStops } from '../shared/queue/generation-bus';
 import { instrumentWorker } from '../shared/metrics/metrics';
 import { textProcessor } from './processors/text.processor';
 import { embeddingsProcessor } from './processors/embeddings.processor';

@@ -1,18 +1,22 @@
-import type { IdempotencyClaim } from '../../shared/services/generation.service';
+import type { IdempotentRequest } from '../../shared/services/generation.service';
 import type { NextFunction, Request, Response } from 'express';
 import type { Db } from '../../shared/db/client';
 import { hashApiKey, KEY_PATTERN } from '../../shared/auth/api-keys';
 import { looksLikeJwt, verifyToken, type Role } from '../../shared/auth/tokens';
 import { AppError } from '../../shared/errors/app-error';
 import { verifyOperatorToken } from '../../shared/auth/operator-tokens';
-import type { Principal } from '../../shared/auth/principal';
+import { ownerOf, type Principal } from '../../shared/auth/principal';
+import { sessionCookieOf, type RequestSession, type SessionGate } from './session';
+import { createHash } from 'node:crypto';
 
 declare module 'express-serve-static-core' {
   interface Locals {
     principal: Principal;
     traceId: string;
     /** Set by the idempotency middleware from the `Idempotency-Key` header. */
-    idempotency?: IdempotencyClaim;
+    idempotency?: IdempotentRequest;
+    /** The browser session the request came with, when the `sy_session` cookie authenticated it (api/middleware/session.ts). */
+    session?: RequestSession;
   }
 }
 
@@ -93,7 +97,7 @@ export class Authenticator {
     }
     if (!claims) throw new AppError('UNAUTHORIZED', 'Invalid or expired token');
     const user = await this.db.user.findUnique({ where: { id: claims.sub }, include: { organization: { select: { rateLimitPerMinute: true, maxConcurrency: true } } } });
-    if (!user || user.organizationId !== claims.org) throw new AppError('UNAUTHORIZED', 'Invalid or expired token');
+    if (!user || user.organizationId !== claims.org || user.removedAt) throw new AppError('UNAUTHORIZED', 'Invalid or expired token');
     return { kind: 'user', organizationId: user.organizationId, userId: user.id, role: user.role, rateLimitPerMinute: user.organization.rateLimitPerMinute, maxConcurrency: user.organization.maxConcurrency };
   }
 }
@@ -103,9 +107,20 @@ export function bearerToken(header: string | undefined): string | undefined {
   return /^bearer +([^\s]+) *$/i.exec(header ?? '')?.[1];
 }
 
-export function authMiddleware(auth: Authenticator) {
+/**
+ * The principal of a request: by its `Authorization` header alone when it has one; else by its `sy_session` cookie
+ * (with the CSRF and Origin checks of unsafe methods, api/middleware/session.ts).
+ */
+export function authMiddleware(auth: Authenticator, sessions?: SessionGate) {
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     try {
+      const cookie = req.headers.authorization === undefined && sessions ? sessionCookieOf(req.headers.cookie) : undefined;
+      if (cookie !== undefined) {
+        const session = await sessions!.authenticate(req, cookie);
+        res.locals.session = session;
+        res.locals.principal = session.principal;
+        return next();
+      }
       res.locals.principal = await auth.authenticate(req.headers.authorization);
       next();
     } catch (e) {
@@ -120,4 +135,48 @@ export function requireUser(res: Response, roles: Role[] = ['owner', 'admin', 'm
   if (p.kind !== 'user') throw new AppError('FORBIDDEN', 'This endpoint needs a personal-account token, not an API key');
   if (!roles.includes(p.role)) throw new AppError('FORBIDDEN', `Your role (${p.role}) may not do this`);
   return p;
+}
+
+/** Printable ASCII, as Stripe and OpenAI accept (a UUID is the usual choice). */
+const KEY = /^[\x21-\x7e]{1,255}$/;
+
+/** JSON with object keys sorted: the same body with its fields in another order is the same request. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object' && !Buffer.isBuffer(value)) {
+    const o = value as Record<string, unknown>;
+    return `{${Object.keys(o)
+      .filter((k) => o[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/**
+ * What makes two requests "the same" under one caller's key: who sends it (the API key, else the member), method,
+ * path and body.
+ */
+export function requestHash(caller: string, method: string, path: string, body: unknown): string {
+  return createHash('sha256').update(`${caller}\n${method} ${path}\n${canonicalJson(body)}`).digest('hex');
+}
+
+/**
+ * Reads the `Idempotency-Key` header of a POST into `res.locals.idempotency` ({key, hash}); the generation routes
+ * pass it to the gateway, which records the key with the generation (docs/idempotency.md). Other routes ignore it.
+ */
+export function idempotencyKey(req: Request, res: Response, next: NextFunction): void {
+  const key = req.get('idempotency-key');
+  if (req.method !== 'POST' || key === undefined) return next();
+  if (!KEY.test(key)) {
+    return next(AppError.validation([{ path: '/headers/idempotency-key', message: 'must be 1 to 255 printable ASCII characters' }], 'Invalid Idempotency-Key header'));
+  }
+  // Keys are per caller (the API key, else the member; the idempotency_keys_per_caller migration names old rows so):
+  // another key or member of the organization using the same key sends a different key, never meets this one's generation.
+  const owner = ownerOf(res.locals.principal);
+  const caller = owner.apiKeyId ?? `user ${owner.userId}`;
+  const request: IdempotentRequest = { key, caller, hash: requestHash(caller, req.method, req.path, req.body) };
+  res.locals.idempotency = request;
+  next();
 }

@@ -4,7 +4,7 @@ import type { SettlementJournal } from '../../shared/billing/settlement-journal'
 
 /**
  * Read-your-writes for the reads that show money and history (balance, key, keys, history, stored responses): a
- * worker replies before its settlement commits (docs/architecture.md "Reply, then settle"), so such a read first waits
+ * worker replies before its settlement commits (docs/architecture.md "Endings and rules"), so such a read first waits
  * until the settlements promised to the caller's organization when it arrived are committed (a few milliseconds).
  */
 export function settledReads(journal: SettlementJournal) {

@@ -43,6 +43,9 @@ export const ACCOUNT_EXAMPLES: Record<string, OperationExamples> = {
   'GET /metrics': { response: '# HELP sy_http_requests_total HTTP requests\n# TYPE sy_http_requests_total counter\nsy_http_requests_total{method="POST",route="/v1/responses",status="200"} 42\n' },
   'GET /openapi.json': { response: { openapi: '3.1.0', info: { title: 'Switchyard API', version: '0.1.0' }, paths: {} } },
   'GET /docs': { response: '<!doctype html><html>… the reference …</html>' },
+  'GET /console': { response: '<!doctype html><html lang="en">… <script type="module" src="/console/assets/app.1a2b3c4d5e.js"></script> …</html>' },
+  'GET /console/{rest}': { response: '<!doctype html><html lang="en">… <script type="module" src="/console/assets/app.1a2b3c4d5e.js"></script> …</html>' },
+  'GET /console/assets/{file}': { response: 'var e=…;render(h(App),document.getElementById("app"));' },
   'GET /docs/assets/{file}': { response: "Scalar.createApiReference('#app', { url: '/openapi.json' })" },
   'GET /admin/login': { response: '' },
 

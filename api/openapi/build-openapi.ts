@@ -3,6 +3,7 @@ import { ERROR_CODES } from '../../shared/errors/error-codes';
 import { errorResponseSchema } from './response-schemas';
 import { CODE_SAMPLES, EXAMPLE_ORIGIN, type OperationExamples } from './examples';
 import { ACCOUNT_EXAMPLES } from './account-examples';
+import { PERSONAL_ACCOUNT_EXAMPLES } from './personal-account-examples';
 import { TEXT_EXAMPLES } from './text-examples';
 import { MEDIA_EXAMPLES } from './media-examples';
 import { BATCH_EXAMPLES } from './batch-examples';
@@ -16,7 +17,7 @@ const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'defini
 const DATA = new Set(['enum', 'const', 'default', 'examples', 'example', 'required', 'dependentRequired']);
 
 /** Every operation's request and response examples, by "METHOD /path" (api/openapi/examples.ts). */
-export const EXAMPLES: Record<string, OperationExamples> = { ...ACCOUNT_EXAMPLES, ...TEXT_EXAMPLES, ...MEDIA_EXAMPLES, ...BATCH_EXAMPLES };
+export const EXAMPLES: Record<string, OperationExamples> = { ...ACCOUNT_EXAMPLES, ...PERSONAL_ACCOUNT_EXAMPLES, ...TEXT_EXAMPLES, ...MEDIA_EXAMPLES, ...BATCH_EXAMPLES };
 
 export type OpenApiDocument = {
   openapi: '3.1.0';
@@ -45,8 +46,8 @@ export type Operation = {
 
 const SECURITY: Record<RouteAuth, Array<Record<string, string[]>>> = {
   key: [{ apiKey: [] }],
-  token: [{ personalToken: [] }],
-  any: [{ apiKey: [] }, { personalToken: [] }],
+  token: [{ personalToken: [] }, { sessionCookie: [] }],
+  any: [{ apiKey: [] }, { personalToken: [] }, { sessionCookie: [] }],
   // Open unless METRICS_TOKEN is set: the empty requirement says "no auth" is acceptable too.
   metrics: [{ metricsToken: [] }, {}],
   operator: [{ operatorToken: [] }, { adminCookie: [] }],
@@ -55,8 +56,8 @@ const SECURITY: Record<RouteAuth, Array<Record<string, string[]>>> = {
 
 export const AUTH_LABELS: Record<RouteAuth, string> = {
   key: 'API key (Bearer sy_...)',
-  token: 'Personal-account token (Bearer JWT)',
-  any: 'API key or personal-account token',
+  token: 'Personal-account token (Bearer JWT) or the sy_session cookie',
+  any: 'API key, personal-account token or the sy_session cookie',
   metrics: 'Bearer METRICS_TOKEN when set, otherwise open',
   operator: 'Operator token (Bearer or the sy_admin cookie)',
   none: 'None',
@@ -230,6 +231,15 @@ export function buildOpenApi(opts: { routes?: RouteDoc[]; version?: string } = {
         metricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, when the operator sets it' },
         operatorToken: { type: 'http', scheme: 'bearer', description: 'Operator token for the queue dashboard, from `switchyard operator token issue`' },
         adminCookie: { type: 'apiKey', in: 'cookie', name: 'sy_admin', description: 'Set by GET /admin/login?token=<operator token>' },
+        sessionCookie: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: 'sy_session',
+          description:
+            'A browser session, set by POST /v1/auth/login, /v1/auth/invite or /v1/auth/reset: the rights of the person\'s personal-account token. ' +
+            'POST, PUT, PATCH and DELETE also need the header X-CSRF-Token (the csrfToken of the sign-in answer), and an Origin, when sent, equal to the service\'s own; else 403. ' +
+            'A request with an Authorization header is judged by it alone.',
+        },
       },
     },
   };

@@ -150,3 +150,81 @@ export const revokedKeySchema = {
   required: ['id', 'revoked'],
   properties: { id: { type: 'string' }, revoked: { const: true }, deleted: { const: true } },
 } as const;
+
+/** What sign-in, invite, reset and GET /v1/auth/session answer (decisions.md section 8). */
+export const signedInSchema = {
+  $id: 'SignedIn',
+  type: 'object',
+  required: ['user', 'organization', 'csrfToken'],
+  properties: {
+    user: {
+      type: 'object',
+      required: ['id', 'email', 'role'],
+      properties: { id: { type: 'string' }, email: { type: 'string' }, role: { enum: ['owner', 'admin', 'member'] } },
+    },
+    organization: { type: 'object', required: ['id', 'name'], properties: { id: { type: 'string' }, name: { type: 'string' } } },
+    csrfToken: { type: 'string', description: 'Send it as X-CSRF-Token with every POST, PUT, PATCH and DELETE the session makes' },
+  },
+} as const;
+
+/** A member of the organization (GET /v1/members and the others of section 8). */
+export const memberSchema = {
+  $id: 'Member',
+  type: 'object',
+  required: ['id', 'email', 'role', 'status', 'limit', 'limitReset', 'limitRemaining', 'createdAt'],
+  properties: {
+    id: { type: 'string' },
+    email: { type: 'string' },
+    role: { enum: ['owner', 'admin', 'member'] },
+    status: { enum: ['invited', 'active'], description: 'invited: no password set yet' },
+    limit: { type: ['number', 'null'], description: 'Personal spending limit, RUB' },
+    limitReset: { enum: ['daily', 'weekly', 'monthly', 'never', null] },
+    limitRemaining: { type: ['number', 'null'] },
+    createdAt: { type: 'string', format: 'date-time' },
+    inviteToken: { type: 'string', description: 'Only in the reply to POST /v1/members' },
+    inviteUrl: { type: 'string', description: 'Only in the reply to POST /v1/members: `<PUBLIC_BASE_URL>/console/invite#token=…`' },
+  },
+} as const;
+
+export const memberListSchema = {
+  $id: 'MemberList',
+  type: 'object',
+  required: ['data'],
+  properties: { data: { type: 'array', items: memberSchema } },
+} as const;
+
+export const removedMemberSchema = {
+  $id: 'RemovedMember',
+  type: 'object',
+  required: ['id', 'deleted'],
+  properties: { id: { type: 'string' }, deleted: { const: true } },
+} as const;
+
+/** GET /v1/activity (decisions.md section 8), as OpenRouter's /api/v1/activity in RUB. */
+export const activitySchema = {
+  $id: 'Activity',
+  type: 'object',
+  required: ['data'],
+  properties: {
+    data: {
+      type: 'array',
+      description: 'One item per day x model x endpoint that had activity, newest day first',
+      items: {
+        type: 'object',
+        required: ['date', 'model', 'provider_name', 'endpoint_id', 'usage', 'requests', 'prompt_tokens', 'completion_tokens', 'reasoning_tokens', 'cached_tokens'],
+        properties: {
+          date: { type: 'string', format: 'date', description: 'The day the generations were created (days from 01:00 Moscow time)' },
+          model: { type: 'string' },
+          provider_name: { type: 'string', description: 'The provider that answered (a failure: the last tried; empty when none was)' },
+          endpoint_id: { type: 'string', description: 'The endpoint that answered (a failure: the last tried; empty when none was)' },
+          usage: { type: 'number', description: 'Charged, RUB: summed over any period it equals the ledger\'s charges' },
+          requests: { type: 'integer', description: 'Generations that ended: completed, failed or cancelled' },
+          prompt_tokens: { type: 'integer' },
+          completion_tokens: { type: 'integer' },
+          reasoning_tokens: { type: 'integer' },
+          cached_tokens: { type: 'integer' },
+        },
+      },
+    },
+  },
+} as const;

@@ -24,7 +24,15 @@ import {
   keyInfoSchema,
   readinessSchema,
   revokedKeySchema,
+  signedInSchema,
+  memberSchema,
+  memberListSchema,
+  removedMemberSchema,
+  activitySchema,
 } from './response-schemas';
+import { activityQuerySchema } from '../../shared/schemas/activity.schema';
+import { createMemberSchema, updateMemberSchema } from '../../shared/schemas/members.schema';
+import { loginSchema, redeemTokenSchema } from '../../shared/schemas/auth.schema';
 
 /** A JSON Schema as our schema modules declare them (`as const` object literals). */
 export type JsonSchema = { readonly [k: string]: unknown };
@@ -91,12 +99,31 @@ export const ROUTE_DOCS: RouteDoc[] = [
   { method: 'get', path: '/openapi.json', tag: 'Operations', auth: 'none', summary: 'Get the OpenAPI document', description: 'This OpenAPI 3.1 document. Its server, code samples and example URLs name the origin it was fetched from (`PUBLIC_BASE_URL` when set).', response: json('The OpenAPI document') },
   { method: 'get', path: '/docs', tag: 'Operations', auth: 'none', summary: 'Open the API reference', description: 'This API reference (HTML), rendered in the browser by the bundled Scalar reference, with search and "try it".', response: { description: 'HTML page', contentType: 'text/html' } },
   { method: 'get', path: '/docs/assets/{file}', tag: 'Operations', auth: 'none', summary: 'Get a script of the reference page', description: 'Served by Switchyard itself (no CDN).', response: { description: 'JavaScript', contentType: 'text/javascript' }, errors: [404] },
+  { method: 'get', path: '/console', tag: 'Operations', auth: 'none', summary: 'Open the console', description: 'The personal account in the browser (docs/console.md): sign-in, balance, activity, history, keys, members, batches, files and a playground. The page holds no data; it reads everything from this API with the `sy_session` cookie. Sent with a Content-Security-Policy that allows no inline script and nothing from another origin.', response: { description: 'HTML page', contentType: 'text/html' }, errors: [503] },
+  { method: 'get', path: '/console/{rest}', tag: 'Operations', auth: 'none', summary: 'Open a page of the console', description: 'Any path under /console (`/console/keys`, `/console/invite#token=...`) answers the same page; the console shows the section the path names.', response: { description: 'HTML page', contentType: 'text/html' }, errors: [503] },
+  { method: 'get', path: '/console/assets/{file}', tag: 'Operations', auth: 'none', summary: "Get a file of the console", description: 'The built script, style sheet and icon (names carry a content hash), brotli- or gzip-compressed as the browser accepts.', response: { description: 'JavaScript, CSS or SVG', contentType: 'text/javascript' }, errors: [404] },
   { method: 'get', path: '/admin/login', tag: 'Operations', auth: 'none', summary: 'Log in to the queue dashboard', description: 'Browser login to the queue dashboard: `?token=<operator token>` (from `switchyard operator token issue`) sets the HttpOnly `sy_admin` cookie and redirects to `/admin/queues/`. Organization tokens of every role and API keys are refused (403).', response: { status: 302, description: 'Redirect to /admin/queues with the `sy_admin` cookie set' }, errors: [401, 403] },
 
   // Account
   { method: 'get', path: '/v1/key', tag: 'Account', auth: 'key', summary: 'Get the calling API key', description: 'Info of the calling API key: its limit and usage.', response: json('Key info record', keyInfoSchema), errors: [400] },
   { method: 'get', path: '/v1/balance', tag: 'Account', auth: 'any', summary: 'Get the balance (version 1)', description: 'Deprecated: use `GET /v2/balance`.', deprecated: true, response: json('Balance record version 1; `Deprecation: true` and `Link: </v2/balance>; rel="successor-version"`', balanceV1Schema) },
   { method: 'get', path: '/v2/balance', tag: 'Account', auth: 'any', summary: 'Get the balance', description: 'Organization balance, reserve, spend and the remaining key and member limits.', response: json('Balance record version 2', balanceV2Schema) },
+
+  // Sign-in (decisions.md section 8)
+  { method: 'post', path: '/v1/auth/login', tag: 'Sign-in', auth: 'none', summary: 'Sign in', description: 'E-mail and password to a browser session: sets the `sy_session` cookie (HttpOnly, SameSite=Lax). A wrong password and an unknown e-mail are the same 401. After 5 failures for one e-mail within 15 minutes (50 for one client address), attempts answer 429 with Retry-After until the window passes. A foreign Origin: 403.', body: loginSchema, response: json('The person, its organization and the session\'s CSRF token', signedInSchema), errors: [401, 403, 429] },
+  { method: 'post', path: '/v1/auth/invite', tag: 'Sign-in', auth: 'none', summary: 'Accept an invite', description: 'The token of an invite link and a password (10 to 256 characters): sets the password and signs in, as login. A used, expired or unknown token: 401; a bad password: 400, and the token stays usable.', body: redeemTokenSchema, response: json('As login', signedInSchema), errors: [401, 403] },
+  { method: 'post', path: '/v1/auth/reset', tag: 'Sign-in', auth: 'none', summary: 'Reset a password', description: 'The token of a reset link (1 hour) and a new password: ends every session of the person, sets the password and signs in, as login.', body: redeemTokenSchema, response: json('As login', signedInSchema), errors: [401, 403] },
+  { method: 'get', path: '/v1/auth/session', tag: 'Sign-in', auth: 'token', summary: 'Get the session', description: 'The login answer of the session cookie; 401 when it has ended (12 hours idle, 7 days, logout, a reset or removal) or the request has no session.', response: json('As login', signedInSchema) },
+  { method: 'post', path: '/v1/auth/logout', tag: 'Sign-in', auth: 'token', summary: 'Sign out', description: 'Ends the session on the server (its cookie then gets 401) and clears the cookie. Needs X-CSRF-Token.', response: { status: 204, description: 'Signed out' }, errors: [403] },
+
+  // Activity (decisions.md section 8)
+  { method: 'get', path: '/v1/activity', tag: 'Account', auth: 'any', summary: 'Get activity', description: 'Spend, requests and tokens by day x model x endpoint over the last 30 days (or `days`, 1 to 90) including the current one, days from 01:00 Moscow time; `date` picks one day of the window (another: 400). An API key sees its own activity; a member its own and its keys\'; owner and admin the organization\'s, filtered by `api_key_id` or `user_id` (of another organization: 404). Read from totals kept as generations end.', query: activityQuerySchema, response: json('Activity items', activitySchema), errors: [403, 404] },
+
+  // Members (decisions.md section 8)
+  { method: 'get', path: '/v1/members', tag: 'Members', auth: 'token', summary: 'List members', description: 'Owner and admin: every member of the organization; a member: itself.', response: json('Members', memberListSchema), errors: [403] },
+  { method: 'post', path: '/v1/members', tag: 'Members', auth: 'token', summary: 'Invite a member', description: 'Creates the member (status `invited`) and answers its invite link (works once, for 7 days). Owner: any role; admin: admin or member; member: 403. An e-mail already in use: 409.', body: createMemberSchema, response: json('The member with inviteToken and inviteUrl', memberSchema, 201), errors: [403, 409] },
+  { method: 'patch', path: '/v1/members/{id}', tag: 'Members', auth: 'token', summary: 'Change a member', description: 'Its role and personal limit. An admin never touches an owner nor makes one; nobody changes their own role (403); the last owner cannot be demoted (409). The change is seen on the member\'s next request.', body: updateMemberSchema, response: json('The member', memberSchema), errors: [403, 404, 409] },
+  { method: 'delete', path: '/v1/members/{id}', tag: 'Members', auth: 'token', summary: 'Remove a member', description: 'Ends its sessions and revokes its keys for good; it signs in no more. An admin never removes an owner (403); the last owner cannot be removed (409).', response: json('The removed member id', removedMemberSchema), errors: [403, 404, 409] },
 
   // Keys
   { method: 'post', path: '/v1/keys', tag: 'Keys', auth: 'token', summary: 'Create an API key', description: 'The key itself is shown once, in this reply.', body: createKeySchema, response: json('The key record with `key`', apiKeyRecordSchema, 201), errors: [403] },

@@ -1,9 +1,11 @@
 import { Router } from 'express';
 import { textRouting, type TextRouteDeps } from '../services/text.service';
-import { callerOf } from './caller';
+import { callerOf } from './route-helpers';
 import { check } from '../../shared/schemas/ajv';
 import { chatSchema, type ChatBody } from '../../shared/schemas/chat.schema';
-import { chatToCanonical, chatUsage, createChatStreamFormatter, encodeChatSse, CHAT_STREAM_DONE } from '../../shared/formats';
+import { chatToCanonical } from '../../shared/formats/chat.mapper';
+import { chatUsage } from '../../shared/formats/format-utils';
+import { createChatStreamFormatter, encodeChatSse, CHAT_STREAM_DONE } from '../../shared/formats/chat-stream.formatter';
 import { chatCompletionOf } from '../services/text-replies';
 import { newId } from '../../shared/ids';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';

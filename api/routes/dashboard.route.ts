@@ -8,7 +8,7 @@ import { verifyOperatorToken } from '../../shared/auth/operator-tokens';
 import { bearerToken } from '../middleware/auth';
 import type { Queue } from 'bullmq';
 import { waitingByClass } from '../../shared/queue/fairness';
-import { queueClient } from '../../shared/queue/bullmq-claim';
+import { queueClient } from '../../shared/queue/claims';
 
 export const DASHBOARD_PATH = '/admin/queues';
 export const ADMIN_COOKIE = 'sy_admin';

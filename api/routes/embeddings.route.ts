@@ -2,9 +2,10 @@ import { Router, type RequestHandler } from 'express';
 import { AppError } from '../../shared/errors/app-error';
 import { check } from '../../shared/schemas/ajv';
 import { embeddingsInputIssues, embeddingsSchema, type EmbeddingsBody } from '../../shared/schemas/embeddings.schema';
-import { buildEmbeddingList, embeddingUsage } from '../../shared/formats';
+import { buildEmbeddingList } from '../../shared/formats/embeddings.mapper';
+import { embeddingUsage } from '../../shared/formats/format-utils';
 import type { EmbeddingsService } from '../services/embeddings.service';
-import { callerOf } from './caller';
+import { callerOf } from './route-helpers';
 
 /** POST /v1/embeddings: strings, string arrays and multimodal blocks; float or base64 (little-endian float32). */
 export function embeddingsRoutes(d: { guard: RequestHandler[]; embeddings: EmbeddingsService }): Router {

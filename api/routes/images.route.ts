@@ -1,7 +1,7 @@
 import { Router, type RequestHandler, type Response } from 'express';
 import type { ImagesService } from '../services/images.service';
 import type { MediaReply } from '../services/media-records';
-import { callerOf } from './caller';
+import { callerOf } from './route-helpers';
 
 export function sendMediaReply(res: Response, reply: MediaReply): void {
   for (const [k, v] of Object.entries(reply.headers ?? {})) res.setHeader(k, v);

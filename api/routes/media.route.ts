@@ -2,7 +2,7 @@ import { Router, type RequestHandler } from 'express';
 import type { MediaService } from '../services/media.service';
 import type { MediaOperationsService } from '../services/media-operations.service';
 import { sendMediaReply } from './images.route';
-import { callerOf } from './caller';
+import { callerOf } from './route-helpers';
 
 /**
  * General media (interface.md "POST /v1/media", "GET /v1/media/{id}", "POST /v1/media/{id}/operations";

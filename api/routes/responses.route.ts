@@ -9,22 +9,13 @@ import {
   type InputItemsQuery,
   type RetrieveResponseQuery,
 } from '../../shared/schemas/responses-query.schema';
-import { buildResponseObject, createResponsesStreamFormatter, encodeSse, inputItemPage } from '../../shared/formats';
-import { randomBase62 } from '../../shared/ids';
+import { buildResponseObject } from '../../shared/formats/response-object.mapper';
+import { createResponsesStreamFormatter, encodeSse } from '../../shared/formats/responses-stream.formatter';
+import { inputItemPage } from '../../shared/formats/response-input-items.mapper';
+import { timedBase62 } from '../../shared/ids';
 import { QUEUES } from '../../shared/queue/queue-names';
-import {
-  finishedStatus,
-  hasEnded,
-  publicError,
-  responseObjectOf,
-  storedRequest,
-  turnInput,
-  unix,
-  usageOf,
-  withPublicIds,
-} from '../services/stored-responses';
-import { orderResponse } from '../services/response-orders';
-import { callerOf } from './caller';
+import { finishedStatus, hasEnded, publicError, responseObjectOf, storedRequest, turnInput, unix, usageOf, withPublicIds, orderResponse } from '../services/stored-responses';
+import { callerOf } from './route-helpers';
 
 /**
  * OpenAI's Responses API through the queue: create, retrieve (or stream a background response again), its input
@@ -42,7 +33,7 @@ export function responsesRoutes(ctx: AppContext): Router {
     }
     const principal = res.locals.principal;
     const mode = body.stream ? 'stream' : body.background ? 'async' : 'sync';
-    const { submission, warnings, route, record } = await orderResponse({ text: ctx.text, stored }, callerOf(res), body, { id: `resp_${randomBase62(24)}`, mode });
+    const { submission, warnings, route, record } = await orderResponse({ text: ctx.text, stored }, callerOf(res), body, { id: `resp_${timedBase62()}`, mode });
     // A repeat with the same Idempotency-Key answers with the response of the first request.
     const id = submission.id;
     if (submission.replayed && body.store === false) {

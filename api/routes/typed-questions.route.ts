@@ -2,7 +2,7 @@ import { Router, type RequestHandler } from 'express';
 import { parseTypedQuestionsBody } from '../../shared/schemas/typed-questions.schema';
 import { moneyJson } from '../../shared/formats/format-utils';
 import type { TypedQuestionsService } from '../services/typed-questions.service';
-import { callerOf } from './caller';
+import { callerOf } from './route-helpers';
 
 /** POST /v1/systemone: typed questions over a state, answered from top log-probabilities (decisions.md section 6). */
 export function typedQuestionsRoutes(d: { guard: RequestHandler[]; questions: TypedQuestionsService }): Router {

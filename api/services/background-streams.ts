@@ -1,15 +1,15 @@
 import type { Response } from 'express';
-import { openEventStream } from './event-stream';
+import { openEventStream, replayEvents } from './text-replies';
 import type { Db } from '../../shared/db/client';
 import type { Generation } from '../../shared/db/generated/client';
-import { createResponsesStreamFormatter, encodeSse, type ResponsesStreamBase, type ResponsesStreamFormatter, type SseEvent } from '../../shared/formats';
-import { replayEvents } from './text-replies';
+import { createResponsesStreamFormatter, encodeSse, type ResponsesStreamBase, type ResponsesStreamFormatter, type SseEvent } from '../../shared/formats/responses-stream.formatter';
 import type { Logger } from '../../shared/logger';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
 import type { Submission } from './generation-order';
 import { TERMINAL_EVENTS, type ResponseStreamLog } from './response-stream-log';
 import { finishedStatus, hasEnded, publicError, responseObjectOf, storedRequest, unix, usageOf, withPublicIds } from './stored-responses';
 import type { StoredError } from '../../shared/errors/app-error';
+import { generationById } from '../../shared/db/generation-reads';
 
 /** How often a reader looks for new events, and how long it waits for a response that never ends. */
 const POLL_MS = 50;
@@ -57,7 +57,7 @@ export class BackgroundStreams {
     while (Date.now() < deadline) {
       const m = await sub.mailbox!.next(STALL_MS);
       if (!m) {
-        const g = await this.db.generation.findUnique({ where: { id } });
+        const g = await generationById(this.db, id, (where) => this.db.generation.findFirst({ where }));
         if (!g || hasEnded(g)) return this.log.append(id, g ? this.ending(f, g) : f.fail(CANCELLED));
         continue;
       }
@@ -129,7 +129,7 @@ export class BackgroundStreams {
       }
       if (Date.now() - quietSince >= STALL_MS) {
         quietSince = Date.now();
-        const g = await this.db.generation.findUnique({ where: { id } });
+        const g = await generationById(this.db, id, (where) => this.db.generation.findFirst({ where }));
         // The response ended but its final event never reached the log (the relaying process stopped): end with
         // the record's state.
         if (!g || hasEnded(g)) {
@@ -155,7 +155,7 @@ export class BackgroundStreams {
     let current: Generation | null = g;
     while (current && !hasEnded(current) && !gone() && Date.now() < deadline) {
       await sleep(POLL_MS * 4);
-      current = await this.db.generation.findUnique({ where: { id: g.id } });
+      current = await generationById(this.db, g.id, (where) => this.db.generation.findFirst({ where }));
     }
     if (!current || gone()) return;
     const p = current.result as unknown as TextDonePayload | null;

@@ -11,7 +11,7 @@ import { RUNNING } from '../../shared/services/generation.service';
 import type { BatchJobData } from '../../shared/queue/job-catalog';
 import type { BatchFiles } from '../../shared/services/batch-files.service';
 import type { BatchEndpoint } from '../../shared/schemas/batches.schema';
-import { requestHash } from '../middleware/idempotency';
+import { requestHash } from '../middleware/auth';
 import type { GenerationGateway } from './generation-gateway';
 import type { Caller } from './generation-order';
 import { toLineError, type BatchLineKind } from './batch-lines';
@@ -22,6 +22,7 @@ import type { BatchUpstream } from './batch-upstream';
 import { isParked } from '../../shared/services/upstream-batches.service';
 import { validateInput } from './batch-validation';
 import type { BatchSteps } from './batch-steps';
+import { withContent } from '../../shared/db/generation-reads';
 
 export interface BatchDriverDeps {
   db: Db;
@@ -46,8 +47,8 @@ const RUN_BUDGET_MS = 5_000;
 /** The wait after a step that moved lines. */
 const FAST_POLL_MS = 20;
 
-/** How many lines a step claims while every line in flight is parked for a provider's batch API. */
-const PARKED_CLAIM = 1_000;
+/** How many lines a step takes while every line in flight is parked for a provider's batch API. */
+const PARKED_TAKE = 1_000;
 
 /** How many not-started lines one commit answers `batch_expired` (a part each). */
 const EXPIRED_CHUNK = 1000;
@@ -60,10 +61,10 @@ const EXPIRED_CHUNK = 1000;
  *   validating  → every line checked (the route's schema and mapper) before any runs: `failed` with the errors, or
  *                 `in_progress` with the count
  *   in_progress → the ended lines' answers appended (one part of the output or error file per commit); then up to
- *                 `linesInFlight` lines claimed (committed while still `in_progress`, so a cancel committed first
+ *                 `linesInFlight` lines taken (committed while still `in_progress`, so a cancel committed first
  *                 starts none of them) and ordered through the services the routes use, each with a generation id
  *                 and Idempotency-Key derived from the batch and the line: a step re-run after a crash re-orders a
- *                 claimed line as a replay, never a second generation
+ *                 taken line as a replay, never a second generation
  *   cancelling  → no line starts; running lines finish and are answered; then `cancelled`
  *   past the window → running lines cancelled, lines not started answered `batch_expired`; then `expired`
  *   all answered → `finalizing` → `completed` (the output and error files recorded with the status, in one transaction)
@@ -121,12 +122,12 @@ export class BatchDriver {
     const inFlight = b.inFlight as unknown as InFlight[];
 
     // 1. The lines that ended are answered, or tried again after a transient failure; those without a generation are
-    //    ordered now (claimed by a run that died before ordering them; a retry whose back-off is over), or keep waiting
+    //    ordered now (taken by a run that died before ordering them; a retry whose back-off is over), or keep waiting
     //    (for money, for their back-off). States first (a parked line waits long), whole records of the ended.
     const states = inFlight.length ? await this.d.db.generation.findMany({ where: { id: { in: inFlight.map((l) => l.id) } }, select: { id: true, status: true, routing: true } }) : [];
     const byId = new Map(states.map((g) => [g.id, g]));
     const endedIds = states.filter((g) => !RUNNING.has(g.status)).map((g) => g.id);
-    const ended = new Map((endedIds.length ? await this.d.db.generation.findMany({ where: { id: { in: endedIds } } }) : []).map((g) => [g.id, g]));
+    const ended = new Map((endedIds.length ? await withContent(this.d.db, await this.d.db.generation.findMany({ where: { id: { in: endedIds } } })) : []).map((g) => [g.id, g]));
     const answers = new Map<number, Answer>();
     const running: InFlight[] = [];
     const unordered: InFlight[] = [];
@@ -168,42 +169,42 @@ export class BatchDriver {
     }
     if (b.status === 'cancelling') {
       if (parked.size) await this.d.upstream?.stop(b, kind.queue);
-      // Claimed but not ordered (or waiting for a try): they never started, so they never run (and are in neither file).
+      // Taken but not ordered (or waiting for a try): they never started, so they never run (and are in neither file).
       const v = await this.commit(b, answers, { inFlight: running });
       if (!v) return true;
       if (running.length) return { more: true, moved: answers.size > 0 };
       return this.finish({ ...b, ...v }, 'cancelled');
     }
 
-    // 2. New lines are claimed while the batch is still in progress, then ordered with the unordered ones; the lines
-    // waiting for money are tried again once lines of the batch ended (none is claimed meanwhile: they would wait too).
+    // 2. New lines are taken while the batch is still in progress, then ordered with the unordered ones; the lines
+    // waiting for money are tried again once lines of the batch ended (none is taken meanwhile: they would wait too).
     // Parked lines hold no worker slot: up to `maxParked` of them run beside `linesInFlight` ordinary ones, and while
-    // every line in flight is parked a step claims up to PARKED_CLAIM at once (chunks then fill before their gather ends).
+    // every line in flight is parked a step takes up to PARKED_TAKE at once (chunks then fill before their gather ends).
     const maxInFlight = this.d.settings.linesInFlight + (this.d.upstream?.maxParked ?? 0);
     const parking = parked.size > 0 && parked.size === running.length;
-    const room = waiting.length ? 0 : Math.min(parking ? PARKED_CLAIM : this.d.settings.linesInFlight - (running.length - parked.size) - notStarted.length, maxInFlight - running.length - notStarted.length);
-    const claimed = room > 0 && b.completed + b.failed + inFlight.length < b.total ? await this.input.readFrom(b, room) : { lines: [], next: { line: b.nextLine, offset: Number(b.nextOffset) } };
-    const fresh = claimed.lines.map((l) => ({ line: l.line, offset: l.offset, customId: l.customId, id: lineGenerationId(b.id, kind.idPrefix, l.line) }));
+    const room = waiting.length ? 0 : Math.min(parking ? PARKED_TAKE : this.d.settings.linesInFlight - (running.length - parked.size) - notStarted.length, maxInFlight - running.length - notStarted.length);
+    const taken = room > 0 && b.completed + b.failed + inFlight.length < b.total ? await this.input.readFrom(b, room) : { lines: [], next: { line: b.nextLine, offset: Number(b.nextOffset) } };
+    const fresh = taken.lines.map((l) => ({ line: l.line, offset: l.offset, customId: l.customId, id: lineGenerationId(b.id, kind.idPrefix, l.line) }));
     const toOrder = [...unordered, ...fresh];
     const retried = waiting.length > 0 && (answers.size > 0 || running.length === 0) ? waiting : [];
     const state = await this.commit(b, answers, {
       inFlight: [...running, ...waiting, ...backingOff, ...toOrder],
-      claim: fresh.length > 0 ? { nextLine: claimed.next.line, nextOffset: claimed.next.offset } : undefined,
+      take: fresh.length > 0 ? { nextLine: taken.next.line, nextOffset: taken.next.offset } : undefined,
       write: toOrder.length + retried.length > 0 || changed,
     });
     if (!state) return true;
     const after = { ...b, ...state };
-    const outcomes = toOrder.length + retried.length ? await this.order(after, kind, claimed.lines, toOrder, retried, running.length, parked) : new Map<number, Ordered | 'wait'>();
+    const outcomes = toOrder.length + retried.length ? await this.order(after, kind, taken.lines, toOrder, retried, running.length, parked) : new Map<number, Ordered | 'wait'>();
     const v = await this.afterOrders(after, kind, outcomes, now);
     if (!v) return true;
     Object.assign(after, v);
     const left = after.inFlight as unknown as InFlight[];
     if (left.length === 0 && after.completed + after.failed >= after.total) return this.finish(after, 'completed');
-    // Parked lines go upstream in chunks: all of them once every line is claimed or no more may be.
+    // Parked lines go upstream in chunks: all of them once every line is taken or no more may be.
     const all = after.completed + after.failed + left.length >= after.total || left.length >= maxInFlight;
     if (parked.size) await this.d.upstream?.send(after, all);
     const moved = answers.size > 0 || [...outcomes.values()].some((o) => o !== 'wait');
-    const idle = parked.size > 0 && (await this.d.upstream?.idle({ moved, claimable: !all, inFlight: left.length, parked: [...parked] })) === true;
+    const idle = parked.size > 0 && (await this.d.upstream?.idle({ moved, takeable: !all, inFlight: left.length, parked: [...parked] })) === true;
     return { more: true, moved, idle };
   }
 
@@ -274,11 +275,11 @@ export class BatchDriver {
 
   /**
    * Appends `answers` (a part of the output file and one of the error file) and commits them with the new state, if no
-   * other run committed since `b` was read (`write`: a new version even without answers or claims, as a step that
+   * other run committed since `b` was read (`write`: a new version even without answers or takes, as a step that
    * orders lines commits first, or a line's state changed): its new fields, else null.
    */
-  private async commit(b: Batch, answers: Map<number, Answer>, change: { inFlight: InFlight[]; claim?: { nextLine: number; nextOffset: number }; write?: boolean }): Promise<Partial<Batch> | null> {
-    if (!answers.size && !change.claim && !change.write && change.inFlight.length === (b.inFlight as unknown[]).length) return {};
+  private async commit(b: Batch, answers: Map<number, Answer>, change: { inFlight: InFlight[]; take?: { nextLine: number; nextOffset: number }; write?: boolean }): Promise<Partial<Batch> | null> {
+    if (!answers.size && !change.take && !change.write && change.inFlight.length === (b.inFlight as unknown[]).length) return {};
     const ok = [...answers.values()].filter((a) => a.ok);
     const bad = [...answers.values()].filter((a) => !a.ok);
     // A new part of the output file and one of the error file, listed only if this commit applies.
@@ -296,9 +297,9 @@ export class BatchDriver {
       failed: b.failed + bad.length,
       cost: money(b.cost).plus(cost),
       version: b.version + 1,
-      ...(change.claim && { nextLine: change.claim.nextLine, nextOffset: BigInt(change.claim.nextOffset) }),
+      ...(change.take && { nextLine: change.take.nextLine, nextOffset: BigInt(change.take.nextOffset) }),
     };
-    const applied = await this.d.files.commitParts(b.id, b.version, parts, (tx) => tx.batch.updateMany({ where: { id: b.id, version: b.version, ...(change.claim && { status: 'in_progress' }) }, data }));
+    const applied = await this.d.files.commitParts(b.id, b.version, parts, (tx) => tx.batch.updateMany({ where: { id: b.id, version: b.version, ...(change.take && { status: 'in_progress' }) }, data }));
     if (!applied) return null;
     for (const a of answers.values()) this.d.metrics.batchLines.inc({ status: a.ok ? 'completed' : a.expired ? 'expired' : 'failed' });
     return data as unknown as Partial<Batch>;
@@ -308,7 +309,7 @@ export class BatchDriver {
   private async expire(b: Batch, answers: Map<number, Answer>, running: InFlight[]): Promise<boolean> {
     const rest = await this.input.readFrom(b, EXPIRED_CHUNK);
     for (const l of rest.lines) answers.set(l.line, expiredAnswer(b, l));
-    const v = await this.commit(b, answers, { inFlight: running, claim: rest.lines.length ? { nextLine: rest.next.line, nextOffset: rest.next.offset } : undefined });
+    const v = await this.commit(b, answers, { inFlight: running, take: rest.lines.length ? { nextLine: rest.next.line, nextOffset: rest.next.offset } : undefined });
     if (!v || running.length || rest.lines.length) return true;
     return this.finish({ ...b, ...v }, 'expired');
   }

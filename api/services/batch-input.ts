@@ -23,7 +23,7 @@ export function lineTooLarge(bytes: number, maxBytes: number): AppError {
 
 /**
  * A batch's input as its driver reads it (docs/batches.md "How a batch runs"): the lines from the stored byte offset,
- * only those a step claims (memory and work are flat in the file's size), and one line again by its offset.
+ * only those a step takes (memory and work are flat in the file's size), and one line again by its offset.
  */
 export class BatchInput {
   constructor(private readonly d: { db: Db; files: BatchFiles; maxLineBytes: number }) {}
@@ -51,7 +51,7 @@ export class BatchInput {
     return { lines, next };
   }
 
-  /** The line that starts at `offset` of the input (a claimed line ordered again after a crash, or retried). */
+  /** The line that starts at `offset` of the input (a taken line ordered again after a crash, or retried). */
   async lineAt(b: Pick<Batch, 'id' | 'inputFileId'>, offset: number): Promise<Pick<InputLine, 'bytes' | 'body'>> {
     const file = await this.d.db.batchFile.findUnique({ where: { id: b.inputFileId } });
     if (!file) throw new AppError('NOT_FOUND', `Input file ${b.inputFileId} is gone`);

@@ -6,7 +6,10 @@ import { responsesSchema, type ResponsesBody } from '../../shared/schemas/respon
 import { embeddingsInputIssues, embeddingsSchema, type EmbeddingsBody } from '../../shared/schemas/embeddings.schema';
 import { imageGenerationSchema, type ImageGenerationBody } from '../../shared/schemas/images.schema';
 import type { BatchEndpoint } from '../../shared/schemas/batches.schema';
-import { buildEmbeddingList, chatToCanonical, embeddingsToCanonical, embeddingUsage, itemReferenceIds, responsesToCanonical } from '../../shared/formats';
+import { buildEmbeddingList, embeddingsToCanonical } from '../../shared/formats/embeddings.mapper';
+import { chatToCanonical } from '../../shared/formats/chat.mapper';
+import { embeddingUsage } from '../../shared/formats/format-utils';
+import { itemReferenceIds, responsesToCanonical } from '../../shared/formats/responses-request.mapper';
 import { QUEUES, type QueueName } from '../../shared/queue/queue-names';
 import type { EmbeddingsDonePayload, TextDonePayload } from '../../shared/queue/job-catalog';
 import { jsonBodyProblem } from '../middleware/reject-nul';
@@ -15,8 +18,7 @@ import type { Caller, Submission } from './generation-order';
 import { textRouting, type TextService } from './text.service';
 import type { EmbeddingsService, StoredEmbeddings } from './embeddings.service';
 import type { ImagesService } from './images.service';
-import { responseObjectOf, type StoredResponses } from './stored-responses';
-import { orderResponse } from './response-orders';
+import { responseObjectOf, type StoredResponses, orderResponse } from './stored-responses';
 import { chatCompletionOf } from './text-replies';
 
 /**

@@ -51,14 +51,14 @@ export class BatchUpstream {
 
   /**
    * The driver's idle rule (docs/batches.md "Provider batch APIs", the driver's pace): whether a step leaves nothing to do but wait for providers'
-   * batch APIs. True when the step answered and started nothing, no line can be claimed now (the input is exhausted or
+   * batch APIs. True when the step answered and started nothing, no line can be taken now (the input is exhausted or
    * the in-flight cap reached), every line in flight is parked, and every parked line is in a chunk a worker holds
    * (none loose for `send` to gather, none fallen back to its ordinary job). Nothing then changes before a chunk ends,
    * and its job wakes the driver when it does (UpstreamBatchRunner), so the driver may wait up to
    * BATCH_UPSTREAM_POLL_MS between steps instead of BATCH_POLL_MS.
    */
-  async idle(step: { moved: boolean; claimable: boolean; inFlight: number; parked: readonly string[] }): Promise<boolean> {
-    if (step.moved || step.claimable || step.parked.length === 0 || step.parked.length !== step.inFlight) return false;
+  async idle(step: { moved: boolean; takeable: boolean; inFlight: number; parked: readonly string[] }): Promise<boolean> {
+    if (step.moved || step.takeable || step.parked.length === 0 || step.parked.length !== step.inFlight) return false;
     return (await this.d.store.held(step.parked)) === step.parked.length;
   }
 

@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import type { Db } from '../../shared/db/client';
 import type { Batch, Prisma } from '../../shared/db/generated/client';
 import { AppError } from '../../shared/errors/app-error';
-import { randomBase62 } from '../../shared/ids';
+import { timedBase62 } from '../../shared/ids';
 import { ownerOf, type Principal } from '../../shared/auth/principal';
 import { moneyJson } from '../../shared/formats/format-utils';
 import { addBatchDriver } from '../../shared/queue/batch-jobs';
@@ -91,7 +91,7 @@ export class BatchesService {
       if (!(await this.d.files.lockInput(tx, input.id))) throw inputNotFound(body.input_file_id);
       return tx.batch.create({
         data: {
-          id: `batch_${randomBase62(24)}`,
+          id: `batch_${timedBase62()}`,
           ...ownerOf(p),
           principal: p as unknown as Prisma.InputJsonValue,
           endpoint: body.endpoint,
@@ -134,7 +134,7 @@ export class BatchesService {
   }
 
   /**
-   * `cancelling`: no line starts after this commit (the driver claims lines only while the batch is in progress, in a
+   * `cancelling`: no line starts after this commit (the driver takes lines only while the batch is in progress, in a
    * commit of its own); the running ones finish and are charged, then the batch is `cancelled` with what ran. The
    * driver's job is woken so it does not wait for its next poll.
    */

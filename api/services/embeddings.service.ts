@@ -1,13 +1,12 @@
 import { AppError } from '../../shared/errors/app-error';
 import type { Catalog } from '../../shared/catalog/catalog.types';
-import { adapterFor } from '../../shared/providers/registry';
-import { embeddingInputTokens, embeddingsToCanonical } from '../../shared/formats';
+import { adapterByKind } from '../../shared/providers/registry';
+import { embeddingInputTokens, embeddingsToCanonical } from '../../shared/formats/embeddings.mapper';
 import { newId } from '../../shared/ids';
 import { estimateTokens, maxBound, tokenCost } from '../../shared/billing/pricing';
 import { QUEUES } from '../../shared/queue/queue-names';
-import type { EmbeddingsJobData } from '../../shared/queue/job-catalog';
+import type { EmbeddingsJobData, EmbeddingsDonePayload } from '../../shared/queue/job-catalog';
 import type { EmbeddingsBody } from '../../shared/schemas/embeddings.schema';
-import type { EmbeddingsDonePayload } from '../../shared/queue/job-catalog';
 import type { Caller, Submission } from './generation-order';
 import { awaitText, type WaitingServiceDeps } from './text-replies';
 
@@ -51,7 +50,7 @@ export class EmbeddingsService {
       // Token ids belong to a provider's own tokenizer: only adapters that send them upstream may serve them.
       const takesTokens = (e: { provider: string }) => {
         const provider = this.d.catalog.providers[e.provider];
-        return provider !== undefined && adapterFor(provider.kind)?.supports.embeddingTokens === true;
+        return provider !== undefined && adapterByKind[provider.kind]?.supports.embeddingTokens === true;
       };
       const fit = endpoints.filter(takesTokens);
       if (!fit.length) {

@@ -1,20 +1,16 @@
 import type { Job, Queue } from 'bullmq';
 import { AppError } from '../../shared/errors/app-error';
 import type { Logger } from '../../shared/logger';
-import { AT_ONCE_QUEUES, JOB_OPTIONS } from '../../shared/queue/job-catalog';
-import type { GenerationBus } from '../../shared/queue/generation-bus';
-import type { QueueName } from '../../shared/queue/queue-names';
+import { JOB_OPTIONS, type GenerationJobBase } from '../../shared/queue/job-catalog';
+import { Mailbox, publishStop, type StopReason, type GenerationBus } from '../../shared/queue/generation-bus';
+import { QUEUES, type QueueName } from '../../shared/queue/queue-names';
 import { RUNNING, type GenerationService, type GenerationState, type NewGeneration, type ResponseMode } from '../../shared/services/generation.service';
-import type { GenerationJobBase } from '../../shared/queue/job-catalog';
-import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import { ownerOf } from '../../shared/auth/principal';
 import { money, toStorage, type Decimal } from '../../shared/money';
-import { Mailbox } from './mailbox';
 import type Redis from 'ioredis';
-import { publishStop, type StopReason } from '../../shared/queue/cancel-channel';
-import type { SettlementJournal } from '../../shared/billing/settlement-journal';
-import { PendingRecord } from '../../shared/billing/pending-record';
-import { addJob, type ClaimTicket } from '../../shared/queue/claims';
+import { discardRefused, endGeneration, keepCheckpoint, underCancelFence, type EndingDeps } from '../../shared/billing/ending';
+import { PendingRecord } from '../../shared/billing/settlement-journal';
+import { addJob, mayClaim, type ClaimTicket } from '../../shared/queue/claims';
 import { uncount, workClassOf } from '../../shared/queue/fairness';
 import type { LocalLane } from '../../shared/runtime/local-lane';
 import type { LeaseDesk } from '../../shared/billing/leases';
@@ -23,7 +19,6 @@ import { attach } from './idempotent-replay';
 import type { Catalog } from '../../shared/catalog/catalog.types';
 import type { UpstreamBatches } from '../../shared/services/upstream-batches.service';
 import { takesUpstreamBatch } from '../../shared/providers/batch-routing';
-import { QUEUES } from '../../shared/queue/queue-names';
 
 /** Where batch lines bound for a provider's own batch API are parked (docs/batches.md "Provider batch APIs"). */
 export interface UpstreamParking {
@@ -52,8 +47,8 @@ export class GenerationGateway {
     private readonly logger: Logger,
     /** Publishes stop messages to the workers (cancel-channel.ts). */
     private readonly stops: { redis: Redis; prefix: string },
-    /** Settlements replied to before their commit: a refused reservation waits for them, a cancel keeps them. */
-    private readonly settlements: SettlementJournal,
+    /** How generations end (shared/billing/ending.ts): a refused reservation waits for promised settlements, a cancel keeps them. */
+    private readonly endings: EndingDeps,
     /** What this process's API shares with its workers: their free slots, and the records of jobs claimed here. */
     private readonly lane: LocalLane,
     /** Reservations granted in memory from this process's leases (shared/billing/leases.ts); without it, none. */
@@ -62,10 +57,6 @@ export class GenerationGateway {
     private readonly parking?: UpstreamParking,
   ) {}
 
-  get replyChannel(): string {
-    return this.bus.channel;
-  }
-
   /**
    * Reserves, records and enqueues one generation of any kind: the record and the job are built here, once, from
    * the order (who asks, the route, the bound and the kind's own job fields).
@@ -73,8 +64,8 @@ export class GenerationGateway {
   order<T extends GenerationJobBase>(o: GenerationOrder<T>): Promise<Submission> {
     const owner = ownerOf(o.caller.principal);
     // Background work (a background response, an async media call, a batch line): nobody waits for its messages.
-    const replyTo = o.mode === 'async' || o.mode === 'batch' ? null : this.replyChannel;
-    const park = this.parkOf(o);
+    const replyTo = workClassOf(o.mode) === 'interactive' ? this.bus.channel : null;
+    const park = o.mode === 'batch' ? this.parkOf(o) : undefined;
     return this.submit<T>(
       o.queue,
       {
@@ -148,7 +139,7 @@ export class GenerationGateway {
    * payload carries the caller's text, which `store: false` asks us not to keep).
    */
   private async submit<T extends object>(queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { listen: boolean; forget?: boolean; capped?: boolean; park?: Park }): Promise<Submission> {
-    const claimable = opts.listen && !opts.capped && AT_ONCE_QUEUES.has(queue);
+    const claimable = mayClaim(queue, gen.responseMode, opts.capped === true);
     if (this.leases && claimable && !gen.idempotency) {
       const drawn = await this.submitDrawn(this.leases, queue, gen, job, opts);
       if (drawn) return drawn;
@@ -176,7 +167,7 @@ export class GenerationGateway {
    * runs while the generation's record commits (its bound moving from the lease to its own reservation). Its worker takes
    * the record from the lane (shared/runtime/local-lane.ts) with the job: a reply never goes out for a generation that
    * neither the database nor a settlement promise holds, so its `done` may leave once its promise carries the record
-   * (shared/billing/reply-then-settle.ts settleCompleted); every other final message waits for the record's commit. A record
+   * (shared/billing/ending.ts endGeneration); every other final message waits for the record's commit. A record
    * that fails before any `done` went out ends the generation for its client as unavailable, and its job is stopped (it
    * settles nothing: there is no record); after a `done`, the promise is kept by the run, its re-run or the reaper. The
    * job is marked `drawn`: a run anywhere else (a re-run after this process died) finds no record in its lane and ends
@@ -271,10 +262,7 @@ export class GenerationGateway {
    */
   private async enqueueFailed(gen: NewGeneration, e: unknown): Promise<never> {
     this.logger.error('enqueue failed', { err: e, generationId: gen.id, trace_id: gen.traceId });
-    await this.generations.discard(gen).catch(async (err: unknown) => {
-      this.logger.error('a generation refused at enqueue was not discarded', { err, generationId: gen.id, trace_id: gen.traceId });
-      await this.generations.finish(gen.id, { status: 'failed', error: new AppError('SERVICE_UNAVAILABLE', 'The queue is unavailable').toStored() }).catch(() => undefined);
-    });
+    await discardRefused(this.endings, gen, (err) => this.logger.error('a generation refused at enqueue was not discarded', { err, generationId: gen.id, trace_id: gen.traceId }));
     throw new AppError('SERVICE_UNAVAILABLE', 'Service temporarily unavailable: repeat later');
   }
 
@@ -288,7 +276,7 @@ export class GenerationGateway {
       return await this.generations.createOrReplay(gen);
     } catch (e) {
       if (!(e instanceof AppError) || (e.status !== 402 && e.status !== 403)) throw e;
-      if (!(await this.settlements.waitSettled(gen.organizationId))) throw e;
+      if (!(await this.endings.settlements.waitSettled(gen.organizationId))) throw e;
       return this.generations.createOrReplay(gen);
     }
   }
@@ -330,21 +318,15 @@ export class GenerationGateway {
     const job = await this.queues[queue].getJob(id).catch(() => undefined);
     const data = job?.data as Partial<GenerationJobBase & { step: unknown; mode: ResponseMode }> | undefined;
     const org = data?.organizationId;
-    if (!org) return this.cancelHeld(id, queue, job, data, opts);
+    if (!org) return this.cancelFenced(id, queue, job, data, opts);
     // While this cancel decides, no worker can promise the generation's settlement and reply on it (its commit then
     // comes first, and races this one in the database). Unless its worker already replied with the cost (reply, then
     // settle): that ending stands, and is committed now.
-    const held = await this.settlements.holdForCancel(org, id).catch(() => false);
-    if (!held && (await this.settlements.keep(org, id, this.generations))) return false;
-    try {
-      return await this.cancelHeld(id, queue, job, data, opts);
-    } finally {
-      if (held) await this.settlements.releaseCancel(org, id).catch(() => undefined);
-    }
+    return underCancelFence(this.endings, { organizationId: org, generationId: id }, () => this.cancelFenced(id, queue, job, data, opts));
   }
 
   /** `cancel`, once no settlement can be promised ahead of it. */
-  private async cancelHeld(id: string, queue: QueueName, job: Job | undefined, data: Partial<GenerationJobBase & { step: unknown; mode: ResponseMode }> | undefined, opts: { chargeStreamed?: boolean }): Promise<boolean> {
+  private async cancelFenced(id: string, queue: QueueName, job: Job | undefined, data: Partial<GenerationJobBase & { step: unknown; mode: ResponseMode }> | undefined, opts: { chargeStreamed?: boolean }): Promise<boolean> {
     const holdsTask = job !== undefined && data?.step !== undefined && (await job.getState().catch(() => 'unknown')) === 'delayed';
     // Removing fails when the job is running (locked by its worker).
     const removed = job !== undefined && !holdsTask && (await job.remove().then(() => true, () => false));
@@ -356,15 +338,13 @@ export class GenerationGateway {
     }
     // A stream whose worker did not end it (gone, frozen past its lock, or stuck) charges what its last checkpoint holds:
     // what had reached the client by then (docs/billing-failures.md).
-    if (data?.mode === 'stream' && (await this.settlements.keepCheckpoint(id, this.generations, { cancelled: opts.chargeStreamed }).catch(() => false))) return false;
-    const r = await this.generations.finish(id, { status: 'cancelled' });
-    if (!r.applied) return false;
+    if (data?.mode === 'stream' && (await keepCheckpoint(this.endings, id, opts.chargeStreamed).catch(() => false))) return false;
     // A job holding a task runs again now to cancel it upstream (it must not be stopped); a running job stops calling
     // its provider (the upstream request is aborted): nobody will receive the work.
-    if (holdsTask) await job.promote().catch(() => undefined);
-    else await this.stop(id, 'cancelled');
-    if (data?.replyTo) await new GenerationPublisher(this.stops.redis, data.replyTo, id, this.lane.buses).send({ type: 'cancelled' }).catch(() => undefined);
-    return true;
+    const stopped = async () => (holdsTask ? job.promote().catch(() => undefined) : this.stop(id, 'cancelled'));
+    const ended = { generationId: id, organizationId: data?.organizationId ?? '', replyTo: data?.replyTo ?? null };
+    const r = await endGeneration(this.endings, null, ended, { kind: 'end', finish: { status: 'cancelled' }, committed: async (s) => void (s.applied && (await stopped())) });
+    return r!.applied;
   }
 
   /**

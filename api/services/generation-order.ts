@@ -1,11 +1,10 @@
-import type { BusMessage } from '../../shared/queue/generation-bus';
+import type { BusMessage, Mailbox } from '../../shared/queue/generation-bus';
 import type { QueueName } from '../../shared/queue/queue-names';
-import type { ApiType, IdempotencyClaim, RequestType, ResponseMode } from '../../shared/services/generation.service';
+import type { ApiType, IdempotentRequest, RequestType, ResponseMode } from '../../shared/services/generation.service';
 import type { GenerationJobBase, PlannedCandidate } from '../../shared/queue/job-catalog';
 import type { Principal } from '../../shared/auth/principal';
 import type { PlannedRoute } from './route-planner';
 import type { Decimal, MoneyLike } from '../../shared/money';
-import type { Mailbox } from './mailbox';
 
 export type FinalMessage = Extract<BusMessage, { type: 'done' | 'failed' | 'cancelled' }>;
 
@@ -48,7 +47,7 @@ export interface Caller {
   traceId: string;
   /** The request span (tracing on only): the job carries it, so the worker's spans join the request's trace. */
   traceparent?: string;
-  idempotency?: IdempotencyClaim;
+  idempotency?: IdempotentRequest;
   /** A batch line's batch (docs/batches.md): its line may go to its endpoint's provider batch API. */
   batchId?: string;
   /**

@@ -2,7 +2,7 @@ import { AppError, type StoredError } from '../../shared/errors/app-error';
 import type { QueueName } from '../../shared/queue/queue-names';
 import { RUNNING, type GenerationService, type GenerationState, type NewGeneration } from '../../shared/services/generation.service';
 import { ZERO } from '../../shared/money';
-import { Mailbox } from './mailbox';
+import { Mailbox } from '../../shared/queue/generation-bus';
 import type { Submission } from './generation-order';
 
 /** How often a repeated request reads the state of the generation it attached to. */

@@ -9,6 +9,8 @@ import type { Principal } from '../../shared/auth/principal';
 import type { GenerationGateway } from './generation-gateway';
 import type { FinalMessage, Submission } from './generation-order';
 import type { RoutePlanner } from './route-planner';
+import { generationById } from '../../shared/db/generation-reads';
+import { outwaited } from './text-replies';
 
 /** A reply: status, body, headers (Retry-After while a generation runs). */
 export interface MediaReply {
@@ -45,11 +47,12 @@ export interface MediaRecordsDeps {
 export class MediaRecords {
   constructor(private readonly d: MediaRecordsDeps) {}
 
-  /** Waits up to SYNC_WAIT_MS for the job's final message; null when it did not come (the job goes on). */
+  /** Waits up to SYNC_WAIT_MS for the job's final message; null when it did not come (the job goes on: text-replies.ts outwaited). */
   async wait(sub: Submission): Promise<FinalMessage | null> {
     if (!sub.mailbox) return null;
     try {
-      return await this.d.gateway.waitFinal(sub, this.d.syncWaitMs);
+      const m = (await this.d.gateway.waitFinal(sub, this.d.syncWaitMs)) ?? (await outwaited(this.d.gateway, sub, { goesOn: true }));
+      return m === 'running' ? null : m;
     } finally {
       sub.detach();
     }
@@ -87,7 +90,9 @@ export class MediaRecords {
   }
 
   async load(id: string): Promise<Generation> {
-    return this.d.files.withFreshUrls(await this.d.db.generation.findUniqueOrThrow({ where: { id } }));
+    const g = await generationById(this.d.db, id, (where) => this.d.db.generation.findFirst({ where }));
+    if (!g) throw new Error(`generation ${id} is not recorded`);
+    return this.d.files.withFreshUrls(g);
   }
 
   /**

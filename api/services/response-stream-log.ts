@@ -1,5 +1,5 @@
 import type Redis from 'ioredis';
-import type { SseEvent } from '../../shared/formats';
+import type { SseEvent } from '../../shared/formats/responses-stream.formatter';
 
 /** Events that end a Responses stream. */
 export const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['response.completed', 'response.incomplete', 'response.failed']);

@@ -1,17 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { Catalog, EndpointConfig, ModelConfig, ModelType } from '../../shared/catalog/catalog.types';
 import { AppError } from '../../shared/errors/app-error';
-import {
-  applyModelSpec,
-  parametersToDrop,
-  parseModelSpec,
-  planRoute,
-  RoutingError,
-  RoutingInputError,
-  type ModelSpec,
-  type ProviderPreferences,
-  type RoutePlan,
-} from '../../shared/routing';
+import { applyModelSpec, parseModelSpec, type ModelSpec } from '../../shared/routing/inline-model';
+import { planRoute } from '../../shared/routing/plan-route';
+import { RoutingError, RoutingInputError } from '../../shared/routing/routing-errors';
+import type { ProviderPreferences, RoutePlan } from '../../shared/routing/routing.types';
 import type { PlannedCandidate } from '../../shared/queue/job-catalog';
 import type { EndpointStatsStore } from '../../shared/services/endpoint-stats.store';
 import { assertModelAllowed, type Principal } from '../../shared/auth/principal';
@@ -101,7 +94,7 @@ export class RoutePlanner {
         spec,
         primary: this.catalog.models[spec.model],
         plan,
-        candidates: plan.candidates.map((c) => ({ model: c.model, slug: c.endpoint.slug, dropParams: parametersToDrop(plan, c.endpoint.slug) })),
+        candidates: plan.candidates.map((c) => ({ model: c.model, slug: c.endpoint.slug, dropParams: plan.unsupportedByEndpoint[c.endpoint.slug] ?? [] })),
         endpoints: plan.candidates.map((c) => c.endpoint),
         stickyKey,
       };

@@ -1,14 +1,21 @@
 import type { SettlementJournal } from '../../shared/billing/settlement-journal';
 import type { Db } from '../../shared/db/client';
 import type { Generation, Prisma } from '../../shared/db/generated/client';
-import { AppError } from '../../shared/errors/app-error';
-import { buildResponseObject, incompleteReason, publicUsage, withoutText, type PublicError, type ResponseObject, type ResponseStatus } from '../../shared/formats';
+import { AppError, type StoredError } from '../../shared/errors/app-error';
+import { buildResponseObject, incompleteReason, type PublicError, type ResponseObject, type ResponseStatus } from '../../shared/formats/response-object.mapper';
+import { publicUsage } from '../../shared/formats/format-utils';
+import { withoutText } from '../../shared/formats/unstored-text';
 import type { InputItem, OutputItem, TextResult } from '../../shared/providers/provider.types';
 import type { ResponsesBody } from '../../shared/schemas/responses.schema';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
 import type { Principal } from '../../shared/auth/principal';
-import type { StoredError } from '../../shared/errors/app-error';
 import { RUNNING } from '../../shared/services/generation.service';
+import { generationById } from '../../shared/db/generation-reads';
+import { parametersIgnored } from '../../shared/routing/route-parameters';
+import { itemReferenceIds, responsesToCanonical } from '../../shared/formats/responses-request.mapper';
+import { textRouting, type TextService, type TextSubmitted } from './text.service';
+import type { Caller } from './generation-order';
+import type { PlannedRoute } from './route-planner';
 
 /** What a responses generation keeps in its `request` column: the body (echo fields) and the whole conversation. */
 export interface StoredResponsesRequest {
@@ -23,10 +30,19 @@ export interface StoredResponsesRequest {
 
 export const storedRequest = (g: Generation) => g.request as unknown as StoredResponsesRequest;
 
-/** The response's own texts are kept (not `store: false`, not deleted). */
+/** The response's own texts are kept (not `store: false`, not deleted, not erased by CONTENT_RETENTION_DAYS). */
 export function isStored(g: Generation): boolean {
   const r = storedRequest(g);
-  return r.body.store !== false && r.deleted !== true;
+  return r !== null && r.body.store !== false && r.deleted !== true;
+}
+
+/**
+ * A response whose content the retention erased (CONTENT_RETENTION_DAYS, docs/decisions.md "History"): its record
+ * is in the history, its texts are gone. Null when the content is there.
+ */
+function erased(g: Generation | null, what: string): AppError | null {
+  if (!g || g.request !== null) return null;
+  return new AppError('NOT_FOUND', `${what} ${g.id} is no longer stored: its input and output were erased after the content retention period (CONTENT_RETENTION_DAYS); its usage and cost stay at GET /v1/history/generations/${g.id}`);
 }
 
 const STATUS: Record<Generation['status'], ResponseStatus> = {
@@ -152,23 +168,28 @@ export class StoredResponses {
     const g = await this.lookup(principal, id);
     if ((g && hasEnded(g)) || !this.settlements) return g;
     // Running and promised, or not recorded yet but promised (granted from a lease: the promise carries its record).
-    return (await this.settlements.waitSettled(principal.organizationId, { generationIds: [id] })) ? this.lookup(principal, id) : g;
+    // Read again either way: a promise erased between the read above and this wait was kept (its close committed),
+    // so the first read is stale (a previous_response_id answered 409 "has not completed" so).
+    await this.settlements.waitSettled(principal.organizationId, { generationIds: [id] });
+    return this.lookup(principal, id);
   }
 
   private lookup(principal: Principal, id: string): Promise<Generation | null> {
-    return this.db.generation.findFirst({
+    return generationById(this.db, id, (key) => this.db.generation.findFirst({
       where: {
-        id,
+        ...key,
         apiType: 'responses',
         organizationId: principal.organizationId,
         ...(principal.kind === 'key' ? { apiKeyId: principal.keyId } : principal.role === 'member' ? { userId: principal.userId } : {}),
       },
-    });
+    }));
   }
 
   /** A response's record as it is now (after a cancel: how it ended). */
-  reread(id: string): Promise<Generation> {
-    return this.db.generation.findUniqueOrThrow({ where: { id } });
+  async reread(id: string): Promise<Generation> {
+    const g = await generationById(this.db, id, (where) => this.db.generation.findFirst({ where }));
+    if (!g) throw new Error(`response ${id} is not recorded`);
+    return g;
   }
 
   /**
@@ -179,8 +200,8 @@ export class StoredResponses {
     const now = await this.reread(id);
     const record: StoredResponsesRequest = { body: unstoredBody(storedRequest(now).body), input: [], deleted: true };
     const payload = now.result as unknown as TextDonePayload | null;
-    await this.db.generation.update({
-      where: { id },
+    await this.db.generation.updateMany({
+      where: { id, createdAt: now.createdAt },
       data: {
         request: record as unknown as Prisma.InputJsonValue,
         ...(payload && { result: { ...payload, result: withoutText(payload.result) } as unknown as Prisma.InputJsonValue }),
@@ -191,6 +212,8 @@ export class StoredResponses {
   /** A response whose texts are kept, or 404. */
   async get(principal: Principal, id: string): Promise<Generation> {
     const g = await this.find(principal, id);
+    const gone = erased(g, 'Response');
+    if (gone) throw gone;
     if (!g || !isStored(g)) throw new AppError('NOT_FOUND', `Response ${id} not found`);
     return g;
   }
@@ -198,6 +221,8 @@ export class StoredResponses {
   /** The conversation so far of `previous_response_id`: its input and output items. */
   async history(principal: Principal, id: string): Promise<InputItem[]> {
     const prev = await this.find(principal, id);
+    const gone = erased(prev, 'Previous response');
+    if (gone) throw gone;
     if (!prev || !isStored(prev)) throw new AppError('NOT_FOUND', `Previous response ${id} not found`);
     if (prev.status !== 'completed') throw new AppError('CONFLICT', `Previous response ${id} has not completed (status ${prev.status})`);
     return [...storedRequest(prev).input, ...asInput((prev.result as unknown as TextDonePayload).result.output)];
@@ -223,4 +248,42 @@ export class StoredResponses {
     }
     return out;
   }
+}
+
+const withoutReasoning = ({ reasoning: _reasoning, ...rest }: ResponsesBody): ResponsesBody => rest;
+
+/**
+ * A validated Responses API body as a text generation: its conversation (the previous response's turns, the item
+ * references) mapped, routed, reserved and enqueued. POST /v1/responses (sync, stream, background) and a batch's
+ * `/v1/responses` lines both order theirs here. `record` is what the generation keeps of the request.
+ */
+export async function orderResponse(
+  d: { text: TextService; stored: StoredResponses },
+  c: Caller,
+  body: ResponsesBody,
+  o: { id: string; mode: 'sync' | 'stream' | 'async' | 'batch' },
+): Promise<TextSubmitted & { record: (route: PlannedRoute) => StoredResponsesRequest }> {
+  const prior = body.previous_response_id ? await d.stored.history(c.principal, body.previous_response_id) : [];
+  const references = await d.stored.resolve(c.principal, itemReferenceIds(body.input));
+  const { requestedParameters, warnings: formatWarnings, ...request } = responsesToCanonical(body, prior, references);
+  // `store: false`: the record keeps what billing and history need, not the conversation (nor the instructions).
+  // A reasoning effort no endpoint of the model takes is dropped with a warning, and not echoed either.
+  const record = (route: PlannedRoute): StoredResponsesRequest => {
+    const kept = parametersIgnored(route.plan).includes('reasoning') ? withoutReasoning(body) : body;
+    return body.store === false ? { body: unstoredBody(kept), input: [] } : { body: kept, input: request.input, inputStart: prior.length };
+  };
+  const submitted = await d.text.submit({
+    id: o.id,
+    ...c,
+    ...textRouting(body),
+    apiType: 'responses',
+    mode: o.mode,
+    request,
+    requestedParameters,
+    warnings: formatWarnings,
+    record,
+    previousResponseId: body.previous_response_id ?? undefined,
+    store: body.store !== false,
+  });
+  return { ...submitted, record };
 }

@@ -1,5 +1,4 @@
 import type { Response } from 'express';
-import { openEventStream } from './event-stream';
 import { AppError, type StoredError } from '../../shared/errors/app-error';
 import type { TextResult, TextStreamEvent } from '../../shared/providers/provider.types';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
@@ -7,7 +6,8 @@ import type { GenerationGateway } from './generation-gateway';
 import { STOP_GRACE_MS, type FinalMessage, type Submission } from './generation-order';
 import type { RoutePlanner } from './route-planner';
 import { toAppError } from '../middleware/error-handler';
-import { buildChatCompletion, chatUsage, type ChatCompletion } from '../../shared/formats';
+import { buildChatCompletion, type ChatCompletion } from '../../shared/formats/chat.mapper';
+import { chatUsage } from '../../shared/formats/format-utils';
 
 /**
  * The chat.completion object of a completed text generation, as POST /v1/chat/completions answers it (and a batch's
@@ -45,26 +45,57 @@ export interface WaitingServiceDeps {
 /**
  * Waits for a synchronous text/embeddings generation. Past SYNC_WAIT_MS the job is cancelled and not charged
  * (decisions.md section 5) and the caller gets 408 — unless the worker finished in the meantime, or the request
- * has an Idempotency-Key: then the generation goes on and a repeat of the request gets its result.
+ * has an Idempotency-Key: then the generation goes on and a repeat of the request gets its result (`outwaited`).
  */
 export async function awaitText<T = TextDonePayload>(gateway: GenerationGateway, sub: Submission, waitMs: number, reread: () => Promise<T | null>): Promise<T> {
+  const again = async (): Promise<FinalMessage | null> => {
+    const settled = await reread();
+    return settled ? { type: 'done', payload: settled, id: sub.id, seq: 0 } : null;
+  };
   try {
-    const m = await gateway.waitFinal(sub, waitMs, async () => {
-      const settled = await reread();
-      return settled ? { type: 'done', payload: settled, id: sub.id, seq: 0 } : null;
-    });
+    const m = (await gateway.waitFinal(sub, waitMs, again)) ?? (await outwaited(gateway, sub, { goesOn: sub.keyed === true, reread: again }));
+    if (m === 'running') throw timeoutError(sub.id, waitMs, true);
     if (m?.type === 'done') return m.payload as T;
     if (m?.type === 'failed') throw AppError.fromStored(m.error);
-    if (!m && sub.keyed) throw timeoutError(sub.id, waitMs, true);
-    // Cancelled on the submission's own queue (an embeddings job must leave the embeddings queue) and its upstream
-    // call aborted, so a provider never works for a caller who has gone.
-    if (!m && (await gateway.cancel(sub.id, sub.queue))) throw timeoutError(sub.id, waitMs, false);
-    const late = await reread();
-    if (late) return late;
     throw timeoutError(sub.id, waitMs, false);
   } finally {
     sub.detach();
   }
+}
+
+/**
+ * What happens when a client's wait for a generation runs out (SYNC_WAIT_MS): the one rule of timeouts, for every kind.
+ * - `goesOn` (an Idempotency-Key, whose repeat gets the result; a media generation, whose record answers 202): it goes
+ *   on, `'running'`.
+ * - A stream that already sent content (`produced`): its worker is told to stop (its upstream call is aborted) and to
+ *   charge what was produced; the deltas still in flight are relayed (`onDelta`) and its final message, carrying that
+ *   cost, is returned.
+ * - Anything else is cancelled, uncharged (null), unless it ended first: then its own final message (the mailbox, else
+ *   `reread`). A cancel that does not commit within STOP_GRACE_MS (PostgreSQL away) is 503.
+ */
+export async function outwaited(
+  gateway: GenerationGateway,
+  sub: Submission,
+  opts: { goesOn: boolean; produced?: boolean; onDelta?: (ev: TextStreamEvent) => void; reread?: () => Promise<FinalMessage | null> },
+): Promise<FinalMessage | 'running' | null> {
+  if (opts.goesOn) return 'running';
+  if (opts.produced) {
+    await gateway.stop(sub.id, 'timeout');
+    const deadline = Date.now() + STOP_GRACE_MS;
+    for (let m = await sub.mailbox!.next(STOP_GRACE_MS); m; m = await sub.mailbox!.next(Math.max(0, deadline - Date.now()))) {
+      if (m.type === 'delta') opts.onDelta?.(m.event);
+      else if (m.type === 'done' || m.type === 'failed' || m.type === 'cancelled') return m;
+    }
+  }
+  // Cancelled on the submission's own queue (an embeddings job must leave the embeddings queue) and its upstream call
+  // aborted, so a provider never works for a caller who has gone.
+  const cancel = gateway.cancel(sub.id, sub.queue);
+  cancel.catch(() => undefined); // a late failure changes nothing more
+  const cancelled = await Promise.race([cancel, new Promise<'late'>((r) => setTimeout(() => r('late'), STOP_GRACE_MS).unref())]);
+  if (cancelled === 'late') throw new AppError('SERVICE_UNAVAILABLE', `Generation ${sub.id} could not be ended in time: repeat the request`);
+  if (cancelled) return null;
+  // The worker ended it first: its own ending (and cost).
+  return (await gateway.waitFinal(sub, STOP_GRACE_MS, opts.reread)) ?? (await opts.reread?.().catch(() => null)) ?? null;
 }
 
 export interface StreamHandlers {
@@ -79,31 +110,6 @@ export { STOP_GRACE_MS };
 
 /** The error a cancelled stream ends with; with the cost charged when content had reached the client. */
 const CANCELLED: StoredError = { code: 'REQUEST_TIMEOUT', message: 'The generation was cancelled' };
-
-/**
- * Ends a stream after SYNC_WAIT_MS of silence. Content already sent: the worker is told to stop (its upstream
- * call is aborted) and to charge what was produced; its final message carries that cost. Nothing sent: the
- * generation is cancelled uncharged. Returns the final message to relay, or null (uncharged timeout).
- */
-async function endAfterTimeout(gateway: GenerationGateway, sub: Submission, produced: boolean, onDelta: (ev: TextStreamEvent) => void): Promise<FinalMessage | null> {
-  if (produced) {
-    await gateway.stop(sub.id, 'timeout');
-    // Deltas still in flight are relayed: the client sees all the output it is charged for.
-    const deadline = Date.now() + STOP_GRACE_MS;
-    for (let m = await sub.mailbox!.next(STOP_GRACE_MS); m; m = await sub.mailbox!.next(Math.max(0, deadline - Date.now()))) {
-      if (m.type === 'delta') onDelta(m.event);
-      else if (m.type === 'done' || m.type === 'failed' || m.type === 'cancelled') return m;
-    }
-  }
-  // The cancel commits in PostgreSQL: one that does not answer within the grace ends the stream as unavailable.
-  const cancel = gateway.cancel(sub.id, sub.queue);
-  cancel.catch(() => undefined); // a late failure changes nothing more
-  const cancelled = await Promise.race([cancel, new Promise<'late'>((r) => setTimeout(() => r('late'), STOP_GRACE_MS).unref())]);
-  if (cancelled === 'late') throw new AppError('SERVICE_UNAVAILABLE', `Generation ${sub.id} could not be ended in time: repeat the request`);
-  if (cancelled) return null;
-  // The worker ended it first: relay its own ending (and cost).
-  return gateway.waitFinal(sub, STOP_GRACE_MS);
-}
 
 /**
  * Relays a streamed generation as Server-Sent Events, event by event, as the worker publishes them (nothing is
@@ -147,13 +153,11 @@ export async function pumpStream(
       // A final message numbered anew is the ending another run made (it kept the stream's checkpoint): relayed below.
       if (m && m.type !== 'recheck') lastSeq = m.seq;
       if (!m) {
-        if (sub.keyed) {
+        const final = await outwaited(gateway, sub, { goesOn: sub.keyed === true, produced, onDelta: (ev) => write(h.delta(ev)) });
+        if (final === 'running') {
           // With an Idempotency-Key the generation goes on, and a repeat replays it once it has finished.
           end(h.failed({ code: 'REQUEST_TIMEOUT', message: `Timed out waiting for the model: generation ${sub.id} keeps running; repeat with the same Idempotency-Key to replay it once finished`, metadata: { reason: 'upstream_timeout', generation_id: sub.id } }));
-          break;
-        }
-        const final = await endAfterTimeout(gateway, sub, produced, (ev) => write(h.delta(ev)));
-        if (final?.type === 'done') end(h.done(final.payload as TextDonePayload));
+        } else if (final?.type === 'done') end(h.done(final.payload as TextDonePayload));
         else if (final?.type === 'failed') end(h.failed(final.error, final.payload as TextDonePayload | undefined));
         else if (final?.type === 'cancelled') end(h.failed(CANCELLED, final.payload as TextDonePayload | undefined));
         else end(h.failed({ code: 'REQUEST_TIMEOUT', message: 'Timed out waiting for the model', metadata: { reason: 'upstream_timeout' } }));
@@ -208,4 +212,25 @@ export function replayEvents(result: TextResult): TextStreamEvent[] {
     }
     return o.content.map((c) => ({ type: 'text_delta', text: c.text }));
   });
+}
+
+/**
+ * Starts a Server-Sent Events reply: status, headers (no buffering by proxies), flushed at once. Returns whether
+ * the client has gone; `onGone` runs once when the connection drops before the reply ended.
+ */
+export function openEventStream(res: Response, onGone?: () => void): () => boolean {
+  res.status(200);
+  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-cache, no-transform');
+  res.setHeader('Connection', 'keep-alive');
+  res.setHeader('X-Accel-Buffering', 'no');
+  res.flushHeaders();
+  let gone = false;
+  // `res` closes when the reply ends or the connection drops (a request's own 'close' fires once its body is read).
+  res.on('close', () => {
+    if (res.writableEnded) return;
+    gone = true;
+    onGone?.();
+  });
+  return () => gone;
 }

@@ -1,15 +1,15 @@
 import { AppError } from '../../shared/errors/app-error';
 import { OUTPUT_TOKENS_CEILING } from '../../shared/schemas/responses.schema';
 import type { TextRequest } from '../../shared/providers/provider.types';
-import type { ProviderPreferences } from '../../shared/routing';
+import type { ProviderPreferences } from '../../shared/routing/routing.types';
 import { newId } from '../../shared/ids';
 import { requestedParameters, withReasoningEffort } from '../../shared/formats/format-utils';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../shared/providers/provider.types';
 import { estimateInputTokens, maxBound, outputTokensFor, textBound } from '../../shared/billing/pricing';
-import { tierPrice } from '../../shared/catalog/service-tiers';
+import { tierPrice } from '../../shared/catalog/catalog-index';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';
-import type { ApiType, IdempotencyClaim, ResponseMode } from '../../shared/services/generation.service';
+import type { ApiType, IdempotentRequest, ResponseMode } from '../../shared/services/generation.service';
 import type { GenerationGateway } from './generation-gateway';
 import type { Submission } from './generation-order';
 import type { Principal } from '../../shared/auth/principal';
@@ -18,6 +18,7 @@ import type { Db } from '../../shared/db/client';
 import type { TextDonePayload } from '../../shared/queue/job-catalog';
 import { awaitText, pumpStream, type StreamHandlers } from './text-replies';
 import type { PlannedRoute, RoutePlanner } from './route-planner';
+import { generationById } from '../../shared/db/generation-reads';
 
 /** The least output a text request may be shrunk to when the balance does not cover its full bound. */
 const MIN_OUTPUT_TOKENS = 16;
@@ -53,7 +54,7 @@ export interface TextSubmit {
   /** The request's name for the output limit, for the 400 when it is above the model's (default max_output_tokens). */
   outputLimitField?: string;
   /** The request's Idempotency-Key, when it has one (docs/idempotency.md). */
-  idempotency?: IdempotencyClaim;
+  idempotency?: IdempotentRequest;
   /** A batch line's batch (Caller.batchId). */
   batchId?: string;
   /** Its whole bound or nothing (Caller.wholeBound). */
@@ -182,7 +183,7 @@ export class TextService {
 
   /** The stored answer of a completed text generation, for a waiter that missed the worker's message. */
   private async completed(id: string): Promise<TextDonePayload | null> {
-    const g = await this.d.db.generation.findUnique({ where: { id } });
+    const g = await generationById(this.d.db, id, (where) => this.d.db.generation.findFirst({ where }));
     // The cost shown is the amount charged (the record's client cost), as in the worker's own message.
     return g?.status === 'completed' ? { ...(g.result as unknown as TextDonePayload), cost: g.clientCost.toFixed(10) } : null;
   }

@@ -9,6 +9,7 @@ import type { TypedQuestionsBody } from '../../shared/schemas/typed-questions.sc
 import type { TypedQuestionsDonePayload } from '../../shared/queue/job-catalog';
 import { routed, type Caller } from './generation-order';
 import { awaitText, type WaitingServiceDeps } from './text-replies';
+import { generationById } from '../../shared/db/generation-reads';
 
 /**
  * Answers come from token probabilities, so an endpoint must return log-probabilities and the alternatives at
@@ -64,7 +65,7 @@ export class TypedQuestionsService {
       job: () => ({ apiType: 'systemone', mode: 'sync', questions }),
     });
     const payload = await awaitText<TypedQuestionsDonePayload>(this.d.gateway, submission, this.d.syncWaitMs, async () => {
-      const g = await this.d.db.generation.findUnique({ where: { id: submission.id } });
+      const g = await generationById(this.d.db, submission.id, (where) => this.d.db.generation.findFirst({ where }));
       return g?.status === 'completed' ? (g.result as unknown as TypedQuestionsDonePayload) : null;
     });
     return { id: submission.id, payload };

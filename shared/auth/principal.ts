@@ -2,7 +2,8 @@ import { AppError } from '../errors/app-error';
 import type { Role } from './tokens';
 
 /**
- * Who makes a request: an API key or a personal-account token (api/middleware/auth.ts finds it). Services and
+ * Who makes a request: an API key, or a person by its personal-account token or its browser session
+ * (api/middleware/auth.ts finds it). Services and
  * routes receive it; it is defined here so that they need nothing from the HTTP middleware.
  */
 export type Principal =
@@ -17,7 +18,16 @@ export type Principal =
       /** The organization's cap on jobs running at once (null: none). */
       maxConcurrency?: number | null;
     }
-  | { kind: 'user'; organizationId: string; userId: string; role: Role; rateLimitPerMinute: number | null; maxConcurrency?: number | null };
+  | {
+      kind: 'user';
+      organizationId: string;
+      userId: string;
+      role: Role;
+      rateLimitPerMinute: number | null;
+      maxConcurrency?: number | null;
+      /** Signed in by the `sy_session` cookie (decisions.md section 8), not by a bearer token: the same rights. */
+      session?: true;
+    };
 
 /** A key limited to some models asking for another: 403 (decisions.md section 2). */
 export function assertModelAllowed(principal: Principal, model: string): void {

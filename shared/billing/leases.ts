@@ -1,4 +1,5 @@
 import { newId } from '../ids';
+import type { LeaseSettings } from '../config/env';
 import type { Logger } from '../logger';
 import type { Ledger } from './ledger';
 import type { Decimal } from '../money';
@@ -25,20 +26,7 @@ import type { Decimal } from '../money';
  *   process learns is gone (it stood still past its expiry) or revoked (its key's terms changed) is not drawn from
  *   again, and is given back once its drawn opens have committed: what they drew stays theirs.
  */
-export interface LeaseSettings {
-  /** A lease covers this many requests of the bound that asked for it; 0 turns leases off (LEASE_REQUESTS, 32). */
-  requests: number;
-  /** A lease is taken only while the caller's room is at least this many leases (LEASE_HEADROOM, 8). */
-  headroom: number;
-  /** A lease nobody drew from this long is given back (LEASE_IDLE_MS, 1 s). */
-  idleMs: number;
-  /** How far ahead a lease's expiry is kept: the reaper releases a dead process's leases this long after (LEASE_TTL_MS, 15 s). */
-  ttlMs: number;
-  /** A lease this old is replaced (or, near a limit, given back): what it holds follows the room (LEASE_MAX_AGE_MS, 10 s). */
-  maxAgeMs: number;
-}
-
-export const LEASE_DEFAULTS: LeaseSettings = { requests: 32, headroom: 8, idleMs: 1_000, ttlMs: 15_000, maxAgeMs: 10_000 };
+export type { LeaseSettings } from '../config/env';
 
 /** A lease grows to at most this many times `requests` bounds for a busy caller. */
 export const MAX_SCALE = 64;
@@ -96,16 +84,13 @@ export class LeaseDesk {
     }
   }
 
-  get enabled(): boolean {
-    return this.settings.requests > 0 && !this.closed;
-  }
-
   /**
    * Grants `bound` from the owner's lease: the lease's id, or null when there is none with room (the request reserves
    * for itself; a lease is taken for the requests after it).
    */
   draw(owner: LeaseOwner, bound: Decimal): string | null {
-    if (!this.enabled || bound.lessThanOrEqualTo(0)) return null;
+    // LEASE_REQUESTS=0 turns leases off; a closed desk grants nothing more.
+    if (this.settings.requests <= 0 || this.closed || bound.lessThanOrEqualTo(0)) return null;
     const key = keyOf(owner);
     const lease = this.current.get(key);
     if (!lease || lease.free.lessThan(bound)) {

@@ -1,9 +1,11 @@
 import type { Pool } from 'pg';
 import type { Db } from '../db/client';
-import { Batcher } from '../db/batcher';
+import { GroupCommit } from '../db/group-commit';
 import { AppError } from '../errors/app-error';
 import { countSettled, type Metrics } from '../metrics/metrics';
 import { money, toStorage, type Decimal, type MoneyLike } from '../money';
+import type { StoredError } from '../errors/app-error';
+import type { GenerationStatus } from '../db/generated/enums';
 
 export type ReserveRefusal = 'balance_insufficient' | 'key_limit_exceeded' | 'member_limit_exceeded';
 
@@ -21,7 +23,7 @@ function refuse(reason: string): never {
 }
 
 /**
- * A generation record to reserve for and insert, in the columns of `sy_ledger_batch`'s opens (the
+ * A generation record to reserve for and insert, in the columns of `sy_ledger_group`'s opens (the
  * batched_generations, idempotency_keys and set_based_ledger_batches migrations): `bound` and `minimum` are the
  * money, the rest is the record.
  */
@@ -34,12 +36,12 @@ export interface OpenRow {
 }
 
 /**
- * A generation's reservation was granted (`createdAt`: its record's created_at, the batch's time), or its
+ * A generation's reservation was granted (`createdAt`: its record's created_at, the group's time), or its
  * Idempotency-Key already names a generation (`replayOf`), or another request holds the key.
  */
 export type Opened = { granted: Decimal; createdAt: Date } | { replayOf: string } | { conflictWith: string };
 
-/** A generation's ending in the columns of `sy_ledger_batch`'s closes; `cost` absent releases the reservation. */
+/** A generation's ending in the columns of `sy_ledger_group`'s closes; `cost` absent releases the reservation. */
 export interface CloseRow {
   id: string;
   status: 'completed' | 'failed' | 'cancelled';
@@ -59,8 +61,8 @@ type LedgerItem = { kind: 'open'; row: OpenRow } | { kind: 'close'; row: CloseRo
 /** What a lease's process is told when it asks for one: granted, or why not (`thin`: too close to a limit to lease). */
 export type LeaseTaken = { granted: Decimal } | { refused: string };
 
-/** A row of `sy_ledger_batch`: an open's or a drawn open's columns (granted, reason, existing_id) or a close's (outcome, charged, applied). */
-interface BatchRow {
+/** A row of `sy_ledger_group`: an open's or a drawn open's columns (granted, reason, existing_id) or a close's (outcome, charged, applied). */
+interface GroupRow {
   kind: 'open' | 'close' | 'drawn';
   id: string;
   granted: string | null;
@@ -69,7 +71,7 @@ interface BatchRow {
   outcome: string | null;
   charged: string | null;
   applied: boolean | null;
-  /** The batch's time (`p_now`, not a column): the created_at of the generations its opens insert. */
+  /** The group's time (`p_now`, not a column): the created_at of the generations its opens insert. */
   now: Date;
 }
 
@@ -81,15 +83,22 @@ export interface LedgerOptions {
   pool?: Pool;
   /** Money counters (`switchyard_money_*`): reservations made, charges actually applied. */
   metrics?: Pick<Metrics, 'moneyReserved' | 'moneyCharged' | 'tokens'>;
-  /**
-   * How long a held close (one whose reply already went out) waits for another item, at most, before its batch starts
-   * alone: the next request's reservation then commits with it (one commit per request at concurrency 1).
-   */
-  holdMs?: number;
 }
 
-/** LedgerOptions.holdMs by default: longer than the next request of a client takes to arrive, short for readers waiting on it. */
-export const CLOSE_HOLD_MS = 2;
+/**
+ * The states of a generation that has not ended yet: queued or running. The one rule of "still running": the set for
+ * checks, the list for queries (Prisma's `in`/`notIn`, SQL's `= ANY`).
+ */
+export const RUNNING_STATUSES: readonly GenerationStatus[] = ['pending', 'processing'];
+export const RUNNING: ReadonlySet<string> = new Set(RUNNING_STATUSES);
+
+/** How often a money call chosen as a deadlock's victim is run again before its error goes to the caller. */
+const DEADLOCK_RETRIES = 3;
+/** PostgreSQL's deadlock_detected, through pg (`code`) or Prisma's raw queries (`meta.code`). */
+const isDeadlock = (e: unknown): boolean => {
+  const err = e as { code?: unknown; meta?: { code?: unknown } } | null;
+  return err?.code === '40P01' || err?.meta?.code === '40P01';
+};
 
 /**
  * The money core: a generation's open (reserve and record) and close (charge or release, and its ending), leases,
@@ -97,7 +106,7 @@ export const CLOSE_HOLD_MS = 2;
  * under any concurrency. Money moves only through this module.
  *
  * The hot path (`open`, `close`) reserves with the generation's insert and settles with its ending, group-committed
- * (shared/db/batcher.ts): opens and closes share one batch, so one request's open and another's close take each
+ * (shared/db/group-commit.ts): opens and closes share one group, so one request's open and another's close take each
  * organization row's lock once, in one transaction with one WAL flush.
  */
 export class Ledger {
@@ -111,13 +120,13 @@ export class Ledger {
   ) {
     this.pool = opts.pool;
     this.metrics = opts.metrics;
-    this.batch = new Batcher<LedgerItem, BatchRow>((items) => this.runBatch(items), (i) => i.row.id, 256, opts.holdMs ?? CLOSE_HOLD_MS);
+    this.group = new GroupCommit<LedgerItem, GroupRow>((items) => this.runGroup(items), (i) => i.row.id);
   }
 
-  /** One batcher for both kinds; keyed by generation id, so a generation's open and close never share a batch. */
-  private readonly batch: Batcher<LedgerItem, BatchRow>;
+  /** One group commit for both kinds; keyed by generation id, so a generation's open and close never share a group. */
+  private readonly group: GroupCommit<LedgerItem, GroupRow>;
 
-  private async runBatch(items: LedgerItem[]): Promise<BatchRow[]> {
+  private async runGroup(items: LedgerItem[]): Promise<GroupRow[]> {
     const opens = items.flatMap((i) => (i.kind === 'open' ? [i.row] : []));
     const closes = items.flatMap((i) => (i.kind === 'close' ? [i.row] : []));
     const drawn = items.flatMap((i) => (i.kind === 'drawn' ? [i.row] : []));
@@ -125,19 +134,29 @@ export class Ledger {
     const params: unknown[] = [JSON.stringify(opens), JSON.stringify(closes), now];
     // Drawn opens go to the four-argument overload (the migration reservation_leases).
     if (drawn.length) params.push(JSON.stringify(drawn));
-    const out = await this.sql<Omit<BatchRow, 'now'>>(
+    const out = await this.sql<Omit<GroupRow, 'now'>>(
       `SELECT kind, id, granted::text AS granted, reason, existing_id, outcome, charged::text AS charged, applied
-         FROM sy_ledger_batch($1::jsonb, $2::jsonb, ${drawn.length ? '$4::jsonb, ' : ''}$3::timestamptz)`,
+         FROM sy_ledger_group($1::jsonb, $2::jsonb, ${drawn.length ? '$4::jsonb, ' : ''}$3::timestamptz)`,
       params,
     );
     const byItem = new Map(out.map((r) => [`${r.kind}:${r.id}`, Object.assign(r, { now })]));
     return items.map((i) => byItem.get(`${i.kind}:${i.row.id}`)!);
   }
 
-  /** SQL straight through the injected pool, else through Prisma. */
+  /**
+   * SQL straight through the injected pool, else through Prisma. Every money call is one statement, so one chosen as
+   * a deadlock's victim changed nothing and is run again (at most DEADLOCK_RETRIES times): locks are taken in one
+   * order everywhere (the migrations one_money_body, partition_lock_order), this is the net under that rule.
+   */
   private async sql<T>(text: string, params: unknown[]): Promise<T[]> {
-    if (this.pool) return (await this.pool.query(text, params)).rows as T[];
-    return this.db.$queryRawUnsafe<T[]>(text, ...params);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (this.pool) return (await this.pool.query(text, params)).rows as T[];
+        return await this.db.$queryRawUnsafe<T[]>(text, ...params);
+      } catch (e) {
+        if (attempt >= DEADLOCK_RETRIES || !isDeadlock(e)) throw e;
+      }
+    }
   }
 
   /**
@@ -145,7 +164,7 @@ export class Ledger {
    * generation its Idempotency-Key already names. Throws 402/403 when nothing fits, 404 for an unknown organization.
    */
   async open(row: OpenRow): Promise<Opened> {
-    const { granted, reason, existing_id, now } = await this.batch.submit({ kind: 'open', row });
+    const { granted, reason, existing_id, now } = await this.group.submit({ kind: 'open', row });
     if (reason === 'idempotent_replay') return { replayOf: existing_id! };
     if (reason === 'idempotency_conflict') return { conflictWith: existing_id! };
     if (reason) refuse(reason);
@@ -155,10 +174,10 @@ export class Ledger {
 
   /**
    * Records a generation granted from a lease (the migration reservation_leases): its bound moves from the lease's
-   * reservation to its own, in the next batch. Resolves to what it holds: its bound, or 0 when the lease was gone.
+   * reservation to its own, in the next group. Resolves to what it holds: its bound, or 0 when the lease was gone.
    */
   async openDrawn(row: DrawnRow): Promise<Decimal> {
-    const { granted } = await this.batch.submit({ kind: 'drawn', row });
+    const { granted } = await this.group.submit({ kind: 'drawn', row });
     const g = money(granted!);
     this.metrics?.moneyReserved.inc({}, g);
     return g;
@@ -204,11 +223,11 @@ export class Ledger {
 
   /**
    * Settles a generation's reservation (charges `cost`, or releases it all) and writes its ending in one
-   * transaction. `applied: false` when the generation had already ended: its first ending stands. `hold`: nobody
-   * waits on the result (the reply went out), so the close may wait briefly for another item to share its commit.
+   * transaction. `applied: false` when the generation had already ended: its first ending stands. `background`: nobody
+   * waits on the result (the reply went out), so a waited-on item need not queue behind its commit (group-commit.ts).
    */
-  async close(row: CloseRow, opts: { hold?: boolean } = {}): Promise<{ applied: boolean; charged: Decimal }> {
-    const r = await this.batch.submit({ kind: 'close', row }, opts);
+  async close(row: CloseRow, opts: { background?: boolean } = {}): Promise<{ applied: boolean; charged: Decimal }> {
+    const r = await this.group.submit({ kind: 'close', row }, opts);
     const charged = money(r.charged!);
     if (r.applied && this.metrics) countSettled(this.metrics, row.model ?? 'unknown', charged, row.usage);
     return { applied: r.applied!, charged };
@@ -217,15 +236,15 @@ export class Ledger {
   /**
    * Undoes a generation refused before any provider was called (its job could not be enqueued): releases its reservation
    * and deletes its record, and the Idempotency-Key that names it, in one transaction. The ledger keeps the reserve and
-   * release pair (no net effect). A generation that already ended (its status not in `running`, the caller's RUNNING_STATUSES)
+   * release pair (no net effect). A generation that already ended (its status not in RUNNING_STATUSES)
    * is left as it is. Idempotent; true when it deleted.
    */
-  async discard(g: { id: string; organizationId: string; idempotencyKey?: string | null }, running: readonly string[]): Promise<boolean> {
+  async discard(g: { id: string; organizationId: string; idempotencyKey?: string | null }): Promise<boolean> {
     return this.db.$transaction(async (tx) => {
       // sy_settle locks as every money call does (organization, key, member, reservation); the record after it, as a close.
       await tx.$queryRaw`SELECT outcome FROM sy_settle(${g.id}, 0, true, ${this.clock()}::timestamptz)`;
       const [r] = await tx.$queryRaw<Array<{ n: number }>>`
-        WITH gone AS (DELETE FROM generations WHERE id = ${g.id} AND status::text = ANY(${[...running]}::text[]) RETURNING id),
+        WITH gone AS (DELETE FROM generations WHERE id = ${g.id} AND status::text = ANY(${[...RUNNING_STATUSES]}::text[]) RETURNING id),
              k AS (DELETE FROM idempotency_keys WHERE organization_id = ${g.organizationId} AND key = ${g.idempotencyKey ?? null} AND generation_id IN (SELECT id FROM gone))
         SELECT COUNT(*)::int AS n FROM gone`;
       return r.n > 0;
@@ -237,4 +256,61 @@ export class Ledger {
       SELECT sy_topup(${organizationId}, ${toStorage(amount)}::numeric, ${this.clock()}::timestamptz)::text AS balance`;
     return rows[0].balance === null ? null : money(rows[0].balance);
   }
+}
+
+/** What a discard needs of a new generation: its id, organization and Idempotency-Key. */
+export interface NewGenerationIds {
+  id: string;
+  organizationId: string;
+  idempotency?: { key: string };
+}
+
+export interface Finish {
+  status: 'completed' | 'failed' | 'cancelled';
+  /**
+   * Real cost to charge. Absent: the reservation is released (failed and cancelled generations cost nothing);
+   * a stream that failed, or was cancelled through the API, after producing output passes what it produced.
+   */
+  cost?: MoneyLike;
+  result?: unknown;
+  usage?: unknown;
+  /** Written only as `AppError.toStored()`. */
+  error?: StoredError;
+  warnings?: string[];
+  routing?: unknown;
+  model?: string;
+  provider?: string | null;
+  finalEndpointSlug?: string | null;
+  finishReason?: string | null;
+  attemptsCount?: number;
+  latencyMs?: number | null;
+  queueTimeMs?: number | null;
+  generationTimeMs?: number | null;
+  upstreamId?: string | null;
+}
+
+const wholeMs = (ms: number | null | undefined) => (ms === undefined || ms === null ? null : Math.round(ms));
+
+/** A generation's ending as the ledger's close row (`sy_ledger_group`'s columns). */
+export function closeRowOf(id: string, f: Finish): CloseRow {
+  const row: CloseRow = {
+    id,
+    status: f.status,
+    result: f.result ?? null,
+    usage: f.usage ?? null,
+    error: f.error ?? null,
+    warnings: f.warnings ?? null,
+    routing: f.routing ?? null,
+    model: f.model ?? null,
+    provider: f.provider ?? null,
+    final_endpoint_slug: f.finalEndpointSlug ?? null,
+    finish_reason: f.finishReason ?? null,
+    attempts_count: f.attemptsCount ?? null,
+    latency_ms: wholeMs(f.latencyMs),
+    queue_time_ms: wholeMs(f.queueTimeMs),
+    generation_time_ms: wholeMs(f.generationTimeMs),
+    upstream_id: f.upstreamId ?? null,
+  };
+  if (f.cost !== undefined) row.cost = toStorage(f.cost);
+  return row;
 }

@@ -22,3 +22,16 @@ export function periodStart(reset: LimitReset, now: Date): Date {
   }
   return new Date(start - SHIFT_MS);
 }
+
+/**
+ * The day a moment belongs to, as `YYYY-MM-DD`: days start at 01:00 Moscow time, as limit periods do (GET /v1/activity;
+ * the SQL function sy_activity_day computes the same, test/unit/billing/activity-day.test.ts checks the two agree).
+ */
+export function activityDay(at: Date): string {
+  return new Date(at.getTime() + SHIFT_MS).toISOString().slice(0, 10);
+}
+
+/** `YYYY-MM-DD` plus `n` days (n may be negative). */
+export function addDays(day: string, n: number): string {
+  return new Date(Date.parse(`${day}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
+}

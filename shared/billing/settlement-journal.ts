@@ -1,11 +1,12 @@
 import type Redis from 'ioredis';
-import type { CloseRow, DrawnRow } from './ledger';
-import type { Decimal } from '../money';
+import { closeRowOf, type Finish, type CloseRow, type DrawnRow, type Ledger } from './ledger';
 import { GenerationPublisher, type GenerationEvent, type LocalBuses } from '../queue/generation-bus';
 import { scanKeys } from '../queue/redis';
+import type { Logger } from '../logger';
+import type { JobLock } from '../queue/job-lock';
 
 /**
- * A settlement whose reply went out before its commit (docs/architecture.md "Reply, then settle"): the ledger close
+ * A settlement whose reply went out before its commit (docs/architecture.md "Endings and rules"): the ledger close
  * to apply, and the reply to send again if the process that promised it died before sending it.
  */
 export interface PromisedSettlement {
@@ -22,11 +23,8 @@ export interface PromisedSettlement {
   at?: number;
 }
 
-/** The generations a promise keeper writes to: the record of a drawn generation, then its close. */
-export interface PromiseKeeper {
-  createDrawn(row: DrawnRow): Promise<unknown>;
-  finishRow(row: CloseRow): Promise<{ applied: boolean; charged: Decimal }>;
-}
+/** What a promise keeper writes to: the record of a drawn generation, then its close (shared/billing/ledger.ts). */
+export type PromiseKeeper = Pick<Ledger, 'openDrawn' | 'close'>;
 
 /** A stream's checkpoint lapses a day after it was written (whoever keeps it comes within minutes: the reaper's age). */
 const CHECKPOINT_TTL_MS = 24 * 3600_000;
@@ -35,22 +33,22 @@ const CHECKPOINT_TTL_MS = 24 * 3600_000;
 const RESULT_IS_PAYLOAD = '$message.payload';
 
 /**
- * A cancel's hold on a generation in the journal (`holdForCancel`): the entry's value while a cancel decides. A hold
- * older than CANCEL_HOLD_MS (its cancel died) no longer refuses a promise.
+ * A cancel's fence on a generation in the journal (`fenceForCancel`): the entry's value while a cancel decides. A fence
+ * older than CANCEL_FENCE_MS (its cancel died) no longer refuses a promise.
  */
 const CANCEL_MARK = '{"cancel":';
-export const CANCEL_HOLD_MS = 30_000;
+export const CANCEL_FENCE_MS = 30_000;
 
-/** A promise refused because a cancel holds the generation (`holdForCancel`): the worker settles before replying. */
+/** A promise refused because a cancel holds the generation (`fenceForCancel`): the worker settles before replying. */
 export class PromiseRefused extends Error {
   constructor(generationId: string) {
     super(`a cancel holds generation ${generationId}: its settlement commits before the reply`);
   }
 }
 
-// KEYS[1] the organization's journal; ARGV: generation id, value, now (ms), hold lifetime (ms). A promise is written
-// unless a live cancel hold is there (0); a hold is written unless a promise is there (0). One script: Redis runs it
-// whole, so a promise and a cancel's hold never both succeed.
+// KEYS[1] the organization's journal; ARGV: generation id, value, now (ms), fence lifetime (ms). A promise is written
+// unless a live cancel fence is there (0); a fence is written unless a promise is there (0). One script: Redis runs it
+// whole, so a promise and a cancel's fence never both succeed.
 const PROMISE_SCRIPT = `
 local cur = redis.call('HGET', KEYS[1], ARGV[1])
 if cur and string.sub(cur, 1, ${CANCEL_MARK.length}) == '${CANCEL_MARK}' then
@@ -59,7 +57,7 @@ if cur and string.sub(cur, 1, ${CANCEL_MARK.length}) == '${CANCEL_MARK}' then
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 return 1`;
-const HOLD_SCRIPT = `
+const FENCE_SCRIPT = `
 local cur = redis.call('HGET', KEYS[1], ARGV[1])
 if cur and string.sub(cur, 1, ${CANCEL_MARK.length}) ~= '${CANCEL_MARK}' then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
@@ -69,10 +67,10 @@ local cur = redis.call('HGET', KEYS[1], ARGV[1])
 if cur and string.sub(cur, 1, ${CANCEL_MARK.length}) == '${CANCEL_MARK}' then redis.call('HDEL', KEYS[1], ARGV[1]) end
 return 1`;
 
-const isHold = (value: string | null | undefined) => value?.startsWith(CANCEL_MARK) === true;
+const isFence = (value: string | null | undefined) => value?.startsWith(CANCEL_MARK) === true;
 
 /** The journal's scripts as ioredis defines them on its connection. */
-type JournalScripts = Record<'switchyardPromise' | 'switchyardCancelHold' | 'switchyardCancelRelease', (...args: Array<string | number>) => Promise<number>>;
+type JournalScripts = Record<'switchyardPromise' | 'switchyardCancelFence' | 'switchyardCancelRelease', (...args: Array<string | number>) => Promise<number>>;
 
 /** How long a read waits for an organization's promised settlements before it answers anyway. */
 export const SETTLE_WAIT_MS = 5_000;
@@ -107,7 +105,7 @@ export class SettlementJournal {
   ) {
     // EVALSHA once loaded, as the project's other scripts (a promise is on every reply's path).
     redis.defineCommand('switchyardPromise', { numberOfKeys: 1, lua: PROMISE_SCRIPT });
-    redis.defineCommand('switchyardCancelHold', { numberOfKeys: 1, lua: HOLD_SCRIPT });
+    redis.defineCommand('switchyardCancelFence', { numberOfKeys: 1, lua: FENCE_SCRIPT });
     redis.defineCommand('switchyardCancelRelease', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
   }
 
@@ -125,21 +123,21 @@ export class SettlementJournal {
    */
   async promise(organizationId: string, s: PromisedSettlement): Promise<void> {
     const stored = s.message.type === 'done' && s.row.result === s.message.payload ? { ...s, row: { ...s.row, result: RESULT_IS_PAYLOAD } } : s;
-    const written = await this.scripts.switchyardPromise(this.key(organizationId), s.row.id, JSON.stringify(stored), Date.now(), CANCEL_HOLD_MS);
+    const written = await this.scripts.switchyardPromise(this.key(organizationId), s.row.id, JSON.stringify(stored), Date.now(), CANCEL_FENCE_MS);
     if (written === 0) throw new PromiseRefused(s.row.id);
   }
 
   /**
-   * A cancel's hold on the generation, taken before the cancel reads its state and released after its commit: while it
-   * is held no worker can promise the generation's settlement (`promise` is refused, so the worker commits before it
+   * A cancel's fence on the generation, taken before the cancel reads its state and released after its commit: while it
+   * stands no worker can promise the generation's settlement (`promise` is refused, so the worker commits before it
    * replies, and whichever ending commits first stands). False when a promise is already there: that reply went out,
    * and the cancel keeps it instead (`keep`).
    */
-  async holdForCancel(organizationId: string, generationId: string): Promise<boolean> {
-    return (await this.scripts.switchyardCancelHold(this.key(organizationId), generationId, `${CANCEL_MARK}${Date.now()}}`)) === 1;
+  async fenceForCancel(organizationId: string, generationId: string): Promise<boolean> {
+    return (await this.scripts.switchyardCancelFence(this.key(organizationId), generationId, `${CANCEL_MARK}${Date.now()}}`)) === 1;
   }
 
-  /** Releases a cancel's hold (a promise written since, after the hold ran out, stays). */
+  /** Releases a cancel's fence (a promise written since, after the fence ran out, stays). */
   async releaseCancel(organizationId: string, generationId: string): Promise<void> {
     await this.scripts.switchyardCancelRelease(this.key(organizationId), generationId);
   }
@@ -147,7 +145,7 @@ export class SettlementJournal {
   /** The promise of one generation, or null. */
   async read(organizationId: string, generationId: string): Promise<PromisedSettlement | null> {
     const text = await this.redis.hget(this.key(organizationId), generationId);
-    if (!text || isHold(text)) return null;
+    if (!text || isFence(text)) return null;
     const s = JSON.parse(text) as PromisedSettlement;
     if (s.row.result === RESULT_IS_PAYLOAD && s.message.type === 'done') s.row.result = s.message.payload;
     return s;
@@ -175,11 +173,11 @@ export class SettlementJournal {
    * (the run may have died between the two). The job re-run after a stall, the reaper and a cancel call it first, so
    * a generation whose reply showed a cost is settled at that cost and its provider is not called again.
    */
-  async keep(organizationId: string, generationId: string, generations: PromiseKeeper): Promise<boolean> {
+  async keep(organizationId: string, generationId: string, ledger: PromiseKeeper): Promise<boolean> {
     const s = await this.read(organizationId, generationId);
-    if (!s) return this.keepCheckpoint(generationId, generations);
-    if (s.open) await generations.createDrawn(s.open);
-    await generations.finishRow(s.row);
+    if (!s) return this.keepCheckpoint(generationId, ledger);
+    if (s.open) await ledger.openDrawn(s.open);
+    await ledger.close(s.row);
     await new GenerationPublisher(this.redis, s.replyTo, generationId, this.buses).send(s.message);
     await this.kept(organizationId, generationId);
     await this.eraseCheckpoint(generationId);
@@ -193,7 +191,7 @@ export class SettlementJournal {
   /**
    * A stream's checkpoint (decisions.md section 4, the bounded exception): the settlement of what it has delivered so
    * far, as a cut would settle it, written by its run every second or so while content goes out
-   * (workers/services/stream-checkpoints.ts). Whoever ends the generation after that run died or stood still past its
+   * (shared/billing/stream-checkpoints.ts). Whoever ends the generation after that run died or stood still past its
    * lock keeps it (`keep`: the job's re-run, the reaper, an orphan's run; a cancel that found no worker to end it), so what
    * reached the client before the last checkpoint is charged; the run that ends the stream itself erases it.
    */
@@ -213,14 +211,14 @@ export class SettlementJournal {
    * sends its last message with what was charged. `cancelled`: as a cancel through the API ends a stream (cancelled,
    * charged for what was produced). True when there was one (the generation has ended either way).
    */
-  async keepCheckpoint(generationId: string, generations: PromiseKeeper, opts: { cancelled?: boolean } = {}): Promise<boolean> {
+  async keepCheckpoint(generationId: string, ledger: PromiseKeeper, opts: { cancelled?: boolean } = {}): Promise<boolean> {
     const text = await this.redis.get(this.checkpointKey(generationId));
     if (!text) return false;
     const s = JSON.parse(text) as PromisedSettlement;
     const payload = (s.message as { payload?: { cost?: string } }).payload;
     if (s.row.result === RESULT_IS_PAYLOAD) s.row.result = payload;
     const row: CloseRow = opts.cancelled ? { ...s.row, status: 'cancelled', error: null, finish_reason: 'cancelled' } : s.row;
-    const outcome = await generations.finishRow(row);
+    const outcome = await ledger.close(row);
     if (outcome.applied) {
       if (payload) payload.cost = outcome.charged.toFixed(10);
       const message: GenerationEvent = opts.cancelled ? { type: 'cancelled', payload } : s.message;
@@ -240,7 +238,7 @@ export class SettlementJournal {
     const keyPrefix = this.key('');
     for (const key of await scanKeys(this.redis, `${keyPrefix}*`)) {
       for (const [generationId, text] of Object.entries(await this.redis.hgetall(key))) {
-        if (isHold(text)) continue;
+        if (isFence(text)) continue;
         const s = JSON.parse(text) as PromisedSettlement;
         if (s.open && (s.at ?? 0) <= now - minAgeMs) found.push({ organizationId: key.slice(keyPrefix.length), generationId, open: s.open });
       }
@@ -276,5 +274,101 @@ export class SettlementJournal {
   }
 }
 
-/** The ids whose promises are still there (a cancel's hold is no promise: nothing to wait for). */
-const pending = (ids: string[], values: Array<string | null>) => ids.filter((_, i) => values[i] !== null && !isHold(values[i]));
+/** The ids whose promises are still there (a cancel's fence is no promise: nothing to wait for). */
+const pending = (ids: string[], values: Array<string | null>) => ids.filter((_, i) => values[i] !== null && !isFence(values[i]));
+
+/**
+ * The record of a generation granted from a lease (shared/billing/leases.ts), committing while its job runs in the
+ * process that drew it and claimed the job (docs/architecture.md "Submitting"). The worker takes it from the process's
+ * lane (shared/runtime/local-lane.ts), never from Redis. Its row lets the worker's settlement promise carry the record,
+ * so the reply need not wait for that commit; the gateway and the worker, one event loop, agree through it on who
+ * tells the client what when the record fails.
+ */
+export class PendingRecord {
+  /** A `done` reached the client before the record was known to have failed: the promise must be kept. */
+  replied = false;
+  /** The record failed first: the client was told 503, and nothing is to be settled. */
+  lost = false;
+  /** The record has committed (a promise made now need not carry it). */
+  done = false;
+  /** Settles once the record's commit is known (rejects when it failed). */
+  readonly committed: Promise<unknown>;
+  private started!: (commit: Promise<unknown>) => void;
+
+  constructor(readonly row: DrawnRow) {
+    this.committed = new Promise((resolve) => (this.started = resolve));
+    this.committed.then(
+      () => (this.done = true),
+      () => undefined,
+    );
+  }
+
+  /** The record's commit has started (once its job is claimed): `committed` settles as it does. */
+  commit(commit: Promise<unknown>): void {
+    this.started(commit);
+  }
+}
+
+/** What a stream cut now would be: its ending as its kind reports it, and its last message. */
+export type CheckpointOutcome = Omit<PromisedSettlement, 'row'> & { finish: Finish };
+
+/**
+ * How stale a stream's last checkpoint may get while content goes out: a second, or this many output tokens
+ * (decisions.md section 4: what a process that dies or freezes mid-stream may leave unpaid).
+ */
+export const CHECKPOINT_MS = 1_000;
+export const CHECKPOINT_TOKENS = 200;
+
+/**
+ * A stream's checkpoints (shared/billing/settlement-journal.ts `checkpoint`): once content has reached its client, what
+ * it has delivered is settled in advance in Redis whenever the last checkpoint is CHECKPOINT_MS or CHECKPOINT_TOKENS
+ * behind, so whoever ends the generation after this run died or froze past its lock charges it. A stream shorter than
+ * that writes none (nothing on its path); one write at a time, never awaited by the stream; none by a run not surely
+ * holding its job. The run's own ending erases what it wrote (`ended`), after that ending is committed or promised.
+ */
+export class StreamCheckpoints {
+  /** performance.now() and output tokens at the last checkpoint (or the first content). */
+  private lastAt?: number;
+  private lastTokens = 0;
+  private writing?: Promise<void>;
+  private written = false;
+
+  constructor(
+    private readonly journal: SettlementJournal,
+    private readonly generationId: string,
+    private readonly logger: Logger,
+    private readonly lock?: JobLock,
+  ) {}
+
+  /** Content went out (`outputTokens` so far); `settlement` is the checkpoint to write, asked only when one is due. */
+  delivered(outputTokens: number, settlement: () => CheckpointOutcome): void {
+    const now = performance.now();
+    if (this.lastAt === undefined) {
+      this.lastAt = now;
+      return;
+    }
+    if (this.writing || (now - this.lastAt < CHECKPOINT_MS && outputTokens - this.lastTokens < CHECKPOINT_TOKENS)) return;
+    if (this.lock && !this.lock.surely()) return;
+    this.lastAt = now;
+    this.lastTokens = outputTokens;
+    this.written = true;
+    // What went out so far, written on the next turn: the delta it covers leaves in this turn's writes (an HTTP
+    // response flushes on nextTick), so a process killed in between has charged no delta its client never got.
+    const outcome = asSettlement(this.generationId, settlement());
+    this.writing = new Promise<void>((r) => setImmediate(r))
+      .then(() => this.journal.checkpoint(this.generationId, outcome))
+      .catch((err: unknown) => void this.logger.warn('a stream checkpoint not written', { generationId: this.generationId, err }))
+      .finally(() => (this.writing = undefined));
+  }
+
+  /** The stream's ending is committed or promised: what was checkpointed is erased (a write in flight first). */
+  async ended(): Promise<void> {
+    await this.writing;
+    if (!this.written) return;
+    await this.journal.eraseCheckpoint(this.generationId).catch((err: unknown) => void this.logger.warn('a stream checkpoint not erased (it lapses; whoever keeps it finds the generation ended)', { generationId: this.generationId, err }));
+  }
+}
+
+function asSettlement(generationId: string, { finish, ...rest }: CheckpointOutcome): PromisedSettlement {
+  return { ...rest, row: closeRowOf(generationId, finish) };
+}

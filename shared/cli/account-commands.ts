@@ -2,10 +2,17 @@ import { moneyString } from '../money';
 import type { LimitReset } from '../billing/periods';
 import type { Role } from '../auth/tokens';
 import { CliError, integer, oneOf, rub, str, type Command, type Values } from './command';
+import { consoleBaseUrl, inviteUrl, resetUrl } from '../auth/console-links';
 
 const ROLES: Role[] = ['owner', 'admin', 'member'];
 const RESETS: LimitReset[] = ['daily', 'weekly', 'monthly', 'never'];
 const LIMIT_USAGE = `[--limit RUB --reset ${RESETS.join('|')}]`;
+
+function emailFlag(v: Values, flag: string): string | undefined {
+  const email = str(v, flag);
+  if (email !== undefined && !/^[^\s@]+@[^\s@]+$/.test(email)) throw new CliError(`--${flag} must be an e-mail address (got "${email}")`);
+  return email;
+}
 
 function limitFlags(v: Values): { limit?: string; reset?: LimitReset } {
   const limit = rub(v, 'limit');
@@ -19,18 +26,21 @@ export const ACCOUNT_COMMANDS: Command[] = [
   {
     group: 'org',
     action: 'create',
-    usage: 'org create --name NAME [--balance RUB]',
-    summary: 'create an organization with its owner; prints the owner token and the callback and webhook secrets',
-    flags: ['name', 'balance'],
+    usage: 'org create --name NAME [--balance RUB] [--owner-email E]',
+    summary: 'create an organization with its owner; prints the owner token and the callback and webhook secrets (with --owner-email also the owner\'s invite link)',
+    flags: ['name', 'balance', 'owner-email'],
     required: ['name'],
     needsDb: true,
-    prepare(v) {
-      const input = { name: str(v, 'name')!, balance: rub(v, 'balance') };
+    prepare(v, ctx) {
+      const input = { name: str(v, 'name')!, balance: rub(v, 'balance'), ownerEmail: emailFlag(v, 'owner-email') };
       return async (accounts) => {
         const r = await accounts.createOrganization(input);
+        const invite = r.ownerInviteToken ? { ownerInviteToken: r.ownerInviteToken, ownerInviteUrl: inviteUrl(consoleBaseUrl(ctx.config), r.ownerInviteToken) } : {};
         return {
-          json: { organizationId: r.organizationId, ownerUserId: r.ownerUserId, ownerToken: r.ownerToken, callbackSecret: r.callbackSecret, webhookSecret: r.webhookSecret },
-          text: `organization ${r.organizationId} created; owner ${r.ownerUserId}; owner token: ${r.ownerToken}; callback secret: ${r.callbackSecret}; webhook secret: ${r.webhookSecret}`,
+          json: { organizationId: r.organizationId, ownerUserId: r.ownerUserId, ownerToken: r.ownerToken, callbackSecret: r.callbackSecret, webhookSecret: r.webhookSecret, ...invite },
+          text:
+            `organization ${r.organizationId} created; owner ${r.ownerUserId}; owner token: ${r.ownerToken}; callback secret: ${r.callbackSecret}; webhook secret: ${r.webhookSecret}` +
+            (invite.ownerInviteUrl ? `; owner invite (works once, for 7 days): ${invite.ownerInviteUrl}` : ''),
         };
       };
     },
@@ -79,13 +89,48 @@ export const ACCOUNT_COMMANDS: Command[] = [
     required: ['org', 'email', 'role'],
     needsDb: true,
     prepare(v) {
-      const email = str(v, 'email')!;
-      if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new CliError(`--email must be an e-mail address (got "${email}")`);
+      const email = emailFlag(v, 'email')!;
       const role = oneOf(v, 'role', ROLES)!;
       const input = { organizationId: str(v, 'org')!, email, role, ...limitFlags(v) };
       return async (accounts) => {
         const r = await accounts.createUser(input);
         return { json: { userId: r.userId, token: r.token }, text: `user ${r.userId} (${email}, ${role}) created; token: ${r.token}` };
+      };
+    },
+  },
+  {
+    group: 'user',
+    action: 'invite',
+    usage: `user invite --org ID --email E --role ${ROLES.join('|')} ${LIMIT_USAGE}`,
+    summary: 'invite a person to an organization: prints the link (works once, for 7 days) where it sets its password',
+    flags: ['org', 'email', 'role', 'limit', 'reset'],
+    required: ['org', 'email', 'role'],
+    needsDb: true,
+    prepare(v, ctx) {
+      const email = emailFlag(v, 'email')!;
+      const role = oneOf(v, 'role', ROLES)!;
+      const input = { organizationId: str(v, 'org')!, email, role, ...limitFlags(v) };
+      return async (accounts) => {
+        const r = await accounts.inviteUser(input);
+        const url = inviteUrl(consoleBaseUrl(ctx.config), r.inviteToken);
+        return { json: { userId: r.userId, inviteToken: r.inviteToken, inviteUrl: url }, text: `user ${r.userId} (${email}, ${role}) invited: ${url}  (works once, for 7 days)` };
+      };
+    },
+  },
+  {
+    group: 'user',
+    action: 'reset-password',
+    usage: 'user reset-password --user ID',
+    summary: 'print a link (works once, for 1 hour) where the user sets a new password; using it ends all its sessions',
+    flags: ['user'],
+    required: ['user'],
+    needsDb: true,
+    prepare(v, ctx) {
+      const user = str(v, 'user')!;
+      return async (accounts) => {
+        const r = await accounts.resetPassword(user);
+        const url = resetUrl(consoleBaseUrl(ctx.config), r.resetToken);
+        return { json: { resetToken: r.resetToken, resetUrl: url }, text: `password reset link for ${user}: ${url}  (works once, for 1 hour)` };
       };
     },
   },

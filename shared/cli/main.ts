@@ -91,7 +91,7 @@ function keyChangeTeller(config: Config, logger: RuntimeLogger): (change: KeyCha
 function errorMessage(e: unknown): string {
   if (e instanceof CliError || e instanceof AppError) return e.message;
   const code = (e as { code?: unknown }).code;
-  if (code === 'P2002') return 'that record already exists (for a user: this e-mail is already in the organization)';
+  if (code === 'P2002') return 'that record already exists (for a user: this e-mail is already in use)';
   if (code === 'P2003') return 'a referenced record does not exist';
   return describeError(e).split('\n').filter(Boolean).slice(-1)[0] ?? 'unknown error';
 }

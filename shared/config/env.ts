@@ -1,5 +1,4 @@
 import path from 'node:path';
-import { LEASE_DEFAULTS, type LeaseSettings } from '../billing/leases';
 import { QUEUE_NAMES, type QueueName } from '../queue/queue-names';
 
 /**
@@ -8,9 +7,33 @@ import { QUEUE_NAMES, type QueueName } from '../queue/queue-names';
  * "Configuration" lists each variable). A value that does not parse stops the start with a message naming the
  * variable; nothing falls back silently. Start-up never changes the environment or the parsed values.
  */
+
+/** How a process leases reservations (shared/billing/leases.ts, docs/architecture.md "Leases"). */
+export interface LeaseSettings {
+  /** A lease covers this many requests of the bound that asked for it; 0 turns leases off (LEASE_REQUESTS, 32). */
+  requests: number;
+  /** A lease is taken only while the caller's room is at least this many leases (LEASE_HEADROOM, 8). */
+  headroom: number;
+  /** A lease nobody drew from this long is given back (LEASE_IDLE_MS, 1 s). */
+  idleMs: number;
+  /** How far ahead a lease's expiry is kept: the reaper releases a dead process's leases this long after (LEASE_TTL_MS, 15 s). */
+  ttlMs: number;
+  /** A lease this old is replaced (or, near a limit, given back): what it holds follows the room (LEASE_MAX_AGE_MS, 10 s). */
+  maxAgeMs: number;
+}
+
+export const LEASE_DEFAULTS: LeaseSettings = { requests: 32, headroom: 8, idleMs: 1_000, ttlMs: 15_000, maxAgeMs: 10_000 };
+
 export interface Config {
   port: number;
   databaseUrl?: string;
+  /**
+   * DATABASE_READ_URL: a streaming replica of DATABASE_URL's database; history's listings and details and activity
+   * read from it (shared/db/read-routing.ts). Unset: everything reads the primary.
+   */
+  databaseReadUrl?: string;
+  /** READ_REPLICA_TIMEOUT_MS (default 2000): a replica's connection or query taking longer is read from the primary. */
+  readReplicaTimeoutMs: number;
   /**
    * DIRECT_DATABASE_URL: PostgreSQL itself, for migrations (they hold a session advisory lock, which a
    * transaction-pooling PgBouncer in DATABASE_URL cannot keep). Defaults to DATABASE_URL.
@@ -34,6 +57,12 @@ export interface Config {
   /** BullMQ key prefix; hash-tagged so every key of a queue lands on one Redis Cluster slot. */
   queuePrefix: string;
   publicBaseUrl?: string;
+  /**
+   * Which proxies in front of the API to believe about the client's address (X-Forwarded-For), for the sign-in throttle
+   * per address: TRUST_PROXY, Express's `trust proxy` setting. Unset: none (the socket's address). `true`, a number
+   * of hops, or a comma-separated list of addresses and subnets (`loopback`, `10.0.0.0/8`, ...).
+   */
+  trustProxy: boolean | number | string;
   /** Lifetime of signed file URLs (`?exp=&sig=`), seconds: FILE_URL_TTL_SECONDS, default 3600. */
   fileUrlTtlSeconds: number;
   /** A process `npm start` forked (SWITCHYARD_CLUSTER_CHILD=1, set by bin/start.ts): its parent owns the services. */
@@ -48,6 +77,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   worker: WorkerSettings;
   reaper: ReaperSettings;
+  /** Monthly partitions of history and the ledger (shared/db/partitions.ts): HISTORY_RETENTION_DAYS. */
+  history: HistorySettings;
   /** Reservation leases (shared/billing/leases.ts): LEASE_REQUESTS (0: off), LEASE_HEADROOM, LEASE_IDLE_MS, LEASE_TTL_MS, LEASE_MAX_AGE_MS. */
   leases: LeaseSettings;
   media: MediaSettings;
@@ -86,7 +117,22 @@ export interface ReaperSettings {
   minAgeMs: number;
 }
 
-/** MEDIA_POLL_MS, MEDIA_POLL_MAX_MS, MEDIA_MAX_POLL_ERRORS, MEDIA_TASK_TIMEOUT_MS, MEDIA_DOWNLOAD_TIMEOUT_MS, MEDIA_CANCEL_CHECK_MS, CALLBACK_BACKOFF_MS. */
+/** docs/architecture.md "Partitions". */
+export interface HistorySettings {
+  /**
+   * Days a generation's record (usage, cost, timings) is kept: the maintenance job drops each month partition once
+   * its last day is older (HISTORY_RETENTION_DAYS, default 400; 0 keeps them). Ledger entries are never dropped.
+   */
+  retentionDays: number;
+  /**
+   * Days a generation's content (its request and answer: stored responses, previous_response_id, the history
+   * detail's answer) is kept: each day of generation_contents is dropped once it is older (CONTENT_RETENTION_DAYS,
+   * default 30; 0 keeps it). The record stays.
+   */
+  contentRetentionDays: number;
+}
+
+/** MEDIA_POLL_MS, MEDIA_POLL_MAX_MS, MEDIA_MAX_POLL_ERRORS, MEDIA_TASK_TIMEOUT_MS, MEDIA_DOWNLOAD_TIMEOUT_MS, CALLBACK_BACKOFF_MS. */
 export interface MediaSettings {
   /** First wait between two polls of an upstream task; each next wait is 1.5 times longer, up to `maxPollMs`. */
   pollMs: number;
@@ -96,8 +142,6 @@ export interface MediaSettings {
   /** A task still running after this long is cancelled upstream and the generation fails. */
   taskTimeoutMs: number;
   downloadTimeoutMs: number;
-  /** While a long upstream call runs (an image generation, an output download): how often to look for a cancel. */
-  cancelCheckMs: number;
   /** First callback retry delay (exponential); default the job catalog's. */
   callbackBackoffMs?: number;
 }
@@ -211,6 +255,15 @@ function flag(env: Env, name: string): boolean {
   return on;
 }
 
+/** TRUST_PROXY: a boolean word, a number of hops, or Express's list of addresses and subnets. */
+function trustProxy(env: Env): boolean | number | string {
+  const value = text(env, 'TRUST_PROXY')?.trim();
+  if (value === undefined) return false;
+  if (FLAG_WORDS[value.toLowerCase()] !== undefined && !/^\d+$/.test(value)) return FLAG_WORDS[value.toLowerCase()];
+  if (/^\d+$/.test(value)) return Number(value);
+  return value;
+}
+
 function text(env: Env, name: string): string | undefined {
   return env[name] || undefined;
 }
@@ -248,6 +301,8 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
   return {
     port: int(env, 'PORT', 3000),
     databaseUrl: text(env, 'DATABASE_URL'),
+    databaseReadUrl: text(env, 'DATABASE_READ_URL'),
+    readReplicaTimeoutMs: positive(env, 'READ_REPLICA_TIMEOUT_MS', 2000),
     directDatabaseUrl: text(env, 'DIRECT_DATABASE_URL'),
     redisUrl: text(env, 'REDIS_URL'),
     catalogPath: path.resolve(env.SWITCHYARD_CATALOG ?? (demo ? 'config/catalog.demo.json' : 'config/catalog.json')),
@@ -263,6 +318,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
     homeDir,
     queuePrefix: env.QUEUE_PREFIX ?? '{switchyard}',
     publicBaseUrl: text(env, 'PUBLIC_BASE_URL'),
+    trustProxy: trustProxy(env),
     fileUrlTtlSeconds: Math.max(1, int(env, 'FILE_URL_TTL_SECONDS', 3600)),
     clusterChild: flag(env, 'SWITCHYARD_CLUSTER_CHILD'),
     databasePoolSize: positive(env, 'DATABASE_POOL_SIZE', 20),
@@ -277,6 +333,7 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
       metricsPort: int(env, 'WORKER_METRICS_PORT', DEFAULT_WORKER_METRICS_PORT),
     },
     reaper: { everyMs: positive(env, 'REAPER_EVERY_MS', 60_000), minAgeMs: positive(env, 'REAPER_MIN_AGE_MS', 120_000) },
+    history: { retentionDays: int(env, 'HISTORY_RETENTION_DAYS', 400), contentRetentionDays: int(env, 'CONTENT_RETENTION_DAYS', 30) },
     leases: {
       requests: int(env, 'LEASE_REQUESTS', LEASE_DEFAULTS.requests),
       headroom: positive(env, 'LEASE_HEADROOM', LEASE_DEFAULTS.headroom),
@@ -290,7 +347,6 @@ export function loadConfig(env: Env = process.env, argv: string[] = process.argv
       maxPollErrors: positive(env, 'MEDIA_MAX_POLL_ERRORS', 5),
       taskTimeoutMs: positive(env, 'MEDIA_TASK_TIMEOUT_MS', 30 * 60_000),
       downloadTimeoutMs: positive(env, 'MEDIA_DOWNLOAD_TIMEOUT_MS', 120_000),
-      cancelCheckMs: positive(env, 'MEDIA_CANCEL_CHECK_MS', 1000),
       callbackBackoffMs: env.CALLBACK_BACKOFF_MS ? positive(env, 'CALLBACK_BACKOFF_MS', 1000) : undefined,
     },
     batches: {

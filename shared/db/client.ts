@@ -10,8 +10,16 @@ export type Db = PrismaClient;
  * both. The pool is handed out too: the ledger's hot path (shared/billing/ledger.ts) calls its SQL functions
  * through it directly, one round trip without the query engine's work (about half a millisecond less per call).
  */
-export function connectDb(databaseUrl: string, opts: { max?: number } = {}): { db: Db; pool: Pool } {
-  const pool = new Pool({ connectionString: databaseUrl, max: opts.max ?? 20 });
+export function connectDb(
+  databaseUrl: string,
+  /** `timeoutMs`: a connection and a query give up after this long (a replica's reads, which then go to the primary). */
+  opts: { max?: number; timeoutMs?: number } = {},
+): { db: Db; pool: Pool } {
+  const pool = new Pool({
+    connectionString: databaseUrl,
+    max: opts.max ?? 20,
+    ...(opts.timeoutMs !== undefined && { connectionTimeoutMillis: opts.timeoutMs, query_timeout: opts.timeoutMs }),
+  });
   pool.on('error', () => undefined); // an idle connection dropped by the server: the pool replaces it
   return { db: new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) }), pool };
 }

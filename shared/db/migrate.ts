@@ -18,7 +18,12 @@ function migrationsDir(): string {
  * schema engine is a native binary fetched from Prisma's CDN at first use, which offline machines cannot reach.
  * An advisory lock makes concurrent starts (several API/worker processes) safe.
  */
-export async function migrate(databaseUrl: string, log: (msg: string) => void = () => {}): Promise<string[]> {
+export async function migrate(
+  databaseUrl: string,
+  log: (msg: string) => void = () => {},
+  /** Apply only the migrations named before this one (tests of an upgrade: a database as an older release left it). */
+  opts: { before?: string } = {},
+): Promise<string[]> {
   const dir = migrationsDir();
   const names = fs.readdirSync(dir).filter((n) => fs.existsSync(path.join(dir, n, 'migration.sql'))).sort();
   const client = new Client({ connectionString: databaseUrl });
@@ -37,6 +42,7 @@ export async function migrate(databaseUrl: string, log: (msg: string) => void = 
     );
     for (const name of names) {
       if (done.has(name)) continue;
+      if (opts.before !== undefined && name >= opts.before) break;
       const sql = fs.readFileSync(path.join(dir, name, 'migration.sql'), 'utf8');
       const checksum = createHash('sha256').update(sql).digest('hex');
       await client.query('BEGIN');

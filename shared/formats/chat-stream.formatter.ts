@@ -6,8 +6,8 @@
 import type { FinishReason, TextStreamEvent } from '../providers/provider.types';
 import type { PublicError } from './response-object.mapper';
 import { errorType, type ErrorType } from '../errors/error-codes';
-import { chatFinishReason, type ChatFinishReason } from './chat-response.mapper';
-import type { ChatUsage } from './usage.mapper';
+import { chatFinishReason, type ChatFinishReason } from './chat.mapper';
+import type { ChatUsage } from './format-utils';
 
 export const CHAT_STREAM_DONE = '[DONE]';
 

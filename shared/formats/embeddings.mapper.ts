@@ -5,7 +5,7 @@
  */
 import type { EmbeddingInput, EmbeddingResult } from '../providers/provider.types';
 import type { EmbeddingMultimodalInput, EmbeddingsBody } from '../schemas/embeddings.schema';
-import type { EmbeddingUsage } from './usage.mapper';
+import type { EmbeddingUsage } from './format-utils';
 
 export interface CanonicalEmbeddings {
   inputs: EmbeddingInput[];

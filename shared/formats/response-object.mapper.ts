@@ -5,8 +5,7 @@
  */
 import type { FinishReason, OutputItem, TextResult, TokenLogprob } from '../providers/provider.types';
 import type { ResponsesBody } from '../schemas/responses.schema';
-import { publicLogprobs, type PublicLogprob } from './format-utils';
-import type { PublicUsage } from './usage.mapper';
+import { publicLogprobs, type PublicLogprob, type PublicUsage } from './format-utils';
 
 export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'failed' | 'cancelled' | 'incomplete';
 export type ItemStatus = 'in_progress' | 'completed' | 'incomplete';

@@ -10,7 +10,7 @@
  * argument deltas interleave stay valid; a message or reasoning item closes when the next item opens.
  */
 import type { OutputItem, TextResult, TextStreamEvent, TokenLogprob } from '../providers/provider.types';
-import { publicLogprobs } from './format-utils';
+import { publicLogprobs, type PublicUsage } from './format-utils';
 import {
   incompleteReason,
   outputTextPart,
@@ -21,7 +21,6 @@ import {
   type ResponseObject,
   type ResponseObjectInput,
 } from './response-object.mapper';
-import type { PublicUsage } from './usage.mapper';
 
 export interface SseEvent {
   event: string;

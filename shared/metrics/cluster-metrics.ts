@@ -1,7 +1,8 @@
 import cluster from 'node:cluster';
 import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue, type Registry } from 'prom-client';
 import { AppError } from '../errors/app-error';
-import { sumMoneyExactly } from './money-counter';
+import { Decimal } from '../money';
+import { isMoneyMetric, kopecks, labelKey } from './metrics';
 
 /**
  * /metrics under `npm start` with several processes (bin/start.ts): they share the port, so a scrape reaches one of
@@ -46,7 +47,7 @@ interface Part {
 
 /**
  * The machine's registry from its processes' metrics: each series combined by its `aggregator`, money summed exactly
- * (money-counter.ts: prom-client's sum of 0.1 and 0.2 is 0.30000000000000004).
+ * (metrics.ts `MoneyCounter`: prom-client's sum of 0.1 and 0.2 is 0.30000000000000004).
  */
 export function aggregateProcesses(parts: MetricObjectWithValues<MetricValue<string>>[][]): Registry {
   return AggregatorRegistry.aggregate(sumMoneyExactly(parts));
@@ -146,4 +147,32 @@ export function clusterScrape(registry: Registry, timeoutMs = 8000): () => Promi
       pending.set(id, { resolve, reject, timer });
       process.send!({ type: ASK, id } satisfies Ask);
     });
+}
+
+type MetricJson = MetricObjectWithValues<MetricValue<string>>;
+
+/**
+ * The processes' metrics (each a registry's `getMetricsAsJSON()`) with every money series summed exactly: each
+ * process's kopeck value is read as the decimal it prints as, and the sum of each label set goes to the first process
+ * alone, so prom-client's aggregation (a float sum) adds it to nothing.
+ */
+export function sumMoneyExactly(parts: MetricJson[][]): MetricJson[][] {
+  const sums = new Map<string, { metric: MetricJson; values: Map<string, { labels: MetricValue<string>['labels']; total: Decimal }> }>();
+  const rest = parts.map((metrics) =>
+    metrics.filter((m) => {
+      if (!isMoneyMetric(m.name)) return true;
+      let s = sums.get(m.name);
+      if (!s) sums.set(m.name, (s = { metric: m, values: new Map() }));
+      for (const v of m.values) {
+        const key = labelKey(v.labels);
+        const seen = s.values.get(key);
+        if (seen) seen.total = seen.total.plus(String(v.value));
+        else s.values.set(key, { labels: v.labels, total: new Decimal(String(v.value)) });
+      }
+      return false;
+    }),
+  );
+  if (rest.length === 0) return rest;
+  const exact = [...sums.values()].map(({ metric, values }) => ({ ...metric, values: [...values.values()].map((v) => ({ labels: v.labels, value: kopecks(v.total) })) }));
+  return [[...rest[0], ...exact], ...rest.slice(1)];
 }

@@ -2,10 +2,63 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Queue, Worker } from 'bullmq';
 import type { UpstreamFailure } from '../providers/provider.types';
 import { waitingByClass, type WorkClass } from '../queue/fairness';
-import { queueClient } from '../queue/bullmq-claim';
-import { MoneyCounter } from './money-counter';
-import { storedTokenCounts } from '../formats/usage.mapper';
-import type { MoneyLike } from '../money';
+import { queueClient } from '../queue/claims';
+import { storedTokenCounts } from '../formats/format-utils';
+import { Decimal, money, type MoneyLike } from '../money';
+
+/**
+ * Rubles in /metrics, exact. prom-client's counters add floats (0.10703999999999998 after a few charges), so a money
+ * counter keeps its running totals as Decimals, per label set, and shows each rounded to the kopeck at scrape time:
+ * the rounding never accumulates, and a total only ever rounds up as it grows. Under `npm start`'s cluster the
+ * processes' totals are summed exactly too (`sumMoneyExactly`, cluster-metrics.ts).
+ *
+ * A money counter's name ends in `_rub_total` (one rule: that is how the cluster's sum finds them).
+ */
+export const isMoneyMetric = (name: string): boolean => name.endsWith('_rub_total');
+
+/** RUB shown in /metrics: the exact amount rounded to the kopeck (half up), as a number. */
+export function kopecks(amount: Decimal): number {
+  return Number(amount.toDecimalPlaces(2, Decimal.ROUND_HALF_UP).toFixed(2));
+}
+
+type Labels<L extends string> = Partial<Record<L, string>>;
+
+/** One label set's key, whatever the order its labels were given in. */
+export const labelKey = (labels: object): string => JSON.stringify(Object.entries(labels).sort(([x], [y]) => (x < y ? -1 : 1)));
+
+export class MoneyCounter<L extends string = never> {
+  private readonly totals = new Map<string, { labels: Labels<L>; total: Decimal }>();
+
+  constructor(config: { name: string; help: string; labelNames?: readonly L[]; registers: Registry[] }) {
+    if (!isMoneyMetric(config.name)) throw new Error(`a money counter's name ends in _rub_total: ${config.name}`);
+    const totals = this.totals;
+    new Counter<L>({
+      name: config.name,
+      help: config.help,
+      labelNames: config.labelNames ?? [],
+      registers: config.registers,
+      collect() {
+        this.reset();
+        for (const t of totals.values()) this.inc(t.labels, kopecks(t.total));
+      },
+    });
+  }
+
+  /** Adds an amount (a Decimal or a decimal string; nothing for zero or less). */
+  inc(labels: Labels<L>, amount: MoneyLike): void {
+    const a = money(amount);
+    if (!a.greaterThan(0)) return;
+    const key = labelKey(labels);
+    const t = this.totals.get(key);
+    if (t) t.total = t.total.plus(a);
+    else this.totals.set(key, { labels: { ...labels }, total: a });
+  }
+
+  /** The exact running total of one label set (0 when none). */
+  total(labels: Labels<L> = {}): Decimal {
+    return this.totals.get(labelKey(labels))?.total ?? money(0);
+  }
+}
 
 /** Queue states exported as `switchyard_queue_jobs{state}` (decisions.md section 1). */
 export const QUEUE_STATES = ['waiting', 'active', 'delayed', 'failed'] as const;
@@ -35,7 +88,7 @@ export interface Metrics {
   providerAttempts: Counter<'provider' | 'outcome'>;
   /** Seconds of each provider attempt, by provider, catalog endpoint (its slug, a bounded set) and outcome. */
   providerLatency: Histogram<'provider' | 'endpoint' | 'outcome'>;
-  /** RUB reserved (exact, shown to the kopeck: money-counter.ts). */
+  /** RUB reserved (exact, shown to the kopeck: `MoneyCounter`). */
   moneyReserved: MoneyCounter;
   /** `inc({ model }, amount)`: RUB charged, by the catalog model id (a bounded set). */
   moneyCharged: MoneyCounter<'model'>;

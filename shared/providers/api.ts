@@ -6,7 +6,6 @@ import { randomBytes } from 'node:crypto';
 import { Agent, type Dispatcher } from 'undici';
 import type { ErrorBodyExtractor, SseEvent } from './adapter.types';
 import type { HttpRequestSpec } from './provider.types';
-import { SseParser } from './sse';
 import { abortedError, isUpstreamError, parseRetryAfter, upstreamError, type UpstreamError } from './upstream-error';
 import { Stop, type StopSignal } from '../stop';
 
@@ -218,4 +217,111 @@ function flattenHeaders(headers: Record<string, string | string[] | undefined>):
     if (value !== undefined) flat[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
   }
   return flat;
+}
+
+/**
+ * Incremental Server-Sent Events parser (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation).
+ * Pure: feed it chunks as they arrive (split anywhere, even inside a UTF-8 character or a CRLF), get whole events.
+ */
+
+export class SseParser {
+  private readonly decoder = new TextDecoder('utf-8');
+  private buffer = '';
+  private started = false;
+  private data: string[] = [];
+  private eventType: string | undefined;
+  private id: string | undefined;
+
+  push(chunk: string | Uint8Array): SseEvent[] {
+    let text = typeof chunk === 'string' ? chunk : this.decoder.decode(chunk, { stream: true });
+    if (!this.started && text.length > 0) {
+      this.started = true;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    }
+    this.buffer += text;
+    return this.drain(false);
+  }
+
+  /**
+   * The stream ended. Unlike the spec (which drops an event not closed by a blank line) we dispatch it:
+   * some OpenAI-compatible servers end on `data: [DONE]\n` without the blank line.
+   */
+  end(): SseEvent[] {
+    this.buffer += this.decoder.decode();
+    const events = this.drain(true);
+    const last = this.dispatch();
+    if (last) events.push(last);
+    return events;
+  }
+
+  private drain(final: boolean): SseEvent[] {
+    const events: SseEvent[] = [];
+    let start = 0;
+    for (;;) {
+      const cr = this.buffer.indexOf('\r', start);
+      const lf = this.buffer.indexOf('\n', start);
+      let end: number;
+      let next: number;
+      if (cr === -1 && lf === -1) break;
+      if (cr !== -1 && (lf === -1 || cr < lf)) {
+        // A lone CR ends a line too; a CR at the end of the buffer may be the first half of CRLF.
+        if (cr === this.buffer.length - 1 && !final) break;
+        end = cr;
+        next = this.buffer[cr + 1] === '\n' ? cr + 2 : cr + 1;
+      } else {
+        end = lf;
+        next = lf + 1;
+      }
+      const event = this.line(this.buffer.slice(start, end));
+      if (event) events.push(event);
+      start = next;
+    }
+    this.buffer = this.buffer.slice(start);
+    if (final && this.buffer.length > 0) {
+      const event = this.line(this.buffer);
+      if (event) events.push(event);
+      this.buffer = '';
+    }
+    return events;
+  }
+
+  private line(line: string): SseEvent | undefined {
+    if (line === '') return this.dispatch();
+    if (line.startsWith(':')) return undefined; // comment (keep-alive pings)
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    switch (field) {
+      case 'data':
+        this.data.push(value);
+        break;
+      case 'event':
+        this.eventType = value;
+        break;
+      case 'id':
+        if (!value.includes('\0')) this.id = value;
+        break;
+      default:
+        break; // `retry` and unknown fields are ignored
+    }
+    return undefined;
+  }
+
+  private dispatch(): SseEvent | undefined {
+    const { data, eventType, id } = this;
+    this.data = [];
+    this.eventType = undefined;
+    if (data.length === 0) return undefined;
+    const event: SseEvent = { data: data.join('\n') };
+    if (eventType) event.event = eventType;
+    if (id !== undefined) event.id = id;
+    return event;
+  }
+}
+
+/** Parses a whole SSE transcript at once (tests, recorded streams). */
+export function parseSse(text: string): SseEvent[] {
+  const parser = new SseParser();
+  return [...parser.push(text), ...parser.end()];
 }

@@ -1,6 +1,6 @@
 import { endpointBySlug } from '../catalog/catalog-index';
 import type { Catalog } from '../catalog/catalog.types';
-import { adapterFor } from './registry';
+import { adapterByKind } from './registry';
 
 /** The operations a provider's batch API may take (adapter.types.ts BatchApiOperation). */
 export type BatchOperation = 'text' | 'embeddings';
@@ -13,6 +13,6 @@ export type BatchOperation = 'text' | 'embeddings';
 export function takesUpstreamBatch(catalog: Catalog, operation: BatchOperation, slug: string | undefined): boolean {
   const resolved = slug ? endpointBySlug(catalog, slug) : undefined;
   if (!resolved?.endpoint.batch) return false;
-  const batch = adapterFor(resolved.provider.kind)?.batch;
+  const batch = adapterByKind[resolved.provider.kind]?.batch;
   return batch !== undefined && batch.operations.includes(operation);
 }

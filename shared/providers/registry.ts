@@ -18,7 +18,5 @@ export const providerAdapters = {
 
 export type AdapterKind = keyof typeof providerAdapters;
 
-/** The adapter for a catalog provider's kind, or undefined when that kind has none yet. */
-export function adapterFor(kind: ProviderKind): ProviderAdapter | undefined {
-  return (providerAdapters as Partial<Record<ProviderKind, ProviderAdapter>>)[kind];
-}
+/** The adapter for a catalog provider's kind (`adapterByKind[kind]`), or undefined when that kind has none yet. */
+export const adapterByKind: Partial<Record<ProviderKind, ProviderAdapter>> = providerAdapters;

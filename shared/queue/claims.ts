@@ -1,11 +1,13 @@
-import type { JobsOptions, Queue } from 'bullmq';
-import { addClaimed, addStandardJobArgs, queueClient } from './bullmq-claim';
-import { fairArgs, fairPriority, type FairLane } from './fairness';
+import { Job, raw2NextJobData, type JobJson, type JobsOptions, type Queue } from 'bullmq';
+import { fairArgs, fairPriority, workClassOf, type FairGroup, FAIR_LUA, fairLuaCalls } from './fairness';
+import { AT_ONCE_QUEUES } from './job-catalog';
+import type { QueueName } from './queue-names';
+import type Redis from 'ioredis';
 
 /**
  * Claim at enqueue (docs/architecture.md): a job whose client waits in this process, for a queue a worker of this
- * process serves with a free slot, is added and made active for that worker in one Redis script (shared/queue/
- * bullmq-claim.ts), the way BullMQ's own fetch would have made it active, and runs here at once. It is a BullMQ job
+ * process serves with a free slot, is added and made active for that worker in one Redis script (the BullMQ
+ * part below), the way BullMQ's own fetch would have made it active, and runs here at once. It is a BullMQ job
  * like any other (in the active list, locked, its lock renewed, re-run by any worker if this process dies, finished by
  * BullMQ), but its pick-up costs nothing: no worker is woken to fetch it, and BullMQ's fetch loop makes none of its
  * follow-up calls (a speculative second fetch, and the wake and fetch that the marker its fetch script re-adds causes).
@@ -40,8 +42,16 @@ export interface Claimer {
 export function claimToken(workerId: string, n: number): string {
   return `${workerId}:claim:${n}`;
 }
-export function isClaimToken(token: string | undefined): boolean {
+function isClaimToken(token: string | undefined): boolean {
   return token?.includes(':claim:') === true;
+}
+
+/**
+ * Which run of its job this is: the one rule of "first, claimed run?". `first`: nothing ran the job before (not a
+ * re-run after a stall, a retry, a media step or a put-back); `claimed`: a claim at enqueue started it (its lock token).
+ */
+export function runOf(job: Pick<Job, 'attemptsStarted' | 'stalledCounter'>, token?: string): { first: boolean; claimed: boolean } {
+  return { first: job.attemptsStarted <= 1 && !job.stalledCounter, claimed: isClaimToken(token) };
 }
 /** The lock token of a job taken from the wait list into a headroom slot (it waited, so it was counted: not a claim's). */
 export function takeToken(workerId: string, n: number): string {
@@ -89,6 +99,17 @@ export class LocalClaimers {
   }
 }
 
+/**
+ * May a generation's job be claimed at enqueue? The one rule of the job's side, asked by the gateway only: a client
+ * waits for it (interactive work: fairness.ts workClassOf; background work waits in its organization's fair order),
+ * its organization has no concurrency cap (a capped job may be put back: org-cap.ts), and its queue's jobs start at once
+ * (AT_ONCE_QUEUES). The worker's side (a free slot, running, not rate-limited) is its `hold`, the queue's (BullMQ would
+ * give the job now, nothing of its organization waits) the claim script's: each asked where its state is.
+ */
+export function mayClaim(queue: QueueName, mode: string, capped: boolean): boolean {
+  return workClassOf(mode) === 'interactive' && !capped && AT_ONCE_QUEUES.has(queue);
+}
+
 /** How a job is claimed at enqueue. */
 export interface Claim {
   /** The slot it takes. */
@@ -101,15 +122,14 @@ export interface Claim {
 
 /**
  * Adds a job (`queue.add`'s options; `jobId` required). With a claim, the worker holding the ticket takes it in the
- * same script (shared/queue/bullmq-claim.ts): 'claimed'. Otherwise, or when BullMQ's fetch would not give it now, it
+ * same script (`addClaimed` below): 'claimed'. Otherwise, or when BullMQ's fetch would not give it now, it
  * waits in the queue: 'queued'; with `only`, it is then not added at all: 'not-added'. The ticket is released unless
  * the job started on it. With `fair` (every generation), the job takes its place in its organization's fair order
  * (fairness.ts): only interactive work of an organization with nothing of its own waiting is claimed, decided in the
  * same script; any other job is added with the priority that order gives it.
  */
-export async function addJob(queue: Queue, data: object, opts: JobsOptions & { jobId: string }, claim?: Claim, fair?: FairLane): Promise<'claimed' | 'queued' | 'not-added'> {
-  // Background work is never claimed: it waits in its organization's fair order.
-  const ticket = fair?.workClass === 'background' ? (claim?.ticket.release(), undefined) : claim?.ticket;
+export async function addJob(queue: Queue, data: object, opts: JobsOptions & { jobId: string }, claim?: Claim, fair?: FairGroup): Promise<'claimed' | 'queued' | 'not-added'> {
+  const ticket = claim?.ticket;
   let started = false;
   try {
     const args = ticket && (await addStandardJobArgs(queue, data, opts));
@@ -131,4 +151,186 @@ export async function addJob(queue: Queue, data: object, opts: JobsOptions & { j
   } finally {
     if (!started) ticket?.release();
   }
+}
+
+/**
+ * The one place that reaches into BullMQ below its public API (from here to the end of the file): claim at enqueue
+ * adds a job and makes it active in one Redis script, which must store the job exactly as `queue.add` does and do for it what
+ * BullMQ's fetch (`moveToActive`) does. It was written against the BullMQ version below, pinned exactly in
+ * package.json; test/unit/bullmq-claim.test.ts fails when the installed BullMQ or the scripts the claim copies
+ * (`addStandardJob`, run as is; `moveToActive` with `prepareJobForProcessing`, whose steps the claim repeats) differ,
+ * so an upgrade re-reads them before it lands.
+ */
+export const WRITTEN_FOR = {
+  version: '6.7.0',
+  /** SHA-256 of each script's `content` as the installed BullMQ ships it. */
+  scripts: {
+    'addStandardJob-9': '2eee45c9ffc54d24681b737f926016a7f7464f0d32a5f87f623bffa2fc55413c',
+    'moveToActive-11': '7d35069db0b831af1bd1b2d5eb8d524e86fc7d3280b8c684a96b6614bad7d79a',
+  },
+} as const;
+
+type ScriptModule = Record<string, { name: string; keys: number; content: string }>;
+
+/** A script of the installed BullMQ (a module of its package; no export map restricts it). */
+export function bullmqScript(file: keyof typeof WRITTEN_FOR.scripts): { name: string; keys: number; content: string } {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return Object.values(require(`bullmq/dist/cjs/scripts/${file}`) as ScriptModule)[0]!;
+}
+
+/**
+ * BullMQ's own `addStandardJob`, run as a function, then the claim. The claim moves the job from `wait` to `active`
+ * only when BullMQ's fetch would give it now: the queue is not paused, rate limited or at its global concurrency, no
+ * older job waits (a claim never overtakes one), and the job is new; otherwise the job is added to `wait` as `queue.add`
+ * adds it, or, asked for the claim only (`only`), not added at all. A claim does for this one job what
+ * `moveToActive` does through `prepareJobForProcessing`: the lock with the worker's token, the `active` event,
+ * `processedOn` and the started-attempts count; and it marks the hash `syc` (claimed), which BullMQ ignores. The
+ * marker the add left for blocked workers goes when nothing else is left to fetch; blocked clients are served only
+ * once a script ends, so no worker wakes. Otherwise the job stays in `wait`, where any worker fetches it as usual.
+ * With a fair group (fairness.ts), an organization that has jobs of its own waiting gets nothing added (`backlogged`:
+ * the caller adds the job with its priority), and a job left in `wait` is counted as that organization's, in the same
+ * script.
+ */
+const FAIR = fairLuaCalls(8);
+/** The field a claim sets in the job's hash, so that a later run knows the job was claimed at enqueue (`claimedAtEnqueue`). */
+const CLAIMED_FIELD = 'syc';
+/**
+ * What the claim and the take (below) share of BullMQ's fetch, after `local rcall = redis.call`: whether the queue gives
+ * a job now (not paused, rate limited or at its global concurrency), and making a job active for a worker's token
+ * (`prepareJobForProcessing`'s steps: the lock, the `active` event, `processedOn`, the started-attempts count), which
+ * returns the job's hash as the fetch does.
+ */
+const START_LUA = `
+local function queueGives(metaKey, activeKey)
+  local meta = rcall("HMGET", metaKey, "paused", "concurrency", "max")
+  return not meta[1] and not meta[3] and not (meta[2] and rcall("LLEN", activeKey) >= tonumber(meta[2]))
+end
+local function startJob(jobKey, jobId, eventsKey, token, lockMs, now)
+  rcall("SET", jobKey .. ":lock", token, "PX", lockMs)
+  rcall("XADD", eventsKey, "*", "event", "active", "jobId", jobId, "prev", "waiting")
+  rcall("HSET", jobKey, "processedOn", now)
+  rcall("HINCRBY", jobKey, "ats", 1)
+  return rcall("HGETALL", jobKey)
+end
+`;
+const CLAIM_JOB = `
+local function bullmqAddStandardJob()
+${bullmqScript('addStandardJob-9').content}
+end
+${FAIR_LUA}
+local rcall = redis.call
+${START_LUA}
+local args = cmsgpack.unpack(ARGV[1])
+local keyPrefix, jobId = args[1], args[2]
+if jobId == "" or rcall("EXISTS", keyPrefix .. jobId) == 1 then
+  if ARGV[7] == "1" then return {0, -1} end
+  return {bullmqAddStandardJob(), 0}
+end
+local fair = ARGV[8] and ${FAIR.plan}
+if fair and fair.n > 0 then return {0, 0, 1} end
+local waitKey, metaKey, activeKey, eventsKey, markerKey = KEYS[1], KEYS[3], KEYS[7], KEYS[8], KEYS[9]
+local only = ARGV[7] == "1"
+local claimable = queueGives(metaKey, activeKey) and rcall("LLEN", waitKey) == 0
+if not claimable and only then return {0, -1} end
+local added = bullmqAddStandardJob()
+local function waits()
+  if fair then ${FAIR.count('fair')} end
+  return {added, 0}
+end
+if not claimable then return waits() end
+if rcall("LLEN", waitKey) ~= 1 or rcall("LINDEX", waitKey, 0) ~= jobId then return waits() end
+rcall("RPOPLPUSH", waitKey, activeKey)
+if rcall("ZCARD", keyPrefix .. "prioritized") == 0 then rcall("ZREM", markerKey, "0") end
+local jobKey = keyPrefix .. jobId
+rcall("HSET", jobKey, "${CLAIMED_FIELD}", "1")
+return {added, startJob(jobKey, jobId, eventsKey, ARGV[4], ARGV[5], ARGV[6])}
+`;
+const COMMAND = 'switchyardAddClaimed';
+
+/**
+ * The arguments BullMQ gives its `addStandardJob` script for this job (as `queue.add` builds them: Queue.addJob,
+ * Job.create, addJobToTransaction), caught on their way out; null when BullMQ would use another script (a delayed,
+ * prioritized or child job).
+ */
+export async function addStandardJobArgs(queue: Queue, data: object, opts: JobsOptions & { jobId: string }): Promise<unknown[] | null> {
+  const job = new Job(queue, queue.name, data, { ...queue.jobsOpts, ...opts }, opts.jobId);
+  let caught: { name: string; args: unknown[] } | undefined;
+  const catcher = { runCommand: (name: string, args: unknown[]) => ((caught = { name, args }), '') };
+  await queue.backend.addJobToTransaction(catcher as never, job.asJSON(), opts.jobId);
+  return caught?.name.startsWith('addStandardJob:') ? caught.args : null;
+}
+
+/**
+ * Adds the job with `addStandardJob`'s arguments and claims it for `token`: the job's hash as BullMQ's fetch returns
+ * it when it is now active under that token; null when it stays in `wait`; `not-added` when `only` and it could not be
+ * claimed; `backlogged` when nothing was added because the organization of `fair` (fairness.ts fairArgs) has jobs
+ * waiting.
+ */
+export async function addClaimed(queue: Queue, args: unknown[], token: string, lockDuration: number, only: boolean, fair?: string[]): Promise<string[] | null | 'not-added' | 'backlogged'> {
+  const client = (await queue.backend.client) as unknown as Record<string, (...a: unknown[]) => Promise<unknown>> & { defineCommand(name: string, d: { numberOfKeys: number; lua: string }): void };
+  // Defined once per connection (ioredis adds the command as a method of the client), as generation-bus.ts does.
+  if (!(COMMAND in client)) client.defineCommand(COMMAND, { numberOfKeys: 9, lua: CLAIM_JOB });
+  const [added, raw, backlogged] = (await client[COMMAND]!(...args, token, lockDuration, Date.now(), only ? '1' : '0', ...(fair ?? []))) as [unknown, unknown, unknown];
+  if (raw === -1) return 'not-added';
+  if (backlogged === 1) return 'backlogged';
+  if (typeof added === 'number' && added < 0) throw new Error(`BullMQ refused the job (code ${added})`);
+  return Array.isArray(raw) ? (raw as string[]) : null;
+}
+
+/** The Redis client a queue runs its commands on (BullMQ 6 keeps it behind its backend). */
+export async function queueClient(queue: Queue): Promise<Redis> {
+  return (await queue.backend.client) as unknown as Redis;
+}
+
+/** A claimed job's hash decoded as BullMQ decodes what its fetch returns (numbers, options, short field names). */
+export function claimedJobJson(raw: string[]): JobJson {
+  return raw2NextJobData([raw])[0] as JobJson;
+}
+
+/**
+ * Takes one job that waits in the wait list (not only its head) and makes it active for `token`, as BullMQ's fetch
+ * would have made it active had it been next: for the default share's headroom (workers/services/default-share.ts),
+ * which starts a waiting interactive job of an organization under its share while every slot is held. The claim's
+ * check and steps (START_LUA); the marker goes when nothing is left to fetch.
+ */
+const TAKE_JOB = `
+local rcall = redis.call
+${START_LUA}
+local waitKey, activeKey, metaKey, eventsKey, markerKey, prioritizedKey = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local jobId = ARGV[2]
+if not rcall("LPOS", waitKey, jobId) then return 0 end
+if not queueGives(metaKey, activeKey) then return 0 end
+rcall("LREM", waitKey, 1, jobId)
+rcall("LPUSH", activeKey, jobId)
+if rcall("LLEN", waitKey) == 0 and rcall("ZCARD", prioritizedKey) == 0 then rcall("ZREM", markerKey, "0") end
+return startJob(ARGV[1] .. jobId, jobId, eventsKey, ARGV[3], ARGV[4], ARGV[5])
+`;
+const TAKE_COMMAND = 'switchyardTakeWaiting';
+
+/** A queue or a Worker: its keys, in BullMQ's naming. */
+type QueueKeys = { keys: Record<string, string>; toKey(type: string): string };
+
+/** Takes the waiting job `jobId` for `token` (TAKE_JOB): its hash as BullMQ's fetch returns it, or null when it no longer waits or the queue gives nothing now. */
+export async function takeWaiting(client: Redis, queue: QueueKeys, jobId: string, token: string, lockDuration: number): Promise<string[] | null> {
+  const c = client as Redis & Record<string, (...a: unknown[]) => Promise<unknown>>;
+  if (!(TAKE_COMMAND in c)) client.defineCommand(TAKE_COMMAND, { numberOfKeys: 6, lua: TAKE_JOB });
+  const k = queue.keys;
+  const raw = await c[TAKE_COMMAND]!(k.wait, k.active, k.meta, k.events, k.marker, k.prioritized, queue.toKey(''), jobId, token, lockDuration, Date.now());
+  return Array.isArray(raw) ? (raw as string[]) : null;
+}
+
+/** The organization of a waiting generation job (its payload's `organizationId`), or null when it is gone. */
+export async function waitingJobOrganization(client: Redis, queue: QueueKeys, jobId: string): Promise<string | null> {
+  const data = await client.hget(queue.toKey(jobId), 'data');
+  if (!data) return null;
+  const org = (JSON.parse(data) as { organizationId?: unknown }).organizationId;
+  return typeof org === 'string' ? org : null;
+}
+
+/**
+ * Whether `job` was claimed at enqueue (the claim's mark in its hash): asked by a later run of it, which BullMQ fetched
+ * once the claim run's lock lapsed.
+ */
+export async function claimedAtEnqueue(client: Redis, job: Pick<Job, 'queueQualifiedName' | 'id'>): Promise<boolean> {
+  return (await client.hget(`${job.queueQualifiedName}:${job.id}`, CLAIMED_FIELD)) === '1';
 }

@@ -22,7 +22,7 @@ import type Redis from 'ioredis';
 export type WorkClass = 'interactive' | 'background';
 
 /** Whose work a job is, for fairness: given with every enqueue of a generation (claims.ts addJob). */
-export interface FairLane {
+export interface FairGroup {
   organizationId: string;
   workClass: WorkClass;
 }
@@ -57,7 +57,7 @@ function orgKey(qualifiedName: string, c: WorkClass, org: string): string {
 }
 
 /**
- * Lua shared by the enqueue script below and the claim (bullmq-claim.ts). `fairPlan` reads an organization's state as
+ * Lua shared by the enqueue script below and the claim (claims.ts). `fairPlan` reads an organization's state as
  * it is before the job is added; `fairCount` counts the job and answers its priority (0: none).
  */
 export const FAIR_LUA = `
@@ -87,11 +87,11 @@ local function fairCount(p, bandKey, orgKey, interactive, base, span, ttl)
 end
 `;
 
-/** The arguments `fairPlan` and `fairCount` take for a lane, in order (strings, as Redis gives them to Lua). */
-export function fairArgs(queue: Pick<Queue, 'qualifiedName' | 'keys'>, lane: FairLane): string[] {
-  const b = BANDS[lane.workClass];
-  const interactive = lane.workClass === 'interactive' ? '1' : '0';
-  return [bandKey(queue.qualifiedName, lane.workClass), orgKey(queue.qualifiedName, lane.workClass, lane.organizationId), queue.keys.prioritized, queue.keys.wait, b.lo, b.hi, interactive, String(b.base), String(b.span), String(ORG_STATE_TTL_MS)];
+/** The arguments `fairPlan` and `fairCount` take for a group, in order (strings, as Redis gives them to Lua). */
+export function fairArgs(queue: Pick<Queue, 'qualifiedName' | 'keys'>, group: FairGroup): string[] {
+  const b = BANDS[group.workClass];
+  const interactive = group.workClass === 'interactive' ? '1' : '0';
+  return [bandKey(queue.qualifiedName, group.workClass), orgKey(queue.qualifiedName, group.workClass, group.organizationId), queue.keys.prioritized, queue.keys.wait, b.lo, b.hi, interactive, String(b.base), String(b.span), String(ORG_STATE_TTL_MS)];
 }
 
 /** In the claim script: `fairPlan` and `fairCount` over ARGV[first..first+9] (fairArgs). */
@@ -129,8 +129,8 @@ function scripted(client: Redis): Scripted {
 }
 
 /** Counts a job about to be added to `queue` and answers its priority (0: none, the wait list). One round trip; `client`: the queue's. */
-export async function fairPriority(client: Redis, queue: Pick<Queue, 'qualifiedName' | 'keys'>, lane: FairLane): Promise<number> {
-  return Number(await scripted(client).switchyardFairEnqueue!(...fairArgs(queue, lane)));
+export async function fairPriority(client: Redis, queue: Pick<Queue, 'qualifiedName' | 'keys'>, group: FairGroup): Promise<number> {
+  return Number(await scripted(client).switchyardFairEnqueue!(...fairArgs(queue, group)));
 }
 
 /**

@@ -34,10 +34,9 @@ export function parseModelSpec(model: string, options: ParseModelSpecOptions = {
   if (typeof model !== 'string' || model.length === 0) {
     throw new RoutingInputError(field, 'Model must be a non-empty string');
   }
-  if (options.isKnownModel?.(model)) return { model };
   // Option values never contain '@', so the last '@' separates the options from an id that may hold one.
   const at = model.lastIndexOf('@');
-  if (at < 0) return { model };
+  if (at < 0 || options.isKnownModel?.(model)) return { model };
   const id = model.slice(0, at);
   const query = model.slice(at + 1);
   if (id.length === 0) throw new RoutingInputError(field, `Model is missing before '@' in '${model}'`);

@@ -1,6 +1,6 @@
 import type { EndpointConfig, ModelConfig, ModelType, PriceField, ProviderConfig } from '../catalog/catalog.types';
 import { compareMoney, money, parseMoney } from '../money';
-import { askedTier, offersTier, tierPrice } from '../catalog/service-tiers';
+import { askedTier, offersTier, tierPrice } from '../catalog/catalog-index';
 import { isUnhealthy } from './endpoint-stats';
 import { ignoredParameterWarnings } from './route-parameters';
 import { RoutingError, RoutingInputError, type RoutingErrorReason } from './routing-errors';

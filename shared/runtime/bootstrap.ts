@@ -1,3 +1,4 @@
+import { systemClock } from '../ids';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type Redis from 'ioredis';
@@ -30,6 +31,8 @@ export interface Runtime {
   db: Db;
   /** The pg pool under `db` (the ledger's hot path). */
   pool: Pool;
+  /** DATABASE_READ_URL's replica, when set: history's and activity's reads (shared/db/read-routing.ts). */
+  readDb?: Db;
   /** Fail-fast connection (API requests, publishing). */
   redis: Redis;
   /** Patient connections: subscriber and BullMQ workers. */
@@ -87,6 +90,7 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
   const services = await resolveServices(config, logger, { writeRuntimeFile });
   const secret = resolveSecret(config);
   const { db, pool } = connectDb(services.databaseUrl, { max: config.databasePoolSize });
+  const readDb = config.databaseReadUrl ? connectDb(config.databaseReadUrl, { max: config.databasePoolSize, timeoutMs: config.readReplicaTimeoutMs }).db : undefined;
   const redis = createRedis(services.redisUrl, { name: `switchyard-${role}` });
   const patients: Redis[] = [];
   await whenReady(redis);
@@ -106,6 +110,7 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
     secret,
     db,
     pool,
+    readDb,
     redis,
     patient(name) {
       const r = createRedis(services.redisUrl, { name: `switchyard-${role}-${name}`, patient: true });
@@ -114,7 +119,7 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
     },
     upstream,
     metrics,
-    ledger: new Ledger(db, () => new Date(), { pool, metrics }),
+    ledger: new Ledger(db, systemClock, { pool, metrics }),
     lane: new LocalLane(),
     tracing,
     onClose: (fn) => closers.unshift(fn),
@@ -124,6 +129,7 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
         await tracing?.shutdown().catch(() => undefined);
         await upstream.close().catch(() => undefined);
         await db.$disconnect().catch(() => undefined);
+        await readDb?.$disconnect().catch(() => undefined);
         for (const r of [redis, ...patients]) r.disconnect();
         await services.stop();
       })();

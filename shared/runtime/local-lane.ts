@@ -1,6 +1,6 @@
 import { LocalClaimers } from '../queue/claims';
 import { LocalBuses } from '../queue/generation-bus';
-import type { PendingRecord } from '../billing/pending-record';
+import type { PendingRecord } from '../billing/settlement-journal';
 
 /**
  * What the API and the workers of one process share in memory (docs/architecture.md "One lane"), built once per process
@@ -31,7 +31,7 @@ export class LocalLane {
     return entry.record;
   }
 
-  /** The record of the generation a run of this process holds (shared/billing/reply-then-settle.ts settleCompleted). */
+  /** The record of the generation a run of this process holds (shared/billing/ending.ts endGeneration). */
   recordOf(generationId: string): PendingRecord | undefined {
     return this.records.get(generationId)?.record;
   }

@@ -9,6 +9,8 @@ import { newId } from '../ids';
 import { signToken, type Role } from '../auth/tokens';
 import { AppError } from '../errors/app-error';
 import { webhookSecret } from './callbacks.service';
+import { hashSecret, newOpaqueSecret } from '../auth/secrets';
+import { normalizeEmail, TOKEN_TTL_MS, type UserTokenKind } from './sessions.service';
 
 export const DEFAULT_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
 
@@ -28,7 +30,7 @@ export interface CreateKeyInput extends LimitInput {
   lockedFields?: string[];
 }
 
-function limitColumns(input: LimitInput): { limit: string | null; limitReset: LimitReset | null } {
+export function limitColumns(input: LimitInput): { limit: string | null; limitReset: LimitReset | null } {
   if (input.limit === undefined || input.limit === null) {
     if (input.reset) throw new AppError('BAD_REQUEST', 'A limit period needs a limit');
     return { limit: null, limitReset: null };
@@ -54,17 +56,55 @@ export class AccountsService {
     this.ledger = new Ledger(db, clock);
   }
 
-  async createOrganization(input: { name: string; balance?: MoneyLike }) {
+  /**
+   * A new organization with its owner. With `ownerEmail` the owner has that address and an invite token to set its
+   * password (decisions.md section 8); without, a placeholder address no one signs in with.
+   */
+  async createOrganization(input: { name: string; balance?: MoneyLike; ownerEmail?: string }) {
     const organizationId = newId('org');
     const ownerUserId = newId('usr');
     const callbackSecret = newSecret();
-    await this.db.$transaction([
-      this.db.organization.create({ data: { id: organizationId, name: input.name, callbackSecret } }),
-      this.db.user.create({ data: { id: ownerUserId, organizationId, email: `owner@${organizationId}`, role: 'owner' } }),
-    ]);
+    const email = input.ownerEmail !== undefined ? normalizeEmail(input.ownerEmail) : `owner@${organizationId}`;
+    await this.uniqueEmail(email, () =>
+      this.db.$transaction([
+        this.db.organization.create({ data: { id: organizationId, name: input.name, callbackSecret } }),
+        this.db.user.create({ data: { id: ownerUserId, organizationId, email, role: 'owner' } }),
+      ]),
+    );
     if (input.balance !== undefined && money(input.balance).greaterThan(0)) await this.ledger.topUp(organizationId, input.balance);
     const ownerToken = this.issueTokenFor(ownerUserId, organizationId, 'owner');
-    return { organizationId, ownerUserId, ownerToken, callbackSecret, webhookSecret: webhookSecret(callbackSecret) };
+    const ownerInviteToken = input.ownerEmail !== undefined ? await this.issueUserToken(ownerUserId, 'invite') : undefined;
+    return { organizationId, ownerUserId, ownerToken, ownerInviteToken, callbackSecret, webhookSecret: webhookSecret(callbackSecret) };
+  }
+
+  /** A user who is to set its password by the invite token returned (a link: shared/auth/console-links.ts). */
+  async inviteUser(input: { organizationId: string; email: string; role: Role } & LimitInput) {
+    const { userId } = await this.createUser(input);
+    return { userId, inviteToken: await this.issueUserToken(userId, 'invite') };
+  }
+
+  /** A password-reset token for a user (works for an hour; using it ends every session of the user). */
+  async resetPassword(userId: string) {
+    const user = await this.db.user.findUnique({ where: { id: userId } });
+    if (!user || user.removedAt) throw new AppError('NOT_FOUND', `User ${userId} not found`);
+    return { resetToken: await this.issueUserToken(userId, 'reset') };
+  }
+
+  /** A new one-time token of the user: only its hash is stored. */
+  private async issueUserToken(userId: string, kind: UserTokenKind): Promise<string> {
+    const token = newOpaqueSecret(kind === 'invite' ? 'syi_' : 'syr_');
+    await this.db.userToken.create({ data: { tokenHash: hashSecret(token), userId, kind, expiresAt: new Date(this.clock().getTime() + TOKEN_TTL_MS[kind]) } });
+    return token;
+  }
+
+  /** One e-mail, one user in the whole installation: a second is a 409 (the CLI exits 1). */
+  private async uniqueEmail<T>(email: string, write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (e) {
+      if ((e as { code?: string }).code === 'P2002') throw new AppError('CONFLICT', `A user with the e-mail ${email} already exists (one e-mail is one user in the whole installation)`);
+      throw e;
+    }
   }
 
   async topUp(organizationId: string, amount: MoneyLike) {
@@ -86,7 +126,8 @@ export class AccountsService {
     const org = await this.db.organization.findUnique({ where: { id: input.organizationId } });
     if (!org) throw new AppError('NOT_FOUND', `Organization ${input.organizationId} not found`);
     const userId = newId('usr');
-    await this.db.user.create({ data: { id: userId, organizationId: input.organizationId, email: input.email, role: input.role, ...limitColumns(input) } });
+    const email = normalizeEmail(input.email);
+    await this.uniqueEmail(email, () => this.db.user.create({ data: { id: userId, organizationId: input.organizationId, email, role: input.role, ...limitColumns(input) } }));
     return { userId, token: this.issueTokenFor(userId, input.organizationId, input.role) };
   }
 
@@ -168,6 +209,14 @@ export class AccountsService {
     if (count === 0) throw new AppError('CONFLICT', `Key ${id} is revoked: a revoked key is final and cannot be changed or enabled again`);
     await this.changed(id, patch.limit !== undefined || patch.reset !== undefined || patch.disabled === true);
     return this.db.apiKey.findUniqueOrThrow({ where: { id } });
+  }
+
+  /**
+   * Keys changed elsewhere (a member removed, its keys revoked in that transaction; a member's limit changed, which
+   * bounds its keys' spending): every process is told, and the leases taken under the old terms are revoked.
+   */
+  async keysChanged(ids: string[]): Promise<void> {
+    for (const id of ids) await this.changed(id, true);
   }
 
   /**

@@ -5,6 +5,7 @@ import { newId } from '../ids';
 import { RUNNING } from './generation.service';
 import { AppError } from '../errors/app-error';
 import type { BlobObject, BlobStore, ByteRange } from '../storage/blob-store';
+import { generationById } from '../db/generation-reads';
 import type {
   FileScope,
   FileSortField,
@@ -327,7 +328,7 @@ export class FilesService {
    * Call it once the generation has ended; a generation still running is left alone. Returns how many went.
    */
   async discardUnkept(generationId: string): Promise<number> {
-    const g = await this.db.generation.findUnique({ where: { id: generationId }, select: { status: true, result: true } });
+    const g = await generationById(this.db, generationId, (where) => this.db.generation.findFirst({ where, select: { status: true, result: true } }));
     if (!g || RUNNING.has(g.status)) return 0;
     const keep = g.status === 'completed' ? keptFileIds(g.result) : [];
     const files = await this.db.storedFile.findMany({ where: { generationId, ...(keep.length ? { id: { notIn: keep } } : {}) } });

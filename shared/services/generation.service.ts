@@ -1,8 +1,9 @@
 import type { Db } from '../db/client';
 import type { GenerationStatus } from '../db/generated/enums';
-import { AppError, type StoredError } from '../errors/app-error';
+import { AppError } from '../errors/app-error';
 import { toStorage, type Decimal, type MoneyLike } from '../money';
-import { Ledger, type CloseRow, type DrawnRow, type OpenRow } from '../billing/ledger';
+import { Ledger, RUNNING_STATUSES, type DrawnRow, type OpenRow } from '../billing/ledger';
+import { generationById } from '../db/generation-reads';
 
 export type RequestType = 'chat' | 'embedding' | 'image' | 'video' | 'audio' | 'upscale';
 export type ApiType = 'responses' | 'chat_completions' | 'embeddings' | 'images' | 'media' | 'systemone';
@@ -31,10 +32,10 @@ export interface NewGeneration {
   bound: MoneyLike;
   minimum?: MoneyLike;
   /** The caller's Idempotency-Key and the hash of its request (docs/idempotency.md). */
-  idempotency?: IdempotencyClaim;
+  idempotency?: IdempotentRequest;
 }
 
-export interface IdempotencyClaim {
+export interface IdempotentRequest {
   key: string;
   /** Whose key it is (the API key's id, else `user <member id>`): another caller's same key is another key. */
   caller: string;
@@ -45,12 +46,8 @@ export interface IdempotencyClaim {
 /** A new generation was reserved and recorded (at `createdAt`), or the Idempotency-Key already names one (`replayOf`). */
 export type Created = { granted: Decimal; createdAt: Date } | { replayOf: string };
 
-/**
- * The states of a generation that has not ended yet: queued or running. The one rule of "still running": the set for
- * checks, the list for queries (Prisma's `in`/`notIn`, SQL's `= ANY`).
- */
-export const RUNNING_STATUSES: readonly GenerationStatus[] = ['pending', 'processing'];
-export const RUNNING: ReadonlySet<string> = new Set(RUNNING_STATUSES);
+/** The one rule of "still running" lives with the ledger's closes (shared/billing/ledger.ts). */
+export { RUNNING, RUNNING_STATUSES } from '../billing/ledger';
 
 /** What a replay needs of an existing generation. */
 export interface GenerationState {
@@ -59,30 +56,6 @@ export interface GenerationState {
   result: unknown;
   error: unknown;
   createdAt: Date;
-}
-
-export interface Finish {
-  status: 'completed' | 'failed' | 'cancelled';
-  /**
-   * Real cost to charge. Absent: the reservation is released (failed and cancelled generations cost nothing);
-   * a stream that failed, or was cancelled through the API, after producing output passes what it produced.
-   */
-  cost?: MoneyLike;
-  result?: unknown;
-  usage?: unknown;
-  /** Written only as `AppError.toStored()`. */
-  error?: StoredError;
-  warnings?: string[];
-  routing?: unknown;
-  model?: string;
-  provider?: string | null;
-  finalEndpointSlug?: string | null;
-  finishReason?: string | null;
-  attemptsCount?: number;
-  latencyMs?: number | null;
-  queueTimeMs?: number | null;
-  generationTimeMs?: number | null;
-  upstreamId?: string | null;
 }
 
 /** How long an Idempotency-Key names its generation (docs/idempotency.md; the same 24 hours in the SQL). */
@@ -147,7 +120,7 @@ export class GenerationService {
 
   /** Status and stored outcome of a generation (replays of an Idempotency-Key), or null. */
   async state(id: string): Promise<GenerationState | null> {
-    return this.db.generation.findUnique({ where: { id }, select: { id: true, status: true, result: true, error: true, createdAt: true } });
+    return generationById(this.db, id, (where) => this.db.generation.findFirst({ where, select: { id: true, status: true, result: true, error: true, createdAt: true } }));
   }
 
   /** Which of these generations still run: not ended, or not recorded (yet) (the settlement journal's question). */
@@ -166,34 +139,11 @@ export class GenerationService {
     return n > 0;
   }
 
-  /**
-   * Settles and records the end of a generation atomically. Returns `applied: false` when the generation had
-   * already ended (its first ending stands).
-   */
-  async finish(id: string, f: Finish): Promise<{ applied: boolean; charged: Decimal }> {
-    return this.ledger.close(closeRowOf(id, f));
-  }
 
-  /**
-   * A generation whose job could not be enqueued (before any provider was called): its reservation released and its
-   * record gone, in one transaction (Ledger.discard). True when it was discarded, false when it had already ended.
-   */
-  discard(g: Pick<NewGeneration, 'id' | 'organizationId' | 'idempotency'>): Promise<boolean> {
-    return this.ledger.discard({ id: g.id, organizationId: g.organizationId, idempotencyKey: g.idempotency?.key }, RUNNING_STATUSES);
-  }
 
-  /**
-   * `finish` with the row already built (`closeRowOf`): a settlement promised before its commit
-   * (shared/billing/settlement-journal.ts). `hold`: the reply went out, the commit may wait briefly for company.
-   */
-  finishRow(row: CloseRow, opts: { hold?: boolean } = {}): Promise<{ applied: boolean; charged: Decimal }> {
-    return this.ledger.close(row, opts);
-  }
 }
 
-const wholeMs = (ms: number | null | undefined) => (ms === undefined || ms === null ? null : Math.round(ms));
-
-/** A new generation as the ledger's open row (`sy_ledger_batch`'s columns). */
+/** A new generation as the ledger's open row (`sy_ledger_group`'s columns). */
 function openRowOf(g: NewGeneration): OpenRow {
   return {
     id: g.id,
@@ -219,28 +169,4 @@ function openRowOf(g: NewGeneration): OpenRow {
     idempotency_caller: g.idempotency?.caller ?? null,
     request_hash: g.idempotency?.hash ?? null,
   };
-}
-
-/** A generation's ending as the ledger's close row (`sy_ledger_batch`'s columns). */
-export function closeRowOf(id: string, f: Finish): CloseRow {
-  const row: CloseRow = {
-    id,
-    status: f.status,
-    result: f.result ?? null,
-    usage: f.usage ?? null,
-    error: f.error ?? null,
-    warnings: f.warnings ?? null,
-    routing: f.routing ?? null,
-    model: f.model ?? null,
-    provider: f.provider ?? null,
-    final_endpoint_slug: f.finalEndpointSlug ?? null,
-    finish_reason: f.finishReason ?? null,
-    attempts_count: f.attemptsCount ?? null,
-    latency_ms: wholeMs(f.latencyMs),
-    queue_time_ms: wholeMs(f.queueTimeMs),
-    generation_time_ms: wholeMs(f.generationTimeMs),
-    upstream_id: f.upstreamId ?? null,
-  };
-  if (f.cost !== undefined) row.cost = toStorage(f.cost);
-  return row;
 }

@@ -2,9 +2,12 @@ import type { Db } from '../db/client';
 import { Prisma, type Generation, type GenerationStatus, type Role } from '../db/generated/client';
 import { AppError } from '../errors/app-error';
 import { moneyString } from '../money';
-import { storedTokenCounts } from '../formats/usage.mapper';
+import { storedTokenCounts } from '../formats/format-utils';
 import { RUNNING_STATUSES } from './generation.service';
 import type { HistoryQuery, HistoryRequestType, HistorySortField, HistoryStatusFilter } from '../schemas/history.schema';
+import { generationById } from '../db/generation-reads';
+import { ReadRouting } from '../db/read-routing';
+import { generationMonths } from '../db/partitions';
 
 /** Who is looking: an API key sees its own generations; a personal-account token sees per its role. */
 export type HistoryViewer =
@@ -84,6 +87,11 @@ export interface HistoryDetail {
 export const EXACT_COUNT_LIMIT = 10_000;
 /** A member with more keys than this is listed with one `= ANY(...)` branch instead of one branch per key. */
 const MAX_KEY_BRANCHES = 32;
+/**
+ * How long a listing trusts the months' span it read (generationMonths): a row a clock far off put in the default
+ * partition is listed at most this late, and a month made or dropped meanwhile costs only the merge of every month.
+ */
+const MONTHS_READ_MS = 10_000;
 
 /** History shows three states (interface.md): running is `pending`, cancelled is `failed` (with `isCancelled`). */
 const PUBLIC_STATUS: Record<GenerationStatus, PublicStatus> = {
@@ -200,7 +208,45 @@ function orderBy(sortBy: HistorySortField, order: 'asc' | 'desc', alias = ''): P
  * prisma/migrations/*_history_indexes.
  */
 export class HistoryService {
-  constructor(private readonly db: Db) {}
+  private readonly reads: ReadRouting<HistoryReader>;
+
+  /** `replica`: DATABASE_READ_URL's; a listing or a record it cannot give is read from `db`, the primary. */
+  constructor(db: Db, replica?: Db, onReplicaError?: (err: unknown) => void, clock: () => Date = () => new Date()) {
+    const missing = (e: unknown) => e instanceof AppError && e.code === 'NOT_FOUND';
+    this.reads = new ReadRouting(new HistoryReader(db, clock), replica && new HistoryReader(replica, clock), onReplicaError, missing);
+  }
+
+  list(viewer: HistoryViewer, o: HistoryListOptions): Promise<HistoryPage> {
+    return this.reads.read((r) => r.list(viewer, o));
+  }
+
+  /** The detail record; 404 for a generation the viewer may not see (it does not exist for them). */
+  get(viewer: HistoryViewer, id: string): Promise<HistoryDetail> {
+    return this.reads.read((r) => r.get(viewer, id));
+  }
+}
+
+/** History's queries on one database: the primary, or a replica (HistoryService routes). */
+class HistoryReader {
+  /** The months' span (generationMonths), read again once MONTHS_READ_MS old: a catalog read each listing would pay. */
+  private months?: { at: number; span: Promise<{ from: Date; before: Date } | undefined> };
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: () => Date,
+  ) {}
+
+  private span(): Promise<{ from: Date; before: Date } | undefined> {
+    const now = this.clock().getTime();
+    if (this.months && now - this.months.at < MONTHS_READ_MS) return this.months.span;
+    const months = { at: now, span: generationMonths(this.db) };
+    this.months = months;
+    // A failed read is not kept (the next listing reads again).
+    months.span.catch(() => {
+      if (this.months === months) this.months = undefined;
+    });
+    return months.span;
+  }
 
   async list(viewer: HistoryViewer, o: HistoryListOptions): Promise<HistoryPage> {
     const offset = (o.page - 1) * o.limit;
@@ -250,7 +296,7 @@ export class HistoryService {
 
   /** The detail record; 404 for a generation the viewer may not see (it does not exist for them). */
   async get(viewer: HistoryViewer, id: string): Promise<HistoryDetail> {
-    const g = await this.db.generation.findUnique({ where: { id } });
+    const g = await generationById(this.db, id, (where) => this.db.generation.findFirst({ where }));
     if (!g || !(await this.visible(viewer, g))) throw new AppError('NOT_FOUND', `Generation ${id} not found`);
     return {
       id: g.id,
@@ -311,12 +357,14 @@ export class HistoryService {
   }
 
   private async branches(viewer: HistoryViewer, o: HistoryListOptions): Promise<Prisma.Sql[]> {
-    const parts = await this.scope(viewer, o);
+    const [parts, months] = await Promise.all([this.scope(viewer, o), this.span()]);
     const states: Array<GenerationStatus | null> = o.status ? STATUS_FILTER_STATES[o.status] : [null];
     const common: Prisma.Sql[] = [];
     if (o.requestType) common.push(sql`request_type = ${o.requestType}`);
     if (o.createdFrom) common.push(sql`created_at >= ${o.createdFrom}::timestamptz`);
     if (o.createdBefore) common.push(sql`created_at < ${o.createdBefore}::timestamptz`);
+    // Within the months (no default partition): newest or oldest first reads months in order, only until the page is full.
+    if (months) common.push(sql`created_at >= ${months.from}::timestamptz AND created_at < ${months.before}::timestamptz`);
     return parts.flatMap((part) =>
       states.map((s) => Prisma.join([part, ...(s ? [sql`status = ${s}::"GenerationStatus"`] : []), ...common], ' AND ')),
     );

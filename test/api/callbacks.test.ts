@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { closeRowOf } from '../../shared/billing/ledger';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { UnrecoverableError, type Job } from 'bullmq';
@@ -320,7 +321,7 @@ describe('callbacks end to end (CALLBACK_ALLOW_PRIVATE=true, a local receiver)',
 
   it('a re-run that finds its generation ended (its worker died before queueing the callback) queues it', async () => {
     const id = await recorded('/rerun');
-    await s.ctx.generations.finish(id, { status: 'failed', error: { code: 'BAD_GATEWAY', message: 'the provider failed' } });
+    await s.ctx.ledger.close(closeRowOf(id, { status: 'failed', error: { code: 'BAD_GATEWAY', message: 'the provider failed' } }));
     const executor = new MediaExecutor(s.workerDeps, s.workerDeps.config.media, new CallbackService(s.ctx.queues.callbacks, { backoffMs: 50 }));
     const job = { data: { generationId: id, organizationId: org.organizationId, callBackUrl: `${hook}/rerun`, kind: 'video', candidates: [], warnings: [] }, attemptsMade: 0, opts: {} };
     await executor.run(job as unknown as Job<MediaJobData>);

@@ -49,7 +49,7 @@ function stream(org: StackOrg, body: object, leaveAfter?: number): Promise<{ id:
 /** The generation once it has ended: its status, recorded usage and charge. */
 async function ended(org: StackOrg, id: string): Promise<{ status: string; cost: Decimal; inputTokens: number; outputTokens: number }> {
   const g = await waitUntil(async () => {
-    const row = await s.t.db.generation.findUnique({ where: { id } });
+    const row = await s.t.db.generation.findFirst({ where: { id } });
     return row && row.status !== 'pending' && row.status !== 'processing' ? row : undefined;
   });
   await s.settled(org.organizationId);

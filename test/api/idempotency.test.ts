@@ -57,7 +57,7 @@ describe('x-should-retry (issue 9.8)', () => {
     // The provider's call ended (cut by the cancel): no late answer can change the generation now.
     await until(async () => s.fake.requests.filter((q) => q.path === '/openai/v1/chat/completions').at(-1)?.endedAt !== undefined);
     expect(upstreamCalls()).toBe(calls + 1);
-    expect((await s.t.db.generation.findUniqueOrThrow({ where: { id: g.id } })).status).toBe('cancelled');
+    expect((await s.t.db.generation.findFirstOrThrow({ where: { id: g.id } })).status).toBe('cancelled');
   });
 
   it('says whether a retry can help on every error: no for 400, 401, 402 and 404, yes for 502', async () => {
@@ -122,7 +122,8 @@ describe('Idempotency-Key (issue 9.16)', () => {
     const third = await post('/v1/responses', body, key);
     expect(third.body).toMatchObject({ id, status: 'completed', output_text: 'Worth the wait' });
     expect(third.body.usage.cost_rub).toBe(COST);
-    expect(await s.t.db.generation.count({ where: { organizationId: org.organizationId, request: { path: ['body', 'input'], equals: 'slow one' } } })).toBe(1);
+    // The request lives in generation_contents (one row per generation recorded).
+    expect(await s.t.db.generationContent.count({ where: { request: { path: ['body', 'input'], equals: 'slow one' } } })).toBe(1);
     const after = await spent();
     expect(before.balance.minus(after.balance).toNumber()).toBeCloseTo(COST, 10);
     expect(await ledgerEntries(id)).toBe(1);
@@ -266,7 +267,7 @@ describe('Idempotency-Key (issue 9.16)', () => {
     const m2 = await post('/v1/media', body, mkey);
     expect(m1.status).toBe(202);
     expect(m2.body.id).toBe(m1.body.id);
-    await until(async () => (await s.t.db.generation.findUniqueOrThrow({ where: { id: m1.body.id } })).status === 'completed');
+    await until(async () => (await s.t.db.generation.findFirstOrThrow({ where: { id: m1.body.id } })).status === 'completed');
     const m3 = await post('/v1/media', body, mkey);
     expect(m3.status).toBe(200);
     expect(m3.body).toMatchObject({ id: m1.body.id, status: 'completed', usage: { cost_rub: 2 } });
@@ -274,7 +275,7 @@ describe('Idempotency-Key (issue 9.16)', () => {
 
     // media operations: the same extend of the same source is one generation
     const video = await post('/v1/media', { model: STACK_MODELS.video, input: { prompt: 'A wave', duration: 4 }, async: true });
-    await until(async () => (await s.t.db.generation.findUniqueOrThrow({ where: { id: video.body.id } })).status === 'completed');
+    await until(async () => (await s.t.db.generation.findFirstOrThrow({ where: { id: video.body.id } })).status === 'completed');
     const okey = newKey();
     const extend = { operation: 'extend', params: { prompt: 'Then a storm', duration: 4 }, async: true };
     const o1 = await post(`/v1/media/${video.body.id}/operations`, extend, okey);
@@ -341,7 +342,8 @@ describe('Idempotency-Key (issue 9.16)', () => {
     for (const key of [old, fresh]) await post('/v1/responses', { model: STACK_MODELS.chat, input: 'sweep' }, key);
     await s.t.db.idempotencyKey.update({ where: { organizationId_caller_key: { organizationId: org.organizationId, caller: org.key.id, key: old } }, data: { createdAt: new Date(Date.now() - 25 * 3600_000) } });
     const out = await maintenanceProcessor(s.workerDeps)({ name: MAINTENANCE_JOBS.deleteExpiredFiles } as Job);
-    expect(out).toMatchObject({ idempotencyKeys: 1 });
+    // The same sweep runs the sessions' (test/api/session.test.ts).
+    expect(out).toMatchObject({ idempotencyKeys: 1, sessions: { sessions: expect.any(Number), links: expect.any(Number) } });
     expect(await s.t.db.idempotencyKey.findMany({ where: { key: { in: [old, fresh] } }, select: { key: true } })).toEqual([{ key: fresh }]);
   });
 

@@ -183,7 +183,7 @@ describe('a video longer than asked (reservation = the endpoint\'s longest outpu
     const done = await finished(r.body.id);
     expect(done.body).toMatchObject({ status: 'completed', data: { duration_seconds: 8 }, usage: { duration_seconds: 8, cost_rub: 81, cost: 81 } });
     expect((await account()).balance).toBeCloseTo(before.balance - 81, 6);
-    const row = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    const row = await s.t.db.generation.findFirstOrThrow({ where: { id: r.body.id } });
     expect((row.routing as Record<string, unknown>).overrun).toBeUndefined();
   });
 
@@ -195,7 +195,7 @@ describe('a video longer than asked (reservation = the endpoint\'s longest outpu
     expect(r.body).toMatchObject({ status: 'completed', data: { duration_seconds: 20 }, usage: { duration_seconds: 20, cost_rub: 101 } });
     expect((await account()).balance).toBeCloseTo(before.balance - 101, 6);
     expect((await account()).reserved).toBe(0);
-    const row = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    const row = await s.t.db.generation.findFirstOrThrow({ where: { id: r.body.id } });
     expect((row.routing as Record<string, unknown>).overrun).toEqual({
       uncharged_rub: '100.000000',
       priced_rub: '201.000000',
@@ -327,7 +327,7 @@ describe('POST /v1/media/{id}/operations', () => {
     const done = await finished(r.body.id);
     expect(done.body).toMatchObject({ status: 'completed', model: STACK_MODELS.video, usage: { duration_seconds: 6, cost_rub: 61 } });
     expect(predictionsCreated('google/veo-3').at(-1)!.body).toEqual({ input: { prompt: 'Then a storm', video: expect.stringContaining(`${video.data.url.split('?')[0]}?exp=`), seed: 42, duration: 6 } });
-    const row = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    const row = await s.t.db.generation.findFirstOrThrow({ where: { id: r.body.id } });
     expect(row.sourceGenerationId).toBe(video.id);
   });
 

@@ -1,8 +1,10 @@
 import request from 'supertest';
 import { money } from '../../shared/money';
-import { closeRowOf, type NewGeneration } from '../../shared/services/generation.service';
-import { keptEarlierPromise, settleCompleted } from '../../shared/billing/reply-then-settle';
-import { CANCEL_HOLD_MS, PromiseRefused } from '../../shared/billing/settlement-journal';
+import type { NewGeneration } from '../../shared/services/generation.service';
+import { closeRowOf } from '../../shared/billing/ledger';
+import { endGeneration } from '../../shared/billing/ending';
+import { claimedRuns } from '../../workers/services/drawn-jobs';
+import { CANCEL_FENCE_MS, PromiseRefused } from '../../shared/billing/settlement-journal';
 import type { GenerationEvent } from '../../shared/queue/generation-bus';
 import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';
 import { QUEUES } from '../../shared/queue/queue-names';
@@ -13,8 +15,6 @@ import { waitFor, waitUntil } from '../helpers/until';
 // Reply, then settle (docs/architecture.md): a worker replies once the settlement is promised in Redis and commits
 // it after the reply. Reads through the API keep read-your-writes; a run that dies keeps its promise through the
 // job's re-run, the reaper or a cancel.
-
-const HOLD_MS = 400;
 
 const orgMoney = (s: TestStack, id: string) => heldMoney(s.t.db, id);
 /** A streamed POST through supertest: the whole event stream as text. */
@@ -64,10 +64,19 @@ async function lockRowWhen(s: TestStack, organizationId: string, ready: () => Pr
 describe('reads right after the reply see the settlement the reply showed', () => {
   let s: TestStack;
   let org: StackOrg;
-  // The workers hold each close 400 ms (unless a reservation comes to share its commit): every read below arrives
-  // while the settlement is still only promised.
+  // While a test holds them, the stack's closes wait before they commit: the reads it sends meanwhile arrive while the
+  // settlement is still only promised.
+  let hold: Promise<void> | undefined;
+  let letGo: (() => void) | undefined;
+  const holdCloses = () => {
+    let release!: () => void;
+    hold = new Promise<void>((r) => (release = r));
+    letGo = () => ((hold = undefined), (letGo = undefined), release());
+    return letGo;
+  };
+  afterEach(() => letGo?.()); // a test that failed holding them lets them go
   beforeAll(async () => {
-    s = await createTestStack({ closeHoldMs: HOLD_MS, knobs: { promptTokens: 1000, completionTokens: 500 } });
+    s = await createTestStack({ beforeClose: () => hold ?? Promise.resolve(), knobs: { promptTokens: 1000, completionTokens: 500 } });
     org = await s.seed({ balance: '1000' });
   });
   afterAll(() => s.close());
@@ -76,6 +85,7 @@ describe('reads right after the reply see the settlement the reply showed', () =
 
   it('balance, key and history', async () => {
     const before = await orgMoney(s, org.organizationId);
+    const release = holdCloses();
     const res = await chat();
     expect(res.status).toBe(200);
     const id = res.headers['x-generation-id'] ?? res.body.id;
@@ -85,11 +95,13 @@ describe('reads right after the reply see the settlement the reply showed', () =
 
     const cost = money(res.body.usage.cost_rub);
     expect(cost.greaterThan(0)).toBe(true);
-    const [balance, key, detail] = await Promise.all([
+    const reads = Promise.all([
       request(s.app).get('/v1/balance').set(org.auth),
       request(s.app).get('/v1/key').set(org.auth),
       request(s.app).get(`/v1/history/generations/${id}`).set(org.auth),
     ]);
+    release(); // the close commits as the reads arrive: each waits for it, or reads it committed
+    const [balance, key, detail] = await reads;
     expect(balance.body).toMatchObject({ amount: before.balance.minus(cost).toFixed(6), reservedAmount: '0.000000' });
     expect(key.body.usage).toBeCloseTo(cost.toNumber(), 6);
     expect(detail.body).toMatchObject({ status: 'completed', clientCost: cost.toFixed(6) });
@@ -144,17 +156,20 @@ describe('reads right after the reply see the settlement the reply showed', () =
   });
 
   it('previous_response_id names the response just received', async () => {
+    const release = holdCloses();
     const first = await request(s.app).post('/v1/responses').set(org.auth).send({ model: 'openai/gpt-4.1-mini', input: 'remember 7' });
     expect(first.status).toBe(200);
     expect(await s.ctx.settlements.read(org.organizationId, first.body.id)).not.toBeNull();
-    const second = await request(s.app).post('/v1/responses').set(org.auth).send({ model: 'openai/gpt-4.1-mini', input: 'and?', previous_response_id: first.body.id });
+    const next = request(s.app).post('/v1/responses').set(org.auth).send({ model: 'openai/gpt-4.1-mini', input: 'and?', previous_response_id: first.body.id }).then((r) => r);
+    release(); // the first's close commits as the second arrives: it waits for it, or reads it committed
+    const second = await next;
     expect(second.status).toBe(200);
     const got = await request(s.app).get(`/v1/responses/${first.body.id}`).set(org.auth);
     expect(got.body.status).toBe('completed');
   });
 
   // Its client already holds the content: only the last event waits, and the client's next request then reserves
-  // without a settlement ahead of it (docs/architecture.md "Reply, then settle"; for what ending on a promise
+  // without a settlement ahead of it (docs/architecture.md "Endings and rules"; for what ending on a promise
   // instead measured, bench/rounds/09-slow-flush-after-idle.md).
   it("a stream's settlement commits before its last event: charged when the stream ends, no promise made", async () => {
     const res = await streamed(s, org, '/v1/chat/completions', { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'hi' }], stream_options: { include_usage: true } });
@@ -163,7 +178,7 @@ describe('reads right after the reply see the settlement the reply showed', () =
     const id = chunks[0]!.id;
     const cost = money(String(chunks.find((c) => c.usage)?.usage?.cost_rub));
     expect(cost.greaterThan(0)).toBe(true);
-    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id }, select: { status: true, clientCost: true } });
+    const g = await s.t.db.generation.findFirstOrThrow({ where: { id }, select: { status: true, clientCost: true } });
     expect(g.status).toBe('completed');
     expect(money(g.clientCost).toFixed(6)).toBe(cost.toFixed(6));
     expect(await s.ctx.settlements.read(org.organizationId, id)).toBeNull();
@@ -186,11 +201,11 @@ describe('reads right after the reply see the settlement the reply showed', () =
       const cost = money(String(chunks.find((c) => c.usage)?.usage?.cost_rub));
       expect(cost.greaterThan(0)).toBe(true);
       expect(await s.ctx.settlements.read(org.organizationId, id)).not.toBeNull();
-      expect((await s.t.db.generation.findUniqueOrThrow({ where: { id } })).status).not.toBe('completed');
+      expect((await s.t.db.generation.findFirstOrThrow({ where: { id } })).status).not.toBe('completed');
 
       await lock.release();
       await waitUntil(async () => ((await s.ctx.settlements.read(org.organizationId, id)) === null ? true : undefined));
-      const g = await s.t.db.generation.findUniqueOrThrow({ where: { id }, select: { status: true, clientCost: true } });
+      const g = await s.t.db.generation.findFirstOrThrow({ where: { id }, select: { status: true, clientCost: true } });
       expect(g).toMatchObject({ status: 'completed' });
       expect(money(g.clientCost).toFixed(6)).toBe(cost.toFixed(6));
       const charges = await s.t.db.ledgerEntry.findMany({ where: { generationId: id, kind: { in: ['charge', 'release'] } } });
@@ -238,7 +253,7 @@ describe('promised settlements are kept by whoever comes next', () => {
   }
 
   async function expectCharged(id: string) {
-    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
+    const g = await s.t.db.generation.findFirstOrThrow({ where: { id } });
     expect(g.status).toBe('completed');
     expect(money(g.clientCost).toFixed(2)).toBe('0.25');
     expect(await s.ctx.settlements.read(org.organizationId, id)).toBeNull();
@@ -260,9 +275,15 @@ describe('promised settlements are kept by whoever comes next', () => {
   it('the job run again after a stall commits the promise instead of calling the provider', async () => {
     const id = await promised();
     const job = { data: { generationId: id, organizationId: org.organizationId } as never, attemptsStarted: 2, stalledCounter: 1 };
-    expect(await keptEarlierPromise(s.workerDeps, { ...job, attemptsStarted: 1, stalledCounter: 0 })).toBe(false);
+    let called = 0;
+    const run = claimedRuns(s.workerDeps, async () => void called++);
+    // Its first run calls the provider (the processor), whatever the journal holds.
+    await run({ ...job, attemptsStarted: 1, stalledCounter: 0 } as never, 'worker-token');
+    expect(called).toBe(1);
     expect(await s.ctx.settlements.read(org.organizationId, id)).not.toBeNull();
-    expect(await keptEarlierPromise(s.workerDeps, job)).toBe(true);
+    // A re-run keeps the promise and calls nothing.
+    await run(job as never, 'worker-token');
+    expect(called).toBe(1);
     await expectCharged(id);
   });
 
@@ -290,7 +311,7 @@ describe('promised settlements are kept by whoever comes next', () => {
         sent,
         channel: (id: string) => ({
           send: async (e: GenerationEvent) => {
-            const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
+            const g = await s.t.db.generation.findFirstOrThrow({ where: { id } });
             sent.push({ ...(e as { type: string; payload?: { cost: string } }), statusAtSend: g.status });
           },
         }),
@@ -300,16 +321,15 @@ describe('promised settlements are kept by whoever comes next', () => {
     it('while a cancel holds it, the worker commits before it replies; when the cancel commits first, the reply is cancelled and nothing is charged', async () => {
       const g = gen(org.organizationId);
       await s.ctx.generations.create(g);
-      expect(await s.ctx.settlements.holdForCancel(org.organizationId, g.id)).toBe(true);
+      expect(await s.ctx.settlements.fenceForCancel(org.organizationId, g.id)).toBe(true);
       // The cancel commits its ending while it holds the generation...
-      expect((await s.ctx.generations.finish(g.id, { status: 'cancelled' })).applied).toBe(true);
+      expect((await s.ctx.ledger.close(closeRowOf(g.id, { status: 'cancelled' }))).applied).toBe(true);
       // ...and the worker's answer arrives: it cannot promise, so it commits first, loses, and replies `cancelled`.
       const r = replies();
-      const row = closeRowOf(g.id, { status: 'completed', cost: '0.25', result: { cost: '0.25' } });
-      await settleCompleted(s.workerDeps, r.channel(g.id), data(g.id), row, { cost: '0.25' });
+      await endGeneration(s.workerDeps, r.channel(g.id), data(g.id), { kind: 'answer', finish: { status: 'completed', cost: '0.25', result: { cost: '0.25' } }, payload: { cost: '0.25' } });
       expect(r.sent.map((e) => e.type)).toEqual(['cancelled']);
       await s.ctx.settlements.releaseCancel(org.organizationId, g.id);
-      const after = await s.t.db.generation.findUniqueOrThrow({ where: { id: g.id } });
+      const after = await s.t.db.generation.findFirstOrThrow({ where: { id: g.id } });
       expect(after.status).toBe('cancelled');
       expect(money(after.clientCost).isZero()).toBe(true);
       expect(await s.ctx.settlements.read(org.organizationId, g.id)).toBeNull();
@@ -318,27 +338,26 @@ describe('promised settlements are kept by whoever comes next', () => {
     it('while a cancel holds it and the worker commits first, its reply shows the charge and the cancel loses', async () => {
       const g = gen(org.organizationId);
       await s.ctx.generations.create(g);
-      expect(await s.ctx.settlements.holdForCancel(org.organizationId, g.id)).toBe(true);
+      expect(await s.ctx.settlements.fenceForCancel(org.organizationId, g.id)).toBe(true);
       const r = replies();
-      const row = closeRowOf(g.id, { status: 'completed', cost: '0.25', result: { cost: '0.25' } });
-      await settleCompleted(s.workerDeps, r.channel(g.id), data(g.id), row, { cost: '0.25' });
+      await endGeneration(s.workerDeps, r.channel(g.id), data(g.id), { kind: 'answer', finish: { status: 'completed', cost: '0.25', result: { cost: '0.25' } }, payload: { cost: '0.25' } });
       // Committed before the reply went out: the reply never runs ahead of its charge while a cancel decides.
       expect(r.sent).toEqual([expect.objectContaining({ type: 'done', statusAtSend: 'completed' })]);
-      expect((await s.ctx.generations.finish(g.id, { status: 'cancelled' })).applied).toBe(false);
+      expect((await s.ctx.ledger.close(closeRowOf(g.id, { status: 'cancelled' }))).applied).toBe(false);
       await s.ctx.settlements.releaseCancel(org.organizationId, g.id);
       await expectCharged(g.id);
     });
 
     it('a promise already made refuses the hold (the cancel keeps the promise); a released hold, or a stale one, refuses nothing; reads do not wait for a hold', async () => {
       const id = await promised();
-      expect(await s.ctx.settlements.holdForCancel(org.organizationId, id)).toBe(false);
-      expect(await s.ctx.settlements.keep(org.organizationId, id, s.ctx.generations)).toBe(true);
+      expect(await s.ctx.settlements.fenceForCancel(org.organizationId, id)).toBe(false);
+      expect(await s.ctx.settlements.keep(org.organizationId, id, s.ctx.ledger)).toBe(true);
       await expectCharged(id);
 
       const g = gen(org.organizationId);
       const row = closeRowOf(g.id, { status: 'completed', cost: '0.25' });
       const promise = () => s.ctx.settlements.promise(org.organizationId, { row, replyTo: null, message: { type: 'done', payload: { cost: '0.25' } } });
-      expect(await s.ctx.settlements.holdForCancel(org.organizationId, g.id)).toBe(true);
+      expect(await s.ctx.settlements.fenceForCancel(org.organizationId, g.id)).toBe(true);
       expect(await s.ctx.settlements.read(org.organizationId, g.id)).toBeNull();
       // A wait for the hold would outlast the test: it ends at once (nothing promised) or at its first look.
       expect(await s.ctx.settlements.waitSettled(org.organizationId, { generationIds: [g.id], timeoutMs: 10 * 60_000 })).toBe(false);
@@ -351,8 +370,8 @@ describe('promised settlements are kept by whoever comes next', () => {
       expect(await s.ctx.settlements.read(org.organizationId, g.id)).not.toBeNull();
       await s.ctx.settlements.kept(org.organizationId, g.id);
 
-      // A hold its cancel never released (the process died) stops refusing after CANCEL_HOLD_MS.
-      await s.ctx.redis.hset(`${s.ctx.config.queuePrefix}:settling:${org.organizationId}`, g.id, `{"cancel":${Date.now() - CANCEL_HOLD_MS - 1}}`);
+      // A hold its cancel never released (the process died) stops refusing after CANCEL_FENCE_MS.
+      await s.ctx.redis.hset(`${s.ctx.config.queuePrefix}:settling:${org.organizationId}`, g.id, `{"cancel":${Date.now() - CANCEL_FENCE_MS - 1}}`);
       await promise();
       expect(await s.ctx.settlements.read(org.organizationId, g.id)).not.toBeNull();
       await s.ctx.settlements.kept(org.organizationId, g.id);
@@ -361,7 +380,7 @@ describe('promised settlements are kept by whoever comes next', () => {
 
   it('a promise left behind for a generation that has ended is erased once a wait for it runs out', async () => {
     const id = await promised();
-    await s.ctx.generations.finish(id, { status: 'completed', cost: '0.25' });
+    await s.ctx.ledger.close(closeRowOf(id, { status: 'completed', cost: '0.25' }));
     expect(await s.ctx.settlements.waitSettled(org.organizationId, { timeoutMs: 30 })).toBe(true);
     expect(await s.ctx.settlements.read(org.organizationId, id)).toBeNull();
     expect(await s.ctx.settlements.waitSettled(org.organizationId)).toBe(false);
@@ -383,7 +402,7 @@ describe('promised settlements are kept by whoever comes next', () => {
     }
     // The cancel commits once the row is free: uncharged, nothing left reserved.
     const g = await s.t.db.generation.findFirstOrThrow({ where: { organizationId: org.organizationId }, orderBy: { createdAt: 'desc' } });
-    await waitUntil(async () => ((await s.t.db.generation.findUniqueOrThrow({ where: { id: g.id } })).status === 'cancelled' ? true : undefined));
+    await waitUntil(async () => ((await s.t.db.generation.findFirstOrThrow({ where: { id: g.id } })).status === 'cancelled' ? true : undefined));
     expect(await s.t.db.ledgerEntry.count({ where: { generationId: g.id, kind: 'charge' } })).toBe(0);
     expect((await orgMoney(s, org.organizationId)).reserved.isZero()).toBe(true);
   });

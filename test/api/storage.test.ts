@@ -499,14 +499,15 @@ describe('retention', () => {
     await expect(run({ name: 'something-else' } as Job)).rejects.toBeInstanceOf(UnrecoverableError);
   });
 
-  it('scheduleMaintenance installs one repeatable delete-expired-files job every 15 minutes', async () => {
+  it('scheduleMaintenance installs one repeatable delete-expired-files job every 15 minutes, and keep-partitions hourly', async () => {
     const queue = new Queue('maintenance', { connection: h.redis, prefix: h.prefix });
     try {
       await scheduleMaintenance(queue);
       await scheduleMaintenance(queue);
-      const schedulers = await queue.getJobSchedulers();
-      expect(schedulers).toHaveLength(1);
+      const schedulers = (await queue.getJobSchedulers()).sort((x, y) => x.key.localeCompare(y.key));
+      expect(schedulers).toHaveLength(2);
       expect(schedulers[0]).toMatchObject({ key: 'delete-expired-files', name: 'delete-expired-files', every: 15 * 60_000 });
+      expect(schedulers[1]).toMatchObject({ key: 'keep-partitions', name: 'keep-partitions', every: 60 * 60_000 });
       const text = new Queue('text', { connection: h.redis, prefix: h.prefix });
       await expect(scheduleMaintenance(text)).rejects.toThrow('maintenance');
       await text.close();

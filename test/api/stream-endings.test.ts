@@ -7,12 +7,12 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { money } from '../../shared/money';
 import { QUEUES } from '../../shared/queue/queue-names';
-import { closeRowOf } from '../../shared/services/generation.service';
-import type { PromisedSettlement } from '../../shared/billing/settlement-journal';
+import { closeRowOf } from '../../shared/billing/ledger';
+import { CHECKPOINT_MS, type PromisedSettlement } from '../../shared/billing/settlement-journal';
 import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';
-import { CHECKPOINT_MS } from '../../workers/services/stream-checkpoints';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { waitUntil } from '../helpers/until';
+import { withContent } from '../../shared/db/generation-reads';
 
 const LOCK_MS = 1_000;
 let s: TestStack;
@@ -66,7 +66,7 @@ function stream(org: StackOrg, body: object, onDelta: (n: number) => boolean | v
 /** The generation once it has ended (waits up to `timeoutMs`), with its charge entries. */
 async function ended(org: StackOrg, id: string, timeoutMs = 10_000) {
   const g = await waitUntil(async () => {
-    const row = await s.t.db.generation.findUnique({ where: { id } });
+    const row = await s.t.db.generation.findFirst({ where: { id } });
     return row && row.status !== 'pending' && row.status !== 'processing' ? row : undefined;
   }, timeoutMs);
   await s.settled(org.organizationId);
@@ -94,7 +94,7 @@ it('a client leaving a stream as its settlement fails (PostgreSQL gone): the set
     await client.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [org.organizationId]);
     locked = true;
   };
-  const waiting = () => s.t.pool.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM sy_ledger_batch(%'`).then((r) => r.rows.map((x) => x.pid));
+  const waiting = () => s.t.pool.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM sy_ledger_group(%'`).then((r) => r.rows.map((x) => x.pid));
   try {
     let locking: Promise<void> | undefined;
     // The client leaves once the row is locked.
@@ -184,7 +184,7 @@ describe('a checkpoint is kept by whoever ends the stream', () => {
     expect((await s.ctx.redis.get(key(reaped)))!.split('x'.repeat(5_000)).length).toBe(2);
     expect(await s.ctx.redis.pttl(key(reaped))).toBeGreaterThan(3600_000);
     await stuckGenerationReaper(s.workerDeps, { everyMs: 60_000, minAgeMs: 0 })();
-    const r = await s.t.db.generation.findUniqueOrThrow({ where: { id: reaped } });
+    const [r] = await withContent(s.t.db, [await s.t.db.generation.findFirstOrThrow({ where: { id: reaped } })]);
     expect(r).toMatchObject({ status: 'failed' });
     expect(money(r.clientCost).toFixed(2)).toBe('0.25');
     expect((r.result as { result: { output: Array<{ content: Array<{ text: string }> }> } }).result.output[0]!.content[0]!.text).toHaveLength(5_000);
@@ -193,14 +193,14 @@ describe('a checkpoint is kept by whoever ends the stream', () => {
     // Its job, not started (a running one's worker would be asked first, for up to STOP_GRACE_MS).
     await s.ctx.queues.text.add(QUEUES.text, { generationId: cancelled, organizationId: org.organizationId, mode: 'stream' } as never, { jobId: cancelled, delay: 60_000 });
     expect(await s.ctx.gateway.cancel(cancelled, QUEUES.text, { chargeStreamed: true })).toBe(false);
-    const c = await s.t.db.generation.findUniqueOrThrow({ where: { id: cancelled } });
+    const c = await s.t.db.generation.findFirstOrThrow({ where: { id: cancelled } });
     expect(c.status).toBe('cancelled');
     expect(money(c.clientCost).toFixed(2)).toBe('0.25');
 
     const done = await checkpointed(org);
-    await s.ctx.generations.finish(done, { status: 'completed', cost: '0.5' });
-    expect(await s.ctx.settlements.keep(org.organizationId, done, s.ctx.generations)).toBe(true);
-    expect(money((await s.t.db.generation.findUniqueOrThrow({ where: { id: done } })).clientCost).toFixed(2)).toBe('0.50');
+    await s.ctx.ledger.close(closeRowOf(done, { status: 'completed', cost: '0.5' }));
+    expect(await s.ctx.settlements.keep(org.organizationId, done, s.ctx.ledger)).toBe(true);
+    expect(money((await s.t.db.generation.findFirstOrThrow({ where: { id: done } })).clientCost).toFixed(2)).toBe('0.50');
     for (const id of [reaped, cancelled, done]) await nothingLeft(org, id);
     expect(await s.t.db.ledgerEntry.count({ where: { generationId: { in: [reaped, cancelled, done] }, kind: { in: ['charge', 'release'] } } })).toBe(3);
   });

@@ -12,6 +12,7 @@ import { money, type Decimal } from '../../shared/money';
 import { QUEUES } from '../../shared/queue/queue-names';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { waitFor } from '../helpers/until';
+import { withContent } from '../../shared/db/generation-reads';
 
 const SYNC_WAIT_MS = 1200;
 let s: TestStack;
@@ -94,7 +95,7 @@ async function settled(org: StackOrg, balanceBefore: Decimal) {
     return !!g && g.status !== 'pending' && g.status !== 'processing';
   });
   await s.settled(org.organizationId);
-  const g = await s.t.db.generation.findFirstOrThrow({ where: { organizationId: org.organizationId } });
+  const [g] = await withContent(s.t.db, [await s.t.db.generation.findFirstOrThrow({ where: { organizationId: org.organizationId } })]);
   const detail = await fetch(`${s.url}/v1/history/generations/${g.id}`, { headers: org.auth }).then((r) => r.json() as Promise<{ clientCost: string }>);
   const entries = await s.t.db.ledgerEntry.findMany({ where: { generationId: g.id } });
   const debit = entries.reduce((sum, e) => sum.minus(money(e.amount)), money(0));

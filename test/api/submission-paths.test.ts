@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { money } from '../../shared/money';
-import { closeRowOf, type NewGeneration } from '../../shared/services/generation.service';
+import type { NewGeneration } from '../../shared/services/generation.service';
+import { closeRowOf } from '../../shared/billing/ledger';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
@@ -49,7 +50,7 @@ for (const inProcess of [true, false]) {
         expect(res.status).toBe(200);
         await s.settled(org.organizationId);
         await s.ctx.lane.recordOf(res.body.id)?.committed.catch(() => undefined);
-        const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: res.body.id } });
+        const g = await s.t.db.generation.findFirstOrThrow({ where: { id: res.body.id } });
         expect(g.status).toBe('completed');
         expect(money(g.clientCost).toNumber()).toBeCloseTo(res.body.usage.cost_rub, 10);
       }
@@ -161,7 +162,7 @@ describe('a job drawn from a lease, run outside the run its process claimed it f
     return s.ctx.queues[QUEUES.text].add(QUEUES.text, data, { jobId: id, removeOnComplete: true });
   };
   const ended = async (id: string) => {
-    const read = () => s.t.db.generation.findUnique({ where: { id } });
+    const read = () => s.t.db.generation.findFirst({ where: { id } });
     // The record as it stands when it does not end, for the assertion to show.
     return waitUntil(async () => {
       const g = await read();

@@ -48,9 +48,9 @@ const post = (body: object, auth = org.auth) => request(s.app).post('/v1/respons
  * for it). A request drawn from a lease is recorded while its job runs: its reply may come first.
  */
 async function generation(id: string) {
-  const g = await waitUntil(async () => (await s.t.db.generation.findUnique({ where: { id } })) ?? undefined, 5_000);
+  const g = await waitUntil(async () => (await s.t.db.generation.findFirst({ where: { id } })) ?? undefined, 5_000);
   await s.settled(g.organizationId);
-  return s.t.db.generation.findUniqueOrThrow({ where: { id } });
+  return s.t.db.generation.findFirstOrThrow({ where: { id } });
 }
 
 async function orgMoney(id = org.organizationId) {

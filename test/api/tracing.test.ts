@@ -69,7 +69,7 @@ function expectRequestTrace(spans: ReceivedSpan[], caller: ReturnType<typeof inc
 
 async function chargedCost(generationId: string): Promise<number> {
   await s.settled(org.organizationId);
-  const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: generationId } });
+  const g = await s.t.db.generation.findFirstOrThrow({ where: { id: generationId } });
   return money(g.clientCost).toNumber();
 }
 

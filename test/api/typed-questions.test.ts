@@ -136,7 +136,7 @@ describe('answers from log-probabilities', () => {
     expect(s.fake.requests).toHaveLength(3);
     close(res.body.answers.polite.noul, expected(['Y', 'N'])[0]);
     await s.settled(org.organizationId);
-    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: res.body.id } });
+    const g = await s.t.db.generation.findFirstOrThrow({ where: { id: res.body.id } });
     expect(g).toMatchObject({ status: 'completed', provider: 'primary', finalEndpointSlug: 'acme/judge:primary', attemptsCount: 6 });
     // The failed calls are recorded as every generation kind records them, each with its question.
     const routing = g.routing as { attempts: Array<{ question: string; provider: string; reason: string }> };
@@ -238,7 +238,7 @@ describe('billing and history', () => {
     expect(after.reserved.isZero()).toBe(true);
 
     await s.settled(org.organizationId);
-    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: res.body.id } });
+    const g = await s.t.db.generation.findFirstOrThrow({ where: { id: res.body.id } });
     expect(g).toMatchObject({ apiType: 'systemone', requestType: 'chat', responseMode: 'sync', status: 'completed', model: 'acme/mixed', provider: 'primary' });
     expect(money(g.clientCost).toNumber()).toBeCloseTo(cost, 10);
     expect(g.usage).toEqual({ inputTokens: 300, outputTokens: 3 });

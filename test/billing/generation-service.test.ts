@@ -1,5 +1,5 @@
 import { AppError } from '../../shared/errors/app-error';
-import { Ledger } from '../../shared/billing/ledger';
+import { Ledger, closeRowOf, type Finish } from '../../shared/billing/ledger';
 import { money } from '../../shared/money';
 import { GenerationService, type NewGeneration } from '../../shared/services/generation.service';
 import { createTestDb, type TestDb } from '../helpers/test-db';
@@ -28,13 +28,17 @@ const gen = (organizationId: string, over: Partial<NewGeneration> = {}): NewGene
   ...over,
 });
 
+/** A generation's close straight through the ledger (shared/billing/ending.ts endGeneration's commit). */
+const finish = (l: Ledger, id: string, f: Finish) => l.close(closeRowOf(id, f));
+
 const outcome = (p: Promise<unknown>) => p.then(() => 'ok', (e: { metadata?: { reason?: string } }) => e.metadata?.reason ?? 'error');
 
 describe('GenerationService (batched reserve-and-record, settle-and-record)', () => {
   it('lets exactly 5 of 50 concurrent generations through when the balance fits 5, across two service instances', async () => {
     const { organizationId } = await seedOrg(t.db, { balance: '5' });
-    const a = new GenerationService(t.db);
-    const b = new GenerationService(t.db); // a second process
+    const [la, lb] = [new Ledger(t.db), new Ledger(t.db)];
+    const a = new GenerationService(t.db, undefined, la);
+    const b = new GenerationService(t.db, undefined, lb); // a second process
     const gens = Array.from({ length: 50 }, () => gen(organizationId));
     const results = await Promise.all(gens.map((g, i) => outcome((i % 2 ? a : b).create(g))));
     expect(results.filter((r) => r === 'ok')).toHaveLength(5);
@@ -42,7 +46,7 @@ describe('GenerationService (batched reserve-and-record, settle-and-record)', ()
     expect(await t.db.generation.count({ where: { organizationId } })).toBe(5);
 
     const created = gens.filter((_, i) => results[i] === 'ok');
-    const finishes = await Promise.all(created.flatMap((g) => [a.finish(g.id, { status: 'completed', cost: '0.75' }), b.finish(g.id, { status: 'cancelled' })]));
+    const finishes = await Promise.all(created.flatMap((g) => [finish(la, g.id, { status: 'completed', cost: '0.75' }), finish(lb, g.id, { status: 'cancelled' })]));
     // Each generation ended once: either completed and charged, or cancelled and released — never both.
     for (let i = 0; i < created.length; i++) expect([finishes[2 * i].applied, finishes[2 * i + 1].applied].filter(Boolean)).toHaveLength(1);
     const org = await t.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
@@ -86,15 +90,16 @@ describe('GenerationService (batched reserve-and-record, settle-and-record)', ()
 
   it('keeps the stored record of a finish: status, cost, usage and timings', async () => {
     const { organizationId } = await seedOrg(t.db, { balance: '10' });
-    const s = new GenerationService(t.db);
+    const ledger = new Ledger(t.db);
+    const s = new GenerationService(t.db, undefined, ledger);
     const g = gen(organizationId, { bound: '2' });
     expect((await s.create(g)).toFixed(2)).toBe('2.00');
-    const r = await s.finish(g.id, { status: 'completed', cost: '1.2345678901', usage: { inputTokens: 3, outputTokens: 4 }, latencyMs: 12.7, attemptsCount: 2, provider: 'p', finalEndpointSlug: 'm:p' });
+    const r = await finish(ledger, g.id, { status: 'completed', cost: '1.2345678901', usage: { inputTokens: 3, outputTokens: 4 }, latencyMs: 12.7, attemptsCount: 2, provider: 'p', finalEndpointSlug: 'm:p' });
     expect(r).toMatchObject({ applied: true });
-    const row = await t.db.generation.findUniqueOrThrow({ where: { id: g.id } });
+    const row = await t.db.generation.findFirstOrThrow({ where: { id: g.id } });
     expect(row).toMatchObject({ status: 'completed', latencyMs: 13, attemptsCount: 2, provider: 'p', finalEndpointSlug: 'm:p', usage: { inputTokens: 3, outputTokens: 4 } });
     expect(money(row.clientCost).toFixed(10)).toBe('1.2345678901');
-    expect((await s.finish(g.id, { status: 'failed' })).applied).toBe(false);
+    expect((await finish(ledger, g.id, { status: 'failed' })).applied).toBe(false);
   });
 });
 
@@ -106,7 +111,7 @@ describe('the ledger hot path over the injected pool', () => {
       const gens = Array.from({ length: 6 }, () => gen(organizationId, { bound: '0.9', minimum: '0.4' }));
       const results = await Promise.all(gens.map((g) => s.create(g).then((granted) => granted.toFixed(10), (e: AppError) => `${e.metadata?.reason}: ${e.message}`)));
       const created = gens.filter((_, i) => !results[i].includes(':'));
-      await Promise.all(created.map((g, i) => s.finish(g.id, i % 2 ? { status: 'cancelled' } : { status: 'completed', cost: '0.3333333333' })));
+      await Promise.all(created.map((g, i) => finish(ledger, g.id, i % 2 ? { status: 'cancelled' } : { status: 'completed', cost: '0.3333333333' })));
       const org = await t.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
       return { results: results.sort(), balance: money(org.balance).toFixed(10), reserved: money(org.reserved).toFixed(10), spent: money(org.spent).toFixed(10) };
     };

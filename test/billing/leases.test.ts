@@ -179,7 +179,7 @@ describe('requests through the API drawn from a lease', () => {
     const cost = money((r.body.usage as { cost_rub: number }).cost_rub);
     expect(cost.greaterThan(0)).toBe(true);
     expect(money((await balance).body.amount).toFixed(6)).toBe(money(before.balance).minus(cost).toFixed(6));
-    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    const g = await s.t.db.generation.findFirstOrThrow({ where: { id: r.body.id } });
     expect(g.status).toBe('completed');
     expect(money(g.clientCost!).toFixed(6)).toBe(cost.toFixed(6));
     expect(await s.ctx.settlements.read(org.organizationId, r.body.id)).toBeNull();
@@ -194,7 +194,7 @@ describe('requests through the API drawn from a lease', () => {
     const charges = (await s.t.pool.query(`SELECT generation_id, amount::text AS amount FROM ledger_entries WHERE kind = 'charge' AND generation_id = ANY ($1) ORDER BY generation_id`, [[r.body.id, lost]])).rows;
     expect(charges.map((c: { generation_id: string }) => c.generation_id)).toEqual([r.body.id, lost]);
     expect(charges.every((c: { amount: string }) => money(c.amount).abs().toFixed(6) === cost.toFixed(6))).toBe(true);
-    expect((await s.t.db.generation.findUniqueOrThrow({ where: { id: lost } })).status).toBe('completed');
+    expect((await s.t.db.generation.findFirstOrThrow({ where: { id: lost } })).status).toBe('completed');
     expect(await s.ctx.settlements.read(org.organizationId, lost)).toBeNull();
     expect(await s.ctx.settlements.read(org.organizationId, r.body.id)).toBeNull();
     await leasesReleased();
@@ -213,7 +213,7 @@ describe('requests through the API drawn from a lease', () => {
     // Without its record in the promise, a crash before the commit would leave nothing to charge.
     expect(promised?.open).toMatchObject({ id: r.body.id, organization_id: org.organizationId });
     await s.settled(org.organizationId);
-    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    const g = await s.t.db.generation.findFirstOrThrow({ where: { id: r.body.id } });
     expect(money(g.clientCost!).toFixed(6)).toBe(money(r.body.usage.cost_rub).toFixed(6));
     // The run's pending records are gone with it.
     await waitUntil(async () => (s.workerDeps.lane.pendingRecords === 0 ? true : undefined));
@@ -261,9 +261,9 @@ describe('requests through the API drawn from a lease', () => {
     }
     expect(r.status).toBe(200);
     const cost = money((r.body.usage as { cost_rub: number }).cost_rub);
-    await waitUntil(async () => ((await s.t.db.generation.findUnique({ where: { id: r.body.id } }))?.status === 'completed' ? true : undefined));
+    await waitUntil(async () => ((await s.t.db.generation.findFirst({ where: { id: r.body.id } }))?.status === 'completed' ? true : undefined));
     await s.settled(org.organizationId);
-    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: r.body.id } });
+    const g = await s.t.db.generation.findFirstOrThrow({ where: { id: r.body.id } });
     expect(money(g.clientCost!).toFixed(6)).toBe(cost.toFixed(6));
     const charges = (await s.t.pool.query(`SELECT COUNT(*)::int AS n FROM ledger_entries WHERE kind = 'charge' AND generation_id = $1`, [r.body.id])).rows[0].n;
     expect(charges).toBe(1);
@@ -380,7 +380,7 @@ describe('leases of two processes racing for one balance (the ledger, real Postg
     // Too close to the balance for a second lease of 8 (room 2 against a headroom of 8).
     expect(await ledger.takeLease({ id: 'lease_thin', organizationId, apiKeyId: key.id, userId: null, amount: '1', headroom: '8', expiresAt: new Date(Date.now() + 60_000) })).toEqual({ refused: 'thin' });
 
-    const reap = stuckGenerationReaper({ db: t.db, generations: { sweepLeases: () => ledger.sweepLeases() } as never, settlements: { withRecordsOlderThan: async () => [] } as never, redis: {} as never, config: {} as never, clock: () => new Date(), logger }, { everyMs: 60_000, minAgeMs: 60_000_000 });
+    const reap = stuckGenerationReaper({ db: t.db, generations: { sweepLeases: () => ledger.sweepLeases() } as never, settlements: { withRecordsOlderThan: async () => [] } as never, redis: {} as never, ledger: ledger, lane: {} as never, config: {} as never, clock: () => new Date(), logger }, { everyMs: 60_000, minAgeMs: 60_000_000 });
     expect(await reap()).toEqual({ reaped: 0, leases: 1 });
     const o = await t.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
     expect(money(o.reserved).isZero()).toBe(true);

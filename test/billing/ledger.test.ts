@@ -24,10 +24,10 @@ async function orgState(orgId: string) {
   return { balance: money(o.balance), reserved: money(o.reserved), spent: money(o.spent), ledgerBalance: money(sums[0].amount), ledgerReserved: money(sums[0].reserved) };
 }
 
-/** The ledger as a process has it: its batcher group-commits opens and closes on the pool (shared/runtime/bootstrap.ts). */
+/** The ledger as a process has it: its group commit group-commits opens and closes on the pool (shared/runtime/bootstrap.ts). */
 const processLedger = (clock?: () => Date) => new Ledger(t.db, clock, { pool: t.pool });
 
-/** Several processes' ledgers: each batches its own calls, and their batches race in PostgreSQL. */
+/** Several processes' ledgers: each group-commits its own calls, and their groups race in PostgreSQL. */
 const processes = (n: number) => Array.from({ length: n }, () => processLedger());
 
 async function reasonOf(p: Promise<unknown>): Promise<string | null> {
@@ -39,7 +39,7 @@ async function reasonOf(p: Promise<unknown>): Promise<string | null> {
   }
 }
 
-describe('Ledger under concurrency (open and close, through the batchers of several processes)', () => {
+describe('Ledger under concurrency (open and close, through the group commits of several processes)', () => {
   it('lets exactly 5 of 50 concurrent opens through when the balance fits 5, and the ledger sums to the balance', async () => {
     const { organizationId } = await seedOrg(t.db, { balance: '5.000001' });
     const ledgers = processes(4);
@@ -102,7 +102,7 @@ describe('Ledger under concurrency (open and close, through the batchers of seve
     expect(s.balance.toFixed(10)).toBe('96.6666666667');
     expect(s.reserved.isZero()).toBe(true);
     expect(s.ledgerBalance.equals(s.balance)).toBe(true);
-    const g = await t.db.generation.findUniqueOrThrow({ where: { id } });
+    const g = await t.db.generation.findFirstOrThrow({ where: { id } });
     expect([g.status, money(g.clientCost).toFixed(10)]).toEqual(['completed', '3.3333333333']);
   });
 });

@@ -155,7 +155,7 @@ describe('a batch driver while its lines wait at the provider\'s batch API', () 
     // The direct call was cut, and the line's generation cancelled with nothing charged.
     // Cut by us before its answer (8 s away): the provider saw its caller leave.
     await waitUntil(async () => (s.fake.aborted.includes(direct()[0]!) ? true : undefined), 10_000);
-    const gen = await s.t.db.generation.findUniqueOrThrow({ where: { id: errors[0].response.request_id } });
+    const gen = await s.t.db.generation.findFirstOrThrow({ where: { id: errors[0].response.request_id } });
     expect(gen.status).toBe('cancelled');
     expect(Number(gen.clientCost)).toBe(0);
     expect(await s.t.db.ledgerEntry.count({ where: { generationId: gen.id, kind: 'charge' } })).toBe(0);

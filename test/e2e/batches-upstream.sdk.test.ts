@@ -102,7 +102,7 @@ async function expectCharged(s: TestStack, org: StackOrg, out: OutLine[], byId: 
   const price = which === 'batch' ? resolved.endpoint.batch!.price : resolved.endpoint.price;
   for (const l of out) {
     const id = l.response.request_id!;
-    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
+    const g = await s.t.db.generation.findFirstOrThrow({ where: { id } });
     const usage = g.usage as { inputTokens: number; outputTokens: number };
     const expected = tokenCost(price, { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens ?? 0 });
     expect(expected.greaterThan(0)).toBe(true);
@@ -154,7 +154,7 @@ describe('batch lines at providers\' own batch APIs (openai SDK)', () => {
     // Half the regular price, exactly: what the same usage costs at the regular price, halved.
     const regular = endpointBySlug(s.catalog, `${model}:${provider}`)!.endpoint.price;
     for (const l of out) {
-      const usage = (await s.t.db.generation.findUniqueOrThrow({ where: { id: l.response.request_id! } })).usage as { inputTokens: number; outputTokens: number };
+      const usage = (await s.t.db.generation.findFirstOrThrow({ where: { id: l.response.request_id! } })).usage as { inputTokens: number; outputTokens: number };
       expect(byId.get(l.response.request_id!)!.times(2).toFixed(10)).toBe(tokenCost(regular, usage).toFixed(10));
     }
     const charged = sum(byId.values());

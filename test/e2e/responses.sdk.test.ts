@@ -11,6 +11,7 @@ import { leasesUnlessOff } from '../helpers/test-app';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
 import { waitFor, waitUntil } from '../helpers/until';
 import { QUEUES } from '../../shared/queue/queue-names';
+import { withContent } from '../../shared/db/generation-reads';
 
 let s: TestStack;
 let org: StackOrg;
@@ -45,7 +46,8 @@ const lastSent = () => (s.fake.requests.filter((r) => r.path.endsWith('/chat/com
  */
 async function recordOf(id: string) {
   await s.settled(org.organizationId);
-  return s.t.db.generation.findUniqueOrThrow({ where: { id } });
+  // Its request and answer live in generation_contents (moved there by a trigger): read back with the record.
+  return (await withContent(s.t.db, [await s.t.db.generation.findFirstOrThrow({ where: { id } })]))[0];
 }
 
 async function orgMoney() {

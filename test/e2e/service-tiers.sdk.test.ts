@@ -78,7 +78,7 @@ const priced = (price: Record<string, string>): Decimal => tokenCost(price, { in
 /** The generation charged `expected` once (one charge entry), recorded it, and its history says the tier and the cost. */
 async function expectCharged(id: string, expected: Decimal, tier: string | null) {
   await s.settled(org.organizationId);
-  const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
+  const g = await s.t.db.generation.findFirstOrThrow({ where: { id } });
   expect(money(g.clientCost).toFixed(10)).toBe(expected.toFixed(10));
   const charges = await s.t.db.ledgerEntry.findMany({ where: { generationId: id, kind: 'charge' } });
   expect(charges).toHaveLength(1);
@@ -147,7 +147,7 @@ describe('a tier the endpoint sells', () => {
     expect(types.at(-1)).toBe('response.failed');
     expect(sentTo('/responses')).toMatchObject({ service_tier: 'priority' });
     const g = await waitUntil(async () => {
-      const row = await s.t.db.generation.findUnique({ where: { id } });
+      const row = await s.t.db.generation.findFirst({ where: { id } });
       return row?.status === 'failed' ? row : undefined;
     });
     const usage = g.usage as { inputTokens: number; outputTokens: number };

@@ -205,7 +205,7 @@ describe('encrypted reasoning (item 7): streamed, and given back across stateles
     const final = await stream.finalResponse();
     expect(final.output.find((o) => o.type === 'reasoning')).toMatchObject({ encrypted_content: expect.any(String) });
     await s.settled(org.organizationId);
-    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id: final.id } });
+    const g = await s.t.db.generation.findFirstOrThrow({ where: { id: final.id } });
     expect(JSON.stringify(g.result)).not.toMatch(/encrypted_content|Thinking about/);
   });
 
@@ -271,7 +271,7 @@ describe('a streamed Responses call through the SDK keeps what only that API car
     expect(usage).toMatchObject({ input_tokens: 1200, input_tokens_details: { cached_tokens: 1000 }, output_tokens: 600, output_tokens_details: { reasoning_tokens: 450 }, total_tokens: 1800 });
     expect(money((usage as { cost_rub: number }).cost_rub).equals(expectedCost)).toBe(true); // 0.31875 at flex (0.6375 standard), within the 6 places JSON shows
     await s.settled(org.organizationId);
-    const g = await s.t.db.generation.findUniqueOrThrow({ where: { id } });
+    const g = await s.t.db.generation.findFirstOrThrow({ where: { id } });
     expect(money(g.clientCost).toFixed(10)).toBe(expectedCost.toFixed(10));
     expect(g.usage).toMatchObject({ inputTokens: 1200, cachedTokens: 1000, outputTokens: 600, reasoningTokens: 450 });
     const charged = await s.t.db.ledgerEntry.findMany({ where: { generationId: id, kind: 'charge' } });

@@ -1,7 +1,7 @@
 /**
  * Case 25. A cancel racing a batch's last lines (docs/batches.md "Cancel"), on two API processes (each runs batch
  * drivers) and two workers. Twelve batches run at once, 8 lines in flight each; each is cancelled at its own moment,
- * timed from its progress: while its last lines are still being claimed (completed ≥ total − k with k above the lines
+ * timed from its progress: while its last lines are still being taken (completed ≥ total − k with k above the lines
  * in flight), while they run (k below), or the instant its last running line has ended in the database, so the cancel
  * meets the driver answering them and finishing the batch. One cancel also SIGKILLs a worker (its lines re-run on the
  * other). Every batch told `cancelling` must end `cancelled` (one whose cancel came too late, 409, `completed` with
@@ -37,14 +37,14 @@ interface Round {
   id: string;
   /** The cancel's reply: its status code and the batch's status in it. */
   cancel: { status: number; batch?: string };
-  /** request_counts.completed seen when the cancel was sent, and the lines not yet claimed just after it. */
+  /** request_counts.completed seen when the cancel was sent, and the lines not yet taken just after it. */
   seen: number;
-  unclaimed: number;
+  untaken: number;
 }
 
 /**
  * Which of the batches' cancel moments have come, read from their rows (what request_counts shows) in one query, and
- * for the `end` ones whether every line is claimed and every running one has ended (the driver's next step answers the
+ * for the `end` ones whether every line is taken and every running one has ended (the driver's next step answers the
  * last lines and finishes).
  */
 async function due(batches: Array<{ id: string; k: number | 'end' }>): Promise<Set<string>> {
@@ -73,7 +73,7 @@ async function cancel(api: Proc, org: SeededOrg, x: { id: string; tag: string; k
   const reply = await post(`${api.url}/v1/batches/${x.id}/cancel`, {}, org.auth);
   tally.add(reply);
   const row = await c.db.batch.findUniqueOrThrow({ where: { id: x.id } });
-  return { ...x, cancel: { status: reply.status, batch: reply.json?.status }, seen: row.completed, unclaimed: Math.max(0, row.total - (row.nextLine - 1)) };
+  return { ...x, cancel: { status: reply.status, batch: reply.json?.status }, seen: row.completed, untaken: Math.max(0, row.total - (row.nextLine - 1)) };
 }
 
 test('cancels racing the last lines of 12 batches on 2 APIs + 2 workers, a worker SIGKILLed at one: cancelled, answered once, charged once', async () => {
@@ -149,10 +149,10 @@ test('cancels racing the last lines of 12 batches on 2 APIs + 2 workers, a worke
     const row = await c.db.batch.findUniqueOrThrow({ where: { id: x.id } });
     const charged = sumCharged(gens);
     checks.that(money(row.cost).equals(charged) && Math.abs(b.usage.cost_rub - Number(charged.toFixed(6))) < 1e-9, `${name}: cost ${money(row.cost)} (usage.cost_rub ${b.usage.cost_rub}) vs the ledger's ${charged}`);
-    if (x.cancel.status === 200 && x.unclaimed > 0) raced++;
+    if (x.cancel.status === 200 && x.untaken > 0) raced++;
     neverStarted += LINES - all.length;
     answeredTotal += all.length;
-    summary.push(`k=${x.k}: ${x.seen} done, ${x.unclaimed} unclaimed at the cancel → ${x.cancel.status === 200 ? b.status : `409, ${b.status}`} ${all.length}/${LINES}`);
+    summary.push(`k=${x.k}: ${x.seen} done, ${x.untaken} untaken at the cancel → ${x.cancel.status === 200 ? b.status : `409, ${b.status}`} ${all.length}/${LINES}`);
   }
   const upstream = [...calls.values()].reduce((s, v) => s + v, 0);
 
@@ -161,7 +161,7 @@ test('cancels racing the last lines of 12 batches on 2 APIs + 2 workers, a worke
   const failures = checks.finishAudited(a, {
     requests: tally.total,
     errors: tally.errors(),
-    holds: `${summary.join('; ')}; every batch told cancelling ended cancelled, ${raced} of them with lines still unclaimed at the cancel; ${answeredTotal} lines answered, each custom_id once and each completed line charged once; ${neverStarted} lines never started: no generation, no provider call, no charge; worker killed ${replaced ? 'at the k = 6 cancel' : 'never'}, ${upstream} upstream calls for ${answeredTotal} lines (stalled lines re-run); every batch's cost = usage.cost_rub = the ledger's; driver jobs stalled and re-run ${stalls} times; no reservation held; ledger = balances`,
+    holds: `${summary.join('; ')}; every batch told cancelling ended cancelled, ${raced} of them with lines still untaken at the cancel; ${answeredTotal} lines answered, each custom_id once and each completed line charged once; ${neverStarted} lines never started: no generation, no provider call, no charge; worker killed ${replaced ? 'at the k = 6 cancel' : 'never'}, ${upstream} upstream calls for ${answeredTotal} lines (stalled lines re-run); every batch's cost = usage.cost_rub = the ledger's; driver jobs stalled and re-run ${stalls} times; no reservation held; ledger = balances`,
   });
   if (failures.length) console.error(c.tails());
   expect(failures).toEqual([]);

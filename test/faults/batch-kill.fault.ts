@@ -60,10 +60,16 @@ test('a worker and then the API running the driver killed mid-batch: every line 
   checks.that(answered.length === LINES && unique.size === LINES, `lines answered: ${answered.length} (${unique.size} distinct custom_ids) of ${LINES}`);
   checks.that(b.request_counts.total === LINES && b.request_counts.completed === out.length && b.request_counts.failed === errors.length, `request_counts ${JSON.stringify(b.request_counts)}, files ${out.length} + ${errors.length}`);
 
-  // One generation per line at most, each settled once; the output lines are exactly the charged ones.
+  // One generation per line and try (a try the reaper failed is tried again as `...l<line>t<try>`: docs/batches.md),
+  // each settled once, at most one charged per line; the output lines are exactly the charged ones.
   const a = await settledAudit(c.db, 40_000);
   const gens = await batchGenerations(c.db, id);
-  checks.that(gens.length <= LINES, `${gens.length} generations for ${LINES} lines`);
+  const lineOf = (genId: string) => genId.replace(/t\d+$/, '');
+  const byLine = new Map<string, number>();
+  for (const g of gens) byLine.set(lineOf(g.id), (byLine.get(lineOf(g.id)) ?? 0) + g.charges);
+  const retried = gens.length - byLine.size;
+  checks.that(byLine.size <= LINES, `generations of ${byLine.size} lines for ${LINES} lines`);
+  checks.that([...byLine.values()].every((n) => n <= 1), `lines charged more than once: ${[...byLine].filter(([, n]) => n > 1).map(([l]) => l).join(',')}`);
   checks.that(gens.every((g) => g.settlements === 1 && g.charges <= 1), `settlements per generation: ${[...new Set(gens.map((g) => `${g.settlements}/${g.charges}`))].join(',')}`);
   const charged = new Set(gens.filter((g) => g.charges === 1).map((g) => g.id));
   const outIds = out.map((l) => l.response.request_id!);
@@ -76,7 +82,7 @@ test('a worker and then the API running the driver killed mid-batch: every line 
   const failures = checks.finishAudited(a, {
     requests: tally.total + 1,
     errors: tally.errors(),
-    holds: `worker killed at ${atWorkerKill.completed + atWorkerKill.failed}/${LINES} answered, the API at ${atApiKill.completed + atApiKill.failed} (driver job ${driverAtKill} there); the batch completed on the other API: ${out.length} output + ${errors.length} error lines, each custom_id exactly once; ${gens.length} generations, each settled once, the ${charged.size} charged ones exactly the output lines; batch cost ${sum} RUB = the ledger's; ${upstream} upstream calls (stalled lines re-run); no reservation held; ledger = balances`,
+    holds: `worker killed at ${atWorkerKill.completed + atWorkerKill.failed}/${LINES} answered, the API at ${atApiKill.completed + atApiKill.failed} (driver job ${driverAtKill} there); the batch completed on the other API: ${out.length} output + ${errors.length} error lines, each custom_id exactly once; ${gens.length} generations (${retried} of them a line's later try), each settled once, the ${charged.size} charged ones exactly the output lines; batch cost ${sum} RUB = the ledger's; ${upstream} upstream calls (stalled lines re-run); no reservation held; ledger = balances`,
   });
   if (failures.length) console.error(c.tails());
   expect(failures).toEqual([]);

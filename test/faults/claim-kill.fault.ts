@@ -44,11 +44,10 @@ function claimKill(o: { name: string; injected: string; tightKey?: boolean }) {
     }
 
     c.fake.setKnobs({ latencyMs: 2000 });
-    const burst = await burstOnBoth(k, 8, (round) => {
+    const burst = await burstOnBoth(k, 8, (round, indexes, base) =>
       // Half keyed; none in 17b, whose point is the unkeyed reserved requests (17 has the keyed ones).
-      const keys = Array.from({ length: 8 }, (_, i) => (i % 2 === 0 && !o.tightKey ? `claim-kill-${round}-${i}-${Date.now()}` : undefined));
-      return keys.map((key, i) => k.ask(100 + i, key ? { 'Idempotency-Key': key } : {}));
-    });
+      indexes.map((i) => k.ask(100 + i, i % 2 === 0 && !o.tightKey ? { 'Idempotency-Key': `claim-kill-${round}-${i}-${Date.now()}` } : {}, base)),
+    );
     const { pending, locks, drawn, before } = burst;
     const claimed = locks.filter((l) => l?.includes(':claim:')).length;
     checks.that(claimed === 8, `jobs claimed at enqueue: ${claimed} of 8 (locks ${JSON.stringify(locks)})`);

@@ -34,7 +34,7 @@ it('18. requests granted from leases, their process SIGKILLed mid-call: re-run u
 
       c.fake.setKnobs({ latencyMs: 2000 });
       // Both processes must hold requests drawn from their leases: the killed one's are what the case is about.
-      const burst = await burstOnBoth(k, 8, () => Array.from({ length: 8 }, (_, i) => k.ask(100 + i)), (b) => {
+      const burst = await burstOnBoth(k, 8, (_round, indexes, base) => indexes.map((i) => k.ask(100 + i, {}, base)), (b) => {
         const workersDrawing = new Set(b.jobs.flatMap((j, i) => (b.drawn.has(String(j.id)) ? [b.locks[i]?.split(':')[0]] : [])));
         return workersDrawing.size >= 2;
       });

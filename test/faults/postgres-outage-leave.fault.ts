@@ -3,7 +3,7 @@
  * on): 6 responses and 4 chat completions streams have their records committed and have delivered a few deltas when
  * PostgreSQL is stopped (fast shutdown), and every client hangs up at once. Each worker stops its provider call and
  * settles what the stream delivered (decisions.md section 4): its commit cannot come, so it is promised in Redis, as any
- * other settlement (docs/architecture.md "Reply, then settle"); PostgreSQL comes back 5 s later.
+ * other settlement (docs/architecture.md "Endings and rules"); PostgreSQL comes back 5 s later.
  * What must hold: while PostgreSQL is away every such settlement is promised; once it is back, every stream's generation
  * ends failed and charged once for what it delivered (more than nothing, no more than the same stream left to finish); the
  * reaper releases none of them free; nothing is left promised, held, reserved or lost. Before the fix each settlement
@@ -24,7 +24,7 @@ it('29. clients leave their streams as PostgreSQL stops: every delivered answer 
     cluster(),
     {
       name: '29. PostgreSQL stopped as clients leave',
-      injected: `npm start, WEB_CONCURRENCY=2 (leases on); 6 responses and 4 chat completions streams (10 deltas, 200 ms apart) recorded and streaming; PostgreSQL stopped (fast shutdown) and every client hangs up at once; started again ${AWAY_MS / 1000} s later`,
+      injected: `npm start, WEB_CONCURRENCY=2 (leases on); 6 responses and 4 chat completions streams (10 deltas, 200 ms apart) recorded and held by the provider after 3 deltas; PostgreSQL stopped (fast shutdown) and every client hangs up at once; started again ${AWAY_MS / 1000} s later`,
       input: 'leave',
     },
     async (k) => {
@@ -44,6 +44,9 @@ it('29. clients leave their streams as PostgreSQL stops: every delivered answer 
       await k.settled();
       const before = await c.db.generation.count({ where: { organizationId: org.organizationId } });
 
+      // The provider holds each stream after 3 deltas: PostgreSQL stops and the clients leave while every stream is
+      // mid-way, however long stopping it takes.
+      c.fake.setKnobs({ streamChunks: 10, chunkDelayMs: 200, holdAfterChunks: 3 });
       let leave!: () => void;
       const leaving = new Promise<void>((r) => (leave = r));
       const deltas: number[] = [];
@@ -53,7 +56,7 @@ it('29. clients leave their streams as PostgreSQL stops: every delivered answer 
         ...Array.from({ length: 4 }, (_, i) => stream(`${k.npm.url}/v1/chat/completions`, chat(i), org.auth, opts(6 + i))),
       ];
       const recorded = async () => (await c.db.generation.count({ where: { organizationId: org.organizationId } })) - before;
-      await waitFor('the streams recorded and a few deltas in', async () => (await recorded()) === streams.length && streams.every((_, i) => (deltas[i] ?? 0) >= 2), 10_000).catch(() => undefined);
+      await waitFor('the streams recorded and held mid-way', async () => (await recorded()) === streams.length && streams.every((_, i) => deltas[i] === 3), 10_000).catch(() => undefined);
       checks.that((await recorded()) === streams.length, `streams recorded before the outage: ${await recorded()} of ${streams.length}`);
       await c.pg.stop();
       leave();

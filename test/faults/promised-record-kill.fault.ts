@@ -65,7 +65,7 @@ it('19. replies granted from leases sent on promises carrying their records, nev
       await checkNothingReserved(k);
       return {
         audit,
-        holds: `${held} leases after the warm-up; ${ids.length} replies (200, with a cost) sent on promises carrying their records while the organization row was locked, none recorded; ${batches} ledger batch(es) waiting there ended with the SIGKILLed processes; the replacements' re-runs kept all ${ids.length} promises: each generation recorded and charged once, exactly the replied cost; ${upstream} upstream calls for them (no second call); no promise, lease, reservation or money left over`,
+        holds: `${held} leases after the warm-up; ${ids.length} replies (200, with a cost) sent on promises carrying their records while the organization row was locked, none recorded; ${batches} ledger group commit(s) waiting there ended with the SIGKILLed processes; the replacements' re-runs kept all ${ids.length} promises: each generation recorded and charged once, exactly the replied cost; ${upstream} upstream calls for them (no second call); no promise, lease, reservation or money left over`,
       };
     },
   ));

@@ -56,7 +56,7 @@ it('15. replies sent, their settlements promised but never committed (process SI
       await checkPromisesKept(k, replies, upstream);
       return {
         audit,
-        holds: `${ids.length} replies (200, with a cost) sent while the organization row was locked; ${batches} ledger batch(es) waiting there ended with the SIGKILLed processes, nothing committed; the replacement's re-runs kept all ${ids.length} promises: each generation charged once, exactly the replied cost; ${upstream} upstream calls for them (no second call); no promise, reservation or money left over`,
+        holds: `${ids.length} replies (200, with a cost) sent while the organization row was locked; ${batches} ledger group commit(s) waiting there ended with the SIGKILLed processes, nothing committed; the replacement's re-runs kept all ${ids.length} promises: each generation charged once, exactly the replied cost; ${upstream} upstream calls for them (no second call); no promise, reservation or money left over`,
       };
     },
   ));

@@ -11,8 +11,8 @@
  * their clients get the survivor's ending with its charge. Before the fix those streams ended uncharged, and the frozen
  * process, awake, sent every remaining delta after the generation had ended.
  */
-import { countTokens, tokenWeight, wholeTokens } from '../../shared/billing/token-count';
-import { CHECKPOINT_MS, CHECKPOINT_TOKENS } from '../../workers/services/stream-checkpoints';
+import { countTokens, tokenWeight, wholeTokens } from '../../shared/billing/pricing';
+import { CHECKPOINT_MS, CHECKPOINT_TOKENS } from '../../shared/billing/settlement-journal';
 import { settledAudit } from './helpers/audit';
 import { MODELS, PREFIX, useCluster } from './helpers/cluster';
 import { stream, type Reply, type StreamReply } from './helpers/http';
@@ -58,10 +58,10 @@ async function cutMidStream(k: KillCase, how: 'kill' | 'freeze'): Promise<{ audi
   c.fake.setKnobs({ streamChunks: CHUNKS, chunkDelayMs: DELTA_MS, text: TEXT });
 
   let deltas: Array<Array<{ text: string; at: number }>> = [];
-  const burst = await burstOnBoth(k, 8, () => {
-    deltas = Array.from({ length: 8 }, () => []);
-    return Array.from({ length: 8 }, (_, i) =>
-      stream(`${k.npm.url}/v1/responses`, { model: MODELS.chat, input: `checkpoint ${i}`, stream: true, max_output_tokens: 400 }, org.auth, { timeoutMs: 60_000, onDelta: (text) => deltas[i]!.push({ text, at: Date.now() }) }),
+  const burst = await burstOnBoth(k, 8, (_round, indexes, base) => {
+    if (indexes[0] === 0) deltas = Array.from({ length: 8 }, () => []);
+    return indexes.map((i) =>
+      stream(`${base}/v1/responses`, { model: MODELS.chat, input: `checkpoint ${i}`, stream: true, max_output_tokens: 400 }, org.auth, { timeoutMs: 60_000, onDelta: (text) => deltas[i]!.push({ text, at: Date.now() }) }),
     ) as unknown as Array<Promise<Reply>>;
   });
   // 1.5 s into every stream's content: past its first checkpoint.

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type Redis from 'ioredis';
 import { createApp } from '../../api/app';
+import type { Pool } from 'pg';
 import { Ledger } from '../../shared/billing/ledger';
+import type { Db } from '../../shared/db/client';
 import type { AppDeps } from '../../api/app-context';
 import { loadConfig, type Config } from '../../shared/config/env';
 import { createRedis, deleteKeys } from '../../shared/queue/redis';
@@ -31,7 +33,13 @@ export function leasesUnlessOff(requests: number): Record<string, string> {
 
 /** The API on its own database and its own Redis key prefix, so test files run in parallel. */
 export async function createTestApp(
-  opts: { catalog?: Catalog; env?: Record<string, string>; deps?: Partial<AppDeps>; /** The ledger's CLOSE_HOLD_MS. */ closeHoldMs?: number } = {},
+  opts: {
+    catalog?: Catalog;
+    env?: Record<string, string>;
+    deps?: Partial<AppDeps>;
+    /** Awaited before each close of the app's ledger commits: a test holds settlements with it. */
+    beforeClose?: () => Promise<void>;
+  } = {},
 ): Promise<TestApp> {
   const t = await createTestDb();
   const prefix = `{t-${randomBytes(5).toString('hex')}}`;
@@ -49,7 +57,7 @@ export async function createTestApp(
     catalog: opts.catalog ?? { providers: {}, models: {} },
     logger: createLogger({ silent: !process.env.TEST_LOGS }),
     secret: TEST_SECRET,
-    ...(opts.closeHoldMs !== undefined && { ledger: new Ledger(t.db, undefined, { pool: t.pool, holdMs: opts.closeHoldMs }) }),
+    ...(opts.beforeClose && { ledger: new HeldLedger(t.db, opts.beforeClose, t.pool) }),
     ...opts.deps,
   });
   await app.locals.ctx.ready();
@@ -67,4 +75,16 @@ export async function createTestApp(
       await t.drop();
     },
   };
+}
+
+/** A ledger whose closes wait for `beforeClose` first (createTestApp's option). */
+class HeldLedger extends Ledger {
+  constructor(db: Db, private readonly beforeClose: () => Promise<void>, pool: Pool) {
+    super(db, undefined, { pool });
+  }
+
+  override async close(...args: Parameters<Ledger['close']>): ReturnType<Ledger['close']> {
+    await this.beforeClose();
+    return super.close(...args);
+  }
 }

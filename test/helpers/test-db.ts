@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { connectDb, type Db } from '../../shared/db/client';
+import { migrate } from '../../shared/db/migrate';
 import type { Pool } from 'pg';
 import { TEMPLATE_DB, TEST_APP_PG_URL, TEST_PG_URL, databaseUrl } from './test-env';
 import { waitUntil } from './until';
@@ -53,6 +54,27 @@ export async function createTestDb(): Promise<TestDb> {
     async drop() {
       await db.$disconnect();
       await admin((c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+    },
+  };
+}
+
+/**
+ * A database of its own migrated up to, not including, `migration` (an upgrade test fills it as an older release left
+ * it, then migrates the rest), with a client on it. `drop` ends the client and drops the database.
+ */
+export async function createDbBefore(migration: string, prefix: string): Promise<{ url: string; c: Client; drop(): Promise<void> }> {
+  const name = `${prefix}${randomBytes(6).toString('hex')}`;
+  const url = databaseUrl(name);
+  await admin((a) => a.query(`CREATE DATABASE "${name}"`));
+  await migrate(url, () => {}, { before: migration });
+  const c = new Client({ connectionString: url });
+  await c.connect();
+  return {
+    url,
+    c,
+    drop: async () => {
+      await c.end();
+      await admin((a) => a.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
     },
   };
 }

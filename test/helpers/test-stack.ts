@@ -192,8 +192,8 @@ export interface TestStackOptions {
   /** Start no workers (tests of what happens while nothing runs the queue). */
   noWorkers?: boolean;
   appDeps?: Partial<AppDeps>;
-  /** How long the stack's ledger (the API's and the workers') holds a close whose reply went out (shared/billing/ledger.ts CLOSE_HOLD_MS). */
-  closeHoldMs?: number;
+  /** Awaited before each close of the stack's ledger (the API's and the workers') commits: a test holds settlements with it. */
+  beforeClose?: () => Promise<void>;
   /**
    * The workers run as another process's would: a lane of their own (shared/runtime/local-lane.ts), so nothing is claimed
    * at enqueue and every reply crosses Redis. Default: one lane for the API and the workers, as in a process of `npm start`.
@@ -225,7 +225,7 @@ export async function createTestStack(opts: TestStackOptions = {}): Promise<Test
     { providers: merge(raw.providers, overrides?.providers), models: merge(raw.models, overrides?.models) },
     { FAKE_PROVIDER_KEY },
   );
-  const h = await createTestApp({ catalog, env, closeHoldMs: opts.closeHoldMs, deps: { authCacheMs: 0, ...opts.appDeps } });
+  const h = await createTestApp({ catalog, env, beforeClose: opts.beforeClose, deps: { authCacheMs: 0, ...opts.appDeps } });
   const ctx = h.app.locals.ctx;
   server.on('request', h.app);
 

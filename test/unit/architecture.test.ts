@@ -148,4 +148,14 @@ describe('the floors of the code', () => {
   it(`no production file is over ${MAX_LINES} lines`, () => {
     expect(all.filter((s) => s.lines > MAX_LINES).map((s) => `${s.file}: ${s.lines}`)).toEqual([]);
   });
+
+  it('docs/architecture.md is a map, not a history: at most 300 lines, the synchronous path in at most 20 concepts', () => {
+    const doc = fs.readFileSync(path.join(ROOT, 'docs/architecture.md'), 'utf8');
+    expect(doc.split('\n').filter((l, i, a) => i < a.length - 1 || l !== '').length).toBeLessThanOrEqual(300);
+    const concepts = /### The synchronous path in \w+ concepts\n\n([\s\S]*?)\n\n/.exec(doc)?.[1] ?? '';
+    const numbered = [...concepts.matchAll(/(?:^|\s)(\d+)\. /g)].map((m) => Number(m[1]));
+    expect(numbered.length).toBeGreaterThan(0);
+    expect(numbered).toEqual(numbered.map((_, i) => i + 1));
+    expect(numbered.length).toBeLessThanOrEqual(20);
+  });
 });

@@ -4,7 +4,7 @@ import path from 'node:path';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { buildIfChanged } = require('../../scripts/build-if-changed.js') as {
-  buildIfChanged(root: string, steps: { generate(): void; compile(): void }): string[];
+  buildIfChanged(root: string, steps: { generate(): void; compile(): void; console?(): void }): string[];
 };
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -45,6 +45,30 @@ describe('npm start builds only what changed', () => {
     write('docs/notes.md', 'notes');
   });
   afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  it('builds the console again when its sources change or its build is gone, and only then', () => {
+    const withConsole = {
+      ...steps,
+      console: () => {
+        ran.push('console');
+        write('dist/console/index.html', '<!doctype html>');
+      },
+    };
+    const startAll = () => {
+      ran = [];
+      return buildIfChanged(root, withConsole);
+    };
+    write('console/src/main.tsx', 'export {};');
+    expect(startAll()).toEqual(['generate', 'compile', 'console']);
+    expect(startAll()).toEqual([]);
+    write('console/src/main.tsx', 'export const a = 1;');
+    expect(startAll()).toEqual(['console']);
+    write('api/main.ts', 'export const b = 2;');
+    expect(startAll()).toEqual(['compile']);
+    fs.rmSync(path.join(root, 'dist', 'console'), { recursive: true });
+    expect(startAll()).toEqual(['console']);
+    expect(startAll()).toEqual([]);
+  });
 
   it('builds everything the first time, then nothing while nothing changed', () => {
     expect(start()).toEqual(['generate', 'compile']);
@@ -96,6 +120,6 @@ describe('npm start builds only what changed', () => {
     const scripts = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
     expect(scripts.prestart).toBe('node scripts/build-if-changed.js');
     expect(scripts['predb:migrate']).toBe('node scripts/build-if-changed.js');
-    expect(scripts.build).toBe('node scripts/prisma-generate.js && tsc -p tsconfig.build.json');
+    expect(scripts.build).toBe('node scripts/prisma-generate.js && tsc -p tsconfig.build.json && node scripts/build-console.js');
   });
 });

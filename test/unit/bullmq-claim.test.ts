@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'bullmq';
-import { WRITTEN_FOR, bullmqScript } from '../../shared/queue/bullmq-claim';
+import { WRITTEN_FOR, bullmqScript } from '../../shared/queue/claims';
 
 /**
- * Claim at enqueue copies what BullMQ's scripts do (shared/queue/bullmq-claim.ts). An upgrade of BullMQ must re-read
+ * Claim at enqueue copies what BullMQ's scripts do (shared/queue/claims.ts, its BullMQ part). An upgrade of BullMQ must re-read
  * them: these fail when the installed BullMQ is not the version the claim was written against, or its scripts differ.
  */
 const root = path.resolve(__dirname, '../..');
@@ -39,6 +39,6 @@ describe('BullMQ below its public API: one seam, pinned', () => {
       }
     };
     for (const d of ['api', 'workers', 'shared', 'bin', 'bench']) walk(path.join(root, d));
-    expect(offenders).toEqual(['shared/queue/bullmq-claim.ts']);
+    expect(offenders).toEqual(['shared/queue/claims.ts']);
   });
 });

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Queue, Worker, type Job } from 'bullmq';
-import { claimedAtEnqueue } from '../../shared/queue/bullmq-claim';
+import { claimedAtEnqueue } from '../../shared/queue/claims';
 import { addJob, LocalClaimers, type Claim, type Claimer, type ClaimTicket } from '../../shared/queue/claims';
 import type Redis from 'ioredis';
 import { createRedis, whenReady } from '../../shared/queue/redis';

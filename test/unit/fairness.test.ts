@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Queue, Worker, type Job, type Processor } from 'bullmq';
 import { addJob } from '../../shared/queue/claims';
-import { fairPriority, waitingByClass, type FairLane, type WorkClass } from '../../shared/queue/fairness';
-import { queueClient } from '../../shared/queue/bullmq-claim';
+import { fairPriority, waitingByClass, type FairGroup, type WorkClass } from '../../shared/queue/fairness';
+import { queueClient } from '../../shared/queue/claims';
 import { OrgCaps } from '../../shared/queue/org-cap';
 import { createRedis, whenReady } from '../../shared/queue/redis';
 import { createLogger } from '../../shared/logger';
@@ -26,7 +26,7 @@ describe('fair queues (real Redis)', () => {
     redis.disconnect();
   });
 
-  const lane = (organizationId: string, workClass: WorkClass): FairLane => ({ organizationId, workClass });
+  const group = (organizationId: string, workClass: WorkClass): FairGroup => ({ organizationId, workClass });
 
   function newQueue(): Queue {
     const q = new Queue(`q${n++}`, { connection: redis, prefix });
@@ -34,7 +34,7 @@ describe('fair queues (real Redis)', () => {
     return q;
   }
   let ids = 0;
-  const add = (q: Queue, org: string, c: WorkClass) => addJob(q, { organizationId: org, c }, { jobId: `j${ids++}` }, undefined, lane(org, c));
+  const add = (q: Queue, org: string, c: WorkClass) => addJob(q, { organizationId: org, c }, { jobId: `j${ids++}` }, undefined, group(org, c));
 
   /**
    * One worker of `concurrency` slots through fairStart; the order jobs start in, as `<org>:<class>`. Every job was
@@ -86,7 +86,7 @@ describe('fair queues (real Redis)', () => {
   it('an organization with interactive jobs waiting gets a priority for its next one (it is neither claimed nor put ahead of the others)', async () => {
     const q = newQueue();
     for (let i = 0; i < 20; i++) await add(q, 'A', 'interactive');
-    expect(await fairPriority(await queueClient(q), q, lane('A', 'interactive'))).toBeGreaterThan(0);
+    expect(await fairPriority(await queueClient(q), q, group('A', 'interactive'))).toBeGreaterThan(0);
     await q.obliterate({ force: true }).catch(() => undefined);
   });
 
@@ -98,6 +98,6 @@ describe('fair queues (real Redis)', () => {
     // The last uncount is not awaited by the job: A's count goes back to 0.
     await waitFor("A's jobs uncounted", async () => (await redis.hget(`${q.qualifiedName}:fair:interactive:A`, 'n')) === '0');
     // B's background jobs still wait, so no new epoch made A's count void.
-    expect(await fairPriority(await queueClient(q), q, lane('A', 'interactive'))).toBe(0);
+    expect(await fairPriority(await queueClient(q), q, group('A', 'interactive'))).toBe(0);
   });
 });

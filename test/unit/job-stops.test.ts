@@ -1,5 +1,5 @@
-import { JobStops, stopReasonOf } from '../../shared/queue/cancel-channel';
-import { waitFor } from '../../workers/services/attempt-order';
+import { JobStops, stopReasonOf } from '../../shared/queue/generation-bus';
+import { waitFor } from '../../workers/services/attempt-loop';
 import { textProcessor } from '../../workers/processors/text.processor';
 import { embeddingsProcessor } from '../../workers/processors/embeddings.processor';
 import type { WorkerDeps } from '../../workers/worker-deps';

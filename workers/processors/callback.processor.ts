@@ -4,6 +4,7 @@ import type { CallbackJobData } from '../../shared/queue/job-catalog';
 import { callbackJobId, CallbackHostUnresolved, CallbackUrlError, postCallback } from '../../shared/services/callbacks.service';
 import type { WorkerDeps } from '../worker-deps';
 import { ATTR } from '../../shared/telemetry/tracing';
+import { generationById } from '../../shared/db/generation-reads';
 
 /**
  * Queue `callbacks`: POSTs the generation's media record, signed (shared/services/callbacks.service.ts): the same
@@ -15,7 +16,7 @@ export function callbackProcessor(deps: WorkerDeps) {
   return async (job: Job<CallbackJobData>): Promise<void> => {
     const { generationId, organizationId, url, status } = job.data;
     const [generation, org] = await Promise.all([
-      deps.db.generation.findUnique({ where: { id: generationId } }),
+      generationById(deps.db, generationId, (where) => deps.db.generation.findFirst({ where })),
       deps.db.organization.findUnique({ where: { id: organizationId }, select: { callbackSecret: true } }),
     ]);
     if (!generation || !org) return;

@@ -6,16 +6,21 @@ import type { CallbackService } from '../../shared/services/callbacks.service';
 import { BatchFiles } from '../../shared/services/batch-files.service';
 import { REAP_STUCK_GENERATIONS, stuckGenerationReaper } from './reap-stuck-generations.processor';
 import { batchResumer, RESUME_BATCHES } from './resume-batches.processor';
+import { HistoryPartitions } from '../../shared/db/partitions';
+import { forgetEndedSessions } from '../../shared/services/sessions.service';
 
 /** Job names of the `maintenance` queue. Never rename one: schedulers in Redis refer to them. */
 export const MAINTENANCE_JOBS = {
   deleteExpiredFiles: 'delete-expired-files',
   reapStuckGenerations: REAP_STUCK_GENERATIONS,
   resumeBatches: RESUME_BATCHES,
+  keepPartitions: 'keep-partitions',
 } as const;
 
 /** How often expired files are swept (their records are hidden from the API as soon as they expire). */
 export const DELETE_EXPIRED_FILES_EVERY_MS = 15 * 60_000;
+/** How often the coming months' partitions are made and the months past retention dropped (shared/db/partitions.ts). */
+export const KEEP_PARTITIONS_EVERY_MS = 60 * 60_000;
 
 /** The `maintenance` queue's processor: one handler per job name. */
 export function maintenanceProcessor(deps: Pick<WorkerDeps, 'files' | 'clock' | 'logger'> & Partial<WorkerDeps>, callbacks?: CallbackService) {
@@ -25,7 +30,16 @@ export function maintenanceProcessor(deps: Pick<WorkerDeps, 'files' | 'clock' | 
   const resume = deps.db && deps.redis && deps.config ? batchResumer(deps as WorkerDeps) : undefined;
   // Batch files past BATCH_FILE_RETENTION_DAYS (docs/batches.md), in the file storage media files use.
   const batchFiles = deps.db && deps.config ? new BatchFiles(deps.db, deps.files.store, deps.clock, deps.config.batches.fileRetentionDays) : undefined;
+  // History's and the ledger's monthly partitions: made ahead, and generations' months past HISTORY_RETENTION_DAYS dropped.
+  const partitions = deps.db && deps.config ? new HistoryPartitions(deps.db, deps.clock, deps.config.history) : undefined;
   const handlers: Record<string, (job: Job) => Promise<unknown>> = {
+    ...(partitions && {
+      [MAINTENANCE_JOBS.keepPartitions]: async () => {
+        const kept = await partitions.keep();
+        if (kept.created.length || kept.retired.length) deps.logger.info('kept the monthly partitions', { ...kept });
+        return kept;
+      },
+    }),
     ...(reap && { [MAINTENANCE_JOBS.reapStuckGenerations]: reap }),
     ...(resume && { [MAINTENANCE_JOBS.resumeBatches]: resume }),
     [MAINTENANCE_JOBS.deleteExpiredFiles]: async () => {
@@ -35,9 +49,12 @@ export function maintenanceProcessor(deps: Pick<WorkerDeps, 'files' | 'clock' | 
       const batch = batchFiles && { batchFiles: await batchFiles.deleteExpired(deps.clock()), uncommittedParts: await batchFiles.deleteUncommittedParts(deps.clock()) };
       if (batch?.batchFiles) deps.logger.info('deleted expired batch files', { deleted: batch.batchFiles });
       if (batch?.uncommittedParts) deps.logger.info('deleted uncommitted batch parts', { deleted: batch.uncommittedParts });
-      // The same sweep drops Idempotency-Keys past their 24 hours (docs/idempotency.md).
-      if (!deps.generations) return { deleted, ...batch };
-      return { deleted, ...batch, idempotencyKeys: await deps.generations.forgetExpiredIdempotencyKeys(deps.clock()) };
+      // The same sweep drops sessions and sign-in links that are over (docs/console.md)...
+      const sessions = deps.db && (await forgetEndedSessions(deps.db, deps.clock()));
+      if (sessions && (sessions.sessions || sessions.links)) deps.logger.info('deleted ended sessions and links', { ...sessions });
+      // ...and Idempotency-Keys past their 24 hours (docs/idempotency.md).
+      if (!deps.generations) return { deleted, ...batch, ...(sessions && { sessions }) };
+      return { deleted, ...batch, ...(sessions && { sessions }), idempotencyKeys: await deps.generations.forgetExpiredIdempotencyKeys(deps.clock()) };
     },
   };
   return async (job: Job) => {
@@ -58,5 +75,10 @@ export async function scheduleMaintenance(queue: Queue, opts: { everyMs?: number
     MAINTENANCE_JOBS.deleteExpiredFiles,
     { every: opts.everyMs ?? DELETE_EXPIRED_FILES_EVERY_MS },
     { name: MAINTENANCE_JOBS.deleteExpiredFiles, data: {}, opts: { attempts, removeOnComplete, removeOnFail } },
+  );
+  await queue.upsertJobScheduler(
+    MAINTENANCE_JOBS.keepPartitions,
+    { every: KEEP_PARTITIONS_EVERY_MS },
+    { name: MAINTENANCE_JOBS.keepPartitions, data: {}, opts: { attempts, removeOnComplete, removeOnFail } },
   );
 }

@@ -3,6 +3,7 @@ import { AppError } from '../../shared/errors/app-error';
 import { JOB_OPTIONS, queueOfGeneration } from '../../shared/queue/job-catalog';
 import { QUEUES, type QueueName } from '../../shared/queue/queue-names';
 import type { WorkerDeps } from '../worker-deps';
+import { endGeneration, keepPromised } from '../../shared/billing/ending';
 import type { ReaperSettings } from '../../shared/config/env';
 import type { CallbackService } from '../../shared/services/callbacks.service';
 import { RUNNING_STATUSES } from '../../shared/services/generation.service';
@@ -30,7 +31,7 @@ const LIVE = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-ch
  * the reservation leases of processes that died (shared/billing/leases.ts).
  */
 export function stuckGenerationReaper(
-  deps: Pick<WorkerDeps, 'db' | 'generations' | 'settlements' | 'redis' | 'config' | 'clock' | 'logger'> & { metrics?: Pick<WorkerDeps['metrics'], 'generationsReaped'> },
+  deps: Pick<WorkerDeps, 'db' | 'generations' | 'ledger' | 'lane' | 'settlements' | 'redis' | 'config' | 'clock' | 'logger' | 'tracing'> & { metrics?: Pick<WorkerDeps['metrics'], 'generationsReaped'> },
   opts: ReaperOptions = deps.config.reaper,
   /** A reaped generation with a `callBackUrl` is POSTed there like any other ending (docs/callbacks.md). */
   callbacks?: Pick<CallbackService, 'enqueue'>,
@@ -47,7 +48,8 @@ export function stuckGenerationReaper(
     if (leases > 0) deps.logger.warn('released leases their processes stopped renewing', { leases });
     const before = new Date(deps.clock().getTime() - opts.minAgeMs);
     const stuck = await deps.db.generation.findMany({
-      where: { status: { in: [...RUNNING_STATUSES] }, createdAt: { lt: before } },
+      // completedAt null: read from each month's small index of the generations not ended (generations_unended_created_at_idx).
+      where: { status: { in: [...RUNNING_STATUSES] }, completedAt: null, createdAt: { lt: before } },
       select: { id: true, organizationId: true, apiType: true, requestType: true, routing: true, callBackUrl: true },
       orderBy: { createdAt: 'asc' },
       take: 500,
@@ -61,7 +63,7 @@ export function stuckGenerationReaper(
     for (const p of await deps.settlements.withRecordsOlderThan(opts.minAgeMs, deps.clock().getTime())) {
       const state = await queue(queueOfGeneration({ apiType: String(p.open.api_type), requestType: String(p.open.request_type), routing: p.open.routing })).getJobState(p.generationId);
       if (LIVE.has(state)) continue;
-      if (await deps.settlements.keep(p.organizationId, p.generationId, deps.generations)) {
+      if (await keepPromised(deps, p)) {
         deps.logger.warn('kept a settlement promised, with its record, by a job that ended before committing either', { generationId: p.generationId, jobState: state });
       }
     }
@@ -70,13 +72,13 @@ export function stuckGenerationReaper(
       const state = await queue(queueOfGeneration(g)).getJobState(g.id);
       if (LIVE.has(state)) continue;
       // A worker that replied before it could commit (settlement-journal.ts): the charge its reply showed stands.
-      if (await deps.settlements.keep(g.organizationId, g.id, deps.generations)) {
+      if (await keepPromised(deps, { organizationId: g.organizationId, generationId: g.id })) {
         deps.logger.warn('kept a settlement promised by a job that ended before committing it', { generationId: g.id, jobState: state });
         continue;
       }
       const error = new AppError('SERVICE_UNAVAILABLE', 'The generation was interrupted before it could finish (nothing was charged): repeat the request').toStored();
-      const r = await deps.generations.finish(g.id, { status: 'failed', error });
-      if (r.applied) {
+      const r = await endGeneration(deps, null, { generationId: g.id, organizationId: g.organizationId }, { kind: 'end', finish: { status: 'failed', error } });
+      if (r?.applied) {
         reaped++;
         deps.metrics?.generationsReaped.inc();
         deps.logger.warn('reaped a generation no job will finish', { generationId: g.id, jobState: state });

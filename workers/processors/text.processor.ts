@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import type { TypedQuestionsJobData, TextJobData } from '../../shared/queue/job-catalog';
 import { TextExecutor } from '../services/text-executor';
-import { isTypedQuestionsJob, TypedQuestionsExecutor } from '../services/typed-questions-executor';
+import { TypedQuestionsExecutor } from '../services/typed-questions-executor';
 import type { WorkerDeps } from '../worker-deps';
 import { JobLost } from '../../shared/queue/job-lock';
 
@@ -16,7 +16,11 @@ export function textProcessor(deps: WorkerDeps) {
     // Its run sends nothing more once this process has lost the job (frozen past its lock: shared/queue/job-lock.ts).
     const lock = deps.locks.of(job.id!);
     try {
-      return await (isTypedQuestionsJob(job.data) ? typedQuestions.run(job.data, timing, signal, lock) : executor.run(job.data, timing, signal, lock));
+      // A typed-questions job (`/v1/systemone`) carries its questions; any other job of the queue is text.
+      const data = job.data;
+      return await (data.apiType === 'systemone' && Array.isArray((data as TypedQuestionsJobData).questions)
+        ? typedQuestions.run(data as TypedQuestionsJobData, timing, signal, lock)
+        : executor.run(data as TextJobData, timing, signal, lock));
     } catch (err) {
       if (err instanceof JobLost) deps.logger.warn('a job this process stood still past its lock is run elsewhere: its run here stopped, sending nothing more', { generationId: job.data.generationId, trace_id: job.data.traceId });
       throw err;

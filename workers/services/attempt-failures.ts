@@ -3,7 +3,22 @@ import { endpointBySlug } from '../../shared/catalog/catalog-index';
 import type { UpstreamFailure } from '../../shared/providers/provider.types';
 import type { Attempt } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
-import { retryAfterSeconds } from './attempt-order';
+import type { ResolvedEndpoint } from '../../shared/catalog/catalog-index';
+import type { ProviderAdapter } from '../../shared/providers/adapter.types';
+import type { PlannedCandidate } from '../../shared/queue/job-catalog';
+import type { StopSignal } from '../../shared/stop';
+
+/** The endpoint one attempt calls, handed to the executor's own "call this endpoint" function. */
+export interface EndpointCall {
+  candidate: PlannedCandidate;
+  resolved: ResolvedEndpoint;
+  adapter: ProviderAdapter;
+  /** Aborts the upstream call (cancel, timeout, client gone: shared/queue/cancel-channel.ts). */
+  signal?: StopSignal;
+}
+
+/** The operation a job needs from an endpoint's adapter; an endpoint without it is recorded `unavailable`. */
+export type Operation = 'text' | 'embeddings' | 'image' | 'video' | 'audio' | 'upscale';
 
 export function attemptOf(provider: string, endpoint: string, f: Pick<UpstreamFailure, 'reason' | 'status' | 'message'>): Attempt {
   return { provider, endpoint, reason: f.reason, ...(f.status !== undefined && { status: f.status }), message: f.message };
@@ -59,4 +74,10 @@ export function failureError(deps: Pick<WorkerDeps, 'stats'>, attempts: Attempt[
   }
   const message = attempts.length ? `Every provider failed: ${[...new Set(attempts.map((a) => `${a.provider} (${a.reason})`))].join(', ')}` : 'No provider could take the request';
   return AppError.fromReason('all_providers_failed', message, metadata);
+}
+
+/** `Retry-After` seconds for an error: the soonest any of these endpoints accepts calls again, or undefined. */
+export function retryAfterSeconds(slugs: readonly string[], retryAfterUntil: (slug: string) => number, now = Date.now()): number | undefined {
+  const waits = slugs.map((s) => retryAfterUntil(s) - now).filter((ms) => ms > 0);
+  return waits.length ? Math.max(1, Math.ceil(Math.min(...waits) / 1000)) : undefined;
 }

@@ -3,24 +3,24 @@ import { endpointBySlug } from '../../shared/catalog/catalog-index';
 import type { ProviderAdapter } from '../../shared/providers/adapter.types';
 import type { UpstreamReply } from '../../shared/providers/api';
 import type { HttpRequestSpec, UpstreamFailure } from '../../shared/providers/provider.types';
-import { adapterFor } from '../../shared/providers/registry';
+import { adapterByKind } from '../../shared/providers/registry';
 import { isUpstreamError } from '../../shared/providers/upstream-error';
 import type { StatsSample } from '../../shared/routing/endpoint-stats';
 import type { Attempt, GenerationJobBase } from '../../shared/queue/job-catalog';
 import type { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { WorkerDeps } from '../worker-deps';
-import { AttemptOrder, waitFor, type EndpointCall, type Operation } from './attempt-order';
-import { attemptOf, failedAttempt, notCalled } from './attempt-failures';
-import { closeRowOf, type Finish } from '../../shared/services/generation.service';
+import type { ProviderConfig } from '../../shared/catalog/catalog.types';
+import { attemptOf, failedAttempt, notCalled, type EndpointCall, type Operation } from './attempt-failures';
+import type { Finish } from '../../shared/billing/ledger';
 import type { StopSignal } from '../../shared/stop';
-import { settleCompleted, type CompletedJob } from '../../shared/billing/reply-then-settle';
+import { endGeneration, type EndingJob } from '../../shared/billing/ending';
 import type { GenAiUsage } from '../../shared/telemetry/tracing';
-import { AttemptSpan, tracedSettlement } from './job-spans';
+import { AttemptSpan } from './job-spans';
 
 /** One upstream call that did not answer (or an endpoint that could not be called): shared/queue/job-catalog.ts. */
 export type { Attempt };
 
-/** The endpoint one attempt calls and what it is asked to do: attempt-order.ts, where the job-spans floor finds them too. */
+/** The endpoint one attempt calls and what it is asked to do: attempt-failures.ts, where the job-spans floor finds them too. */
 export type { EndpointCall, Operation };
 
 /** Whether an endpoint's adapter can do the operation (a hosted image model runs as a media task). */
@@ -65,7 +65,7 @@ export type AttemptLoopOutcome<T> =
 
 /**
  * The one attempt loop every generation kind runs: the planned endpoints in order (an endpoint that asked to be
- * left alone via `Retry-After` is tried last, waited for, or skipped: attempt-order.ts), each within its
+ * left alone via `Retry-After` is tried last, waited for, or skipped: `AttemptOrder`), each within its
  * provider's concurrency cap, falling back while the failure allows it (upstream-error.ts `fallback`), every
  * failure recorded (the attempt, the endpoint's health, the metric, a log line).
  */
@@ -73,8 +73,7 @@ export async function runAttempts<T>(deps: WorkerDeps, job: AttemptJob, input: A
   const { signal } = input;
   const attempts = input.attempts ?? [];
   const record = (a: Omit<Attempt, 'question'>) => attempts.push(input.question === undefined ? a : { question: input.question, ...a });
-  const retryUntil = (slug: string) => deps.stats.retryAfterUntil(slug);
-  const order = new AttemptOrder(job.candidates, retryUntil);
+  const order = new AttemptOrder(job.candidates, (slug) => deps.stats.retryAfterUntil(slug));
   let last: UpstreamFailure | undefined;
   for (let next = order.next(); next; next = order.next()) {
     const { candidate } = next;
@@ -85,13 +84,13 @@ export async function runAttempts<T>(deps: WorkerDeps, job: AttemptJob, input: A
     await waitFor(next.waitMs, signal);
     if (signal?.aborted) return { kind: 'stopped', attempts };
     const resolved = endpointBySlug(deps.catalog, candidate.slug);
-    const adapter = resolved && adapterFor(resolved.provider.kind);
+    const adapter = resolved && adapterByKind[resolved.provider.kind];
     if (!resolved || !adapter || !SUPPORTS[input.operation](adapter)) {
       record({ provider: resolved?.provider.id ?? candidate.slug, endpoint: candidate.slug, reason: 'unavailable', message: `no ${input.operation} operation for this endpoint` });
       continue;
     }
     const call: EndpointCall = { candidate, resolved, adapter, signal };
-    const span = AttemptSpan.start(deps.tracing, job, input.operation, call, input.question);
+    const span = deps.tracing && job.traceparent ? AttemptSpan.start(deps.tracing, job, input.operation, call, input.question) : undefined;
     const started = Date.now();
     const took = (outcome: string) => deps.metrics.providerLatency.observe({ provider: resolved.provider.id, endpoint: candidate.slug, outcome }, (Date.now() - started) / 1000);
     try {
@@ -139,7 +138,12 @@ export async function runAttempts<T>(deps: WorkerDeps, job: AttemptJob, input: A
 /** One upstream exchange with an endpoint, within its provider's concurrency cap (catalog `maxConcurrency`). */
 export function upstreamRequest(deps: WorkerDeps, c: Pick<EndpointCall, 'resolved' | 'adapter'>, spec: HttpRequestSpec, signal?: StopSignal): Promise<UpstreamReply> {
   const { provider } = c.resolved;
-  return deps.limiter.run(provider, () => deps.upstream.request(provider.baseUrl, spec, { timeoutMs: provider.timeoutMs, extractError: c.adapter.extractError, signal }));
+  return withinCap(deps, provider, () => deps.upstream.request(provider.baseUrl, spec, { timeoutMs: provider.timeoutMs, extractError: c.adapter.extractError, signal }));
+}
+
+/** `call` within its provider's concurrency cap; a provider without a cap is called at once (nothing to count). */
+export function withinCap<T>(deps: Pick<WorkerDeps, 'limiter'>, provider: Pick<ProviderConfig, 'id' | 'maxConcurrency'>, call: () => Promise<T>): Promise<T> {
+  return provider.maxConcurrency ? deps.limiter.run(provider, call) : call();
 }
 
 /** Timings every ending records. */
@@ -148,46 +152,82 @@ export interface RunTiming {
   startedAt: number;
 }
 
-/**
- * Ends a generation that answered: its settlement in the order of reply, then settle
- * (shared/billing/reply-then-settle.ts), under a `switchyard.settle` span when the job is traced.
- */
-export function endCompleted(deps: WorkerDeps, pub: GenerationPublisher, data: CompletedJob & Pick<GenerationJobBase, 'traceparent'>, finish: CompletedFinish, payload: { cost: string }): Promise<void> {
-  return tracedSettlement(deps.tracing, data, 'completed', () => settleCompleted(deps, pub, data, closeRowOf(data.generationId, finish), payload).then(() => ({ cost: payload.cost, usage: finish.usage })));
-}
-
-type CompletedFinish = Finish & { status: 'completed'; cost: NonNullable<Finish['cost']> };
-
 /** Ends a generation as failed (nothing charged) and tells the waiting API process. */
-export function endFailed(deps: WorkerDeps, pub: GenerationPublisher, job: EndingJob, err: AppError, attempts: Attempt[], timing: RunTiming): Promise<void> {
+export async function endFailed(deps: WorkerDeps, pub: GenerationPublisher, job: EndingJob, err: AppError, attempts: Attempt[], timing: RunTiming): Promise<void> {
   const error = err.toStored();
-  return tracedSettlement(deps.tracing, job, 'failed', async () => {
-    await deps.generations.finish(job.generationId, {
-      status: 'failed',
-      error,
-      routing: { attempts },
-      attemptsCount: attempts.length,
-      queueTimeMs: timing.queueTimeMs,
-      generationTimeMs: Math.max(0, Date.now() - timing.startedAt),
-    });
-    await pub.send({ type: 'failed', error });
-  }, { code: error.code, message: error.message });
+  const finish: Finish = { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, queueTimeMs: timing.queueTimeMs, generationTimeMs: Math.max(0, Date.now() - timing.startedAt) };
+  await endGeneration(deps, pub, job, { kind: 'end', finish, reply: () => ({ type: 'failed', error }) });
 }
 
 /** The job was told to stop before anything billable was produced: the generation ends cancelled, uncharged. */
-export function endStopped(deps: WorkerDeps, pub: GenerationPublisher, job: EndingJob, attempts: Attempt[], timing: RunTiming): Promise<void> {
+export async function endStopped(deps: WorkerDeps, pub: GenerationPublisher, job: EndingJob, attempts: Attempt[], timing: RunTiming): Promise<void> {
   deps.logger.info('generation stopped, upstream call aborted', { generationId: job.generationId, trace_id: job.traceId });
-  return tracedSettlement(deps.tracing, job, 'cancelled', async () => {
-    const outcome = await deps.generations.finish(job.generationId, {
-      status: 'cancelled',
-      routing: { attempts },
-      attemptsCount: attempts.length,
-      queueTimeMs: timing.queueTimeMs,
-      generationTimeMs: Math.max(0, Date.now() - timing.startedAt),
-    });
-    if (outcome.applied) await pub.send({ type: 'cancelled' });
-  });
+  const finish: Finish = { status: 'cancelled', routing: { attempts }, attemptsCount: attempts.length, queueTimeMs: timing.queueTimeMs, generationTimeMs: Math.max(0, Date.now() - timing.startedAt) };
+  await endGeneration(deps, pub, job, { kind: 'end', finish });
 }
 
-/** What an ending needs of its job: the generation, and the trace its ending span joins. */
-export type EndingJob = Pick<GenerationJobBase, 'generationId' | 'traceId' | 'traceparent'>;
+/**
+ * The longest a job waits for an endpoint's `Retry-After` when nothing else can answer (a longer wait fails
+ * the job at once, with the wait in the error's `Retry-After`).
+ */
+export const RETRY_AFTER_MAX_WAIT_MS = 5_000;
+
+export type NextAttempt<C> =
+  | { candidate: C; waitMs: number }
+  /** Asked not to be called for longer than we wait: not called, counted as rate limited. */
+  | { candidate: C; skipMs: number };
+
+/**
+ * The order a job tries its planned endpoints in, honouring `Retry-After`: an endpoint that asked not to be
+ * called yet is tried after every other one; when only such endpoints are left, the job waits for the first of
+ * them up to RETRY_AFTER_MAX_WAIT_MS, or skips it. An endpoint that answered 429/503 with a short
+ * `Retry-After` and was the last hope is tried once more after that wait.
+ */
+export class AttemptOrder<C extends { slug: string }> {
+  private readonly pending: C[];
+  private retried = false;
+
+  constructor(
+    candidates: readonly C[],
+    /** Epoch ms before which the endpoint may not be called, or 0. */
+    private readonly retryAfterUntil: (slug: string) => number,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.pending = [...candidates];
+  }
+
+  next(): NextAttempt<C> | undefined {
+    if (this.pending.length === 0) return undefined;
+    const now = this.now();
+    const ready = this.pending.findIndex((c) => this.retryAfterUntil(c.slug) <= now);
+    if (ready >= 0) return { candidate: this.pending.splice(ready, 1)[0], waitMs: 0 };
+    // Every endpoint left is cooling down: the one free soonest.
+    let soonest = 0;
+    for (let i = 1; i < this.pending.length; i++) if (this.retryAfterUntil(this.pending[i].slug) < this.retryAfterUntil(this.pending[soonest].slug)) soonest = i;
+    const candidate = this.pending.splice(soonest, 1)[0];
+    const wait = this.retryAfterUntil(candidate.slug) - now;
+    return wait <= RETRY_AFTER_MAX_WAIT_MS ? { candidate, waitMs: wait } : { candidate, skipMs: wait };
+  }
+
+  /** After `candidate` failed with a `Retry-After`: when it was the last hope, try it once more (after the wait). */
+  failedWithRetryAfter(candidate: C, retryAfterMs: number): void {
+    if (this.pending.length === 0 && !this.retried && retryAfterMs <= RETRY_AFTER_MAX_WAIT_MS) {
+      this.retried = true;
+      this.pending.push(candidate);
+    }
+  }
+}
+
+/** Waits `ms`, or less when `signal` aborts (the caller then sees `signal.aborted`). */
+export function waitFor(ms: number, signal?: StopSignal): Promise<void> {
+  if (ms <= 0 || signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,6 +1,6 @@
 import type Redis from 'ioredis';
 import type { Logger } from '../../shared/logger';
-import { takeWaiting, waitingJobOrganization } from '../../shared/queue/bullmq-claim';
+import { takeWaiting, waitingJobOrganization } from '../../shared/queue/claims';
 import type { ClaimTicket } from '../../shared/queue/claims';
 
 /**
@@ -104,7 +104,7 @@ const TAKE_SCAN = 16;
 /**
  * While every slot of the queue's Workers in this process is held and the headroom has room, looks at the jobs nearest
  * the wait list's head every TAKE_EVERY_MS and takes those of organizations under their share, oldest first
- * (bullmq-claim.ts takeWaiting: atomic, so two processes never take one job). Its timer runs only from a Worker's
+ * (claims.ts takeWaiting: atomic, so two processes never take one job). Its timer runs only from a Worker's
  * filling up to the first look that finds a slot free. Returns the function that stops it.
  */
 export function takeIntoHeadroom(o: { share: SlotShare; workers: ShareWorker[]; redis: Redis; logger: Logger; everyMs?: number }): () => void {

@@ -1,11 +1,10 @@
 import type { Processor } from 'bullmq';
 import { AppError } from '../../shared/errors/app-error';
-import { claimedAtEnqueue } from '../../shared/queue/bullmq-claim';
-import { isClaimToken } from '../../shared/queue/claims';
-import { GenerationPublisher } from '../../shared/queue/generation-bus';
+import { claimedAtEnqueue } from '../../shared/queue/claims';
+import { runOf } from '../../shared/queue/claims';
 import type { GenerationJobBase } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
-import { keptEarlierPromise } from '../../shared/billing/reply-then-settle';
+import { endGeneration, keepPromised } from '../../shared/billing/ending';
 
 /**
  * The processor of a text or embeddings queue. Every job first keeps a promise an earlier run of it made (a re-run
@@ -20,11 +19,13 @@ export function claimedRuns(deps: WorkerDeps, processor: Processor): Processor {
   // Two parameters, as the processors it wraps: BullMQ then makes no AbortSignal per job (shared/queue/cancel-channel.ts JobStops).
   return async (job, token) => {
     const data = job.data as GenerationJobBase;
-    // Its generation may not even be recorded yet: a promise made from a lease carries its record.
-    if (await keptEarlierPromise(deps, job)) return;
+    const run = runOf(job, token);
+    // A re-run keeps what its earlier run promised, if anything: its generation may not even be recorded yet (a promise
+    // made from a lease carries its record), and no provider is called again.
+    if (!run.first && (await keepPromised(deps, data))) return;
     if (!data.drawn) {
       // A re-run (not the claim's run, and not its first start) of a client-only job asks whether a claim started it.
-      if (data.clientOnly && !isClaimToken(token) && job.attemptsStarted > 1 && (await claimedAtEnqueue(deps.redis, job))) return endOrphaned(deps, data);
+      if (data.clientOnly && !run.first && !run.claimed && (await claimedAtEnqueue(deps.redis, job))) return endOrphaned(deps, data);
       return processor(job, token);
     }
     const record = deps.lane.take(data.generationId);
@@ -38,10 +39,11 @@ export function claimedRuns(deps: WorkerDeps, processor: Processor): Processor {
 }
 
 async function endOrphaned(deps: WorkerDeps, data: GenerationJobBase): Promise<void> {
-  if (await deps.settlements.keep(data.organizationId, data.generationId, deps.generations)) return;
+  if (await keepPromised(deps, data)) return;
   const error = new AppError('SERVICE_UNAVAILABLE', 'The process that accepted this request stopped before it answered: repeat the request').toStored();
-  const outcome = await deps.generations.finish(data.generationId, { status: 'failed', error });
-  if (!outcome.applied) return; // it had ended before that process stopped
-  deps.logger.warn('a job claimed for a client without an Idempotency-Key ran outside the run its process claimed it for (that process stopped): ended, uncharged', { generationId: data.generationId, trace_id: data.traceId, drawn: data.drawn === true });
-  await new GenerationPublisher(deps.redis, data.replyTo, data.generationId, deps.lane.buses).send({ type: 'failed', error });
+  // Nothing told when it had ended before that process stopped.
+  const logged = async (s: { applied: boolean }) => {
+    if (s.applied) deps.logger.warn('a job claimed for a client without an Idempotency-Key ran outside the run its process claimed it for (that process stopped): ended, uncharged', { generationId: data.generationId, trace_id: data.traceId, drawn: data.drawn === true });
+  };
+  await endGeneration(deps, null, { generationId: data.generationId, organizationId: data.organizationId, replyTo: data.replyTo }, { kind: 'end', finish: { status: 'failed', error }, committed: logged });
 }

@@ -5,7 +5,8 @@ import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import type { JobLock } from '../../shared/queue/job-lock';
 import type { EmbeddingsDonePayload, EmbeddingsJobData } from '../../shared/queue/job-catalog';
 import type { WorkerDeps } from '../worker-deps';
-import { endCompleted, endFailed, endStopped, runAttempts, upstreamRequest, type EndpointCall, type RunTiming } from './attempt-loop';
+import { endGeneration } from '../../shared/billing/ending';
+import { endFailed, endStopped, runAttempts, upstreamRequest, type EndpointCall, type RunTiming } from './attempt-loop';
 import { failureError } from './attempt-failures';
 import type { StopSignal } from '../../shared/stop';
 import type { GenAiUsage } from '../../shared/telemetry/tracing';
@@ -34,21 +35,25 @@ export class EmbeddingsExecutor {
     const cost = tokenCost(resolved.endpoint.price, usage);
     const payload: EmbeddingsDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: resolved.provider.id, cost: cost.toFixed(10), attempts };
     // What is charged is what the reply shows.
-    await endCompleted(this.deps, pub, data, {
-      status: 'completed',
-      cost,
-      usage,
-      result: { model: candidate.model, endpoint: candidate.slug, count: result.vectors.length, dimensions: result.vectors[0]?.length ?? 0, ...(data.keepResult && { replay: payload }) },
-      model: candidate.model,
-      provider: resolved.provider.id,
-      finalEndpointSlug: candidate.slug,
-      routing: { attempts, answeredBy: candidate.slug },
-      finishReason: 'stop',
-      attemptsCount: attempts.length + 1,
-      latencyMs: run.queueTimeMs + (out.finished - out.started),
-      queueTimeMs: run.queueTimeMs,
-      generationTimeMs: out.finished - run.startedAt,
-    }, payload);
+    await endGeneration(this.deps, pub, data, {
+      kind: 'answer',
+      payload,
+      finish: {
+        status: 'completed',
+        cost,
+        usage,
+        result: { model: candidate.model, endpoint: candidate.slug, count: result.vectors.length, dimensions: result.vectors[0]?.length ?? 0, ...(data.keepResult && { replay: payload }) },
+        model: candidate.model,
+        provider: resolved.provider.id,
+        finalEndpointSlug: candidate.slug,
+        routing: { attempts, answeredBy: candidate.slug },
+        finishReason: 'stop',
+        attemptsCount: attempts.length + 1,
+        latencyMs: run.queueTimeMs + (out.finished - out.started),
+        queueTimeMs: run.queueTimeMs,
+        generationTimeMs: out.finished - run.startedAt,
+      },
+    });
   }
 
   /** Calls one endpoint; a reply with another number of vectors than inputs is a malformed reply (fall back). */

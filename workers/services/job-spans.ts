@@ -7,8 +7,8 @@ import type { Processor } from 'bullmq';
 import type { Tracing, TraceSpan, GenAiUsage } from '../../shared/telemetry/tracing';
 import { ATTR, GEN_AI_OPERATION, genAiProviderName } from '../../shared/telemetry/tracing';
 import type { GenerationJobBase } from '../../shared/queue/job-catalog';
-import type { EndpointCall, Operation } from './attempt-order';
-import { storedTokenCounts } from '../../shared/formats/usage.mapper';
+import { runOf } from '../../shared/queue/claims';
+import type { EndpointCall, Operation } from './attempt-failures';
 
 /**
  * With tracing on, a generation job's first pick-up records its wait in the queue (from the enqueue to the pick-up);
@@ -18,7 +18,7 @@ export function withQueueWaitSpan(tracing: Tracing | undefined, processor: Proce
   if (!tracing) return processor;
   return (job, token) => {
     const data = job.data as GenerationJobBase & { step?: unknown };
-    if (data.traceparent && job.attemptsStarted <= 1 && !data.step) {
+    if (data.traceparent && runOf(job).first && !data.step) {
       const span = tracing.start('switchyard.queue_wait', data.traceparent, {
         startTime: job.timestamp,
         attributes: { 'messaging.system': 'bullmq', 'messaging.destination.name': job.queueName, [ATTR.generationId]: data.generationId },
@@ -26,59 +26,6 @@ export function withQueueWaitSpan(tracing: Tracing | undefined, processor: Proce
       span.end(Math.max(job.timestamp, job.processedOn ?? Date.now()));
     }
     return processor(job, token);
-  };
-}
-
-/** What an ending reports for its span: the cost charged (a decimal string) and the usage it recorded. */
-export interface SettledReport {
-  cost: string;
-  usage?: unknown;
-}
-
-/**
- * Runs a generation's ending (its close in the ledger: shared/billing/reply-then-settle.ts, from attempt-loop.ts
- * endCompleted, or a failure's or cancel's) under a `switchyard.settle` span with the ending's status, the cost charged
- * (`switchyard.cost_rub`: what `settle` reports, 0 for an ending that charges nothing; the ledger keeps the exact
- * decimal), the usage it recorded (tokens as `gen_ai.usage.*`, a media generation's units and seconds as
- * `switchyard.usage.*`) and a failure's error code as `error.type`. A job without a traceparent (tracing off) just settles.
- */
-export async function tracedSettlement(
-  tracing: Tracing | undefined,
-  job: Pick<GenerationJobBase, 'traceparent' | 'generationId'>,
-  status: string,
-  settle: () => Promise<string | SettledReport | void>,
-  failure?: { code: string; message: string },
-): Promise<void> {
-  if (!tracing || !job.traceparent) {
-    await settle();
-    return;
-  }
-  const span = tracing.start('switchyard.settle', job.traceparent, { attributes: { [ATTR.generationId]: job.generationId, 'switchyard.status': status } });
-  if (failure) span.fail(failure.message, failure.code);
-  try {
-    const report = await settle();
-    const { cost, usage } = typeof report === 'object' ? report : { cost: report, usage: undefined };
-    span.set({ [ATTR.costRub]: Number(cost ?? 0), ...usageAttributes(usage) });
-  } catch (e) {
-    span.fail((e as Error).message, 'settlement_failed');
-    throw e;
-  } finally {
-    span.end();
-  }
-}
-
-/** A recorded usage as span attributes: its tokens (GenAI conventions) and a media generation's units and seconds. */
-function usageAttributes(usage: unknown): Record<string, number | undefined> {
-  if (!usage || typeof usage !== 'object') return {};
-  const { input, output } = storedTokenCounts(usage);
-  const u = usage as Record<string, unknown>;
-  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
-  return {
-    [ATTR.inputTokens]: input,
-    [ATTR.outputTokens]: output,
-    'switchyard.usage.input_units': n(u.input_units),
-    'switchyard.usage.output_units': n(u.output_units),
-    'switchyard.usage.duration_seconds': n(u.duration_seconds),
   };
 }
 

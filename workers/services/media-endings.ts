@@ -4,12 +4,14 @@ import { AppError } from '../../shared/errors/app-error';
 import { mediaCost, mediaData, producedUnits, type MediaOutput, type MediaResult, type MediaUsage } from '../../shared/formats/media.mapper';
 import type { UpstreamFailure } from '../../shared/providers/provider.types';
 import { ignoredParameterWarnings } from '../../shared/routing/route-parameters';
-import { GenerationPublisher } from '../../shared/queue/generation-bus';
+import { GenerationPublisher, type GenerationEvent } from '../../shared/queue/generation-bus';
 import type { MediaAttempt, MediaJobData, MediaStep, PlannedCandidate } from '../../shared/queue/job-catalog';
 import type { CallbackService } from '../../shared/services/callbacks.service';
 import type { WorkerDeps } from '../worker-deps';
 import { attemptOf, failedAttempt } from './attempt-failures';
-import { tracedSettlement, type SettledReport } from './job-spans';
+import { generationById } from '../../shared/db/generation-reads';
+import { endGeneration, type Settled } from '../../shared/billing/ending';
+import type { Finish } from '../../shared/billing/ledger';
 
 interface Completion {
   candidate: PlannedCandidate;
@@ -37,18 +39,13 @@ export class MediaEndings {
   ) {}
 
   /** Settles the money once and records the result; tells the waiting API; queues the callback. */
-  complete(data: MediaJobData, c: Completion): Promise<void> {
-    return tracedSettlement(this.deps.tracing, data, 'completed', () => this.settleCompletion(data, c));
-  }
-
-  /** complete's work; resolves to what was charged ('0' when another ending came first) and the usage recorded. */
-  private async settleCompletion(data: MediaJobData, c: Completion): Promise<SettledReport> {
+  async complete(data: MediaJobData, c: Completion): Promise<void> {
     const prompt = typeof data.input.prompt === 'string' ? data.input.prompt : data.image?.request.prompt;
     const units = producedUnits(data.kind, c.outputs, { seconds: c.seconds, prompt, sourceIsImage: data.sourceIsImage });
     // usage × price, within the reservation (an upper bound: the endpoint's longest output). A provider that
     // still went beyond it is charged the bound; the rest is recorded for operators, never taken silently.
     const priced = mediaCost(c.resolved.endpoint.price, units);
-    const reserved = await this.reservedAmount(data.generationId);
+    const reserved = data.reserved === undefined ? undefined : money(data.reserved);
     const overrun = reserved !== undefined && priced.greaterThan(reserved) ? priced.minus(reserved) : undefined;
     const cost = overrun ? reserved! : priced;
     const usage: MediaUsage = { input_units: data.inputUnits, output_units: c.outputs.length };
@@ -63,7 +60,7 @@ export class MediaEndings {
       ...(c.content !== undefined && { content: c.content }),
     };
     const warnings = [...data.warnings, ...ignoredParameterWarnings(c.candidate.dropParams, c.candidate.model, c.resolved.provider.id), ...(c.warnings ?? [])];
-    const outcome = await this.deps.generations.finish(data.generationId, {
+    const finish: Finish = {
       status: 'completed',
       cost,
       result,
@@ -89,27 +86,29 @@ export class MediaEndings {
           },
         }),
       },
-    });
-    if (overrun && outcome.applied) {
-      this.deps.metrics.mediaUncharged.inc({ provider: c.resolved.provider.id }, overrun);
-      this.deps.logger.warn('media output beyond the reserved bound: charged the bound', {
-        generationId: data.generationId,
-        endpoint: c.candidate.slug,
-        seconds: c.seconds,
-        uncharged_rub: moneyString(overrun),
-        trace_id: data.traceId,
-      });
-    }
+    };
     this.deps.stats.record(c.candidate.slug, { ok: true, at: Date.now() });
     this.deps.metrics.providerAttempts.inc({ provider: c.resolved.provider.id, outcome: 'ok' });
-    // Storing and settling are one decision: a generation cancelled while its output was being stored ends
-    // cancelled and free, and the files this run stored go (the cancel route removes those it found).
-    if (!outcome.applied) await this.discardUnkept(data);
-    // The callback is queued before anything else can fail: a re-run after this point finds the ending and queues
-    // it again (deduped), never loses it.
-    if (outcome.applied) await this.callback(data, 'completed');
-    await this.publisher(data).send(outcome.applied ? { type: 'done', payload: { id: data.generationId } } : { type: 'cancelled' });
-    return { cost: outcome.applied ? moneyString(cost) : '0', usage };
+    const committed = async (outcome: Settled) => {
+      if (overrun && outcome.applied) {
+        this.deps.metrics.mediaUncharged.inc({ provider: c.resolved.provider.id }, overrun);
+        this.deps.logger.warn('media output beyond the reserved bound: charged the bound', {
+          generationId: data.generationId,
+          endpoint: c.candidate.slug,
+          seconds: c.seconds,
+          uncharged_rub: moneyString(overrun),
+          trace_id: data.traceId,
+        });
+      }
+      // Storing and settling are one decision: a generation cancelled while its output was being stored ends
+      // cancelled and free, and the files this run stored go (the cancel route removes those it found).
+      if (!outcome.applied) await this.discardUnkept(data);
+      // The callback is queued before anything else can fail: a re-run after this point finds the ending and queues
+      // it again (deduped), never loses it.
+      if (outcome.applied) await this.callback(data, 'completed');
+    };
+    const reply = (o: Settled): GenerationEvent => (o.applied ? { type: 'done', payload: { id: data.generationId } } : { type: 'cancelled' });
+    await endGeneration(this.deps, this.publisher(data), data, { kind: 'end', finish, committed, reply });
   }
 
   failTask(data: MediaJobData, step: MediaStep, f: Pick<UpstreamFailure, 'reason' | 'message' | 'status' | 'raw'>): Promise<void> {
@@ -123,24 +122,21 @@ export class MediaEndings {
   }
 
   /** Ends the generation as failed (nothing charged). */
-  fail(data: MediaJobData, err: AppError, attempts: MediaAttempt[]): Promise<void> {
+  async fail(data: MediaJobData, err: AppError, attempts: MediaAttempt[]): Promise<void> {
     const error = err.toStored();
-    return tracedSettlement(this.deps.tracing, data, 'failed', async () => {
-      const outcome = await this.deps.generations.finish(data.generationId, { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, generationTimeMs: await this.elapsed(data.generationId) });
-      if (outcome.applied) await this.callback(data, 'failed');
-      await this.discardUnkept(data);
-      await this.publisher(data).send(outcome.applied ? { type: 'failed', error } : { type: 'cancelled' });
-    }, { code: error.code, message: error.message });
+    const finish: Finish = { status: 'failed', error, routing: { attempts }, attemptsCount: attempts.length, generationTimeMs: await this.elapsed(data.generationId) };
+    await endGeneration(this.deps, this.publisher(data), data, { kind: 'end', finish, committed: (o) => this.ended(data, 'failed', o), reply: (o) => (o.applied ? { type: 'failed', error } : { type: 'cancelled' }) });
   }
 
   /** The provider cancelled the task on its side. */
-  endCancelled(data: MediaJobData): Promise<void> {
-    return tracedSettlement(this.deps.tracing, data, 'cancelled', async () => {
-      const outcome = await this.deps.generations.finish(data.generationId, { status: 'cancelled' });
-      if (outcome.applied) await this.callback(data, 'cancelled');
-      await this.discardUnkept(data);
-      await this.publisher(data).send({ type: 'cancelled' });
-    });
+  async endCancelled(data: MediaJobData): Promise<void> {
+    await endGeneration(this.deps, this.publisher(data), data, { kind: 'end', finish: { status: 'cancelled' }, committed: (o) => this.ended(data, 'cancelled', o), reply: () => ({ type: 'cancelled' }) });
+  }
+
+  /** A generation that did not complete: its callback when this ending was its own, and its stored files gone. */
+  private async ended(data: MediaJobData, status: 'failed' | 'cancelled', o: Settled): Promise<void> {
+    if (o.applied) await this.callback(data, status);
+    await this.discardUnkept(data);
   }
 
   /** Removes the stored files the generation's outcome does not keep (all of them unless it completed). */
@@ -154,14 +150,8 @@ export class MediaEndings {
     await this.callbacks.enqueue({ generationId: data.generationId, organizationId: data.organizationId, url: data.callBackUrl, status, ...(data.traceparent && { traceparent: data.traceparent }) });
   }
 
-  /** What the generation reserved (its cost's upper bound); undefined for a record without one. */
-  private async reservedAmount(id: string) {
-    const g = await this.deps.db.generation.findUnique({ where: { id }, select: { reservedAmount: true } });
-    return g ? money(g.reservedAmount.toString()) : undefined;
-  }
-
   private async elapsed(id: string): Promise<number | null> {
-    const g = await this.deps.db.generation.findUnique({ where: { id }, select: { startedAt: true } });
+    const g = await generationById(this.deps.db, id, (where) => this.deps.db.generation.findFirst({ where, select: { startedAt: true } }));
     return g?.startedAt ? Math.max(0, this.deps.clock().getTime() - g.startedAt.getTime()) : null;
   }
 

@@ -4,11 +4,10 @@ import { AppError } from '../../shared/errors/app-error';
 import { imageRequestToMediaInput, type MediaOutput } from '../../shared/formats/media.mapper';
 import type { MediaInput, MediaTask, ProviderAdapter } from '../../shared/providers/adapter.types';
 import type { HttpRequestSpec } from '../../shared/providers/provider.types';
-import { adapterFor } from '../../shared/providers/registry';
+import { adapterByKind } from '../../shared/providers/registry';
 import { isUpstreamError } from '../../shared/providers/upstream-error';
-import type { PlannedCandidate } from '../../shared/queue/job-catalog';
+import type { PlannedCandidate, MediaAttempt, MediaJobData, MediaStep } from '../../shared/queue/job-catalog';
 import { QUEUES } from '../../shared/queue/queue-names';
-import type { MediaAttempt, MediaJobData, MediaStep } from '../../shared/queue/job-catalog';
 import { CallbackService } from '../../shared/services/callbacks.service';
 import type { WorkerDeps } from '../worker-deps';
 import type { MediaSettings } from '../../shared/config/env';
@@ -18,6 +17,7 @@ import { ImageExecutor, type ImagesCallResult } from './image-executor';
 import { OutputStore } from './output-store';
 import { MediaEndings } from './media-endings';
 import { pollSpan } from './job-spans';
+import { generationById, generationKey } from '../../shared/db/generation-reads';
 
 /** The MEDIA_* settings (Config.media, shared/config/env.ts) and a test seam for downloads. */
 export interface MediaExecutorOptions extends MediaSettings {
@@ -36,7 +36,8 @@ export interface MediaExecutorOptions extends MediaSettings {
  *             media-endings.ts)
  *
  * A retry after a crash resumes at the saved step, polling the same task instead of creating a second one.
- * A generation cancelled meanwhile is seen at the next step: the upstream task is cancelled and the job ends.
+ * A generation cancelled meanwhile is seen by its stop message (a long call is aborted) or at the next step: the
+ * upstream task is cancelled and the job ends.
  */
 export class MediaExecutor {
   private readonly images: ImageExecutor;
@@ -62,6 +63,8 @@ export class MediaExecutor {
   }
 
   async run(job: Job<MediaJobData>, token?: string): Promise<void> {
+    // Taken before the step reads the generation: a cancel committed after that read reaches this run by its stop.
+    const stop = this.deps.stops.start(job.data.generationId);
     try {
       await this.step(job, token);
     } catch (e) {
@@ -76,12 +79,14 @@ export class MediaExecutor {
         await this.endings.fail(job.data, err, job.data.step?.attempts ?? []).catch(() => undefined);
       }
       throw e;
+    } finally {
+      this.deps.stops.end(job.data.generationId, stop);
     }
   }
 
   private async step(job: Job<MediaJobData>, token?: string): Promise<void> {
     const data = job.data;
-    const gen = await this.deps.db.generation.findUnique({ where: { id: data.generationId }, select: { status: true } });
+    const gen = await generationById(this.deps.db, data.generationId, (where) => this.deps.db.generation.findFirst({ where, select: { status: true } }));
     if (!gen) return;
     if (gen.status === 'completed' || gen.status === 'failed' || gen.status === 'cancelled') {
       // A run that stored files and died before settling: the outcome decides what stays (cancelled: nothing).
@@ -145,7 +150,7 @@ export class MediaExecutor {
     const data = job.data;
     const candidate = data.candidates[step.candidate];
     const resolved = candidate && endpointBySlug(this.deps.catalog, candidate.slug);
-    const adapter = resolved && adapterFor(resolved.provider.kind);
+    const adapter = resolved && adapterByKind[resolved.provider.kind];
     if (!candidate || !resolved || !adapter?.media) {
       return this.endings.fail(data, AppError.fromReason('provider_error', 'The endpoint running this generation is no longer in the catalog'), step.attempts);
     }
@@ -220,35 +225,26 @@ export class MediaExecutor {
   }
 
   /**
-   * Runs a long upstream exchange with a signal that aborts once the generation is cancelled (looked up every
-   * `cancelCheckMs`), so nobody waits for, or downloads, work nobody will receive.
+   * Runs a long upstream exchange with a signal that aborts once the generation is cancelled: the cancel's stop message
+   * (shared/queue/cancel-channel.ts, the same channel as text's) aborts the job's stop, taken when its run started
+   * (`run`), so nobody waits for, or downloads, work nobody will receive.
    */
   private async whileNotCancelled<T>(data: MediaJobData, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const ctl = new AbortController();
-    let checking = false;
-    const timer = setInterval(() => {
-      if (checking) return;
-      checking = true;
-      this.deps.db.generation
-        .findUnique({ where: { id: data.generationId }, select: { status: true } })
-        .then((g) => {
-          if (g?.status === 'cancelled') ctl.abort(new Error('the generation was cancelled'));
-        })
-        .catch(() => undefined)
-        .finally(() => {
-          checking = false;
-        });
-    }, this.opts.cancelCheckMs);
+    const stop = this.deps.stops.of(data.generationId);
+    const abort = () => ctl.abort(new Error('the generation was cancelled'));
+    if (stop?.aborted) abort();
+    stop?.addEventListener('abort', abort, { once: true });
     try {
       return await fn(ctl.signal);
     } finally {
-      clearInterval(timer);
+      stop?.removeEventListener('abort', abort);
     }
   }
 
   /** When the generation has been cancelled: cancels the upstream task, removes stored output, tells the API; true. */
   private async endIfCancelled(data: MediaJobData): Promise<boolean> {
-    const g = await this.deps.db.generation.findUnique({ where: { id: data.generationId }, select: { status: true } });
+    const g = await generationById(this.deps.db, data.generationId, (where) => this.deps.db.generation.findFirst({ where, select: { status: true } }));
     if (g?.status !== 'cancelled') return false;
     if (data.step) await this.cancelUpstream(data, data.step);
     await this.endings.discardUnkept(data);
@@ -262,7 +258,7 @@ export class MediaExecutor {
   private async cancelUpstream(data: MediaJobData, step: MediaStep): Promise<void> {
     const candidate = data.candidates[step.candidate];
     const resolved = candidate && endpointBySlug(this.deps.catalog, candidate.slug);
-    const adapter = resolved && adapterFor(resolved.provider.kind);
+    const adapter = resolved && adapterByKind[resolved.provider.kind];
     if (!resolved || !adapter?.media) return;
     try {
       await this.call(resolved, adapter, adapter.media.buildCancel(step.taskId, resolved.provider.apiKey ?? ''));

@@ -1,5 +1,5 @@
 import type { FinishReason, OutputItem, TextResult, TextStreamEvent, TokenUsage } from '../../shared/providers/provider.types';
-import { tokenWeight, type TokenizerFamily } from '../../shared/billing/token-count';
+import { tokenWeight, type TokenizerFamily } from '../../shared/billing/pricing';
 
 /** Builds the final TextResult out of a stream's canonical events (what the client saw, exactly). */
 export class StreamAccumulator {

@@ -1,32 +1,25 @@
-import { AppError } from '../../shared/errors/app-error';
+import { AppError, type StoredError } from '../../shared/errors/app-error';
 import { isUpstreamError, UpstreamError } from '../../shared/providers/upstream-error';
 import { DEFAULT_MAX_OUTPUT_TOKENS, type InputItem, type TextResult, type TextStreamEvent, type TokenUsage, type UpstreamFailure } from '../../shared/providers/provider.types';
-import { tokenCost } from '../../shared/billing/pricing';
-import { producedUsage, tokenizerFamily, type UsageSoFar } from '../../shared/billing/token-count';
+import { tokenCost, producedUsage, tokenizerFamily, type UsageSoFar } from '../../shared/billing/pricing';
 import { requestWithout } from '../../shared/formats/format-utils';
-import { tierPrice } from '../../shared/catalog/service-tiers';
+import { tierPrice, type ResolvedEndpoint } from '../../shared/catalog/catalog-index';
 import { ignoredParameterWarnings } from '../../shared/routing/route-parameters';
-import { GenerationPublisher } from '../../shared/queue/generation-bus';
+import { GenerationPublisher, stopReasonOf } from '../../shared/queue/generation-bus';
 import { JobLost, type JobLock } from '../../shared/queue/job-lock';
-import { settleStreamEnding, type StreamEnding } from '../../shared/billing/reply-then-settle';
-import type { PromisedSettlement } from '../../shared/billing/settlement-journal';
-import type { CloseRow } from '../../shared/billing/ledger';
-import { closeRowOf } from '../../shared/services/generation.service';
-import type { StoredError } from '../../shared/errors/app-error';
+import { endGeneration, type StreamEnding } from '../../shared/billing/ending';
+import type { Finish } from '../../shared/billing/ledger';
 import type { PlannedCandidate, TextDonePayload, TextJobData } from '../../shared/queue/job-catalog';
-import type { ResolvedEndpoint } from '../../shared/catalog/catalog-index';
 import type { TextMappingOptions } from '../../shared/providers/adapter.types';
 import type { WorkerDeps } from '../worker-deps';
 import { StreamAccumulator } from './stream-accumulator';
-import { StreamCheckpoints } from './stream-checkpoints';
+import { StreamCheckpoints, type CheckpointOutcome } from '../../shared/billing/settlement-journal';
 import { withoutText } from '../../shared/formats/unstored-text';
 import { MaskSession } from '../../shared/plugins/masker';
-import { stopReasonOf } from '../../shared/queue/cancel-channel';
 import type { StopSignal } from '../../shared/stop';
 import type { GenAiUsage } from '../../shared/telemetry/tracing';
-import { endCompleted, endFailed, endStopped, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
+import { endFailed, endStopped, runAttempts, upstreamRequest, withinCap, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
 import { attemptOf, failedAttempt, failureError } from './attempt-failures';
-import { tracedSettlement } from './job-spans';
 
 export type { Attempt };
 
@@ -58,7 +51,7 @@ interface Answer {
 /** A stream's checkpoints, and the settlement a checkpoint holds for a stream cut now (what reached the client so far). */
 interface Checkpointing {
   at: StreamCheckpoints;
-  of(cut: MidStreamFailure): PromisedSettlement;
+  of(cut: MidStreamFailure): CheckpointOutcome;
 }
 
 /** The ending a checkpoint records: whoever keeps it ends the generation so, charged for what reached the client by then. */
@@ -88,8 +81,8 @@ export class TextExecutor {
       ? {
           at: new StreamCheckpoints(this.deps.settlements, data.generationId, this.deps.logger, lock),
           of: (cut) => {
-            const { row, payload, error } = this.cutSettlement(job, cut, attempts, run, checkpointEnding());
-            return { row, replyTo: job.replyTo, message: { type: 'failed', error: error!, payload } };
+            const { finish, payload, error } = this.cutSettlement(job, cut, attempts, run, checkpointEnding());
+            return { finish, replyTo: job.replyTo, message: { type: 'failed', error: error!, payload } };
           },
         }
       : undefined;
@@ -133,7 +126,7 @@ export class TextExecutor {
     };
     if (data.stickyKey) this.deps.stats.setSticky(data.stickyKey, candidate.slug);
     // The client is shown what is charged (the same number as the history and the ledger).
-    await endCompleted(this.deps, pub, data, {
+    const finish: Finish & { status: 'completed' } = {
       status: 'completed',
       cost,
       result: recorded(data, payload),
@@ -149,7 +142,8 @@ export class TextExecutor {
       queueTimeMs: run.queueTimeMs,
       generationTimeMs: out.finished - run.startedAt,
       upstreamId: result.upstreamId ?? null,
-    }, payload);
+    };
+    await endGeneration(this.deps, pub, data, { kind: 'answer', finish, payload });
     await checkpoint?.at.ended();
   }
 
@@ -165,7 +159,7 @@ export class TextExecutor {
       return { result: text.parseResponse(reply.json), firstTokenAt: Date.now(), warnings };
     }
     // The provider's concurrency cap holds for the whole stream.
-    return this.deps.limiter.run(resolved.provider, async () => {
+    return withinCap(this.deps, resolved.provider, async () => {
       const events = await this.deps.upstream.stream(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError, signal });
       const parser = text.createStreamParser();
       const acc = new StreamAccumulator(tokenizerFamily(resolved.provider.kind));
@@ -251,14 +245,8 @@ export class TextExecutor {
    * Charges what a cut stream produced, records the ending (failed with `ending`, or cancelled), and sends the final
    * message with that same cost.
    */
-  private settlePartial(data: TextJobData, e: MidStreamFailure, attempts: Attempt[], pub: GenerationPublisher, timing: RunTiming, ending: AppError | 'cancelled'): Promise<unknown> {
-    const failure = ending === 'cancelled' ? undefined : { code: ending.code, message: ending.message };
-    return tracedSettlement(this.deps.tracing, data, ending === 'cancelled' ? 'cancelled' : 'failed', () => this.settlePartialNow(data, e, attempts, pub, timing, ending), failure);
-  }
-
-  /** settlePartial's work; resolves to what was charged. */
-  private async settlePartialNow(data: TextJobData, e: MidStreamFailure, attempts: Attempt[], pub: GenerationPublisher, timing: RunTiming, ending: AppError | 'cancelled'): Promise<string> {
-    const { row, payload, error } = this.cutSettlement(data, e, attempts, timing, ending);
+  private async settlePartial(data: TextJobData, e: MidStreamFailure, attempts: Attempt[], pub: GenerationPublisher, timing: RunTiming, ending: AppError | 'cancelled'): Promise<void> {
+    const { finish, payload, error } = this.cutSettlement(data, e, attempts, timing, ending);
     // What the event shows is what was charged: when another ending won (a cancel), that ending's charge (0).
     const last: StreamEnding = (charged, applied) => {
       payload.cost = charged.toFixed(10);
@@ -266,8 +254,7 @@ export class TextExecutor {
       // The API's cancel that ended it first told its client already.
       return applied ? { type: 'cancelled', payload } : null;
     };
-    await settleStreamEnding(this.deps, pub, data, row, last);
-    return payload.cost;
+    await endGeneration(this.deps, pub, data, { kind: 'cut', finish, last });
   }
 
   /**
@@ -275,14 +262,14 @@ export class TextExecutor {
    * shows: what the provider produced (decisions.md section 4), its usage so far, else an honest count of what was sent
    * and delivered; never more output than the whole answer was allowed, so never more than the whole answer could cost.
    */
-  private cutSettlement(data: TextJobData, e: MidStreamFailure, attempts: Attempt[], timing: RunTiming, ending: AppError | 'cancelled'): { row: CloseRow; payload: TextDonePayload; error?: StoredError } {
+  private cutSettlement(data: TextJobData, e: MidStreamFailure, attempts: Attempt[], timing: RunTiming, ending: AppError | 'cancelled'): { finish: Finish; payload: TextDonePayload; error?: StoredError } {
     const { candidate, providerId } = e;
     const usage = producedUsage({ final: e.partial.reported, soFar: e.soFar, outputWeight: e.partial.outputTokens(), request: data.request, family: e.partial.family });
     const result = e.partial.result({ ...usage, outputTokens: Math.min(usage.outputTokens, outputLimitOf(data, e.resolved)) });
     const cost = tokenCost(tierPrice(e.resolved.endpoint, result.serviceTier ?? data.request.serviceTier), result.usage);
     const error = ending === 'cancelled' ? undefined : ending.toStored();
     const payload: TextDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: providerId, cost: cost.toFixed(10), warnings: data.warnings, attempts };
-    const row = closeRowOf(data.generationId, {
+    const finish: Finish = {
       status: error ? 'failed' : 'cancelled',
       cost,
       error,
@@ -296,8 +283,8 @@ export class TextExecutor {
       attemptsCount: attempts.length,
       queueTimeMs: timing.queueTimeMs,
       generationTimeMs: Date.now() - timing.startedAt,
-    });
-    return { row, payload, error };
+    };
+    return { finish, payload, error };
   }
 }
 

@@ -9,14 +9,11 @@ import type { JobLock } from '../../shared/queue/job-lock';
 import type { PlannedCandidate, QuestionAttempt, TypedQuestionsDonePayload, TypedQuestionsJobData, TextJobData } from '../../shared/queue/job-catalog';
 import { readAnswer, schemeOf, type TypedAnswer } from '../../shared/formats/typed-questions.mapper';
 import type { WorkerDeps } from '../worker-deps';
-import { endCompleted, endFailed, endStopped, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
+import { endGeneration } from '../../shared/billing/ending';
+import { endFailed, endStopped, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
 import { failureError } from './attempt-failures';
 import type { StopSignal } from '../../shared/stop';
 import type { GenAiUsage } from '../../shared/telemetry/tracing';
-
-export function isTypedQuestionsJob(data: TextJobData | TypedQuestionsJobData): data is TypedQuestionsJobData {
-  return data.apiType === 'systemone' && Array.isArray((data as TypedQuestionsJobData).questions);
-}
 
 interface Answered {
   answer: TypedAnswer;
@@ -77,22 +74,26 @@ export class TypedQuestionsExecutor {
     };
     const candidate = data.candidates.find((c) => c.slug === main.slug);
     // What is charged is what the reply shows.
-    await endCompleted(this.deps, pub, data, {
-      status: 'completed',
-      cost,
-      result: payload,
-      usage,
-      model: candidate?.model,
-      provider: main.provider,
-      finalEndpointSlug: main.slug,
-      routing: { attempts, answeredBy: payload.answeredBy },
-      finishReason: 'stop',
-      // Every upstream call: one per question plus the failed ones.
-      attemptsCount: answered.length + attempts.length,
-      latencyMs: queueTimeMs + generationTimeMs,
-      queueTimeMs,
-      generationTimeMs,
-    }, payload);
+    await endGeneration(this.deps, pub, data, {
+      kind: 'answer',
+      payload,
+      finish: {
+        status: 'completed',
+        cost,
+        result: payload,
+        usage,
+        model: candidate?.model,
+        provider: main.provider,
+        finalEndpointSlug: main.slug,
+        routing: { attempts, answeredBy: payload.answeredBy },
+        finishReason: 'stop',
+        // Every upstream call: one per question plus the failed ones.
+        attemptsCount: answered.length + attempts.length,
+        latencyMs: queueTimeMs + generationTimeMs,
+        queueTimeMs,
+        generationTimeMs,
+      },
+    });
   }
 
   /** One question through the attempt loop: the first endpoint whose log-probabilities give an answer. */

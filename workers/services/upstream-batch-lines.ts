@@ -2,7 +2,7 @@
  * One parked batch line at its provider's batch API (docs/batches.md "Provider batch APIs"): the provider request it
  * is sent as, and its ending once the provider's result is read. The record and the money are what an ordinary job of
  * its kind writes (text-executor.ts, embeddings-executor.ts), at the endpoint's `batch` prices, settled through the
- * same path (attempt-loop.ts endCompleted: reply, then settle, here with nobody waiting).
+ * same path (shared/billing/ending.ts endGeneration, here with nobody waiting).
  */
 import type { Queue } from 'bullmq';
 import type { ResolvedEndpoint } from '../../shared/catalog/catalog-index';
@@ -10,8 +10,8 @@ import type { ProviderAdapter, UpstreamBatchLine } from '../../shared/providers/
 import type { UpstreamFailure } from '../../shared/providers/provider.types';
 import { tokenCost } from '../../shared/billing/pricing';
 import { requestWithout } from '../../shared/formats/format-utils';
-import { askedTier } from '../../shared/catalog/service-tiers';
-import { leftOutWarning } from '../../shared/providers/model-family';
+import { askedTier } from '../../shared/catalog/catalog-index';
+import { leftOutWarning } from '../../shared/providers/mapper-utils';
 import { ignoredParameterWarnings } from '../../shared/routing/route-parameters';
 import { GenerationPublisher } from '../../shared/queue/generation-bus';
 import { addJob } from '../../shared/queue/claims';
@@ -19,7 +19,8 @@ import { workClassOf } from '../../shared/queue/fairness';
 import { JOB_OPTIONS, type EmbeddingsJobData, type TextDonePayload, type TextJobData, type EmbeddingsDonePayload } from '../../shared/queue/job-catalog';
 import type { QueueName } from '../../shared/queue/queue-names';
 import type { WorkerDeps } from '../worker-deps';
-import { endCompleted, endFailed } from './attempt-loop';
+import { endFailed } from './attempt-loop';
+import { endGeneration } from '../../shared/billing/ending';
 import { attemptOf, failedAttempt, failureError } from './attempt-failures';
 import { embeddingRequest } from './embeddings-executor';
 import { recorded, textMappingOptions } from './text-executor';
@@ -87,7 +88,7 @@ export async function settleLine(deps: WorkerDeps, l: ParkedJob, c: ChunkCall, b
     const sent = upstreamLine(l, c).request.warnings ?? [];
     const warnings = [...data.warnings, ...ignoredParameterWarnings(candidate.dropParams, candidate.model, resolved.provider.id), ...sent];
     const payload: TextDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: resolved.provider.id, cost: cost.toFixed(10), warnings, attempts: [] };
-    await endCompleted(deps, pub, { ...data, replyTo: null }, { status: 'completed', cost, result: recorded(data, payload), usage: result.usage, warnings, finishReason: result.finishReason, upstreamId: result.upstreamId ?? null, ...common }, payload);
+    await endGeneration(deps, pub, { ...data, replyTo: null }, { kind: 'answer', finish: { status: 'completed', cost, result: recorded(data, payload), usage: result.usage, warnings, finishReason: result.finishReason, upstreamId: result.upstreamId ?? null, ...common }, payload });
     return null;
   }
   const data = l.job as EmbeddingsJobData;
@@ -97,7 +98,7 @@ export async function settleLine(deps: WorkerDeps, l: ParkedJob, c: ChunkCall, b
   const cost = tokenCost(price, usage);
   const payload: EmbeddingsDonePayload = { result, model: candidate.model, endpoint: candidate.slug, provider: resolved.provider.id, cost: cost.toFixed(10), attempts: [] };
   const record = { model: candidate.model, endpoint: candidate.slug, count: result.vectors.length, dimensions: result.vectors[0]?.length ?? 0, ...(data.keepResult && { replay: payload }) };
-  await endCompleted(deps, pub, { ...data, replyTo: null }, { status: 'completed', cost, usage, result: record, finishReason: 'stop', ...common }, payload);
+  await endGeneration(deps, pub, { ...data, replyTo: null }, { kind: 'answer', finish: { status: 'completed', cost, usage, result: record, finishReason: 'stop', ...common }, payload });
   return null;
 }
 

@@ -1,6 +1,6 @@
 import { DelayedError, type Job, type Queue } from 'bullmq';
 import { endpointBySlug } from '../../shared/catalog/catalog-index';
-import { adapterFor } from '../../shared/providers/registry';
+import { adapterByKind } from '../../shared/providers/registry';
 import type { BatchApiOperation, BatchMatch, ListedBatch, UpstreamBatch as ProviderBatch, UpstreamBatchResult } from '../../shared/providers/adapter.types';
 import type { HttpRequestSpec } from '../../shared/providers/provider.types';
 import type { UpstreamReply } from '../../shared/providers/api';
@@ -9,6 +9,7 @@ import { promoteIfDelayed } from '../../shared/queue/promote';
 import { RUNNING_STATUSES } from '../../shared/services/generation.service';
 import type { UpstreamBatch, UpstreamBatches } from '../../shared/services/upstream-batches.service';
 import type { WorkerDeps } from '../worker-deps';
+import { endGeneration } from '../../shared/billing/ending';
 import { failLine, failureOf, fallBack, settleLine, upstreamLine, type ChunkCall, type ParkedJob } from './upstream-batch-lines';
 
 /** Result lines settled at once. */
@@ -54,7 +55,7 @@ export class UpstreamBatchRunner {
     let u = await this.store.get(job.data.upstreamBatchId);
     if (!u || u.status === 'done') return;
     const resolved = endpointBySlug(this.deps.catalog, u.endpointSlug);
-    const adapter = resolved && adapterFor(resolved.provider.kind);
+    const adapter = resolved && adapterByKind[resolved.provider.kind];
     const lines = await this.store.lines(u.id);
     if (!resolved || !adapter?.batch) {
       // The catalog changed since the lines were parked: they run on the ordinary path.
@@ -227,7 +228,7 @@ export class UpstreamBatchRunner {
 
   /** A line that never ran: cancelled, its reservation released, nothing charged. */
   private async cancel(l: ParkedJob): Promise<void> {
-    await this.deps.generations.finish(l.generationId, { status: 'cancelled' });
+    await endGeneration(this.deps, null, { generationId: l.generationId, organizationId: (l.job as { organizationId: string }).organizationId }, { kind: 'end', finish: { status: 'cancelled' } });
   }
 
   /** The lines whose generations have not ended. */

@@ -3,7 +3,7 @@
  * code branches). https://docs.claude.com/en/docs/about-claude/models/overview and
  * https://docs.claude.com/en/docs/build-with-claude/extended-thinking
  */
-import type { ModelFamily } from '../model-family';
+import type { ModelFamily } from '../mapper-utils';
 
 export interface AnthropicModelRules extends ModelFamily {
   /** Messages of role `system` may stand in the middle of `messages` (mid-conversation system blocks). */

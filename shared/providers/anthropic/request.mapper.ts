@@ -2,7 +2,7 @@
 import type { TextMappingOptions } from '../adapter.types';
 import { DEFAULT_MAX_OUTPUT_TOKENS, type HttpRequestSpec, type InputContentPart, type TextRequest, type ToolChoice } from '../provider.types';
 import { parseDataUrl, parseJsonArguments, unsupported } from '../mapper-utils';
-import { earlierReasoningLeftOut, familyOf, leftOutWarning, replacedValueWarning } from '../model-family';
+import { earlierReasoningLeftOut, familyOf, leftOutWarning, replacedValueWarning } from '../mapper-utils';
 import { ANTHROPIC_MODEL_RULES, MIN_THINKING_BUDGET, NON_STREAMING_TOKENS_PER_HOUR, THINKING_BUDGET, THINKING_CONSTRAINTS } from './model-rules';
 
 export const ANTHROPIC_VERSION = '2023-06-01';

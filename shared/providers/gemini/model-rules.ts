@@ -3,7 +3,7 @@
  * the range of `thinkingConfig.thinkingBudget`, and whether thinking can be turned off.
  * https://ai.google.dev/gemini-api/docs/thinking#set-budget
  */
-import type { ModelFamily } from '../model-family';
+import type { ModelFamily } from '../mapper-utils';
 
 export interface GeminiModelRules extends ModelFamily {
   /** The budgets the family takes; absent: the model does not think (no `thinkingConfig` is sent). */

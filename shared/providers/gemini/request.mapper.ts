@@ -4,7 +4,7 @@
  */
 import type { EmbeddingRequest, HttpRequestSpec, InputContentPart, TextRequest, ToolChoice } from '../provider.types';
 import { mimeTypeFromUrl, parseDataUrl, parseJsonArguments, unsupported } from '../mapper-utils';
-import { earlierReasoningLeftOut, familyOf, leftOutWarning, replacedValueWarning } from '../model-family';
+import { earlierReasoningLeftOut, familyOf, leftOutWarning, replacedValueWarning } from '../mapper-utils';
 import { GEMINI_MODEL_RULES, THINKING_BUDGET } from './model-rules';
 import { toGeminiSchema } from './schema.mapper';
 

@@ -4,7 +4,7 @@
  * and each model's page (https://platform.openai.com/docs/models). A model the table does not know (an
  * OpenAI-compatible server's) gets the request as the caller wrote it.
  */
-import type { ModelFamily } from '../model-family';
+import type { ModelFamily } from '../mapper-utils';
 
 /** OpenAI's effort names, least to most. */
 export type OpenAIEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';

@@ -118,6 +118,36 @@ export async function audit(db: Db): Promise<Audit> {
     }
   }
   for (const s of stuck) problems.push(`generation ${s.id} stuck in ${s.status}`);
+
+  // GET /v1/activity's totals (kept by a trigger as generations end): each organization's equal its ledger charges and
+  // count every generation that ended, in both tables; each member's equal its charges and endings (with or without a
+  // key) in activity_member_totals.
+  const activity = await q(`
+    SELECT o.id,
+      (SELECT COALESCE(SUM(usage), 0) FROM activity_org_totals a WHERE a.organization_id = o.id) AS org_usage,
+      (SELECT COALESCE(SUM(requests), 0) FROM activity_org_totals a WHERE a.organization_id = o.id) AS org_requests,
+      (SELECT COALESCE(SUM(usage), 0) FROM activity_totals a WHERE a.organization_id = o.id) AS usage,
+      (SELECT COALESCE(SUM(requests), 0) FROM activity_totals a WHERE a.organization_id = o.id) AS requests,
+      (SELECT COALESCE(-SUM(amount), 0) FROM ledger_entries l WHERE l.organization_id = o.id AND l.kind = 'charge') AS charged,
+      (SELECT COUNT(*) FROM generations g WHERE g.organization_id = o.id AND g.status IN ('completed', 'failed', 'cancelled')) AS ended
+    FROM organizations o`);
+  for (const a of activity) {
+    for (const [usage, requests] of [['usage', 'requests'], ['org_usage', 'org_requests']] as const) {
+      if (!d(a[usage]).equals(d(a.charged))) problems.push(`organization ${a.id}: activity ${usage} ${d(a[usage])} but the ledger charged ${d(a.charged)}`);
+      if (!d(a[requests]).equals(d(a.ended))) problems.push(`organization ${a.id}: activity ${requests} ${d(a[requests])} but ${d(a.ended)} generations ended`);
+    }
+  }
+  const members = await q(`
+    SELECT u.organization_id, u.id,
+      (SELECT COALESCE(SUM(usage), 0) FROM activity_member_totals a WHERE a.organization_id = u.organization_id AND a.user_id = u.id) AS usage,
+      (SELECT COALESCE(SUM(requests), 0) FROM activity_member_totals a WHERE a.organization_id = u.organization_id AND a.user_id = u.id) AS requests,
+      (SELECT COALESCE(-SUM(amount), 0) FROM ledger_entries l WHERE l.organization_id = u.organization_id AND l.user_id = u.id AND l.kind = 'charge') AS charged,
+      (SELECT COUNT(*) FROM generations g WHERE g.organization_id = u.organization_id AND g.user_id = u.id AND g.status IN ('completed', 'failed', 'cancelled')) AS ended
+    FROM users u`);
+  for (const m of members) {
+    if (!d(m.usage).equals(d(m.charged))) problems.push(`member ${m.id}: activity usage ${d(m.usage)} but the ledger charged ${d(m.charged)}`);
+    if (!d(m.requests).equals(d(m.ended))) problems.push(`member ${m.id}: activity requests ${d(m.requests)} but ${d(m.ended)} generations ended`);
+  }
   const [{ n: reaped }] = await q<{ n: number }>(`SELECT COUNT(*)::int AS n FROM generations WHERE error->>'message' LIKE 'The generation was interrupted%'`);
   return { problems, lost, stuck, generations: gens.length, byStatus, charged, reaped };
 }

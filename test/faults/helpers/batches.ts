@@ -76,7 +76,7 @@ export async function batchGenerations(db: Db, batchId: string): Promise<LineGen
   const rows = await db.$queryRawUnsafe<Array<{ id: string; status: string; settlements: number; charges: number; charged: string }>>(
     `SELECT g.id, g.status::text AS status, COUNT(l.id) FILTER (WHERE l.kind IN ('charge', 'release'))::int AS settlements,
             COUNT(l.id) FILTER (WHERE l.kind = 'charge')::int AS charges, COALESCE(-SUM(l.amount) FILTER (WHERE l.kind = 'charge'), 0)::text AS charged
-     FROM generations g LEFT JOIN ledger_entries l ON l.generation_id = g.id WHERE g.id LIKE $1 GROUP BY g.id`,
+     FROM generations g LEFT JOIN ledger_entries l ON l.generation_id = g.id WHERE g.id LIKE $1 GROUP BY g.id, g.status`,
     `%\\_${suffix}l%`,
   );
   return rows.map((r) => ({ ...r, charged: money(r.charged) }));

@@ -17,8 +17,13 @@ export interface KillCase {
   /** The processes `npm start` forked first (the ones a case kills). */
   first: number[];
   org: SeededOrg;
-  /** POST /v1/responses for the organization, input `<prefix> <i>`; extra headers (an Idempotency-Key). */
-  ask(i: number, headers?: Record<string, string>): Promise<Reply>;
+  /** POST /v1/responses for the organization, input `<prefix> <i>`; extra headers (an Idempotency-Key); `base` the origin (`npm.url`). */
+  ask(i: number, headers?: Record<string, string>, base?: string): Promise<Reply>;
+  /**
+   * `npm.url` at a loopback address not used before (127.0.0.2, .3, ...): a fresh origin, so fetch's pool has no
+   * connection to it and every request opens its own, accepted by whichever process is running (`burstOnBoth`).
+   */
+  freshOrigin(): string;
   /** The organization's settlement journal in Redis: a hash of the settlements promised, by generation id. */
   journal: string;
   /** Requests the fake provider has taken (POSTs). */
@@ -27,7 +32,7 @@ export interface KillCase {
   leasesHeld(): Promise<number>;
   /**
    * Waits until the earlier requests' jobs have ended. A reply goes out before its settlement commits and its job
-   * stays active until then (shared/billing/reply-then-settle.ts settleCompleted): a row lock taken sooner would hold that
+   * stays active until then (shared/billing/ending.ts endGeneration): a row lock taken sooner would hold that
    * settlement and its job too.
    */
   settled(): Promise<void>;
@@ -61,7 +66,8 @@ export async function runKillCase(
   try {
     const first = childrenOf(npm.parent.pid!);
     const org = await c.seed({ balance: '100' });
-    const ask = (i: number, headers: Record<string, string> = {}) => post(`${npm.url}/v1/responses`, { model: MODELS.chat, input: `${o.input} ${i}`, max_output_tokens: 32 }, { ...org.auth, ...headers }, 30_000);
+    const ask = (i: number, headers: Record<string, string> = {}, base = npm.url) => post(`${base}/v1/responses`, { model: MODELS.chat, input: `${o.input} ${i}`, max_output_tokens: 32 }, { ...org.auth, ...headers }, 30_000);
+    let origins = 1;
     const journal = `${c.env.QUEUE_PREFIX}:settling:${org.organizationId}`;
     const k: KillCase = {
       c,
@@ -71,6 +77,7 @@ export async function runKillCase(
       first,
       org,
       ask,
+      freshOrigin: () => npm.url.replace('127.0.0.1', `127.0.0.${++origins}`),
       journal,
       upstreamPosts: () => c.fake.requests.filter((r) => r.method === 'POST').length,
       leasesHeld: async () => (await c.db.$queryRawUnsafe<Array<{ n: number }>>(`SELECT COUNT(*)::int AS n FROM reservations WHERE expires_at IS NOT NULL AND status = 'held'`))[0]!.n,
@@ -114,15 +121,15 @@ export async function warmBothProcesses(k: KillCase): Promise<void> {
 }
 
 /**
- * SIGKILLs every first process while their ledger batches wait on the organization's row lock, then ends those
+ * SIGKILLs every first process while their ledger group commits wait on the organization's row lock, then ends those
  * backends, so PostgreSQL commits none of them (cases 15 and 19). Returns how many batches waited.
  */
 export async function killWhileBatchesWait(k: KillCase): Promise<number> {
   const { c, npm, first } = k;
   const waiting = () => ledgerBatchesWaiting(c.db);
-  await waitFor('ledger batches waiting on the row lock', async () => (await waiting()).length > 0, 10_000).catch(() => undefined);
+  await waitFor('ledger group commits waiting on the row lock', async () => (await waiting()).length > 0, 10_000).catch(() => undefined);
   const backends = await waiting();
-  k.checks.that(backends.length > 0, 'no ledger batch waited on the row lock');
+  k.checks.that(backends.length > 0, 'no ledger group commit waited on the row lock');
   for (const p of first) process.kill(p, 'SIGKILL');
   await waitFor('the killed processes gone', async () => childrenOf(npm.parent.pid!).every((p) => !first.includes(p)), 10_000);
   await c.db.$queryRawUnsafe(`SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid`, backends);
@@ -173,19 +180,59 @@ export interface Burst {
 }
 
 /**
- * Sends `send(round)`'s `n` text requests (a provider latency set) and waits until all are inside their provider calls.
- * `npm start` lets the kernel hand each new connection to either process (SCHED_NONE), so a burst may land on one
- * process alone: then killing one tests nothing. Such a burst (or one `usable` refuses) is let finish, its replies
+ * Sends `n` text requests (a provider latency set) so that both processes of `npm start` hold some, and waits until all
+ * are inside their provider calls. `npm start` lets the kernel hand each new connection to either process (SCHED_NONE),
+ * so a burst left to it may land on one process alone, and then killing one tests nothing. So each half goes out while
+ * the other process is SIGSTOPped (it accepts nothing), on a fresh origin (no pooled connection to the stopped one):
+ * `send(round, indexes, base)` sends the requests of `indexes` to `base`. The second half's wait is short next to a job
+ * lock (its process's calls are already inside the provider). A burst `usable` refuses is let finish, its replies
  * tallied and its jobs settled, and another is sent, up to `rounds` bursts. Each process's jobs carry its own worker's
  * id in their lock tokens (`<worker id>:claim:<n>`: shared/queue/claims.ts), one text worker per process.
  */
-export async function burstOnBoth(k: KillCase, n: number, send: (round: number) => Array<Promise<Reply>>, usable: (b: Burst) => boolean = () => true, rounds = 6): Promise<Burst> {
+export async function burstOnBoth(
+  k: KillCase,
+  n: number,
+  send: (round: number, indexes: number[], base: string) => Array<Promise<Reply>>,
+  usable: (b: Burst) => boolean = () => true,
+  rounds = 6,
+): Promise<Burst> {
   const { c, checks } = k;
   const text = c.queues[QUEUES.text];
+  const half = Math.ceil(n / 2);
+  const halves = [Array.from({ length: half }, (_, i) => i), Array.from({ length: n - half }, (_, i) => half + i)];
   for (let round = 0; ; round++) {
+    // The earlier requests' jobs ended first: a job stays active until its settlement commits, and one of a process
+    // stopped below would stay active (and counted) until that process runs again.
+    await k.settled();
     const before = k.upstreamPosts();
-    const pending = send(round);
-    await waitFor(`${n} jobs inside their provider calls`, async () => (await text.getJobCounts('active')).active === n && k.upstreamPosts() - before === n, 15_000);
+    const serving = childrenOf(k.npm.parent.pid!);
+    checks.that(serving.length === 2, `processes of npm start: ${serving.length}`);
+    const pending: Array<Promise<Reply>> = [];
+    for (const [h, indexes] of halves.entries()) {
+      const stopped = serving[1 - h]!;
+      process.kill(stopped, 'SIGSTOP');
+      try {
+        // One request at a time, each inside its provider call before the next goes: a request of an organization with
+        // nothing of its own waiting is claimed at enqueue by the process that took it. Sent together, the later ones
+        // wait in the queue for a fetch, and the stopped process's blocked fetch may be the one Redis wakes.
+        const base = k.freshOrigin();
+        for (const i of indexes) {
+          pending.push(...send(round, [i], base));
+          const sent = pending.length;
+          let seen = '';
+          const inside = async () => {
+            const counts = await text.getJobCounts('active', 'waiting', 'prioritized', 'delayed', 'completed', 'failed');
+            seen = `${JSON.stringify(counts)}, upstream calls ${k.upstreamPosts() - before}`;
+            return counts.active === sent && k.upstreamPosts() - before === sent;
+          };
+          await waitFor(`${sent} jobs inside their provider calls`, inside, 15_000).catch((e: Error) => {
+            throw new Error(`${e.message} (${seen}; process ${stopped} stopped)`);
+          });
+        }
+      } finally {
+        process.kill(stopped, 'SIGCONT');
+      }
+    }
     const jobs = await text.getActive();
     const locks = await Promise.all(jobs.map((j) => c.conn.get(`${PREFIX}:${QUEUES.text}:${j.id}:lock`)));
     const drawn = new Set(jobs.filter((j) => (j.data as { drawn?: boolean }).drawn === true).map((j) => String(j.id)));
@@ -198,7 +245,6 @@ export async function burstOnBoth(k: KillCase, n: number, send: (round: number) 
     const replies = await Promise.all(pending);
     k.tally.addAll(replies);
     checks.that(replies.every((r) => r.status === 200), `a burst held by one process: ${replies.map((r) => r.status).join(',')}`);
-    await k.settled();
   }
 }
 

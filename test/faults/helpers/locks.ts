@@ -27,8 +27,8 @@ export async function lockOrganization(url: string, organizationId: string): Pro
   };
 }
 
-/** The backends whose `sy_ledger_batch` call waits on a row lock. */
+/** The backends whose `sy_ledger_group` call waits on a row lock. */
 export async function ledgerBatchesWaiting(db: Db): Promise<number[]> {
-  const rows = await db.$queryRawUnsafe<Array<{ pid: number }>>(`SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM sy_ledger_batch(%'`);
+  const rows = await db.$queryRawUnsafe<Array<{ pid: number }>>(`SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM sy_ledger_group(%'`);
   return rows.map((r) => r.pid);
 }

@@ -94,7 +94,11 @@ export async function startNpmStart(c: Cluster, processes: number, env: Record<s
       return Promise.race([started.exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 30_000).unref())]);
     },
   };
-  const up = async () => (await fetch(`${started.url}/readyz`).then((r) => r.ok, () => false)) && childrenOf(parent.pid!).length >= processes;
+  // Up: every process holds the listening socket. One that does not yet (still starting on a busy machine) leaves the
+  // parent's shared handle with a single owner: a case that kills that one would see the parent close the socket and
+  // reset every connection waiting on it.
+  const up = async () =>
+    (await fetch(`${started.url}/readyz`).then((r) => r.ok, () => false)) && childrenOf(parent.pid!).filter((p) => listensOn(p, port)).length >= processes;
   await waitFor('npm start to come up', up, 60_000).catch(() => {
     started.kill();
     throw new Error(`npm start did not come up:\n${started.tail()}`);

@@ -1,8 +1,7 @@
-import { countInputTokens, countTokens, producedUsage, tokenizerFamily } from '../../../shared/billing/token-count';
-import { estimateInputTokens } from '../../../shared/billing/pricing';
+import { countInputTokens, countTokens, producedUsage, tokenizerFamily, estimateInputTokens } from '../../../shared/billing/pricing';
 import { createAnthropicStreamParser } from '../../../shared/providers/anthropic/stream.mapper';
 import { createGeminiStreamParser } from '../../../shared/providers/gemini/stream.mapper';
-import { SseParser } from '../../../shared/providers/sse';
+import { SseParser } from '../../../shared/providers/api';
 import type { TextStreamParser } from '../../../shared/providers/adapter.types';
 import type { InputItem } from '../../../shared/providers/provider.types';
 import { sse } from '../providers/stream-helper';

@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { CatalogError, parseCatalog } from '../../../shared/catalog/load-catalog';
 import { PROVIDER_KINDS, TIERED_PROVIDER_KINDS, type Catalog } from '../../../shared/catalog/catalog.types';
-import { askedTier, offersTier, tierPrice } from '../../../shared/catalog/service-tiers';
-import { adapterFor } from '../../../shared/providers/registry';
+import { askedTier, offersTier, tierPrice } from '../../../shared/catalog/catalog-index';
+import { adapterByKind } from '../../../shared/providers/registry';
 import { money } from '../../../shared/money';
 import { textBound, tokenCost } from '../../../shared/billing/pricing';
 
@@ -53,7 +53,7 @@ describe('catalog tiers', () => {
 
   it('are allowed only for kinds whose adapter sends the tier upstream', () => {
     for (const kind of PROVIDER_KINDS) {
-      const text = adapterFor(kind)?.text;
+      const text = adapterByKind[kind]?.text;
       const sent = text?.buildRequest({ model: 'm', input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'hi' }] }], stream: false, serviceTier: 'priority' }, 'k');
       const body = JSON.stringify(sent?.body ?? {});
       expect([kind, body.includes('"service_tier":"priority"')]).toEqual([kind, TIERED_PROVIDER_KINDS[kind] !== undefined]);

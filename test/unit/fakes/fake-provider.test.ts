@@ -466,6 +466,23 @@ describe('knobs', () => {
     expect(text).not.toContain('message_stop');
   });
 
+  it('holds a stream after holdAfterChunks deltas until the knobs are set again', async () => {
+    fake.setKnobs({ streamChunks: 4, holdAfterChunks: 2 });
+    const res = await call('/openai/v1/chat/completions', chatBody({ stream: true }), OPENAI);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    let text = '';
+    const deltas = () => (text.match(/"content":"[^"]/g) ?? []).length;
+    while (deltas() < 2) text += Buffer.from((await reader.read()).value ?? []).toString();
+    // Held: after a round trip to the fake (its writes of an unheld stream would all have gone), the call is still open.
+    await (await fetch(`${fake.url}/_fake/knobs`)).json();
+    expect(deltas()).toBe(2);
+    expect(fake.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)?.endedAt).toBeUndefined();
+    fake.setKnobs({});
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += Buffer.from(r.value).toString();
+    expect(deltas()).toBe(4);
+    expect(text).toContain('[DONE]');
+  });
+
   it('records the calls whose caller closed the connection, not the ones it dropped itself', async () => {
     fake.setKnobs({ hang: true });
     await expect(call('/openai/v1/embeddings', { model: 'e', input: 'x' }, OPENAI, { signal: AbortSignal.timeout(100) })).rejects.toThrow();

@@ -1,6 +1,6 @@
-import { buildChatCompletion } from '../../../shared/formats/chat-response.mapper';
+import { buildChatCompletion } from '../../../shared/formats/chat.mapper';
 import { CHAT_STREAM_DONE, createChatStreamFormatter, encodeChatSse, type ChatCompletionChunk } from '../../../shared/formats/chat-stream.formatter';
-import { chatUsage } from '../../../shared/formats/usage.mapper';
+import { chatUsage } from '../../../shared/formats/format-utils';
 import type { TextResult, TextStreamEvent } from '../../../shared/providers/provider.types';
 import { sdkAnswering } from './helpers';
 

@@ -1,5 +1,5 @@
 import { buildEmbeddingList, decodeEmbeddingBase64, embeddingsToCanonical, encodeEmbeddingBase64 } from '../../../shared/formats/embeddings.mapper';
-import { embeddingUsage } from '../../../shared/formats/usage.mapper';
+import { embeddingUsage } from '../../../shared/formats/format-utils';
 import type { EmbeddingResult } from '../../../shared/providers/provider.types';
 import { sdkAnswering } from './helpers';
 

@@ -1,4 +1,4 @@
-import { chatToCanonical } from '../../../shared/formats/chat-request.mapper';
+import { chatToCanonical } from '../../../shared/formats/chat.mapper';
 import { roundDecimal } from '../../../shared/formats/format-utils';
 import { responsesToCanonical } from '../../../shared/formats/responses-request.mapper';
 import { AppError } from '../../../shared/errors/app-error';

@@ -1,4 +1,6 @@
-import { createResponsesStreamFormatter, inputItemPage, withoutText } from '../../../shared/formats';
+import { createResponsesStreamFormatter } from '../../../shared/formats/responses-stream.formatter';
+import { inputItemPage } from '../../../shared/formats/response-input-items.mapper';
+import { withoutText } from '../../../shared/formats/unstored-text';
 import { asInput, withPublicIds } from '../../../api/services/stored-responses';
 import type { InputItem, TextResult } from '../../../shared/providers/provider.types';
 

@@ -1,6 +1,6 @@
 import { addOutputText } from 'openai/lib/ResponsesParser';
 import { buildResponseObject, incompleteReason } from '../../../shared/formats/response-object.mapper';
-import { publicUsage } from '../../../shared/formats/usage.mapper';
+import { publicUsage } from '../../../shared/formats/format-utils';
 import type { TextResult } from '../../../shared/providers/provider.types';
 import type { ResponsesBody } from '../../../shared/schemas/responses.schema';
 

@@ -1,5 +1,5 @@
 import { createResponsesStreamFormatter, encodeSse, type SseEvent } from '../../../shared/formats/responses-stream.formatter';
-import { publicUsage } from '../../../shared/formats/usage.mapper';
+import { publicUsage } from '../../../shared/formats/format-utils';
 import type { TextResult, TextStreamEvent } from '../../../shared/providers/provider.types';
 import type { ResponsesBody } from '../../../shared/schemas/responses.schema';
 import { sdkAnswering } from './helpers';

@@ -1,4 +1,4 @@
-import { chatUsage, embeddingUsage, publicUsage } from '../../../shared/formats/usage.mapper';
+import { chatUsage, embeddingUsage, publicUsage } from '../../../shared/formats/format-utils';
 import type { TokenUsage } from '../../../shared/providers/provider.types';
 
 const tokens: TokenUsage = { inputTokens: 1200, outputTokens: 300, cachedTokens: 1000, cacheWriteTokens: 50, reasoningTokens: 120, audioInputTokens: 7, audioOutputTokens: 3 };

@@ -3,7 +3,7 @@
  * given; every other request leaves it out, with one warning, and is still one its provider accepts.
  */
 import { RequestChecker } from '../../../fakes/request-check';
-import { adapterFor } from '../../../shared/providers/registry';
+import { adapterByKind } from '../../../shared/providers/registry';
 import type { TextRequest } from '../../../shared/providers/provider.types';
 
 const checker = new RequestChecker();
@@ -26,7 +26,7 @@ describe('earlier reasoning in the input', () => {
     ['anthropic', 'claude-sonnet-4', 'anthropic', 'POST /messages'],
     ['gemini', 'gemini-2.5-flash', 'gemini', 'generateContent'],
   ] as const)('is left out of a %s request that has no place for it, with one warning', (kind, model, set, operation) => {
-    const spec = adapterFor(kind)!.text!.buildRequest(request(model), 'k');
+    const spec = adapterByKind[kind]!.text!.buildRequest(request(model), 'k');
     expect(JSON.stringify(spec.body)).not.toMatch(/Secret thought|ZW5jcnlwdGVk|bW9yZQ==/);
     expect(JSON.stringify(spec.body)).toMatch(/Sunny\./);
     expect(spec.warnings).toEqual([`earlier reasoning (2 input items) was left out of the call to ${model}: only an endpoint that speaks the Responses API takes it`]);
@@ -34,7 +34,7 @@ describe('earlier reasoning in the input', () => {
   });
 
   it('goes to an endpoint that speaks the Responses API as given, without a warning', () => {
-    const spec = adapterFor('openai')!.text!.buildRequest(request('o4-mini'), 'k', { responsesApi: true });
+    const spec = adapterByKind['openai']!.text!.buildRequest(request('o4-mini'), 'k', { responsesApi: true });
     expect(JSON.stringify(spec.body)).toMatch(/ZW5jcnlwdGVk.*bW9yZQ==/);
     expect(spec.warnings).toBeUndefined();
   });

@@ -1,4 +1,4 @@
-import { adapterFor, providerAdapters } from '../../../shared/providers/registry';
+import { adapterByKind, providerAdapters } from '../../../shared/providers/registry';
 
 describe('provider registry', () => {
   it('has one manifest per kind whose operations match what it says it supports', () => {
@@ -11,7 +11,7 @@ describe('provider registry', () => {
   });
 
   it('has an adapter for every provider kind of the catalog, and none for an unknown kind', () => {
-    for (const kind of ['openai', 'anthropic', 'gemini', 'replicate'] as const) expect(adapterFor(kind)?.kind).toBe(kind);
-    expect(adapterFor('acme' as never)).toBeUndefined();
+    for (const kind of ['openai', 'anthropic', 'gemini', 'replicate'] as const) expect(adapterByKind[kind]?.kind).toBe(kind);
+    expect(adapterByKind['acme' as never]).toBeUndefined();
   });
 });

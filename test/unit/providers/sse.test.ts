@@ -1,4 +1,4 @@
-import { parseSse, SseParser } from '../../../shared/providers/sse';
+import { parseSse, SseParser } from '../../../shared/providers/api';
 
 describe('SSE parser', () => {
   it('joins multi-line data, keeps event names and ignores comments', () => {

@@ -1,6 +1,6 @@
 import type { TextStreamParser } from '../../../shared/providers/adapter.types';
 import type { TextStreamEvent } from '../../../shared/providers/provider.types';
-import { SseParser } from '../../../shared/providers/sse';
+import { SseParser } from '../../../shared/providers/api';
 
 /** Feeds an SSE transcript through the SSE parser in small byte chunks, then through a stream mapper. */
 export function runStream(parser: TextStreamParser, transcript: string, chunkBytes = 7): TextStreamEvent[] {

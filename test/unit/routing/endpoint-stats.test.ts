@@ -1,11 +1,4 @@
-import {
-  foldStats,
-  isUnhealthy,
-  parseSample,
-  samplesInWindow,
-  serializeSample,
-  type StatsSample,
-} from '../../../shared/routing';
+import { foldStats, isUnhealthy, parseSample, samplesInWindow, serializeSample, type StatsSample } from '../../../shared/routing/endpoint-stats';
 
 const NOW = 1_700_000_000_000;
 const WINDOW = 5 * 60_000;

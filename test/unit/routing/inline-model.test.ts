@@ -1,4 +1,5 @@
-import { applyModelSpec, parseModelSpec, RoutingInputError } from '../../../shared/routing';
+import { applyModelSpec, parseModelSpec } from '../../../shared/routing/inline-model';
+import { RoutingInputError } from '../../../shared/routing/routing-errors';
 
 function inputError(fn: () => unknown): RoutingInputError {
   try {

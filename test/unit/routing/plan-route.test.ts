@@ -1,13 +1,7 @@
-import {
-  MAX_PRICE_FIELDS,
-  parametersToDrop,
-  planRoute,
-  RoutingError,
-  RoutingInputError,
-  warningsFor,
-  type PlanRouteInput,
-  type RoutePlan,
-} from '../../../shared/routing';
+import { MAX_PRICE_FIELDS, type PlanRouteInput, type RoutePlan } from '../../../shared/routing/routing.types';
+import { parametersToDrop, warningsFor } from '../../../shared/routing/route-parameters';
+import { planRoute } from '../../../shared/routing/plan-route';
+import { RoutingError, RoutingInputError } from '../../../shared/routing/routing-errors';
 import { buildCatalog, slugs } from './catalog-fixture';
 
 const M = 'openai/gpt-4.1-mini';

@@ -1,5 +1,6 @@
 import { foldStats, isUnhealthy, parseSample, serializeSample } from '../../../shared/routing/endpoint-stats';
-import { AttemptOrder, RETRY_AFTER_MAX_WAIT_MS, retryAfterSeconds } from '../../../workers/services/attempt-order';
+import { AttemptOrder, RETRY_AFTER_MAX_WAIT_MS } from '../../../workers/services/attempt-loop';
+import { retryAfterSeconds } from '../../../workers/services/attempt-failures';
 
 const NOW = 1_700_000_000_000;
 

@@ -1,4 +1,7 @@
-import { parametersToDrop, planRoute, RoutingError, warningsFor, type PlanRouteInput, type RoutePlan } from '../../../shared/routing';
+import { parametersToDrop, warningsFor } from '../../../shared/routing/route-parameters';
+import { planRoute } from '../../../shared/routing/plan-route';
+import { RoutingError } from '../../../shared/routing/routing-errors';
+import type { PlanRouteInput, RoutePlan } from '../../../shared/routing/routing.types';
 import type { Catalog } from '../../../shared/catalog/catalog.types';
 import { buildCatalog, slugs } from './catalog-fixture';
 

@@ -1,6 +1,5 @@
 import { openaiAdapter } from '../../../../shared/providers/openai';
-import { buildEmbeddingRequest, buildChatCompletionRequest } from '../../../../shared/providers/openai/request.mapper';
-import { buildResponsesRequest } from '../../../../shared/providers/openai/responses-request.mapper';
+import { buildEmbeddingRequest, buildChatCompletionRequest, buildResponsesRequest } from '../../../../shared/providers/openai/request.mapper';
 import type { UpstreamBatchLine } from '../../../../shared/providers/adapter.types';
 import { UpstreamError } from '../../../../shared/providers/upstream-error';
 

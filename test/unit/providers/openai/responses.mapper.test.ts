@@ -1,6 +1,6 @@
 import { openaiAdapter } from '../../../../shared/providers/openai';
-import { buildResponsesRequest } from '../../../../shared/providers/openai/responses-request.mapper';
-import { parseResponsesResponse } from '../../../../shared/providers/openai/responses-response.mapper';
+import { buildResponsesRequest } from '../../../../shared/providers/openai/request.mapper';
+import { parseResponsesResponse } from '../../../../shared/providers/openai/stream.mapper';
 import type { TextRequest } from '../../../../shared/providers/provider.types';
 import { RequestChecker } from '../../../../fakes/request-check';
 import { runStream, sse } from '../stream-helper';
