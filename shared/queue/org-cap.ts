@@ -7,9 +7,9 @@ import type { WorkClass } from './fairness';
  * carries its organization's cap (`maxConcurrency`, read with the caller at submission).
  *
  * `<prefix>:fair:running:<org>`: the jobs running, each scored with the time its entry lapses (renewed while it runs,
- * so a job whose process died stops counting within `ttlMs`). `<prefix>:fair:parked:<org>`: the jobs put back
+ * so a job whose process died stops counting within `ttlMs`). `<prefix>:fair:deferred:<org>`: the jobs put back
  * because the cap was reached, interactive ones before background ones (fairness.ts: the class a client waits for
- * comes first inside a cap too), each class oldest first. A job that ends hands its slot to the first parked job and
+ * comes first inside a cap too), each class oldest first. A job that ends hands its slot to the first deferred job and
  * wakes it: the slot is that job's until it starts (or, if it never does, for HANDOVER_MS), so a job that happens to
  * be fetched meanwhile cannot take it. The put-back's own delay is the fallback when that wake is lost.
  */
@@ -40,7 +40,7 @@ for i = 1, #popped, 2 do
 end
 return woken`;
 
-/** Parked scores: a class's rank times this, plus the time the job was first put back (ms since the epoch, below 2^44). */
+/** Deferred scores: a class's rank times this, plus the time the job was first put back (ms since the epoch, below 2^44). */
 const RANK_SPAN = 2 ** 44;
 const RANK: Record<WorkClass, number> = { interactive: 0, background: 1 };
 
@@ -48,20 +48,20 @@ const RANK: Record<WorkClass, number> = { interactive: 0, background: 1 };
 const HANDOVER_MS = 5_000;
 
 /**
- * How long a parked job's put-back lasts when no ending wakes it (a wake lost with its process, or sent to a process
+ * How long a deferred job's put-back lasts when no ending wakes it (a wake lost with its process, or sent to a process
  * without a worker of the job's queue): doubling from 250 ms, at most 10 s, and at most 1 s for interactive work,
  * whose client waits.
  */
-export function parkDelayMs(timesStarted: number, workClass: WorkClass = 'background'): number {
+export function deferDelayMs(timesStarted: number, workClass: WorkClass = 'background'): number {
   return Math.min(250 * 2 ** Math.max(0, timesStarted - 1), workClass === 'interactive' ? 1_000 : 10_000);
 }
 
-/** A running or parked job: `<queue>\t<job id>`. */
+/** A running or deferred job: `<queue>\t<job id>`. */
 export function capMember(queueName: string, jobId: string): string {
   return `${queueName}\t${jobId}`;
 }
 
-/** The running and parked sets expire a day after their last admission (their entries lapse on their own). */
+/** The running and deferred sets expire a day after their last admission (their entries lapse on their own). */
 const KEY_TTL_MS = 24 * 3600_000;
 
 type Scripted = Redis & Record<string, (...a: unknown[]) => Promise<unknown>>;
@@ -80,16 +80,22 @@ export class OrgCaps {
   }
 
   private keys(org: string): [string, string] {
-    return [`${this.prefix}:fair:running:${org}`, `${this.prefix}:fair:parked:${org}`];
+    return [`${this.prefix}:fair:running:${org}`, `${this.prefix}:fair:deferred:${org}`];
   }
 
   /**
    * True when the job may run now (it then counts as running: a free slot, or the one handed to it when it was woken);
-   * false: parked in its class's place, the organization is at its cap.
+   * false: deferred in its class's place, the organization is at its cap.
    */
   async admit(org: string, member: string, cap: number, workClass: WorkClass): Promise<boolean> {
     const now = Date.now();
     return (await this.redis.switchyardCapAdmit!(...this.keys(org), member, now, now + this.ttlMs, cap, KEY_TTL_MS, RANK[workClass] * RANK_SPAN + now)) === 1;
+  }
+
+  /** True when the job counts as running: admitted, or handed a slot it has not yet taken. */
+  async holds(org: string, member: string): Promise<boolean> {
+    const lapses = await this.redis.zscore(this.keys(org)[0], member);
+    return lapses !== null && Number(lapses) > Date.now();
   }
 
   /** Keeps a running job counted (call within ttlMs of the last call). */
@@ -98,7 +104,7 @@ export class OrgCaps {
   }
 
   /**
-   * The job ended: it no longer counts. Hands the slots now free (at most `wake`) to the first parked jobs, interactive
+   * The job ended: it no longer counts. Hands the slots now free (at most `wake`) to the first deferred jobs, interactive
    * ones first, and answers them: the caller wakes them.
    */
   async release(org: string, member: string, cap: number, wake = 1): Promise<string[]> {

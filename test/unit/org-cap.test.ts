@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { Queue, Worker, type Job, type Processor } from 'bullmq';
+import { DelayedError, Queue, Worker, type Job, type Processor } from 'bullmq';
 import { addJob } from '../../shared/queue/claims';
 import type { WorkClass } from '../../shared/queue/fairness';
-import { OrgCaps, parkDelayMs } from '../../shared/queue/org-cap';
+import { OrgCaps, deferDelayMs } from '../../shared/queue/org-cap';
 import { promoteIfDelayed } from '../../shared/queue/promote';
 import { createRedis, whenReady } from '../../shared/queue/redis';
 import { createLogger } from '../../shared/logger';
@@ -32,9 +32,9 @@ describe('an organization at its cap (real Redis)', () => {
     redis.disconnect();
   });
 
-  it('parks interactive work ahead of background work, and never lets an interactive put-back wait 10 s', () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 8].map((n) => parkDelayMs(n, 'interactive'))).toEqual([250, 500, 1000, 1000, 1000, 1000, 1000, 1000]);
-    expect(parkDelayMs(8, 'background')).toBe(10_000);
+  it('defers interactive work ahead of background work, and never lets an interactive put-back wait 10 s', () => {
+    expect([1, 2, 3, 4, 5, 6, 7, 8].map((n) => deferDelayMs(n, 'interactive'))).toEqual([250, 500, 1000, 1000, 1000, 1000, 1000, 1000]);
+    expect(deferDelayMs(8, 'background')).toBe(10_000);
   });
 
   it('a capped organization: its interactive calls start at the next free slots, ahead of its own background batch', async () => {
@@ -61,15 +61,15 @@ describe('an organization at its cap (real Redis)', () => {
     let ids = 0;
     const add = (name: string, workClass: WorkClass) =>
       addJob(q, { organizationId: 'A', name, maxConcurrency: 2 }, { jobId: `j${ids++}` }, undefined, { organizationId: 'A', workClass });
-    const parked = () => q.getDelayedCount();
+    const deferred = () => q.getDelayedCount();
 
     // A background batch of 8 slow calls: 2 run, 6 are put back.
     for (let i = 0; i < 8; i++) await add(`batch-${i}`, 'background');
-    await waitUntil(async () => (started.length === 2 && (await parked()) === 6 ? true : undefined));
+    await waitUntil(async () => (started.length === 2 && (await deferred()) === 6 ? true : undefined));
     // Then the same organization's synchronous and streamed calls: put back too, the cap being reached.
     await add('sync', 'interactive');
     await add('stream', 'interactive');
-    await waitUntil(async () => ((await parked()) === 8 ? true : undefined));
+    await waitUntil(async () => ((await deferred()) === 8 ? true : undefined));
 
     // One batch call ends: its slot goes to the first interactive call, whatever was put back before it.
     running.get(started[0]!)!();
@@ -87,5 +87,34 @@ describe('an organization at its cap (real Redis)', () => {
     expect(started.slice(4)).toEqual(['batch-2', 'batch-3', 'batch-4', 'batch-5', 'batch-6', 'batch-7']);
     expect(most).toBe(2);
     for (const end of running.values()) end();
+  });
+
+  it('a job handed its slot while it is being put back wakes itself (the ending\'s wake found it not yet delayed)', async () => {
+    const q = new Queue('handed', { connection: redis, prefix });
+    closers.push(() => q.close());
+    const conn = redis.duplicate();
+    closers.push(async () => conn.disconnect());
+    // The race, made to happen: the job is refused (the cap is full), then, before it is put back, the running job
+    // ends, hands it the slot and tries to wake it, which does nothing, the job being active still.
+    const wakes: string[] = [];
+    class EndingMeanwhile extends OrgCaps {
+      override async admit(org: string, member: string, cap: number, workClass: WorkClass): Promise<boolean> {
+        const admitted = await super.admit(org, member, cap, workClass);
+        const handed = await this.release(org, 'handed\tfirst', cap);
+        expect(handed).toEqual([member]);
+        await promoteIfDelayed(q, member.split('\t')[1]!);
+        return admitted;
+      }
+    }
+    const caps = new EndingMeanwhile(conn, prefix, 30_000);
+    expect(await new OrgCaps(conn, prefix, 30_000).admit('B', 'handed\tfirst', 1, 'background')).toBe(true);
+    const worker = new Worker(q.name, null, { connection: conn, prefix });
+    closers.push(() => worker.close(true));
+    await q.add('x', { organizationId: 'B', maxConcurrency: 1 }, { jobId: 'second' });
+    const job = (await worker.getNextJob('t1'))!;
+    const processor = fairStart(deps, caps, () => Promise.resolve(), async (queueName, id) => void wakes.push(`${queueName}/${id}`));
+    await expect(processor(job, 't1')).rejects.toThrow(DelayedError);
+    await waitUntil(() => (wakes.length ? true : undefined));
+    expect(wakes).toEqual(['handed/second']);
   });
 });

@@ -1,8 +1,8 @@
 import { DelayedError, type Job, type Processor } from 'bullmq';
-import { isClaimToken } from '../../shared/queue/claims';
+import { runOf } from '../../shared/queue/claims';
 import { classOfPriority, uncount } from '../../shared/queue/fairness';
 import type { GenerationJobBase } from '../../shared/queue/job-catalog';
-import { capMember, parkDelayMs, type OrgCaps } from '../../shared/queue/org-cap';
+import { capMember, deferDelayMs, type OrgCaps } from '../../shared/queue/org-cap';
 import type { WorkerDeps } from '../worker-deps';
 
 /**
@@ -18,7 +18,8 @@ export function fairStart(deps: WorkerDeps, caps: OrgCaps, processor: Processor,
     const data = job.data as Partial<GenerationJobBase>;
     const org = data.organizationId;
     // A claimed job never waited, so was never counted; a re-run (a step, a retry, a put-back) was uncounted before.
-    if (org && job.attemptsStarted === 1 && !isClaimToken(token)) {
+    const run = runOf(job, token);
+    if (org && run.first && !run.claimed) {
       uncount(deps.redis, job.queueQualifiedName, org, job.opts.priority, true).catch((err: unknown) => deps.logger.warn('fair order not updated at a job start', { err, jobId: job.id }));
     }
     const cap = data.maxConcurrency;
@@ -26,7 +27,10 @@ export function fairStart(deps: WorkerDeps, caps: OrgCaps, processor: Processor,
     const member = capMember(job.queueName, job.id!);
     const workClass = classOfPriority(job.opts.priority);
     if (!(await caps.admit(org, member, cap, workClass))) {
-      await job.moveToDelayed(Date.now() + parkDelayMs(job.attemptsStarted, workClass), token);
+      await job.moveToDelayed(Date.now() + deferDelayMs(job.attemptsStarted, workClass), token);
+      // An ending may have handed this job its slot between the admission and the put-back, and its wake then found
+      // the job not yet delayed: the job wakes itself, or it would wait out its delay while its slot lapses unused.
+      if (await caps.holds(org, member).catch(() => false)) void wake(job.queueName, job.id!).catch(() => undefined);
       throw new DelayedError();
     }
     const renew = setInterval(() => void caps.renew(org, member).catch(() => undefined), Math.max(1000, caps.ttlMs / 3));
@@ -34,8 +38,8 @@ export function fairStart(deps: WorkerDeps, caps: OrgCaps, processor: Processor,
       return await processor(job, token);
     } finally {
       clearInterval(renew);
-      const parked = await caps.release(org, member, cap).catch(() => []);
-      for (const p of parked) {
+      const deferred = await caps.release(org, member, cap).catch(() => []);
+      for (const p of deferred) {
         const [queueName, id] = p.split('\t');
         void wake(queueName!, id!).catch(() => undefined);
       }
