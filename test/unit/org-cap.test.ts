@@ -114,7 +114,7 @@ describe('an organization at its cap (real Redis)', () => {
     const job = (await worker.getNextJob('t1'))!;
     const processor = fairStart(deps, caps, () => Promise.resolve(), async (queueName, id) => void wakes.push(`${queueName}/${id}`));
     await expect(processor(job, 't1')).rejects.toThrow(DelayedError);
-    await waitUntil(() => (wakes.length ? true : undefined));
+    await waitUntil(async () => (wakes.length ? true : undefined));
     expect(wakes).toEqual(['handed/second']);
   });
 });
