@@ -23,7 +23,10 @@ export interface Ctx {
   baseUrl: string;
   /** A timer that `close()` cancels, so pending delays never keep the process alive. */
   sleep(ms: number): Promise<void>;
-  /** Resolves when the knobs are next set (or the fake closes): the `holdAfterChunks` hold. */
+  /**
+   * The `holdAfterChunks` hold: resolves when the knobs are next set (or the fake closes), at once when they have been
+   * set since this request began.
+   */
   held(): Promise<void>;
   shared: SharedState;
 }

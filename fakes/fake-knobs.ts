@@ -32,7 +32,8 @@ export interface FakeKnobs {
   /** Delay between stream chunks. */
   chunkDelayMs?: number;
   /**
-   * A stream stops after this many deltas and goes on when the knobs are set again (or the client leaves): a case
+   * A stream stops after this many deltas and goes on when the knobs are set again (or the client leaves; a stream
+   * whose knobs were set again before it got there does not stop): a case
    * that must act while streams are mid-way (a store stopped, clients leaving) waits for the deltas, acts, then sets
    * the knobs, however slow the machine.
    */

@@ -116,7 +116,8 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
     for (const go of holds) go();
     holds = [];
   };
-  const held = (): Promise<void> => new Promise<void>((resolve) => holds.push(resolve));
+  /** A request's hold: none once the knobs it started with have been replaced (it was let go before it got there). */
+  const heldSince = (theirs: FakeKnobs): Promise<void> => (knobs === theirs ? new Promise<void>((resolve) => holds.push(resolve)) : Promise.resolve());
   const setKnobs = (k: FakeKnobs): void => {
     knobs = { ...k };
     seen = 0;
@@ -139,7 +140,8 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
       }
     }
     const method = req.method ?? 'GET';
-    const ctx: Ctx = { req, res, method, path, query, body, knobs, failing: false, baseUrl, sleep, held, shared };
+    const theirs = knobs;
+    const ctx: Ctx = { req, res, method, path, query, body, knobs, failing: false, baseUrl, sleep, held: () => heldSince(theirs), shared };
 
     if (path.startsWith('/files/')) {
       if (knobs.fileLatencyMs) await sleep(knobs.fileLatencyMs);

@@ -13,6 +13,7 @@ import { settledAudit } from './helpers/audit';
 import { MODELS, useCluster } from './helpers/cluster';
 import { stream, type StreamReply } from './helpers/http';
 import { checkNothingReserved, runKillCase } from './helpers/kill-case';
+import { refusesConnections } from './helpers/services';
 import { waitFor } from './helpers/wait';
 
 // Above how long stopping PostgreSQL takes on a busy machine (2-3 s): a stream held that long must not time out.
@@ -59,10 +60,14 @@ it('21. PostgreSQL away longer than SYNC_WAIT_MS under streams: every stream end
       const recordedBefore = await recorded();
       checks.that(recordedBefore === streams.length, `streams recorded before the outage: ${recordedBefore} of ${streams.length}`);
       const downAt = Date.now();
-      await c.pg.stop();
-      const stoppedAt = Date.now();
-      checks.that(deltas === streams.length * 2, `deltas before PostgreSQL was stopped: ${deltas}, not 2 a stream (${stoppedAt - downAt} ms to stop it)`);
+      const stopping = c.pg.stop();
+      // Let go once PostgreSQL refuses connections (its sessions ended with it), not once its stop has ended: the
+      // shutdown checkpoint takes seconds on a busy machine, and a stream silent that long would outlast SYNC_WAIT_MS.
+      await waitFor('PostgreSQL to refuse connections', () => refusesConnections(c.pg.url), 10_000).catch(() => undefined);
+      const refusedAt = Date.now();
+      checks.that(deltas === streams.length * 2, `deltas before PostgreSQL was stopped: ${deltas}, not 2 a stream (${refusedAt - downAt} ms to refuse connections)`);
       c.fake.setKnobs({ streamChunks: 8, chunkDelayMs: 250 }); // the streams go on
+      await stopping;
       // Away until every stream has ended (one that waits for PostgreSQL would not): then what the checks below judge
       // happened while it was away, however slow the machine.
       const over = new Set<number>();

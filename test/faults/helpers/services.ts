@@ -2,6 +2,7 @@
  * The fault suite's own Redis and PostgreSQL: started on free ports in a temporary folder, stopped and started
  * again on the same data and port (the faults under test), never the machine's shared 5432/6379.
  */
+import { Client } from 'pg';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -76,6 +77,21 @@ export interface PgServer {
   url: string;
   stop(): Promise<void>;
   start(): Promise<void>;
+}
+
+/**
+ * True once PostgreSQL refuses a new connection (shutting down, or gone): a stop's first effect, seconds before the
+ * stop's shutdown checkpoint ends and `stop()` resolves. Its sessions are ended at the same moment.
+ */
+export async function refusesConnections(url: string): Promise<boolean> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+  try {
+    await client.connect();
+  } catch {
+    return true;
+  }
+  await client.end().catch(() => undefined);
+  return false;
 }
 
 /** The embedded PostgreSQL (shared/runtime/embedded-postgres.ts); as root it runs as the `postgres` user. */

@@ -483,6 +483,21 @@ describe('knobs', () => {
     expect(text).toContain('[DONE]');
   });
 
+  it('a stream whose knobs were set again before it reached its hold does not stop there', async () => {
+    // A delay between deltas: the 2nd delta is written, and the hold reached only chunkDelayMs later.
+    fake.setKnobs({ streamChunks: 4, chunkDelayMs: 200, holdAfterChunks: 2 });
+    const res = await call('/openai/v1/chat/completions', chatBody({ stream: true }), OPENAI);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    let text = '';
+    const deltas = () => (text.match(/"content":"[^"]/g) ?? []).length;
+    while (deltas() < 2) text += Buffer.from((await reader.read()).value ?? []).toString();
+    // Let go at once: the stream is still in its delay before the hold, then goes on to its end without another call.
+    fake.setKnobs({ streamChunks: 4, chunkDelayMs: 200, holdAfterChunks: 2 });
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += Buffer.from(r.value).toString();
+    expect(deltas()).toBe(4);
+    expect(text).toContain('[DONE]');
+  });
+
   it('records the calls whose caller closed the connection, not the ones it dropped itself', async () => {
     fake.setKnobs({ hang: true });
     await expect(call('/openai/v1/embeddings', { model: 'e', input: 'x' }, OPENAI, { signal: AbortSignal.timeout(100) })).rejects.toThrow();
