@@ -1,5 +1,5 @@
 import { render } from 'preact';
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useMemo, useState } from 'preact/hooks';
 import { Api, ApiError, type SessionBody } from './api';
 import { Ctx, Link, type AppCtx } from './app';
 import type { Lang } from './format';
@@ -60,7 +60,9 @@ function App() {
     return () => removeEventListener('popstate', onPop);
   }, []);
 
-  useEffect(() => {
+  // A layout effect: the page's language changes in the same commit as its words (Preact runs plain effects after a
+  // paint, which a busy or hidden tab can put off).
+  useLayoutEffect(() => {
     document.documentElement.lang = lang;
     try {
       localStorage.setItem('sy_lang', lang);
