@@ -1,9 +1,33 @@
+import { createHash } from 'node:crypto';
 import { Pool } from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from './generated/client';
 
 export { PrismaClient };
 export type Db = PrismaClient;
+
+/**
+ * A query whose text starts with this comment is prepared once per connection under a name (a hash of its text), so
+ * PostgreSQL keeps its plan (after five runs, a generic plan when that costs no more) instead of planning it at every
+ * call. History's listings start with it: a member's page over three branches and the monthly partitions spends about
+ * 1 ms planning and 0.3 ms running. Not where the URL says `pgbouncer=true` (Prisma's convention: a pooler in
+ * transaction mode that cannot keep named statements, as PgBouncer before 1.21): there every query is planned anew.
+ */
+export const CACHED_PLAN = '/* cached plan */';
+
+/** The name a CACHED_PLAN query is prepared under; '' for any other query (node-postgres then sends it unnamed). */
+function statementName(query: { sql: string }): string {
+  return query.sql.startsWith(CACHED_PLAN) ? `sy_${createHash('sha1').update(query.sql).digest('hex').slice(0, 24)}` : '';
+}
+
+/** Whether the URL names a pooler that cannot keep named statements (`?pgbouncer=true`). */
+function behindPooler(databaseUrl: string): boolean {
+  try {
+    return new URL(databaseUrl).searchParams.get('pgbouncer') === 'true';
+  } catch {
+    return false;
+  }
+}
 
 /**
  * One Prisma client over a pg pool (Prisma 7 talks to PostgreSQL through a driver adapter); `$disconnect()` ends
@@ -21,7 +45,8 @@ export function connectDb(
     ...(opts.timeoutMs !== undefined && { connectionTimeoutMillis: opts.timeoutMs, query_timeout: opts.timeoutMs }),
   });
   pool.on('error', () => undefined); // an idle connection dropped by the server: the pool replaces it
-  return { db: new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) }), pool };
+  const adapter = new PrismaPg(pool, { disposeExternalPool: true, ...(!behindPooler(databaseUrl) && { statementNameGenerator: statementName }) });
+  return { db: new PrismaClient({ adapter }), pool };
 }
 
 /** Resolves when the database answers a query (readiness checks). */

@@ -1,4 +1,4 @@
-import type { Db } from '../db/client';
+import { CACHED_PLAN, type Db } from '../db/client';
 import { Prisma, type Generation, type GenerationStatus, type Role } from '../db/generated/client';
 import { AppError } from '../errors/app-error';
 import { moneyString } from '../money';
@@ -190,6 +190,8 @@ interface PageRow {
 }
 
 const sql = Prisma.sql;
+/** Listings are planned once per connection (shared/db/client.ts CACHED_PLAN): their planning cost more than their run. */
+const CACHED = Prisma.raw(CACHED_PLAN);
 
 function orderBy(sortBy: HistorySortField, order: 'asc' | 'desc', alias = ''): Prisma.Sql {
   const p = alias ? `${alias}.` : '';
@@ -258,7 +260,11 @@ class HistoryReader {
       branches.map((w) => sql`SELECT 1 FROM generations WHERE ${w}`),
       ' UNION ALL ',
     );
-    const count = async () => (await this.db.$queryRaw<Array<{ n: number }>>`SELECT count(*)::int AS n FROM (${matches} LIMIT ${EXACT_COUNT_LIMIT + 1}) c`)[0].n;
+    const count = async () => (await this.db.$queryRaw<Array<{ n: number }>>`${CACHED} SELECT count(*)::int AS n FROM (${matches} LIMIT ${EXACT_COUNT_LIMIT + 1}) c`)[0].n;
+    // The planner's estimate, the total once the exact count passes EXACT_COUNT_LIMIT: asked beside the count, not after
+    // it (a large scope's listing waits for one round trip less; a small one's estimate is not read).
+    const estimated = this.estimate(matches);
+    estimated.catch(() => undefined);
     let counted: number;
     let rows: PageRow[];
     if (offset >= EXACT_COUNT_LIMIT) {
@@ -272,7 +278,7 @@ class HistoryReader {
     let totalIsEstimate = false;
     if (counted > EXACT_COUNT_LIMIT) {
       totalIsEstimate = true;
-      total = Math.max(await this.estimate(matches), EXACT_COUNT_LIMIT + 1, offset + rows.length);
+      total = Math.max(await estimated, EXACT_COUNT_LIMIT + 1, offset + rows.length);
     }
     const user = viewer.kind === 'user';
     const items = rows.map(
@@ -378,7 +384,7 @@ class HistoryReader {
       branches.map((w) => sql`(SELECT ${cols} FROM generations WHERE ${w} ORDER BY ${orderBy(o.sortBy, o.sortOrder)} LIMIT ${offset + o.limit})`),
       ' UNION ALL ',
     );
-    return this.db.$queryRaw<PageRow[]>`
+    return this.db.$queryRaw<PageRow[]>`${CACHED}
       SELECT g.id, g.model, g.model_display_name, g.request_type, g.provider, g.status::text AS status, g.client_cost::text AS cost,
         g.usage, g.generation_time_ms, g.created_at, g.api_key_id, k.name AS api_key_name, k.label AS api_key_label
       FROM (${inner}) g LEFT JOIN api_keys k ON k.id = g.api_key_id

@@ -63,6 +63,8 @@ export async function startPgBouncer(dir: string, upstreamUrl: string, opts: { p
   const url = new URL(upstreamUrl);
   url.port = String(port);
   url.hostname = '127.0.0.1';
+  // Transaction pooling before PgBouncer 1.21 keeps no named statements: every query is planned anew (shared/db/client.ts).
+  url.searchParams.set('pgbouncer', 'true');
   let last: Error | undefined;
   const answers = async () => {
     const c = new Client({ connectionString: url.toString() });
