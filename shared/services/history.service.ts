@@ -190,8 +190,7 @@ interface PageRow {
 }
 
 const sql = Prisma.sql;
-/** Listings are planned once per connection (shared/db/client.ts CACHED_PLAN): their planning cost more than their run. */
-const CACHED = Prisma.raw(CACHED_PLAN);
+const CACHED = Prisma.raw(CACHED_PLAN); // listings are planned once per connection: planning cost more than running
 
 function orderBy(sortBy: HistorySortField, order: 'asc' | 'desc', alias = ''): Prisma.Sql {
   const p = alias ? `${alias}.` : '';
@@ -256,13 +255,9 @@ class HistoryReader {
     const empty = (): HistoryPage => ({ items: [], meta: { page: o.page, limit: o.limit, total: 0, totalPages: 0 }, totalIsEstimate: false });
     if (branches.length === 0) return empty();
 
-    const matches = Prisma.join(
-      branches.map((w) => sql`SELECT 1 FROM generations WHERE ${w}`),
-      ' UNION ALL ',
-    );
+    const matches = Prisma.join(branches.map((w) => sql`SELECT 1 FROM generations WHERE ${w}`), ' UNION ALL ');
     const count = async () => (await this.db.$queryRaw<Array<{ n: number }>>`${CACHED} SELECT count(*)::int AS n FROM (${matches} LIMIT ${EXACT_COUNT_LIMIT + 1}) c`)[0].n;
-    // The planner's estimate, the total once the exact count passes EXACT_COUNT_LIMIT: asked beside the count, not after
-    // it (a large scope's listing waits for one round trip less; a small one's estimate is not read).
+    // The total past EXACT_COUNT_LIMIT, asked beside the count (a round trip less for a large scope; a small one drops it).
     const estimated = this.estimate(matches);
     estimated.catch(() => undefined);
     let counted: number;
