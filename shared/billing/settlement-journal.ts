@@ -75,6 +75,8 @@ type JournalScripts = Record<'switchyardPromise' | 'switchyardCancelFence' | 'sw
 /** How long a read waits for an organization's promised settlements before it answers anyway. */
 export const SETTLE_WAIT_MS = 5_000;
 const POLL_MS = 2;
+/** A wait not over by then asks PostgreSQL (`stillRunning`) whether it is there at all: while it is away nothing commits. */
+const PROBE_AFTER_MS = 50;
 
 /**
  * Settlements promised but not yet committed, per organization, in Redis (the queues' store: what holds the job
@@ -249,7 +251,8 @@ export class SettlementJournal {
   /**
    * Waits until the settlements promised to the organization when called (or just `generationIds` of them) are
    * committed, at most `timeoutMs`. True when there was something to wait for. A Redis failure waits for nothing:
-   * the read then answers from the database as it stands.
+   * the read then answers from the database as it stands. Nor does a PostgreSQL that is away (`stillRunning` fails,
+   * asked once the wait is PROBE_AFTER_MS old): no promise can be kept then, and the read goes on to its 503 at once.
    */
   async waitSettled(organizationId: string, opts: { generationIds?: string[]; timeoutMs?: number } = {}): Promise<boolean> {
     const key = this.key(organizationId);
@@ -257,12 +260,16 @@ export class SettlementJournal {
       let ids = opts.generationIds ?? (await this.redis.hkeys(key));
       if (opts.generationIds) ids = pending(ids, await this.redis.hmget(key, ...ids));
       if (!ids.length) return false;
-      const deadline = Date.now() + (opts.timeoutMs ?? SETTLE_WAIT_MS);
-      while (ids.length && Date.now() < deadline) {
+      const start = Date.now();
+      const deadline = start + (opts.timeoutMs ?? SETTLE_WAIT_MS);
+      let probe: Promise<unknown> | undefined;
+      let away = false;
+      while (ids.length && Date.now() < deadline && !away) {
         await new Promise((r) => setTimeout(r, POLL_MS));
         ids = pending(ids, await this.redis.hmget(key, ...ids));
+        if (!probe && ids.length && this.stillRunning && Date.now() - start >= PROBE_AFTER_MS) probe = this.stillRunning(ids).catch(() => (away = true));
       }
-      if (ids.length && this.stillRunning) {
+      if (ids.length && !away && this.stillRunning) {
         const running = await this.stillRunning(ids);
         const spent = ids.filter((id) => !running.has(id));
         if (spent.length) await this.redis.hdel(key, ...spent);

@@ -4,7 +4,7 @@ import type { NewGeneration } from '../../shared/services/generation.service';
 import { closeRowOf } from '../../shared/billing/ledger';
 import { endGeneration } from '../../shared/billing/ending';
 import { claimedRuns } from '../../workers/services/drawn-jobs';
-import { CANCEL_FENCE_MS, PromiseRefused } from '../../shared/billing/settlement-journal';
+import { CANCEL_FENCE_MS, PromiseRefused, SettlementJournal } from '../../shared/billing/settlement-journal';
 import type { GenerationEvent } from '../../shared/queue/generation-bus';
 import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';
 import { QUEUES } from '../../shared/queue/queue-names';
@@ -384,6 +384,22 @@ describe('promised settlements are kept by whoever comes next', () => {
     expect(await s.ctx.settlements.waitSettled(org.organizationId, { timeoutMs: 30 })).toBe(true);
     expect(await s.ctx.settlements.read(org.organizationId, id)).toBeNull();
     expect(await s.ctx.settlements.waitSettled(org.organizationId)).toBe(false);
+  });
+
+  it('a wait for promises while PostgreSQL is away ends as soon as PostgreSQL is found away (the read then answers 503)', async () => {
+    const id = await promised();
+    const asked: string[][] = [];
+    const away = new SettlementJournal(s.ctx.redis, s.ctx.config.queuePrefix, async (ids) => {
+      asked.push(ids);
+      throw new Error('connect ECONNREFUSED 127.0.0.1:5432');
+    });
+    // Were it to wait the whole time, the test would time out.
+    expect(await away.waitSettled(org.organizationId, { timeoutMs: 10 * 60_000 })).toBe(true);
+    expect(asked).toEqual([[id]]);
+    // The promise stands, for whoever keeps it once PostgreSQL is back.
+    expect(await s.ctx.settlements.read(org.organizationId, id)).not.toBeNull();
+    await s.ctx.ledger.close(closeRowOf(id, { status: 'completed', cost: '0.25' }));
+    await s.ctx.settlements.kept(org.organizationId, id);
   });
 
   // Nothing answered within SYNC_WAIT_MS and the cancel cannot commit (the organization's row held, as by a PostgreSQL
