@@ -8,6 +8,7 @@ import type { Config } from '../shared/config/env';
 import type { Db } from '../shared/db/client';
 import type { Pool } from 'pg';
 import type { Catalog } from '../shared/catalog/catalog.types';
+import { modelDisplayName } from '../shared/catalog/catalog-index';
 import type { Logger } from '../shared/logger';
 import { AccountsService } from '../shared/services/accounts.service';
 import { KeyInfoService } from '../shared/services/key-info.service';
@@ -233,7 +234,7 @@ export function buildContext(deps: AppDeps): AppContext {
     metrics,
     tracing,
     files,
-    history: new HistoryService(deps.db, deps.readDb, replicaFailed),
+    history: new HistoryService(deps.db, { replica: deps.readDb, onReplicaError: replicaFailed, modelName: (id) => modelDisplayName(deps.catalog, id) }),
     batchFiles,
     batches: new BatchesService({ db: deps.db, files: batchFiles, queue: queues.batches, logger: deps.logger, clock }),
     batchDriver,

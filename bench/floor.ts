@@ -106,7 +106,6 @@ async function main(): Promise<void> {
         ...owner,
         model: modelId,
         unifiedModelId: modelId,
-        modelDisplayName: model.displayName,
         requestType: 'chat',
         apiType: 'chat_completions',
         responseMode: 'sync',

@@ -119,7 +119,6 @@ const openRow = () => ({
   minimum: '0.1',
   model: 'bench/mini',
   unified_model_id: 'bench/mini',
-  model_display_name: 'Bench mini',
   request_type: 'chat',
   api_type: 'responses',
   response_mode: 'sync',

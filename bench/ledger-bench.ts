@@ -49,9 +49,9 @@ async function seed(c: Client): Promise<void> {
   );
   // A table in steady state: past generations with their settled reservations and ledger entries, analyzed as
   // autovacuum leaves it, so the plans are those of a live database and not of empty tables.
-  await c.query(`INSERT INTO generations (id, organization_id, api_key_id, user_id, model, unified_model_id, model_display_name,
+  await c.query(`INSERT INTO generations (id, organization_id, api_key_id, user_id, model,
       request_type, api_type, response_mode, status, request, client_cost, reserved_amount, completed_at)
-    SELECT 'gen_past_' || i, $1, $2, $3, 'bench/mini', 'bench/mini', 'Bench mini', 'chat', 'chat_completions', 'sync',
+    SELECT 'gen_past_' || i, $1, $2, $3, 'bench/mini', 'chat', 'chat_completions', 'sync',
       'completed', '{}', 0.0001, 0.5, now() FROM generate_series(1, $4::int) i`, [ORG, KEY, USER, PAST]);
   await c.query(`INSERT INTO reservations (generation_id, organization_id, api_key_id, user_id, amount, charged, uncollected, status, settled_at)
     SELECT 'gen_past_' || i, $1, $2, $3, 0.5, 0.0001, 0, 'charged', now() FROM generate_series(1, $4::int) i`, [ORG, KEY, USER, PAST]);
@@ -72,7 +72,6 @@ const openRow = () => ({
   minimum: '0.1',
   model: 'bench/mini',
   unified_model_id: 'bench/mini',
-  model_display_name: 'Bench mini',
   request_type: 'chat',
   api_type: 'chat_completions',
   response_mode: 'sync',

@@ -26,8 +26,7 @@ async function main(): Promise<void> {
   await pool.query(`INSERT INTO organizations (id, name, balance, callback_secret) VALUES ($1, 'bench', 1000000, 'x')`, [org]);
   const ledger = new Ledger(db, () => new Date(), { pool });
   const row = (id: string): OpenRow => ({
-    id, organization_id: org, bound: '0.001', minimum: '0.001', model: 'm', unified_model_id: 'm', model_display_name: 'M',
-    request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync',
+    id, organization_id: org, bound: '0.001', minimum: '0.001', model: 'm', unified_model_id: 'm',     request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync',
   });
   const took: number[] = [];
   let prev = 'gen_lc_0';

@@ -25,7 +25,7 @@ ORG=$(DATABASE_URL=$DB_URL node bin/switchyard.js org create --name pg-costs --b
 KEY_ID=$(DATABASE_URL=$DB_URL node bin/switchyard.js key create --org "$ORG" --json | node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).id')
 psql "$DB_URL" -qc 'CREATE TABLE pg_costs_rows (id bigserial PRIMARY KEY, v int)'
 
-OPEN="SELECT * FROM sy_ledger_batch(('[{\"id\":\"pgc_' || :n || '_' || :client_id || '\",\"organization_id\":\"$ORG\",\"api_key_id\":\"$KEY_ID\",\"bound\":\"0.001\",\"minimum\":\"0.001\",\"model\":\"bench/mini\",\"unified_model_id\":\"bench/mini\",\"model_display_name\":\"B\",\"request_type\":\"chat\",\"api_type\":\"chat_completions\",\"response_mode\":\"sync\",\"request\":{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}}]')::jsonb, '[]'::jsonb, now());"
+OPEN="SELECT * FROM sy_ledger_batch(('[{\"id\":\"pgc_' || :n || '_' || :client_id || '\",\"organization_id\":\"$ORG\",\"api_key_id\":\"$KEY_ID\",\"bound\":\"0.001\",\"minimum\":\"0.001\",\"model\":\"bench/mini\",\"unified_model_id\":\"bench/mini\",\"request_type\":\"chat\",\"api_type\":\"chat_completions\",\"response_mode\":\"sync\",\"request\":{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}}]')::jsonb, '[]'::jsonb, now());"
 echo 'SELECT 1;' >"$WORK/round-trip.sql"
 echo 'INSERT INTO pg_costs_rows (v) VALUES (1);' >"$WORK/insert.sql"
 printf '\\set n random(1, 1000000000)\n%s\n' "$OPEN" >"$WORK/open.sql"
@@ -60,8 +60,7 @@ DECLARE i int; t0 timestamptz; spent interval := '0'; o jsonb; prev text;
 BEGIN
   FOR i IN 1..n LOOP
     o := jsonb_build_object('id', 'pgp_' || i, 'organization_id', '$ORG', 'api_key_id', '$KEY_ID', 'bound', '0.001',
-      'minimum', '0.001', 'model', 'bench/mini', 'unified_model_id', 'bench/mini', 'model_display_name', 'B',
-      'request_type', 'chat', 'api_type', 'chat_completions', 'response_mode', 'sync', 'request', '{"messages":[]}'::jsonb);
+      'minimum', '0.001', 'model', 'bench/mini', 'unified_model_id', 'bench/mini',       'request_type', 'chat', 'api_type', 'chat_completions', 'response_mode', 'sync', 'request', '{"messages":[]}'::jsonb);
     t0 := clock_timestamp();
     PERFORM * FROM sy_ledger_batch(jsonb_build_array(o), CASE WHEN prev IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(
       jsonb_build_object('id', prev, 'cost', '0.0004', 'status', 'completed', 'result', '{"text":"hi"}'::jsonb,

@@ -9,7 +9,7 @@ import type { Submission } from './generation-order';
 import { TERMINAL_EVENTS, type ResponseStreamLog } from './response-stream-log';
 import { finishedStatus, hasEnded, publicError, responseObjectOf, storedRequest, unix, usageOf, withPublicIds } from './stored-responses';
 import type { StoredError } from '../../shared/errors/app-error';
-import { generationById } from '../../shared/db/generation-reads';
+import { askedModel, generationById } from '../../shared/db/generation-reads';
 
 /** How often a reader looks for new events, and how long it waits for a response that never ends. */
 const POLL_MS = 50;
@@ -95,7 +95,7 @@ export class BackgroundStreams {
   /** The stream base of a stored response, as its creating request built it. */
   static base(g: Generation): ResponsesStreamBase {
     const body = storedRequest(g).body;
-    return { id: g.id, createdAt: unix(g.createdAt), model: g.unifiedModelId, request: body };
+    return { id: g.id, createdAt: unix(g.createdAt), model: askedModel(g), request: body };
   }
 
   /** Serves the events after `after` of a background response until its final event (or the client leaves). */

@@ -75,7 +75,6 @@ export class GenerationGateway {
         userId: owner.userId,
         model: o.model ?? o.primary.id,
         unifiedModelId: o.primary.id,
-        modelDisplayName: o.primary.displayName,
         requestType: o.requestType,
         apiType: o.apiType,
         responseMode: o.mode,

@@ -1,6 +1,7 @@
 import { newId } from '../../shared/ids';
 import { maxBound } from '../../shared/billing/pricing';
 import { endpointBySlug } from '../../shared/catalog/catalog-index';
+import { askedModel } from '../../shared/db/generation-reads';
 import type { Catalog, EndpointConfig, ModelConfig } from '../../shared/catalog/catalog.types';
 import { assertModelAllowed } from '../../shared/auth/principal';
 import { AppError } from '../../shared/errors/app-error';
@@ -38,7 +39,7 @@ export class MediaOperationsService {
     const resolved = sourceSlug ? endpointBySlug(this.d.catalog, sourceSlug) : undefined;
     const offered = resolved?.endpoint.operations ?? [];
     if (!offered.includes(body.operation)) {
-      throw AppError.validation([{ path: '/operation', message: `${body.operation} is not available for ${source.unifiedModelId}; it offers ${offered.length ? offered.join(', ') : 'no operations'}` }]);
+      throw AppError.validation([{ path: '/operation', message: `${body.operation} is not available for ${askedModel(source)}; it offers ${offered.length ? offered.join(', ') : 'no operations'}` }]);
     }
     // Rule 4: while the source is being prepared the reply is the source itself, `processing`, uncharged.
     if (RUNNING.has(source.status)) return { status: 202, body: mediaRecord(source, { status: 'processing' }), headers: this.d.records.hint(source) };

@@ -50,6 +50,11 @@ export function catalogModelId(catalog: Catalog, id: string): { id: string } | {
   return named.length === 1 ? { id: named[0] } : { candidates: named };
 }
 
+/** A catalog model's display name (a history listing's `modelDisplayName`); the id itself once the catalog has it no more. */
+export function modelDisplayName(catalog: Catalog, id: string): string {
+  return (Object.hasOwn(catalog.models, id) && catalog.models[id]!.displayName) || id;
+}
+
 /**
  * Processing tiers (OpenAI's `service_tier`: https://platform.openai.com/docs/api-reference/chat/create#service_tier):
  * what a request asks for, whether an endpoint sells it, and at what price. Routing sends a tier only to an endpoint

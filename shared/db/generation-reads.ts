@@ -10,6 +10,14 @@ import type { Db } from './client';
 const BEFORE_MS = 24 * 3600_000;
 const AFTER_MS = 7 * 24 * 3600_000;
 
+/**
+ * The catalog model a generation asked for: `unified_model_id`, stored only when it differs from `model` (the model
+ * the record shows; prisma/migrations/20261209000000_model_names_once).
+ */
+export function askedModel(g: { model: string; unifiedModelId: string | null }): string {
+  return g.unifiedModelId ?? g.model;
+}
+
 /** The filter a lookup of `id` reads only one or two months with. */
 export interface GenerationKey {
   id: string;

@@ -17,7 +17,6 @@ export interface NewGeneration {
   userId: string | null;
   model: string;
   unifiedModelId: string;
-  modelDisplayName: string;
   requestType: RequestType;
   apiType: ApiType;
   responseMode: ResponseMode;
@@ -154,7 +153,6 @@ function openRowOf(g: NewGeneration): OpenRow {
     minimum: toStorage(g.minimum ?? g.bound),
     model: g.model,
     unified_model_id: g.unifiedModelId,
-    model_display_name: g.modelDisplayName,
     request_type: g.requestType,
     api_type: g.apiType,
     response_mode: g.responseMode,

@@ -5,7 +5,7 @@ import { moneyString } from '../money';
 import { storedTokenCounts } from '../formats/format-utils';
 import { RUNNING_STATUSES } from './generation.service';
 import type { HistoryQuery, HistoryRequestType, HistorySortField, HistoryStatusFilter } from '../schemas/history.schema';
-import { generationById } from '../db/generation-reads';
+import { askedModel, generationById } from '../db/generation-reads';
 import { ReadRouting } from '../db/read-routing';
 import { generationMonths } from '../db/partitions';
 
@@ -176,7 +176,7 @@ export function apiKeyShort(label: string | null): string | null {
 interface PageRow {
   id: string;
   model: string;
-  model_display_name: string;
+  asked_model: string;
   request_type: string;
   provider: string | null;
   status: GenerationStatus;
@@ -211,10 +211,11 @@ function orderBy(sortBy: HistorySortField, order: 'asc' | 'desc', alias = ''): P
 export class HistoryService {
   private readonly reads: ReadRouting<HistoryReader>;
 
-  /** `replica`: DATABASE_READ_URL's; a listing or a record it cannot give is read from `db`, the primary. */
-  constructor(db: Db, replica?: Db, onReplicaError?: (err: unknown) => void, clock: () => Date = () => new Date()) {
+  /** `replica`: DATABASE_READ_URL's (what it cannot give is read from `db`); `modelName`: a catalog model's display name. */
+  constructor(db: Db, o: { replica?: Db; onReplicaError?: (err: unknown) => void; clock?: () => Date; modelName?: (id: string) => string } = {}) {
     const missing = (e: unknown) => e instanceof AppError && e.code === 'NOT_FOUND';
-    this.reads = new ReadRouting(new HistoryReader(db, clock), replica && new HistoryReader(replica, clock), onReplicaError, missing);
+    const reader = (d: Db) => new HistoryReader(d, o.clock ?? (() => new Date()), o.modelName ?? ((id) => id));
+    this.reads = new ReadRouting(reader(db), o.replica && reader(o.replica), o.onReplicaError, missing);
   }
 
   list(viewer: HistoryViewer, o: HistoryListOptions): Promise<HistoryPage> {
@@ -235,6 +236,7 @@ class HistoryReader {
   constructor(
     private readonly db: Db,
     private readonly clock: () => Date,
+    private readonly modelName: (id: string) => string,
   ) {}
 
   private span(): Promise<{ from: Date; before: Date } | undefined> {
@@ -280,7 +282,7 @@ class HistoryReader {
       (r): HistoryItem => ({
         id: r.id,
         model: r.model,
-        modelDisplayName: r.model_display_name,
+        modelDisplayName: this.modelName(r.asked_model),
         requestType: r.request_type,
         provider: r.provider,
         status: publicStatus(r.status),
@@ -303,7 +305,7 @@ class HistoryReader {
       id: g.id,
       organizationId: g.organizationId,
       apiKeyId: g.apiKeyId,
-      unifiedModelId: g.unifiedModelId,
+      unifiedModelId: askedModel(g),
       requestType: g.requestType,
       apiType: g.apiType,
       responseMode: g.responseMode,
@@ -373,14 +375,14 @@ class HistoryReader {
 
   private page(branches: Prisma.Sql[], o: HistoryListOptions, offset: number): Promise<PageRow[]> {
     const cols = Prisma.raw(
-      'id, model, model_display_name, request_type, provider, status, client_cost, usage, generation_time_ms, created_at, api_key_id',
+      'id, model, unified_model_id, request_type, provider, status, client_cost, usage, generation_time_ms, created_at, api_key_id',
     );
     const inner = Prisma.join(
       branches.map((w) => sql`(SELECT ${cols} FROM generations WHERE ${w} ORDER BY ${orderBy(o.sortBy, o.sortOrder)} LIMIT ${offset + o.limit})`),
       ' UNION ALL ',
     );
     return this.db.$queryRaw<PageRow[]>`${CACHED}
-      SELECT g.id, g.model, g.model_display_name, g.request_type, g.provider, g.status::text AS status, g.client_cost::text AS cost,
+      SELECT g.id, g.model, COALESCE(g.unified_model_id, g.model) AS asked_model, g.request_type, g.provider, g.status::text AS status, g.client_cost::text AS cost,
         g.usage, g.generation_time_ms, g.created_at, g.api_key_id, k.name AS api_key_name, k.label AS api_key_label
       FROM (${inner}) g LEFT JOIN api_keys k ON k.id = g.api_key_id
       ORDER BY ${orderBy(o.sortBy, o.sortOrder, 'g')}

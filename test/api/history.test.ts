@@ -2,6 +2,7 @@ import request from 'supertest';
 import { createTestApp, type TestApp } from '../helpers/test-app';
 import { seedKey, seedOrg } from '../helpers/fixtures';
 import type { Prisma } from '../../shared/db/generated/client';
+import type { Catalog } from '../../shared/catalog/catalog.types';
 import { ajv } from '../../shared/schemas/ajv';
 import { historyDetailSchema, historyPageSchema } from '../../shared/schemas/history.schema';
 
@@ -28,7 +29,6 @@ function gen(id: string, minutes: number, over: Partial<Prisma.GenerationCreateM
     organizationId: org.organizationId,
     model: 'openai/gpt-4.1-mini',
     unifiedModelId: 'openai/gpt-4.1-mini',
-    modelDisplayName: 'GPT-4.1 mini',
     requestType: 'chat',
     apiType: 'responses',
     responseMode: 'sync',
@@ -40,7 +40,9 @@ function gen(id: string, minutes: number, over: Partial<Prisma.GenerationCreateM
 }
 
 beforeAll(async () => {
-  h = await createTestApp({ deps: { authCacheMs: 0 } });
+  // A catalog with the model the rows name: a listing shows its display name.
+  const catalog = { providers: {}, models: { 'openai/gpt-4.1-mini': { displayName: 'GPT-4.1 mini', type: 'chat', endpoints: [] } } } as unknown as Catalog;
+  h = await createTestApp({ catalog, deps: { authCacheMs: 0 } });
   org = await seedOrg(h.t.db);
   other = await seedOrg(h.t.db);
   admin = await org.accounts.createUser({ organizationId: org.organizationId, email: 'admin@acme.test', role: 'admin' });
@@ -80,10 +82,12 @@ beforeAll(async () => {
       }),
       gen('gen_04', 4, { apiKeyId: ownerKey.id, userId: owner, requestType: 'video', apiType: 'media', responseMode: 'async', status: 'processing' }),
       gen('gen_05', 5, { apiKeyId: ownerKey.id, userId: owner, requestType: 'audio', apiType: 'media', status: 'cancelled', isCancelled: true }),
-      gen('gen_06', 6, { apiKeyId: memberKey.id, userId: member.userId, clientCost: '3', provider: 'acme', usage: { inputTokens: 100, outputTokens: 50 } }),
+      // Recorded as the service records it: the model asked for not stored again when it is the model shown.
+      gen('gen_06', 6, { apiKeyId: memberKey.id, userId: member.userId, unifiedModelId: null, clientCost: '3', provider: 'acme', usage: { inputTokens: 100, outputTokens: 50 } }),
       gen('gen_07', 7, { apiKeyId: null, userId: member.userId, status: 'pending' }),
       gen('gen_08', 8, { apiKeyId: null, userId: owner, requestType: 'upscale', apiType: 'media', clientCost: '2', usage: { durationSeconds: 4 } }),
-      gen('gen_09', 9, { apiKeyId: member2Key.id, userId: member2.userId, requestType: 'image', apiType: 'images', clientCost: '0.1' }),
+      // A model the catalog has no more (and a fallback's model shown): the display name is the asked model's id.
+      gen('gen_09', 9, { apiKeyId: member2Key.id, userId: member2.userId, model: 'acme/painter-2', unifiedModelId: 'acme/painter-1', requestType: 'image', apiType: 'images', clientCost: '0.1' }),
       gen('gen_x1', 10, { organizationId: other.organizationId, apiKeyId: otherKey.id, clientCost: '9' }),
     ],
   });
@@ -147,6 +151,16 @@ describe('GET /v1/history/generations: visibility', () => {
         'id', 'model', 'modelDisplayName', 'requestType', 'provider', 'status', 'cost', 'usage', 'generationTimeMs', 'createdAt', 'apiKeyName', 'apiKeyShort',
       ]);
     }
+  });
+
+  it('names each model once: the display name of the model asked for from the catalog (its id once the catalog has it no more)', async () => {
+    const items = (await list(org.ownerToken)).body.items as Array<{ id: string; model: string; modelDisplayName: string }>;
+    const names = Object.fromEntries(items.map((i) => [i.id, [i.model, i.modelDisplayName]]));
+    expect(names.gen_06).toEqual(['openai/gpt-4.1-mini', 'GPT-4.1 mini']);
+    expect(names.gen_01).toEqual(['openai/gpt-4.1-mini', 'GPT-4.1 mini']);
+    expect(names.gen_09).toEqual(['acme/painter-2', 'acme/painter-1']);
+    const detail = async (id: string) => (await request(h.app).get(`/v1/history/generations/${id}`).set(bearer(org.ownerToken))).body.unifiedModelId as string;
+    expect([await detail('gen_06'), await detail('gen_09')]).toEqual(['openai/gpt-4.1-mini', 'acme/painter-1']);
   });
 
   it('a member sees the generations of its own keys and its own key-less ones only', async () => {
@@ -300,9 +314,9 @@ describe('GET /v1/history/generations: filters, sorting, paging', () => {
     const big = await seedOrg(h.t.db);
     const k = await seedKey(big.accounts, big.organizationId);
     await h.t.db.$executeRaw`
-      INSERT INTO generations (id, organization_id, api_key_id, model, unified_model_id, model_display_name, request_type, api_type,
+      INSERT INTO generations (id, organization_id, api_key_id, model, request_type, api_type,
         response_mode, status, request, client_cost, created_at)
-      SELECT 'gen_big_' || i, ${big.organizationId}, ${k.id}, 'm', 'm', 'M', 'chat', 'responses', 'sync', 'completed', '{}'::jsonb,
+      SELECT 'gen_big_' || i, ${big.organizationId}, ${k.id}, 'm', 'chat', 'responses', 'sync', 'completed', '{}'::jsonb,
         (i % 100)::numeric / 10, ${new Date(T0)}::timestamptz + i * interval '1 second'
       FROM generate_series(1, 10050) i`;
     await h.t.db.$executeRawUnsafe('ANALYZE generations');

@@ -235,7 +235,6 @@ describe('promised settlements are kept by whoever comes next', () => {
     userId: null,
     model: 'openai/gpt-4.1-mini',
     unifiedModelId: 'openai/gpt-4.1-mini',
-    modelDisplayName: 'GPT',
     requestType: 'chat',
     apiType: 'chat_completions',
     responseMode: 'sync',

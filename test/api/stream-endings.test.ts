@@ -168,7 +168,7 @@ describe('a checkpoint is kept by whoever ends the stream', () => {
   /** A running stream's generation, and the checkpoint its (gone) run wrote: 0.25 RUB for what reached its client. */
   async function checkpointed(org: StackOrg): Promise<string> {
     const id = `gen_checkpoint_${++n}_${Date.now()}`;
-    await s.ctx.generations.create({ id, organizationId: org.organizationId, apiKeyId: null, userId: null, model: STACK_MODELS.chat, unifiedModelId: STACK_MODELS.chat, modelDisplayName: 'GPT', requestType: 'chat', apiType: 'responses', responseMode: 'stream', request: {}, bound: '1' });
+    await s.ctx.generations.create({ id, organizationId: org.organizationId, apiKeyId: null, userId: null, model: STACK_MODELS.chat, unifiedModelId: STACK_MODELS.chat, requestType: 'chat', apiType: 'responses', responseMode: 'stream', request: {}, bound: '1' });
     const error = { code: 'SERVICE_UNAVAILABLE', message: 'The process streaming this answer stopped' };
     const payload = { cost: '0.25', result: { output: [{ type: 'message', content: [{ type: 'output_text', text: 'x'.repeat(5_000) }] }], usage: { inputTokens: 10, outputTokens: 1_250 } } };
     const row = closeRowOf(id, { status: 'failed', cost: '0.25', error, result: payload, usage: payload.result.usage });

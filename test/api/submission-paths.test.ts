@@ -137,7 +137,6 @@ describe('a job drawn from a lease, run outside the run its process claimed it f
     userId: null,
     model: CHAT,
     unifiedModelId: CHAT,
-    modelDisplayName: 'GPT',
     requestType: 'chat',
     apiType: 'chat_completions',
     responseMode: 'sync',

@@ -19,7 +19,6 @@ const gen = (organizationId: string, over: Partial<NewGeneration> = {}): NewGene
   userId: null,
   model: 'm',
   unifiedModelId: 'm',
-  modelDisplayName: 'M',
   requestType: 'chat',
   apiType: 'responses',
   responseMode: 'sync',

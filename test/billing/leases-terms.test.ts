@@ -111,7 +111,7 @@ describe('a lease revoked by another process (the ledger, real PostgreSQL)', () 
     const draw = () => waitUntil(async () => desk.draw(owner, bound) ?? undefined);
     const row = (id: string, lease: string): DrawnRow => ({
       id, lease, organization_id: organizationId, api_key_id: key.id, user_id: null, bound: bound.toFixed(10), minimum: bound.toFixed(10),
-      model: 'm', unified_model_id: 'm', model_display_name: 'M', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync',
+      model: 'm', unified_model_id: 'm', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync',
     });
     try {
       // Two requests granted in memory from the lease; their records are still to commit when the key's limit is

@@ -304,7 +304,7 @@ describe('leases of two processes racing for one balance (the ledger, real Postg
   const settings: LeaseSettings = { requests: 4, headroom: 2, idleMs: 150, ttlMs: 5_000, maxAgeMs: 600 };
   const row = (organizationId: string, apiKeyId: string, id: string, bound: Decimal): OpenRow => ({
     id, organization_id: organizationId, api_key_id: apiKeyId, user_id: null, bound: bound.toFixed(10), minimum: bound.toFixed(10),
-    model: 'm', unified_model_id: 'm', model_display_name: 'M', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync',
+    model: 'm', unified_model_id: 'm', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync',
   });
 
   it('never spends more than the balance or the key limit, charges every answered request, and leaves nothing reserved', async () => {

@@ -27,7 +27,6 @@ const openRow = (organizationId: string, id: string, apiKeyId?: string): OpenRow
   minimum: '1',
   model: 'm',
   unified_model_id: 'm',
-  model_display_name: 'M',
   request_type: 'chat',
   api_type: 'chat_completions',
   response_mode: 'sync',

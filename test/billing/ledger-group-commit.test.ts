@@ -112,7 +112,7 @@ describe('sy_ledger_group', () => {
       const closedNow = new Set(closes.map((c) => c.n));
       const openRow = (a: Account, prefix: string, o: OpenItem) => ({
         id: id(prefix, o.n), organization_id: a.organizationId, api_key_id: o.key && a[o.key], user_id: o.key ? a.userId : null,
-        bound: o.bound, minimum: o.minimum, model: 'm', unified_model_id: 'm', model_display_name: 'M', request_type: 'chat',
+        bound: o.bound, minimum: o.minimum, model: 'm', unified_model_id: 'm', request_type: 'chat',
         api_type: 'chat_completions', response_mode: 'sync', request: {},
       });
       const closeRow = (prefix: string, c: CloseItem) => ({ id: id(prefix, c.n), status: 'completed', ...(c.cost === null ? {} : { cost: c.cost }) });
@@ -159,7 +159,7 @@ describe('sy_ledger_group', () => {
 
   it('shrinks and then refuses the later opens of one group once the balance runs out, in generation id order', async () => {
     const a = await account('2.5');
-    const opens = ['g1', 'g2', 'g3', 'g4'].map((id) => ({ id: `${a.organizationId}_${id}`, organization_id: a.organizationId, bound: '1', minimum: '0.4', model: 'm', unified_model_id: 'm', model_display_name: 'M', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync' }));
+    const opens = ['g1', 'g2', 'g3', 'g4'].map((id) => ({ id: `${a.organizationId}_${id}`, organization_id: a.organizationId, bound: '1', minimum: '0.4', model: 'm', unified_model_id: 'm', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync' }));
     const rows = (await t.pool.query(`SELECT id, granted::text, reason FROM sy_ledger_group($1::jsonb, '[]', $2)`, [JSON.stringify([...opens].reverse()), NOW])).rows;
     expect(rows.map((r) => [r.id.slice(-2), Number(r.granted), r.reason])).toEqual([
       ['g1', 1, null],
@@ -173,7 +173,7 @@ describe('sy_ledger_group', () => {
 
   it('applies the closes first: money a close frees is there for the opens of the same group', async () => {
     const a = await account('1');
-    const base = { organization_id: a.organizationId, model: 'm', unified_model_id: 'm', model_display_name: 'M', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync' };
+    const base = { organization_id: a.organizationId, model: 'm', unified_model_id: 'm', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync' };
     await t.pool.query(`SELECT * FROM sy_ledger_group($1::jsonb, '[]', $2)`, [JSON.stringify([{ ...base, id: `${a.organizationId}_old`, bound: '1', minimum: '1' }]), NOW]);
     const rows = (
       await t.pool.query(`SELECT kind, id, granted::text, reason, outcome, charged::text, applied FROM sy_ledger_group($1::jsonb, $2::jsonb, $3)`, [
@@ -192,7 +192,7 @@ describe('sy_ledger_group', () => {
 
   it('keeps the money rules in one body: sy_reserve, sy_settle and every group run sy_ledger_apply, and no other function moves money', async () => {
     const a = await account('5');
-    const base = { model: 'm', unified_model_id: 'm', model_display_name: 'M', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync' };
+    const base = { model: 'm', unified_model_id: 'm', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync' };
     const open = { ...base, organization_id: a.organizationId, id: `${a.organizationId}_one`, bound: '1', minimum: '1' };
     const calls = [
       await countingApplies(`SELECT * FROM sy_reserve($1, $2, NULL, NULL, 1, 1, $3)`, [`${a.organizationId}_lease`, a.organizationId, NOW]),
@@ -215,7 +215,7 @@ describe('sy_ledger_group', () => {
   it('runs a close and an open of two organizations the set-based way (both organizations locked in id order)', async () => {
     const a = await account('5');
     const b = await account('5');
-    const base = { model: 'm', unified_model_id: 'm', model_display_name: 'M', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync' };
+    const base = { model: 'm', unified_model_id: 'm', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync' };
     await t.pool.query(`SELECT * FROM sy_ledger_group($1::jsonb, '[]', $2)`, [JSON.stringify([{ ...base, organization_id: a.organizationId, id: `${a.organizationId}_x`, bound: '1', minimum: '1' }]), NOW]);
     const { rows, applies } = await countingApplies(`SELECT kind, outcome, reason FROM sy_ledger_group($1::jsonb, $2::jsonb, $3)`, [
       JSON.stringify([{ ...base, organization_id: b.organizationId, id: `${b.organizationId}_y`, bound: '1', minimum: '1' }]),
@@ -231,7 +231,7 @@ describe('sy_ledger_group', () => {
 
   it('refuses a group that names one generation twice (the group commit never sends one)', async () => {
     const a = await account('10');
-    const open = { id: `${a.organizationId}_x`, organization_id: a.organizationId, bound: '1', minimum: '1', model: 'm', unified_model_id: 'm', model_display_name: 'M', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync' };
+    const open = { id: `${a.organizationId}_x`, organization_id: a.organizationId, bound: '1', minimum: '1', model: 'm', unified_model_id: 'm', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync' };
     await expect(t.pool.query(`SELECT * FROM sy_ledger_group($1::jsonb, $2::jsonb, $3)`, [JSON.stringify([open]), JSON.stringify([{ id: open.id, status: 'failed' }]), NOW])).rejects.toThrow(
       /appears more than once/,
     );
@@ -256,7 +256,7 @@ describe('Ledger: one group commit for opens and closes', () => {
     return { calls, ledger: new Ledger(t.db, () => NOW, { ...opts, pool: spy as unknown as typeof pool }) };
   }
   const openRow = (organizationId: string, id: string, bound = '1', minimum = bound): OpenRow => ({
-    id, organization_id: organizationId, bound, minimum, model: 'm', unified_model_id: 'm', model_display_name: 'M', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync',
+    id, organization_id: organizationId, bound, minimum, model: 'm', unified_model_id: 'm', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync',
   });
 
   it("carries one request's open and another's close in one transaction, with the right answer for each", async () => {

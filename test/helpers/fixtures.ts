@@ -52,7 +52,7 @@ export function openRow(
   return {
     id, organization_id: organizationId, api_key_id: opts.apiKeyId ?? null, user_id: opts.userId ?? null,
     bound: opts.bound, minimum: opts.minimum ?? opts.bound,
-    model: 'm', unified_model_id: 'm', model_display_name: 'M', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync',
+    model: 'm', unified_model_id: 'm', request_type: 'chat', api_type: 'chat_completions', response_mode: 'sync',
   };
 }
 

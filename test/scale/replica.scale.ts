@@ -32,8 +32,8 @@ async function record(id: string): Promise<void> {
   await c.connect();
   try {
     await c.query(
-      `INSERT INTO generations (id, organization_id, user_id, model, unified_model_id, model_display_name, request_type, api_type, response_mode, status, request, created_at, completed_at)
-       VALUES ($1, $2, $3, 'm', 'm', 'M', 'chat', 'chat_completions', 'sync', 'completed', '{}', now(), now())`,
+      `INSERT INTO generations (id, organization_id, user_id, model, request_type, api_type, response_mode, status, request, created_at, completed_at)
+       VALUES ($1, $2, $3, 'm', 'chat', 'chat_completions', 'sync', 'completed', '{}', now(), now())`,
       [id, org, (viewer as { userId: string }).userId],
     );
   } finally {
@@ -58,7 +58,7 @@ beforeAll(async () => {
   org = seeded.organizationId;
   viewer = { kind: 'user', organizationId: org, userId: seeded.ownerUserId, role: 'owner' };
   owner = { kind: 'user', organizationId: org, userId: seeded.ownerUserId, role: 'owner', rateLimitPerMinute: null };
-  history = new HistoryService(primary.db, replica, (err) => replicaErrors.push(err));
+  history = new HistoryService(primary.db, { replica, onReplicaError: (err) => replicaErrors.push(err) });
   activity = new ActivityService(primary.db, () => new Date(), replica, (err) => replicaErrors.push(err));
 }, 120_000);
 afterAll(async () => {

@@ -31,7 +31,7 @@ async function respond(apiType = 'responses'): Promise<string> {
   const id = apiType === 'responses' ? `resp_${newId('x').slice(2)}` : newId('gen');
   const opened = await ledger.open({
     id, organization_id: org.organizationId, api_key_id: null, user_id: org.ownerUserId, bound: '1', minimum: '1', model: 'm', unified_model_id: 'm',
-    model_display_name: 'M', request_type: apiType === 'images' ? 'image' : 'chat', api_type: apiType, response_mode: 'sync', request: REQUEST,
+    request_type: apiType === 'images' ? 'image' : 'chat', api_type: apiType, response_mode: 'sync', request: REQUEST,
   });
   expect('granted' in opened).toBe(true);
   const closed = await ledger.close({ id, status: 'completed', cost: '0.1', result: apiType === 'images' ? { outputs: [{ url: 'x' }] } : RESULT });

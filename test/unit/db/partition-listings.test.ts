@@ -34,8 +34,8 @@ beforeAll(async () => {
   // 30 generations a month, this month and the five before it.
   for (let m = 0; m <= MONTHS; m++) {
     await t.pool.query(
-      `INSERT INTO generations (id, organization_id, model, unified_model_id, model_display_name, request_type, api_type, response_mode, request, status, created_at, completed_at)
-       SELECT $1 || i, $2, 'm', 'm', 'M', 'text', 'chat', 'sync', '{}', 'completed', $3::timestamptz - i * interval '1 minute', $3::timestamptz
+      `INSERT INTO generations (id, organization_id, model, request_type, api_type, response_mode, request, status, created_at, completed_at)
+       SELECT $1 || i, $2, 'm', 'text', 'chat', 'sync', '{}', 'completed', $3::timestamptz - i * interval '1 minute', $3::timestamptz
          FROM generate_series(1, 30) i`,
       [`${newId('gen')}_`, organizationId, new Date(now - m * 31 * DAY_MS)],
     );
@@ -51,7 +51,7 @@ beforeAll(async () => {
       };
     },
   }) as Db;
-  history = new HistoryService(db, undefined, undefined, () => new Date(clockMs));
+  history = new HistoryService(db, { clock: () => new Date(clockMs) });
 }, 60_000);
 afterAll(() => t.drop());
 
@@ -105,8 +105,8 @@ describe('a history listing without dates', () => {
   it('while the default partition holds a row (a clock far off), the listing shows it: no span then', async () => {
     const id = newId('gen');
     await t.pool.query(
-      `INSERT INTO generations (id, organization_id, model, unified_model_id, model_display_name, request_type, api_type, response_mode, request, status, created_at)
-       VALUES ($1, $2, 'm', 'm', 'M', 'text', 'chat', 'sync', '{}', 'completed', '2031-01-01T00:00:00Z')`,
+      `INSERT INTO generations (id, organization_id, model, request_type, api_type, response_mode, request, status, created_at)
+       VALUES ($1, $2, 'm', 'text', 'chat', 'sync', '{}', 'completed', '2031-01-01T00:00:00Z')`,
       [id, viewer.organizationId],
     );
     expect(await generationMonths(t.db)).toBeUndefined();

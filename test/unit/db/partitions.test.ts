@@ -20,8 +20,8 @@ afterAll(() => t.drop());
 
 const insertGeneration = (id: string, at: Date) =>
   t.pool.query(
-    `INSERT INTO generations (id, organization_id, model, unified_model_id, model_display_name, request_type, api_type, response_mode, request, created_at)
-     VALUES ($1, $2, 'm', 'm', 'M', 'text', 'chat', 'sync', '{}', $3) ON CONFLICT ON CONSTRAINT generations_pkey DO NOTHING`,
+    `INSERT INTO generations (id, organization_id, model, request_type, api_type, response_mode, request, created_at)
+     VALUES ($1, $2, 'm', 'text', 'chat', 'sync', '{}', $3) ON CONFLICT ON CONSTRAINT generations_pkey DO NOTHING`,
     [id, org, at],
   );
 const partitionOf = async (id: string): Promise<string[]> =>
