@@ -30,16 +30,19 @@ export async function fill(url: string, ROWS: number, opts: { partitioned?: bool
     // The months the rows fall in (generations and the ledger are partitioned by month: docs/architecture.md "Partitions").
     if (opts.partitioned !== false) await c.query(`SELECT sy_partition_ensure(t, m) FROM unnest(ARRAY['generations', 'ledger_entries']) t,
       generate_series(date_trunc('month', now() - interval '91 days'), now(), interval '1 month') m`);
+    // A database as an older release left it (bench:partition-upgrade) stores the model three times (model_names_once).
+    const older = (await c.query(`SELECT 1 FROM information_schema.columns WHERE table_name = 'generations' AND column_name = 'model_display_name'`)).rowCount! > 0;
+    const names = older ? ['model, unified_model_id, model_display_name', 's.model, s.model, s.model'] : ['model', 's.model'];
     let t = performance.now();
     await c.query(
-      `INSERT INTO generations (id, organization_id, api_key_id, user_id, model, request_type,
+      `INSERT INTO generations (id, organization_id, api_key_id, user_id, ${names[0]}, request_type,
         api_type, response_mode, status, provider, final_endpoint_slug, usage, client_cost, request, attempts_count, generation_time_ms,
         latency_ms, created_at, completed_at, is_cancelled)
       SELECT 'gen_' || lpad(i::text, 10, '0'), 'org_b' || s.o,
         CASE WHEN s.ks = 0 THEN NULL ELSE 'key_b' || s.o || '_' || (s.ks % 5) END,
         CASE WHEN s.ks = 0 THEN 'usr_b' || s.o || '_' || (abs(hashint8extended(i, 4)) % 2) WHEN s.ks % 5 = 0 THEN NULL WHEN s.ks % 5 = 1 THEN 'usr_b' || s.o || '_0'
              WHEN s.ks % 5 = 4 THEN 'usr_b' || s.o || '_2' ELSE 'usr_b' || s.o || '_1' END,
-        s.model, s.rt, 'responses', 'sync', s.st::"GenerationStatus", 'acme', 'acme',
+        ${names[1]}, s.rt, 'responses', 'sync', s.st::"GenerationStatus", 'acme', 'acme',
         CASE WHEN s.st = 'completed' AND s.rt = 'chat' THEN jsonb_build_object('inputTokens', i % 1000, 'outputTokens', i % 300) END,
         CASE WHEN s.st = 'completed' THEN round((abs(hashint8extended(i, 3)) % 5000000) / 1000000.0, 10) ELSE 0 END,
         '{"input":"hello"}'::jsonb, 1, 100 + i % 5000, 50 + i % 500, s.ts,
