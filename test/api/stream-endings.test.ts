@@ -90,6 +90,9 @@ it('a client leaving a stream as its settlement fails (PostgreSQL gone): the set
   const client = await s.t.pool.connect();
   let locked = false;
   const lock = async () => {
+    // Granted from a lease, the generation's record commits while it streams: it must be in before the row is locked (a
+    // record waiting on the lock would be the backend terminated below, and there would be no generation to settle).
+    await waitUntil(async () => ((await s.t.db.generation.count({ where: { organizationId: org.organizationId } })) > 0) || undefined);
     await client.query('BEGIN');
     await client.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [org.organizationId]);
     locked = true;
