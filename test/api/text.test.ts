@@ -4,6 +4,7 @@ import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '..
 import { orgMoney as heldMoney } from '../helpers/fixtures';
 import { waitFor, waitUntil } from '../helpers/until';
 import { QUEUES } from '../../shared/queue/queue-names';
+import { askedModel } from '../../shared/db/generation-reads';
 
 const TEXT_PARAMS = ['temperature', 'top_p', 'tools', 'tool_choice', 'response_format', 'max_tokens', 'stream'];
 const chat = (provider: string, price: Record<string, number> = { prompt: 40, completion: 160 }) => ({
@@ -195,7 +196,7 @@ describe('routing constraints', () => {
     const res = await post({ model: 'duo', input: 'a' });
     expect(res.status).toBe(200);
     expect(res.body.model).toBe('acme/duo');
-    expect((await generation(res.body.id)).unifiedModelId).toBe('acme/duo');
+    expect(askedModel(await generation(res.body.id))).toBe('acme/duo');
     const inline = await post({ model: 'duo@provider=backup', input: 'a' });
     expect([inline.status, inline.body.model]).toEqual([200, 'acme/duo']);
     const fallback = await post({ models: ['none-such', 'duo'], input: 'a' });
