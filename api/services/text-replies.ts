@@ -70,8 +70,8 @@ export async function awaitText<T = TextDonePayload>(gateway: GenerationGateway,
  * - A stream that already sent content (`produced`): its worker is told to stop (its upstream call is aborted) and to
  *   charge what was produced; the deltas still in flight are relayed (`onDelta`) and its final message, carrying that
  *   cost, is returned.
- * - Anything else is cancelled, uncharged (null), unless it ended first: then its own final message (the mailbox, else
- *   `reread`). A cancel that does not commit within STOP_GRACE_MS (PostgreSQL away) is 503.
+ * - Anything else is cancelled, uncharged (null), unless it ended first: then its own ending (`reread`, else the
+ *   mailbox). A cancel that does not commit within STOP_GRACE_MS (PostgreSQL away) is 503.
  */
 export async function outwaited(
   gateway: GenerationGateway,
@@ -94,8 +94,9 @@ export async function outwaited(
   const cancelled = await Promise.race([cancel, new Promise<'late'>((r) => setTimeout(() => r('late'), STOP_GRACE_MS).unref())]);
   if (cancelled === 'late') throw new AppError('SERVICE_UNAVAILABLE', `Generation ${sub.id} could not be ended in time: repeat the request`);
   if (cancelled) return null;
-  // The worker ended it first: its own ending (and cost).
-  return (await gateway.waitFinal(sub, STOP_GRACE_MS, opts.reread)) ?? (await opts.reread?.().catch(() => null)) ?? null;
+  // The worker ended it first: its own ending (and cost), from its record, which the cancel found ended; else its final
+  // message (a record that shows no answer: failed, or `store: false`), which may have been lost with a Redis restart.
+  return (await opts.reread?.().catch(() => null)) ?? (await gateway.waitFinal(sub, STOP_GRACE_MS, opts.reread)) ?? null;
 }
 
 export interface StreamHandlers {
