@@ -11,7 +11,7 @@ import { closeRowOf } from '../../shared/billing/ledger';
 import { CHECKPOINT_MS, type PromisedSettlement } from '../../shared/billing/settlement-journal';
 import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
-import { waitUntil } from '../helpers/until';
+import { waitFor, waitUntil } from '../helpers/until';
 import { withContent } from '../../shared/db/generation-reads';
 
 const LOCK_MS = 1_000;
@@ -92,7 +92,7 @@ it('a client leaving a stream as its settlement fails (PostgreSQL gone): the set
   const lock = async () => {
     // Granted from a lease, the generation's record commits while it streams: it must be in before the row is locked (a
     // record waiting on the lock would be the backend terminated below, and there would be no generation to settle).
-    await waitUntil(async () => ((await s.t.db.generation.count({ where: { organizationId: org.organizationId } })) > 0) || undefined);
+    await waitFor('the record of the stream', async () => (await s.t.db.generation.count({ where: { organizationId: org.organizationId } })) > 0);
     await client.query('BEGIN');
     await client.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [org.organizationId]);
     locked = true;
