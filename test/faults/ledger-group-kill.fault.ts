@@ -50,6 +50,10 @@ it('14. a process SIGKILLed while its ledger group commit (opens and closes) wai
     const warm = await Promise.all(Array.from({ length: 12 }, (_, i) => ask(org, i)));
     tally.addAll(warm);
     checks.that(warm.every((r) => r.status === 200), `warm-up: ${warm.map((r) => r.status).join(',')}`);
+    // Its replies went out on promises; their closes commit after them. One still queued when the row is locked waits
+    // there too, and holds its process's group commit behind the organization instead of the gate below.
+    const endedOf = (o: typeof org) => c.db.generation.count({ where: { organizationId: o.organizationId, status: { notIn: ['pending', 'processing'] } } });
+    await waitFor('the warm-up settled', async () => (await endedOf(org)) === warm.length && (await c.conn.hlen(`${PREFIX}:settling:${org.organizationId}`)) === 0, 15_000);
 
     // Batches waiting behind `lockPid`, by the process that sent them. A waiter queued behind another one names
     // only that one in pg_blocking_pids: follow the chain to the lock, through any waiter (a lease's take or return
@@ -124,7 +128,7 @@ it('14. a process SIGKILLed while its ledger group commit (opens and closes) wai
       });
     }
     await waitFor("wave 1's settlements promised", async () => (await c.conn.hlen(`${PREFIX}:settling:${org.organizationId}`)) >= 12, 30_000);
-    const ended = await c.db.generation.count({ where: { organizationId: org.organizationId, status: { notIn: ['pending', 'processing'] } } });
+    const ended = await endedOf(org);
     checks.that(ended === warm.length, `generations of the organization ended while its row was locked: ${ended - warm.length}`);
 
     // The gate opens: each process's next group (the queued opens and closes) goes out and waits on the organization.
