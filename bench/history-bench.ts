@@ -18,7 +18,7 @@
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { migrate } from '../shared/db/migrate';
-import { createDb } from '../shared/db/client';
+import { connectDb } from '../shared/db/client';
 import { HistoryService, type HistoryListOptions } from '../shared/services/history.service';
 import { fill, scenarios } from './history-data';
 
@@ -80,8 +80,9 @@ async function main(): Promise<void> {
     await fill(url, ROWS);
   }
 
-  const db = createDb(url, { max: 4 });
-  const history = new HistoryService(db);
+  // As the service reads: through the pool under the client (shared/db/client.ts rawRows).
+  const { db, pool } = connectDb(url, { max: 4 });
+  const history = new HistoryService(db, { pool });
   const results: Array<{ name: string; p50: number; p99: number; max: number; total: number; estimated: boolean }> = [];
   try {
     for (const s of scenarios()) {

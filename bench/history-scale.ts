@@ -21,7 +21,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { migrate } from '../shared/db/migrate';
-import { createDb } from '../shared/db/client';
+import { connectDb } from '../shared/db/client';
 import { HistoryService, type HistoryListOptions } from '../shared/services/history.service';
 import { fill, scenarios } from './history-data';
 
@@ -82,8 +82,9 @@ async function sizes(c: Client) {
 }
 
 async function listings(url: string) {
-  const db = createDb(url, { max: 4 });
-  const history = new HistoryService(db);
+  // As the service reads: through the pool under the client (shared/db/client.ts rawRows).
+  const { db, pool } = connectDb(url, { max: 4 });
+  const history = new HistoryService(db, { pool });
   const out: Array<{ name: string; p50: number; p99: number }> = [];
   try {
     for (const s of scenarios()) {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Pool } from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
-import { PrismaClient } from './generated/client';
+import { PrismaClient, type Prisma } from './generated/client';
 
 export { PrismaClient };
 export type Db = PrismaClient;
@@ -47,6 +47,23 @@ export function connectDb(
   pool.on('error', () => undefined); // an idle connection dropped by the server: the pool replaces it
   const adapter = new PrismaPg(pool, { disposeExternalPool: true, ...(!behindPooler(databaseUrl) && { statementNameGenerator: statementName }) });
   return { db: new PrismaClient({ adapter }), pool };
+}
+
+/**
+ * A database as raw reads use it: the Prisma client, and the pg pool under it when the caller has one. Rows read
+ * through the pool skip the query engine's work (about 0.2 ms of CPU a query: history's listing makes three).
+ */
+export interface SqlReads {
+  db: Db;
+  pool?: Pool;
+}
+
+/** The rows of a raw query, through the pool when there is one (a CACHED_PLAN query named as connectDb names it). */
+export async function rawRows<T>(from: SqlReads, query: Prisma.Sql): Promise<T[]> {
+  if (!from.pool) return from.db.$queryRaw<T[]>(query);
+  const url = from.pool.options.connectionString;
+  const name = url && behindPooler(url) ? '' : statementName({ sql: query.text });
+  return (await from.pool.query({ text: query.text, values: query.values, ...(name && { name }) })).rows as T[];
 }
 
 /** Resolves when the database answers a query (readiness checks). */

@@ -33,6 +33,8 @@ export interface Runtime {
   pool: Pool;
   /** DATABASE_READ_URL's replica, when set: history's and activity's reads (shared/db/read-routing.ts). */
   readDb?: Db;
+  /** The pg pool under `readDb` (history's listings read through it). */
+  readPool?: Pool;
   /** Fail-fast connection (API requests, publishing). */
   redis: Redis;
   /** Patient connections: subscriber and BullMQ workers. */
@@ -90,7 +92,8 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
   const services = await resolveServices(config, logger, { writeRuntimeFile });
   const secret = resolveSecret(config);
   const { db, pool } = connectDb(services.databaseUrl, { max: config.databasePoolSize });
-  const readDb = config.databaseReadUrl ? connectDb(config.databaseReadUrl, { max: config.databasePoolSize, timeoutMs: config.readReplicaTimeoutMs }).db : undefined;
+  const read = config.databaseReadUrl ? connectDb(config.databaseReadUrl, { max: config.databasePoolSize, timeoutMs: config.readReplicaTimeoutMs }) : undefined;
+  const readDb = read?.db;
   const redis = createRedis(services.redisUrl, { name: `switchyard-${role}` });
   const patients: Redis[] = [];
   await whenReady(redis);
@@ -111,6 +114,7 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
     db,
     pool,
     readDb,
+    readPool: read?.pool,
     redis,
     patient(name) {
       const r = createRedis(services.redisUrl, { name: `switchyard-${role}-${name}`, patient: true });

@@ -1,9 +1,10 @@
-import { CACHED_PLAN, type Db } from '../db/client';
+import { CACHED_PLAN, rawRows, type Db, type SqlReads } from '../db/client';
 import { Prisma, type Generation, type GenerationStatus, type Role } from '../db/generated/client';
 import { AppError } from '../errors/app-error';
 import { moneyString } from '../money';
-import { storedTokenCounts } from '../formats/format-utils';
+import { apiKeyShort, historyDetailUsage, historyUsage, publicStatus, type HistoryUsage, type PublicStatus } from './history-items';
 import { RUNNING_STATUSES } from './generation.service';
+import type { Pool } from 'pg';
 import type { HistoryQuery, HistoryRequestType, HistorySortField, HistoryStatusFilter } from '../schemas/history.schema';
 import { askedModel, generationById } from '../db/generation-reads';
 import { ReadRouting } from '../db/read-routing';
@@ -20,14 +21,6 @@ export interface HistoryListOptions extends Omit<HistoryQuery, 'dateFrom' | 'dat
   createdFrom?: Date;
   /** Exclusive. */
   createdBefore?: Date;
-}
-
-export type PublicStatus = 'completed' | 'failed' | 'pending';
-
-export interface HistoryUsage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
 }
 
 export interface HistoryItem {
@@ -92,15 +85,10 @@ const MAX_KEY_BRANCHES = 32;
  * partition is listed at most this late, and a month made or dropped meanwhile costs only the merge of every month.
  */
 const MONTHS_READ_MS = 10_000;
-
-/** History shows three states (interface.md): running is `pending`, cancelled is `failed` (with `isCancelled`). */
-const PUBLIC_STATUS: Record<GenerationStatus, PublicStatus> = {
-  pending: 'pending',
-  processing: 'pending',
-  completed: 'completed',
-  failed: 'failed',
-  cancelled: 'failed',
-};
+/** How long a listing's estimated total (past EXACT_COUNT_LIMIT) stands for its next pages and repeats. */
+const ESTIMATE_KEEP_MS = 30_000;
+/** Estimates a process keeps at most (the oldest dropped first). */
+const ESTIMATES_KEPT = 1_000;
 
 /** Each status filter as the stored states it covers, so a filter matches exactly the items that show it. */
 export const STATUS_FILTER_STATES: Record<HistoryStatusFilter, GenerationStatus[]> = {
@@ -110,68 +98,6 @@ export const STATUS_FILTER_STATES: Record<HistoryStatusFilter, GenerationStatus[
   processing: ['processing'],
   cancelled: ['cancelled'],
 };
-
-export function publicStatus(s: GenerationStatus): PublicStatus {
-  return PUBLIC_STATUS[s];
-}
-
-type Bag = Record<string, unknown>;
-const firstNumber = (o: Bag, ...keys: string[]): number | undefined => {
-  for (const k of keys) if (typeof o[k] === 'number' && Number.isFinite(o[k])) return o[k] as number;
-  return undefined;
-};
-
-/**
- * Token usage in the OpenAI names the interface uses, from our canonical TokenUsage (`inputTokens`,
- * `outputTokens`, ...) — snake_case records are read too. Null when the generation has no token counts.
- */
-export function historyUsage(usage: unknown): HistoryUsage | null {
-  if (!usage || typeof usage !== 'object' || Array.isArray(usage)) return null;
-  const o = usage as Bag;
-  const { input: prompt, output: completion } = storedTokenCounts(usage);
-  if (prompt === undefined && completion === undefined) return null;
-  const total = firstNumber(o, 'totalTokens', 'total_tokens') ?? (prompt ?? 0) + (completion ?? 0);
-  return { prompt_tokens: prompt ?? 0, completion_tokens: completion ?? 0, total_tokens: total };
-}
-
-/** The detail's usage: the item's three counts plus the token details and media units when recorded. */
-export function historyDetailUsage(usage: unknown): Record<string, unknown> | null {
-  const tokens = historyUsage(usage);
-  if (!usage || typeof usage !== 'object' || Array.isArray(usage)) return null;
-  const o = usage as Bag;
-  const pick = (pairs: Array<[string, string[]]>): Bag | undefined => {
-    const out: Bag = {};
-    for (const [name, keys] of pairs) {
-      const v = firstNumber(o, ...keys);
-      if (v !== undefined) out[name] = v;
-    }
-    return Object.keys(out).length ? out : undefined;
-  };
-  const promptDetails = pick([
-    ['cached_tokens', ['cachedTokens', 'cached_tokens']],
-    ['cache_write_tokens', ['cacheWriteTokens', 'cache_write_tokens']],
-    ['audio_tokens', ['audioInputTokens', 'audio_input_tokens']],
-  ]);
-  const completionDetails = pick([
-    ['reasoning_tokens', ['reasoningTokens', 'reasoning_tokens']],
-    ['audio_tokens', ['audioOutputTokens', 'audio_output_tokens']],
-  ]);
-  const units = pick([
-    ['input_units', ['inputUnits', 'input_units']],
-    ['output_units', ['outputUnits', 'output_units']],
-    ['duration_seconds', ['durationSeconds', 'duration_seconds']],
-  ]);
-  const out: Bag = { ...(tokens ?? {}) };
-  if (tokens && promptDetails) out.prompt_tokens_details = promptDetails;
-  if (tokens && completionDetails) out.completion_tokens_details = completionDetails;
-  Object.assign(out, units);
-  return Object.keys(out).length ? out : null;
-}
-
-/** `sy_...a1B2c3` → `a1B2c3` (decisions.md section 2). */
-export function apiKeyShort(label: string | null): string | null {
-  return label ? label.slice(-6) : null;
-}
 
 interface PageRow {
   id: string;
@@ -211,11 +137,14 @@ function orderBy(sortBy: HistorySortField, order: 'asc' | 'desc', alias = ''): P
 export class HistoryService {
   private readonly reads: ReadRouting<HistoryReader>;
 
-  /** `replica`: DATABASE_READ_URL's (what it cannot give is read from `db`); `modelName`: a catalog model's display name. */
-  constructor(db: Db, o: { replica?: Db; onReplicaError?: (err: unknown) => void; clock?: () => Date; modelName?: (id: string) => string } = {}) {
+  /**
+   * `pool`: the one under `db` (listings read through it); `replica`: DATABASE_READ_URL's (what it cannot give is read
+   * from `db`); `modelName`: a catalog model's display name.
+   */
+  constructor(db: Db, o: { pool?: Pool; replica?: SqlReads; onReplicaError?: (err: unknown) => void; clock?: () => Date; modelName?: (id: string) => string } = {}) {
     const missing = (e: unknown) => e instanceof AppError && e.code === 'NOT_FOUND';
-    const reader = (d: Db) => new HistoryReader(d, o.clock ?? (() => new Date()), o.modelName ?? ((id) => id));
-    this.reads = new ReadRouting(reader(db), o.replica && reader(o.replica), o.onReplicaError, missing);
+    const reader = (d: SqlReads) => new HistoryReader(d, o.clock ?? (() => new Date()), o.modelName ?? ((id) => id));
+    this.reads = new ReadRouting(reader({ db, pool: o.pool }), o.replica && reader(o.replica), o.onReplicaError, missing);
   }
 
   list(viewer: HistoryViewer, o: HistoryListOptions): Promise<HistoryPage> {
@@ -233,11 +162,17 @@ class HistoryReader {
   /** The months' span (generationMonths), read again once MONTHS_READ_MS old: a catalog read each listing would pay. */
   private months?: { at: number; span: Promise<{ from: Date; before: Date } | undefined> };
 
+  /** The planner's estimates of large listings' totals, by their matches, each trusted ESTIMATE_KEEP_MS. */
+  private readonly estimates = new Map<string, { at: number; rows: Promise<number> }>();
+  private readonly db: Db;
+
   constructor(
-    private readonly db: Db,
+    private readonly from: SqlReads,
     private readonly clock: () => Date,
     private readonly modelName: (id: string) => string,
-  ) {}
+  ) {
+    this.db = from.db;
+  }
 
   private span(): Promise<{ from: Date; before: Date } | undefined> {
     const now = this.clock().getTime();
@@ -258,7 +193,7 @@ class HistoryReader {
     if (branches.length === 0) return empty();
 
     const matches = Prisma.join(branches.map((w) => sql`SELECT 1 FROM generations WHERE ${w}`), ' UNION ALL ');
-    const count = async () => (await this.db.$queryRaw<Array<{ n: number }>>`${CACHED} SELECT count(*)::int AS n FROM (${matches} LIMIT ${EXACT_COUNT_LIMIT + 1}) c`)[0].n;
+    const count = async () => (await rawRows<{ n: number }>(this.from, sql`${CACHED} SELECT count(*)::int AS n FROM (${matches} LIMIT ${EXACT_COUNT_LIMIT + 1}) c`))[0].n;
     // The total past EXACT_COUNT_LIMIT, asked beside the count (a round trip less for a large scope; a small one drops it).
     const estimated = this.estimate(matches);
     estimated.catch(() => undefined);
@@ -381,17 +316,37 @@ class HistoryReader {
       branches.map((w) => sql`(SELECT ${cols} FROM generations WHERE ${w} ORDER BY ${orderBy(o.sortBy, o.sortOrder)} LIMIT ${offset + o.limit})`),
       ' UNION ALL ',
     );
-    return this.db.$queryRaw<PageRow[]>`${CACHED}
+    return rawRows<PageRow>(this.from, sql`${CACHED}
       SELECT g.id, g.model, COALESCE(g.unified_model_id, g.model) AS asked_model, g.request_type, g.provider, g.status::text AS status, g.client_cost::text AS cost,
         g.usage, g.generation_time_ms, g.created_at, g.api_key_id, k.name AS api_key_name, k.label AS api_key_label
       FROM (${inner}) g LEFT JOIN api_keys k ON k.id = g.api_key_id
       ORDER BY ${orderBy(o.sortBy, o.sortOrder, 'g')}
-      LIMIT ${o.limit} OFFSET ${offset}`;
+      LIMIT ${o.limit} OFFSET ${offset}`);
   }
 
-  /** The planner's row estimate for the matches (statistics kept by ANALYZE / autovacuum). */
-  private async estimate(matches: Prisma.Sql): Promise<number> {
-    const rows = await this.db.$queryRaw<Array<{ 'QUERY PLAN': unknown }>>`EXPLAIN (FORMAT JSON) ${matches}`;
+  /**
+   * The planner's row estimate for the matches (statistics kept by ANALYZE / autovacuum). Planning a member's listing
+   * over the months costs PostgreSQL about 3 ms, more than the count and the page together, so one listing's estimate
+   * serves its pages and repeats for ESTIMATE_KEEP_MS.
+   */
+  private estimate(matches: Prisma.Sql): Promise<number> {
+    const now = this.clock().getTime();
+    const key = `${matches.text}\n${JSON.stringify(matches.values)}`;
+    const kept = this.estimates.get(key);
+    if (kept && now - kept.at < ESTIMATE_KEEP_MS) return kept.rows;
+    this.estimates.delete(key);
+    // The oldest goes first (a Map iterates in insertion order).
+    if (this.estimates.size >= ESTIMATES_KEPT) this.estimates.delete(this.estimates.keys().next().value!);
+    const entry = { at: now, rows: this.planned(matches) };
+    this.estimates.set(key, entry);
+    entry.rows.catch(() => {
+      if (this.estimates.get(key) === entry) this.estimates.delete(key);
+    });
+    return entry.rows;
+  }
+
+  private async planned(matches: Prisma.Sql): Promise<number> {
+    const rows = await rawRows<{ 'QUERY PLAN': unknown }>(this.from, sql`EXPLAIN (FORMAT JSON) ${matches}`);
     const raw = rows[0]?.['QUERY PLAN'];
     const plan = (typeof raw === 'string' ? JSON.parse(raw) : raw) as Array<{ Plan?: { 'Plan Rows'?: number } }>;
     return Math.round(plan?.[0]?.Plan?.['Plan Rows'] ?? 0);

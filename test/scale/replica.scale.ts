@@ -53,12 +53,13 @@ beforeAll(async () => {
   await admin.end();
   await migrate(pair.primaryUrl('sy'));
   primary = connectDb(pair.primaryUrl('sy'), { max: 8 });
-  replica = connectDb(pair.replicaUrl('sy'), { max: 8, timeoutMs: 1000 }).db;
+  const read = connectDb(pair.replicaUrl('sy'), { max: 8, timeoutMs: 1000 });
+  replica = read.db;
   const seeded = await seedOrg(primary.db, { balance: '100' });
   org = seeded.organizationId;
   viewer = { kind: 'user', organizationId: org, userId: seeded.ownerUserId, role: 'owner' };
   owner = { kind: 'user', organizationId: org, userId: seeded.ownerUserId, role: 'owner', rateLimitPerMinute: null };
-  history = new HistoryService(primary.db, { replica, onReplicaError: (err) => replicaErrors.push(err) });
+  history = new HistoryService(primary.db, { pool: primary.pool, replica: { db: replica, pool: read.pool }, onReplicaError: (err) => replicaErrors.push(err) });
   activity = new ActivityService(primary.db, () => new Date(), replica, (err) => replicaErrors.push(err));
 }, 120_000);
 afterAll(async () => {

@@ -45,9 +45,10 @@ beforeAll(async () => {
   const db = new Proxy(t.db, {
     get(target, prop) {
       if (prop !== '$queryRaw') return Reflect.get(target, prop, target);
-      return (strings: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => {
-        if (Array.isArray(strings) && strings.join('').includes('LEFT JOIN api_keys')) pages.push(Prisma.sql(strings as TemplateStringsArray, ...values));
-        return (target.$queryRaw as (...a: unknown[]) => unknown)(strings, ...values);
+      return (query: TemplateStringsArray | Prisma.Sql, ...values: unknown[]) => {
+        const s = query instanceof Prisma.Sql ? query : Prisma.sql(query, ...values);
+        if (s.text.includes('LEFT JOIN api_keys')) pages.push(s);
+        return target.$queryRaw(s);
       };
     },
   }) as Db;

@@ -1,0 +1,62 @@
+import { createTestDb, type TestDb } from '../../helpers/test-db';
+import { seedOrg } from '../../helpers/fixtures';
+import { EXACT_COUNT_LIMIT, HistoryService, type HistoryListOptions, type HistoryViewer } from '../../../shared/services/history.service';
+import { newId } from '../../../shared/ids';
+
+/**
+ * Past EXACT_COUNT_LIMIT matches a listing's total is the planner's estimate, which costs PostgreSQL a planning of the
+ * whole listing: one listing's estimate serves its pages and repeats for 30 s (shared/services/history.service.ts
+ * ESTIMATE_KEEP_MS), then it is asked again.
+ */
+let t: TestDb;
+let viewer: HistoryViewer;
+let organizationId: string;
+let clockMs = Date.now();
+let history: HistoryService;
+
+/** `n` completed generations of the organization, a second apart back from now; then fresh statistics. */
+async function insert(n: number): Promise<void> {
+  await t.pool.query(
+    `INSERT INTO generations (id, organization_id, model, request_type, api_type, response_mode, request, status, created_at, completed_at)
+     SELECT $1 || i, $2, 'm', 'chat', 'chat', 'sync', '{}', 'completed', now() - i * interval '1 second', now()
+       FROM generate_series(1, $3::int) i`,
+    [`${newId('gen')}_`, organizationId, n],
+  );
+  await t.pool.query('ANALYZE generations');
+}
+
+beforeAll(async () => {
+  t = await createTestDb();
+  const org = await seedOrg(t.db);
+  organizationId = org.organizationId;
+  viewer = { kind: 'user', organizationId, userId: org.ownerUserId, role: 'owner' };
+  history = new HistoryService(t.db, { pool: t.pool, clock: () => new Date(clockMs) });
+  await insert(EXACT_COUNT_LIMIT + 2_000);
+}, 60_000);
+afterAll(() => t.drop());
+
+const first: HistoryListOptions = { page: 1, limit: 20, sortBy: 'createdAt', sortOrder: 'desc' };
+
+it("a large listing's estimated total stands for its pages for 30 s, then is asked again", async () => {
+  const before = await history.list(viewer, first);
+  expect(before.totalIsEstimate).toBe(true);
+  expect(before.meta.total).toBeGreaterThan(EXACT_COUNT_LIMIT);
+
+  // Three times the rows, and statistics that know it.
+  await insert(2 * (EXACT_COUNT_LIMIT + 2_000));
+  const second = await history.list(viewer, { ...first, page: 2 });
+  expect(second.meta.total).toBe(before.meta.total);
+  expect(second.items).toHaveLength(20);
+
+  clockMs += 30_001;
+  const later = await history.list(viewer, first);
+  expect(later.totalIsEstimate).toBe(true);
+  expect(later.meta.total).toBeGreaterThan(2 * before.meta.total);
+}, 60_000);
+
+it('a listing with other filters has an estimate of its own', async () => {
+  const chats = await history.list(viewer, { ...first, requestType: 'chat' });
+  const none = await history.list(viewer, { ...first, requestType: 'image' });
+  expect(chats.totalIsEstimate).toBe(true);
+  expect(none).toMatchObject({ totalIsEstimate: false, meta: { total: 0 }, items: [] });
+});
