@@ -67,8 +67,8 @@ export interface AppDeps {
   pool?: Pool;
   /** DATABASE_READ_URL's streaming replica: history and activity read from it, falling back to `db` (shared/db/read-routing.ts). */
   readDb?: Db;
-  /** The pg pool under `readDb`. */
-  readPool?: Pool;
+  /** History's listings' pools (shared/db/client.ts connectListings); without them a listing reads through `db`/`readDb`. */
+  historyPools?: { primary: Pool; replica?: Pool };
   redis: Redis;
   /** A connection of its own for the reply channel (a subscribed connection can do nothing else). */
   subscriber: Redis;
@@ -94,7 +94,7 @@ export interface AppDeps {
   tracing?: Tracing;
 }
 
-export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady' | 'blobStore' | 'pool' | 'tracing' | 'readDb' | 'readPool'>> {
+export interface AppContext extends Required<Omit<AppDeps, 'authCacheMs' | 'workersReady' | 'blobStore' | 'pool' | 'tracing' | 'readDb' | 'historyPools'>> {
   /** OpenTelemetry spans, when OTEL_EXPORTER_OTLP_ENDPOINT is set; undefined otherwise. */
   tracing?: Tracing;
   workersReady: () => Promise<boolean>;
@@ -236,7 +236,7 @@ export function buildContext(deps: AppDeps): AppContext {
     metrics,
     tracing,
     files,
-    history: new HistoryService(deps.db, { pool: deps.pool, replica: deps.readDb && { db: deps.readDb, pool: deps.readPool }, onReplicaError: replicaFailed, modelName: (id) => modelDisplayName(deps.catalog, id) }),
+    history: new HistoryService(deps.db, { pool: deps.historyPools?.primary, replica: deps.readDb && { db: deps.readDb, pool: deps.historyPools?.replica }, onReplicaError: replicaFailed, modelName: (id) => modelDisplayName(deps.catalog, id) }),
     batchFiles,
     batches: new BatchesService({ db: deps.db, files: batchFiles, queue: queues.batches, logger: deps.logger, clock }),
     batchDriver,

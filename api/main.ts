@@ -11,7 +11,7 @@ export async function startWeb(rt: Runtime): Promise<{ port: number; close(): Pr
     db: rt.db,
     pool: rt.pool,
     readDb: rt.readDb,
-    readPool: rt.readPool,
+    historyPools: rt.historyPools,
     redis: rt.redis,
     subscriber,
     catalog: rt.catalog,

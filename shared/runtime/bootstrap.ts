@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type Redis from 'ioredis';
 import { loadConfig, type Config } from '../config/env';
-import { connectDb, type Db } from '../db/client';
+import { connectDb, connectListings, type Db } from '../db/client';
 import type { Pool } from 'pg';
 import { CatalogError, loadCatalog, providersWithoutKey } from '../catalog/load-catalog';
 import type { Catalog } from '../catalog/catalog.types';
@@ -33,8 +33,8 @@ export interface Runtime {
   pool: Pool;
   /** DATABASE_READ_URL's replica, when set: history's and activity's reads (shared/db/read-routing.ts). */
   readDb?: Db;
-  /** The pg pool under `readDb` (history's listings read through it). */
-  readPool?: Pool;
+  /** History's listings' pools (shared/db/client.ts connectListings), on the primary and on DATABASE_READ_URL's replica. */
+  historyPools: { primary: Pool; replica?: Pool };
   /** Fail-fast connection (API requests, publishing). */
   redis: Redis;
   /** Patient connections: subscriber and BullMQ workers. */
@@ -92,8 +92,13 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
   const services = await resolveServices(config, logger, { writeRuntimeFile });
   const secret = resolveSecret(config);
   const { db, pool } = connectDb(services.databaseUrl, { max: config.databasePoolSize });
-  const read = config.databaseReadUrl ? connectDb(config.databaseReadUrl, { max: config.databasePoolSize, timeoutMs: config.readReplicaTimeoutMs }) : undefined;
-  const readDb = read?.db;
+  const readDb = config.databaseReadUrl ? connectDb(config.databaseReadUrl, { max: config.databasePoolSize, timeoutMs: config.readReplicaTimeoutMs }).db : undefined;
+  // A listing holds up to three connections at once (count, page, estimate): a quarter of DATABASE_POOL_SIZE, at least 3.
+  const historyMax = Math.max(3, Math.ceil(config.databasePoolSize / 4));
+  const historyPools = {
+    primary: connectListings(services.databaseUrl, { max: historyMax }),
+    ...(config.databaseReadUrl && { replica: connectListings(config.databaseReadUrl, { max: historyMax, timeoutMs: config.readReplicaTimeoutMs }) }),
+  };
   const redis = createRedis(services.redisUrl, { name: `switchyard-${role}` });
   const patients: Redis[] = [];
   await whenReady(redis);
@@ -114,7 +119,7 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
     db,
     pool,
     readDb,
-    readPool: read?.pool,
+    historyPools,
     redis,
     patient(name) {
       const r = createRedis(services.redisUrl, { name: `switchyard-${role}-${name}`, patient: true });
@@ -134,6 +139,7 @@ export async function bootstrap(role: Role, config: Config = loadConfig()): Prom
         await upstream.close().catch(() => undefined);
         await db.$disconnect().catch(() => undefined);
         await readDb?.$disconnect().catch(() => undefined);
+        for (const p of [historyPools.primary, historyPools.replica]) await p?.end().catch(() => undefined);
         for (const r of [redis, ...patients]) r.disconnect();
         await services.stop();
       })();

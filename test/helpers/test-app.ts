@@ -3,7 +3,7 @@ import type Redis from 'ioredis';
 import { createApp } from '../../api/app';
 import type { Pool } from 'pg';
 import { Ledger } from '../../shared/billing/ledger';
-import type { Db } from '../../shared/db/client';
+import { connectListings, type Db } from '../../shared/db/client';
 import type { AppDeps } from '../../api/app-context';
 import { loadConfig, type Config } from '../../shared/config/env';
 import { createRedis, deleteKeys } from '../../shared/queue/redis';
@@ -48,10 +48,13 @@ export async function createTestApp(
   const config: Config = { ...loadConfig({ QUEUE_PREFIX: prefix, ...leases, ...opts.env }, []), redisUrl: TEST_REDIS_URL, databaseUrl: t.url };
   const redis = createRedis(TEST_REDIS_URL, { name: 'test-api' });
   const subscriber = createRedis(TEST_REDIS_URL, { name: 'test-api-sub', patient: true });
+  // History's listings read through a pool of their own, as in `npm start` (shared/runtime/bootstrap.ts).
+  const historyPool = connectListings(t.url, { max: 3 });
   const app = createApp({
     config,
     db: t.db,
     pool: t.pool,
+    historyPools: { primary: historyPool },
     redis,
     subscriber,
     catalog: opts.catalog ?? { providers: {}, models: {} },
@@ -69,6 +72,7 @@ export async function createTestApp(
     prefix,
     async close() {
       await app.locals.ctx.close();
+      await historyPool.end();
       await deleteKeys(redis, `${prefix}*`).catch(() => undefined);
       redis.disconnect();
       subscriber.disconnect();

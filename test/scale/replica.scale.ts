@@ -5,7 +5,7 @@
  * stops costs nothing but freshness: reads fall back to the primary, money (on the primary only) is untouched.
  */
 import { Client } from 'pg';
-import { connectDb, type Db } from '../../shared/db/client';
+import { connectDb, connectListings, type Db } from '../../shared/db/client';
 import { migrate } from '../../shared/db/migrate';
 import { Ledger } from '../../shared/billing/ledger';
 import { HistoryService, type HistoryListOptions, type HistoryViewer } from '../../shared/services/history.service';
@@ -19,6 +19,7 @@ import { startReplicaPair, type ReplicaPair } from './helpers/replica';
 let pair: ReplicaPair;
 let primary: { db: Db; pool: import('pg').Pool };
 let replica: Db;
+let listings: { primary: import('pg').Pool; replica: import('pg').Pool };
 let org: string;
 let viewer: HistoryViewer;
 const replicaErrors: unknown[] = [];
@@ -53,16 +54,18 @@ beforeAll(async () => {
   await admin.end();
   await migrate(pair.primaryUrl('sy'));
   primary = connectDb(pair.primaryUrl('sy'), { max: 8 });
-  const read = connectDb(pair.replicaUrl('sy'), { max: 8, timeoutMs: 1000 });
-  replica = read.db;
+  replica = connectDb(pair.replicaUrl('sy'), { max: 8, timeoutMs: 1000 }).db;
+  // History's listings through pools of their own, as the service reads (shared/runtime/bootstrap.ts historyPools).
+  listings = { primary: connectListings(pair.primaryUrl('sy'), { max: 3 }), replica: connectListings(pair.replicaUrl('sy'), { max: 3, timeoutMs: 1000 }) };
   const seeded = await seedOrg(primary.db, { balance: '100' });
   org = seeded.organizationId;
   viewer = { kind: 'user', organizationId: org, userId: seeded.ownerUserId, role: 'owner' };
   owner = { kind: 'user', organizationId: org, userId: seeded.ownerUserId, role: 'owner', rateLimitPerMinute: null };
-  history = new HistoryService(primary.db, { pool: primary.pool, replica: { db: replica, pool: read.pool }, onReplicaError: (err) => replicaErrors.push(err) });
+  history = new HistoryService(primary.db, { pool: listings.primary, replica: { db: replica, pool: listings.replica }, onReplicaError: (err) => replicaErrors.push(err) });
   activity = new ActivityService(primary.db, () => new Date(), replica, (err) => replicaErrors.push(err));
 }, 120_000);
 afterAll(async () => {
+  for (const p of [listings?.primary, listings?.replica]) await p?.end().catch(() => undefined);
   await replica?.$disconnect().catch(() => undefined);
   await primary?.db.$disconnect();
   pair?.stop();

@@ -1,4 +1,6 @@
+import type { Pool } from 'pg';
 import { createTestDb, type TestDb } from '../../helpers/test-db';
+import { connectListings } from '../../../shared/db/client';
 import { seedOrg } from '../../helpers/fixtures';
 import { EXACT_COUNT_LIMIT, HistoryService, type HistoryListOptions, type HistoryViewer } from '../../../shared/services/history.service';
 import { newId } from '../../../shared/ids';
@@ -13,6 +15,7 @@ let viewer: HistoryViewer;
 let organizationId: string;
 let clockMs = Date.now();
 let history: HistoryService;
+let listings: Pool;
 
 /** `n` completed generations of the organization, a second apart back from now; then fresh statistics. */
 async function insert(n: number): Promise<void> {
@@ -30,10 +33,14 @@ beforeAll(async () => {
   const org = await seedOrg(t.db);
   organizationId = org.organizationId;
   viewer = { kind: 'user', organizationId, userId: org.ownerUserId, role: 'owner' };
-  history = new HistoryService(t.db, { pool: t.pool, clock: () => new Date(clockMs) });
+  listings = connectListings(t.url, { max: 3 });
+  history = new HistoryService(t.db, { pool: listings, clock: () => new Date(clockMs) });
   await insert(EXACT_COUNT_LIMIT + 2_000);
 }, 60_000);
-afterAll(() => t.drop());
+afterAll(async () => {
+  await listings.end();
+  await t.drop();
+});
 
 const first: HistoryListOptions = { page: 1, limit: 20, sortBy: 'createdAt', sortOrder: 'desc' };
 
