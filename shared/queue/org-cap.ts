@@ -9,7 +9,8 @@ import type { WorkClass } from './fairness';
  * `<prefix>:fair:running:<org>`: the jobs running, each scored with the time its entry lapses (renewed while it runs,
  * so a job whose process died stops counting within `ttlMs`). `<prefix>:fair:deferred:<org>`: the jobs put back
  * because the cap was reached, interactive ones before background ones (fairness.ts: the class a client waits for
- * comes first inside a cap too), each class oldest first. A job that ends hands its slot to the first deferred job and
+ * comes first inside a cap too), each class oldest first (by when the job was made: jobs a worker fetched together
+ * reach their admission in any order). A job that ends hands its slot to the first deferred job and
  * wakes it: the slot is that job's until it starts (or, if it never does, for HANDOVER_MS), so a job that happens to
  * be fetched meanwhile cannot take it. The put-back's own delay is the fallback when that wake is lost.
  */
@@ -40,7 +41,7 @@ for i = 1, #popped, 2 do
 end
 return woken`;
 
-/** Deferred scores: a class's rank times this, plus the time the job was first put back (ms since the epoch, below 2^44). */
+/** Deferred scores: a class's rank times this, plus the time the job was made (ms since the epoch, below 2^44). */
 const RANK_SPAN = 2 ** 44;
 const RANK: Record<WorkClass, number> = { interactive: 0, background: 1 };
 
@@ -85,11 +86,11 @@ export class OrgCaps {
 
   /**
    * True when the job may run now (it then counts as running: a free slot, or the one handed to it when it was woken);
-   * false: deferred in its class's place, the organization is at its cap.
+   * false: deferred in its class's place, the organization is at its cap. `madeAt`: when the job was made (its place).
    */
-  async admit(org: string, member: string, cap: number, workClass: WorkClass): Promise<boolean> {
+  async admit(org: string, member: string, cap: number, workClass: WorkClass, madeAt: number): Promise<boolean> {
     const now = Date.now();
-    return (await this.redis.switchyardCapAdmit!(...this.keys(org), member, now, now + this.ttlMs, cap, KEY_TTL_MS, RANK[workClass] * RANK_SPAN + now)) === 1;
+    return (await this.redis.switchyardCapAdmit!(...this.keys(org), member, now, now + this.ttlMs, cap, KEY_TTL_MS, RANK[workClass] * RANK_SPAN + madeAt)) === 1;
   }
 
   /** True when the job counts as running: admitted, or handed a slot it has not yet taken. */

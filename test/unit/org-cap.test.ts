@@ -37,6 +37,17 @@ describe('an organization at its cap (real Redis)', () => {
     expect(deferDelayMs(8, 'background')).toBe(10_000);
   });
 
+  it('deferred jobs of a class are handed slots oldest made first, whatever order they reached the cap in', async () => {
+    const caps = new OrgCaps(redis, prefix, 30_000);
+    const made = Date.now() - 1000;
+    expect(await caps.admit('C', 'q\trunning', 1, 'background', made)).toBe(true);
+    // A worker fetched both together; the younger one reached its admission first.
+    expect(await caps.admit('C', 'q\tyounger', 1, 'background', made + 2)).toBe(false);
+    expect(await caps.admit('C', 'q\tolder', 1, 'background', made + 1)).toBe(false);
+    expect(await caps.release('C', 'q\trunning', 1)).toEqual(['q\tolder']);
+    expect(await caps.release('C', 'q\tolder', 1)).toEqual(['q\tyounger']);
+  });
+
   it('a capped organization: its interactive calls start at the next free slots, ahead of its own background batch', async () => {
     const q = new Queue('capped', { connection: redis, prefix });
     closers.push(() => q.close());
@@ -98,8 +109,8 @@ describe('an organization at its cap (real Redis)', () => {
     // ends, hands it the slot and tries to wake it, which does nothing, the job being active still.
     const wakes: string[] = [];
     class EndingMeanwhile extends OrgCaps {
-      override async admit(org: string, member: string, cap: number, workClass: WorkClass): Promise<boolean> {
-        const admitted = await super.admit(org, member, cap, workClass);
+      override async admit(org: string, member: string, cap: number, workClass: WorkClass, madeAt: number): Promise<boolean> {
+        const admitted = await super.admit(org, member, cap, workClass, madeAt);
         const handed = await this.release(org, 'handed\tfirst', cap);
         expect(handed).toEqual([member]);
         await promoteIfDelayed(q, member.split('\t')[1]!);
@@ -107,7 +118,7 @@ describe('an organization at its cap (real Redis)', () => {
       }
     }
     const caps = new EndingMeanwhile(conn, prefix, 30_000);
-    expect(await new OrgCaps(conn, prefix, 30_000).admit('B', 'handed\tfirst', 1, 'background')).toBe(true);
+    expect(await new OrgCaps(conn, prefix, 30_000).admit('B', 'handed\tfirst', 1, 'background', Date.now())).toBe(true);
     const worker = new Worker(q.name, null, { connection: conn, prefix });
     closers.push(() => worker.close(true));
     await q.add('x', { organizationId: 'B', maxConcurrency: 1 }, { jobId: 'second' });

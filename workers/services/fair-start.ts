@@ -26,7 +26,7 @@ export function fairStart(deps: WorkerDeps, caps: OrgCaps, processor: Processor,
     if (!org || !cap) return processor(job, token);
     const member = capMember(job.queueName, job.id!);
     const workClass = classOfPriority(job.opts.priority);
-    if (!(await caps.admit(org, member, cap, workClass))) {
+    if (!(await caps.admit(org, member, cap, workClass, job.timestamp))) {
       await job.moveToDelayed(Date.now() + deferDelayMs(job.attemptsStarted, workClass), token);
       // An ending may have handed this job its slot between the admission and the put-back, and its wake then found
       // the job not yet delayed: the job wakes itself, or it would wait out its delay while its slot lapses unused.
