@@ -48,8 +48,8 @@ function newPool(databaseUrl: string, opts: { max?: number; timeoutMs?: number; 
   const pool = new Pool({
     connectionString: databaseUrl,
     max: opts.max ?? 20,
-    // pg closes a connection idle 10 s unless told to keep it (0).
-    ...(opts.keepIdle && { idleTimeoutMillis: 0 }),
+    // pg closes a connection idle 10 s unless told to keep it (0); kept, an idle one does not hold the process open.
+    ...(opts.keepIdle && { idleTimeoutMillis: 0, allowExitOnIdle: true }),
     ...(opts.timeoutMs !== undefined && { connectionTimeoutMillis: opts.timeoutMs, query_timeout: opts.timeoutMs }),
     // Awaited before the new connection serves its first query.
     ...(opts.onConnect && { onConnect: opts.onConnect }),
