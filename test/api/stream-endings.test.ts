@@ -97,7 +97,11 @@ it('a client leaving a stream as its settlement fails (PostgreSQL gone): the set
     await client.query('SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE', [org.organizationId]);
     locked = true;
   };
-  const waiting = () => s.t.pool.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM sy_ledger_group(%'`).then((r) => r.rows.map((x) => x.pid));
+  // This test's database only: another suite's money call waiting on a lock at the same time is not this one's.
+  const waiting = () =>
+    s.t.pool
+      .query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FROM sy_ledger_group(%'`)
+      .then((r) => r.rows.map((x) => x.pid));
   try {
     let locking: Promise<void> | undefined;
     // The client leaves once the row is locked.
