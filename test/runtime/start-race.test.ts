@@ -11,7 +11,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -24,17 +23,6 @@ import { runProcess } from '../helpers/run-process';
 jest.setTimeout(120_000);
 
 const ROOT = path.join(__dirname, '..', '..');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Resolves with the first line of `stream` matching `re`, or rejects when the process exits first. */
 function lineOf(child: ChildProcess, stream: 'stdout' | 'stderr', re: RegExp, seen: { text: string }): Promise<string> {
@@ -106,7 +94,6 @@ afterAll(async () => {
 
 it('a switchyard command run during the service\'s first start waits for it, uses its database, and the service lives on', async () => {
   const home = path.join(dir, 'home');
-  const port = await freePort();
   const env: NodeJS.ProcessEnv = { ...process.env, SWITCHYARD_HOME: home, SWITCHYARD_PG_BIN: path.join(dir, 'bin'), REDIS_URL: TEST_REDIS_URL, LOG_LEVEL: 'info' };
   delete env.DATABASE_URL;
   delete env.SWITCHYARD_DEMO;
@@ -128,7 +115,9 @@ it('a switchyard command run during the service\'s first start waits for it, use
   const log = { text: '' };
   service = spawn(process.execPath, ['-e', `require(${JSON.stringify(path.join(ROOT, 'bin', 'ts-register.js'))}).register(); require(${JSON.stringify(path.join(ROOT, 'bin', 'start.ts'))});`], {
     cwd: ROOT,
-    env: { ...env, PORT: String(port), WEB_CONCURRENCY: '1', QUEUE_PREFIX: `{sy_race_${randomBytes(4).toString('hex')}}` },
+    // Port 0: the kernel's free port when the service listens, seconds from now (a port found free here could be
+    // taken by then: EADDRINUSE).
+    env: { ...env, PORT: '0', WEB_CONCURRENCY: '1', QUEUE_PREFIX: `{sy_race_${randomBytes(4).toString('hex')}}` },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   service.stdout!.on('data', (d) => (log.text += d));
