@@ -10,7 +10,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI, { toFile } from 'openai';
@@ -19,21 +18,11 @@ import { batchEnded, batchUntil, jsonl } from '../helpers/openai-batches';
 import { createTestDb, type TestDb } from '../helpers/test-db';
 import { TEST_REDIS_URL } from '../helpers/test-env';
 import { runProcess } from '../helpers/run-process';
+import { freePort } from '../helpers/free-port';
 
 jest.setTimeout(120_000);
 
 const ROOT = path.join(__dirname, '..', '..');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 let t: TestDb;
 let dir: string;

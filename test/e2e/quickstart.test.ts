@@ -19,7 +19,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import net from 'node:net';
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
 import { EXAMPLES } from '../../api/openapi/build-openapi';
@@ -27,6 +26,7 @@ import { readRuntimeInfo } from '../../shared/runtime/runtime-file';
 import { isAlive } from '../../shared/runtime/process-utils';
 import { pythonVenv } from '../helpers/python-venv';
 import { waitFor } from '../helpers/until';
+import { freePort } from '../helpers/free-port';
 
 const ROOT = path.join(__dirname, '..', '..');
 const run = promisify(execFile);
@@ -43,17 +43,6 @@ export function quickStartBlocks(readme: string): Block[] {
   const next = readme.indexOf('\n## ', start + 1);
   const section = readme.slice(start, next < 0 ? undefined : next);
   return [...section.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1], code: m[2] }));
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** The operations of the API reference whose examples make a generation (and so reserve money). */
