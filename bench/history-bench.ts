@@ -18,9 +18,8 @@
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { migrate } from '../shared/db/migrate';
-import { connectDb, connectListings } from '../shared/db/client';
-import { HistoryService, type HistoryListOptions } from '../shared/services/history.service';
-import { fill, scenarios } from './history-data';
+import type { HistoryListOptions } from '../shared/services/history.service';
+import { fill, listingHistory, scenarios } from './history-data';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(`--${name}`);
@@ -80,15 +79,9 @@ async function main(): Promise<void> {
     await fill(url, ROWS);
   }
 
-  // As the service reads: the listings through a pool of their own (shared/db/client.ts connectListings).
-  const db = connectDb(url, { max: 4 }).db;
-  const pool = connectListings(url, { max: 4 });
-  const history = new HistoryService(db, { pool });
+  const { history, close } = await listingHistory(url);
   const results: Array<{ name: string; p50: number; p99: number; max: number; total: number; estimated: boolean }> = [];
   try {
-    // The service's listing pool keeps its connections open: open all four first, as a running process has them.
-    const [first] = scenarios();
-    await Promise.all(Array.from({ length: 4 }, () => history.list(first.viewer, { page: 1, limit: 20, sortBy: 'createdAt', sortOrder: 'desc' })));
     for (const s of scenarios()) {
       const options: HistoryListOptions = { page: 1, limit: 20, sortBy: 'createdAt', sortOrder: 'desc', ...s.options };
       for (let i = 0; i < 5; i++) await history.list(s.viewer, options);
@@ -104,8 +97,7 @@ async function main(): Promise<void> {
       results.push({ name: s.name, p50: r(percentile(times, 0.5)), p99: r(percentile(times, 0.99)), max: r(times[times.length - 1]), total: last.meta.total, estimated: last.totalIsEstimate });
     }
   } finally {
-    await db.$disconnect();
-    await pool.end();
+    await close();
     if (!KEEP) await admin((c) => c.query(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`));
   }
 

@@ -4,7 +4,8 @@
  */
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
-import type { HistoryListOptions, HistoryViewer } from '../shared/services/history.service';
+import { connectDb, connectListings } from '../shared/db/client';
+import { HistoryService, type HistoryListOptions, type HistoryViewer } from '../shared/services/history.service';
 
 const log = (msg: string) => process.stderr.write(`${msg}\n`);
 
@@ -162,3 +163,21 @@ export function scenarios(): Scenario[] {
   return out;
 }
 
+/**
+ * A HistoryService reading as the service does: the listings through a pool of their own (shared/db/client.ts
+ * connectListings), whose four connections are opened first, as a running process keeps them.
+ */
+export async function listingHistory(url: string): Promise<{ history: HistoryService; close(): Promise<void> }> {
+  const db = connectDb(url, { max: 4 }).db;
+  const pool = connectListings(url, { max: 4 });
+  const history = new HistoryService(db, { pool });
+  const [first] = scenarios();
+  await Promise.all(Array.from({ length: 4 }, () => history.list(first.viewer, { page: 1, limit: 20, sortBy: 'createdAt', sortOrder: 'desc' })));
+  return {
+    history,
+    async close() {
+      await db.$disconnect();
+      await pool.end();
+    },
+  };
+}

@@ -21,9 +21,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from 'pg';
 import { migrate } from '../shared/db/migrate';
-import { connectDb, connectListings } from '../shared/db/client';
-import { HistoryService, type HistoryListOptions } from '../shared/services/history.service';
-import { fill, scenarios } from './history-data';
+import type { HistoryListOptions } from '../shared/services/history.service';
+import { fill, listingHistory, scenarios } from './history-data';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => args.includes(`--${name}`);
@@ -82,15 +81,9 @@ async function sizes(c: Client) {
 }
 
 async function listings(url: string) {
-  // As the service reads: the listings through a pool of their own (shared/db/client.ts connectListings).
-  const db = connectDb(url, { max: 4 }).db;
-  const pool = connectListings(url, { max: 4 });
-  const history = new HistoryService(db, { pool });
+  const { history, close } = await listingHistory(url);
   const out: Array<{ name: string; p50: number; p99: number }> = [];
   try {
-    // The service's listing pool keeps its connections open: open all four first, as a running process has them.
-    const [first] = scenarios();
-    await Promise.all(Array.from({ length: 4 }, () => history.list(first.viewer, { page: 1, limit: 20, sortBy: 'createdAt', sortOrder: 'desc' })));
     for (const s of scenarios()) {
       const options: HistoryListOptions = { page: 1, limit: 20, sortBy: 'createdAt', sortOrder: 'desc', ...s.options };
       // Twice the pool's connections: each has planned the listing's statements once, as in a running process (a
@@ -106,8 +99,7 @@ async function listings(url: string) {
       out.push({ name: s.name, p50: r2(percentile(times, 0.5)), p99: r2(percentile(times, 0.99)) });
     }
   } finally {
-    await db.$disconnect();
-    await pool.end();
+    await close();
   }
   return out;
 }

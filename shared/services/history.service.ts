@@ -87,8 +87,8 @@ const MAX_KEY_BRANCHES = 32;
 const MONTHS_READ_MS = 10_000;
 /** How long a listing's estimated total (past EXACT_COUNT_LIMIT) stands for its next pages and repeats. */
 const ESTIMATE_KEEP_MS = 30_000;
-/** Estimates a process keeps at most (the oldest dropped first). */
-const ESTIMATES_KEPT = 1_000;
+/** Reads a HistoryReader keeps at most (the oldest dropped first). */
+const READS_KEPT = 1_000;
 
 /** Each status filter as the stored states it covers, so a filter matches exactly the items that show it. */
 export const STATUS_FILTER_STATES: Record<HistoryStatusFilter, GenerationStatus[]> = {
@@ -138,7 +138,7 @@ export class HistoryService {
   private readonly reads: ReadRouting<HistoryReader>;
 
   /**
-   * `pool`: the one under `db` (listings read through it); `replica`: DATABASE_READ_URL's (what it cannot give is read
+   * `pool`: on the same database as `db`, the listings read through it (shared/db/client.ts connectListings); `replica`: DATABASE_READ_URL's (what it cannot give is read
    * from `db`); `modelName`: a catalog model's display name.
    */
   constructor(db: Db, o: { pool?: Pool; replica?: SqlReads; onReplicaError?: (err: unknown) => void; clock?: () => Date; modelName?: (id: string) => string } = {}) {
@@ -159,11 +159,11 @@ export class HistoryService {
 
 /** History's queries on one database: the primary, or a replica (HistoryService routes). */
 class HistoryReader {
-  /** The months' span (generationMonths), read again once MONTHS_READ_MS old: a catalog read each listing would pay. */
-  private months?: { at: number; span: Promise<{ from: Date; before: Date } | undefined> };
-
-  /** The planner's estimates of large listings' totals, by their matches, each trusted ESTIMATE_KEEP_MS. */
-  private readonly estimates = new Map<string, { at: number; rows: Promise<number> }>();
+  /**
+   * Reads kept for a while instead of asked at each listing: the months' span (MONTHS_READ_MS) and the large listings'
+   * estimated totals, by their matches (ESTIMATE_KEEP_MS).
+   */
+  private readonly reads = new Map<string, { at: number; value: Promise<unknown> }>();
   private readonly db: Db;
 
   constructor(
@@ -174,16 +174,25 @@ class HistoryReader {
     this.db = from.db;
   }
 
-  private span(): Promise<{ from: Date; before: Date } | undefined> {
+  /** `read`'s answer, kept `ms` under `key`; a failed read is not kept (the next asks again). */
+  private kept<T>(key: string, ms: number, read: () => Promise<T>): Promise<T> {
     const now = this.clock().getTime();
-    if (this.months && now - this.months.at < MONTHS_READ_MS) return this.months.span;
-    const months = { at: now, span: generationMonths(this.db) };
-    this.months = months;
-    // A failed read is not kept (the next listing reads again).
-    months.span.catch(() => {
-      if (this.months === months) this.months = undefined;
+    const had = this.reads.get(key);
+    if (had && now - had.at < ms) return had.value as Promise<T>;
+    this.reads.delete(key);
+    // The oldest goes first (a Map iterates in insertion order).
+    if (this.reads.size >= READS_KEPT) this.reads.delete(this.reads.keys().next().value!);
+    const entry = { at: now, value: read() };
+    this.reads.set(key, entry);
+    entry.value.catch(() => {
+      if (this.reads.get(key) === entry) this.reads.delete(key);
     });
-    return months.span;
+    return entry.value;
+  }
+
+  /** The months' span (generationMonths): a catalog read each listing would pay. */
+  private span(): Promise<{ from: Date; before: Date } | undefined> {
+    return this.kept('months', MONTHS_READ_MS, () => generationMonths(this.db));
   }
 
   async list(viewer: HistoryViewer, o: HistoryListOptions): Promise<HistoryPage> {
@@ -330,19 +339,7 @@ class HistoryReader {
    * serves its pages and repeats for ESTIMATE_KEEP_MS.
    */
   private estimate(matches: Prisma.Sql): Promise<number> {
-    const now = this.clock().getTime();
-    const key = `${matches.text}\n${JSON.stringify(matches.values)}`;
-    const kept = this.estimates.get(key);
-    if (kept && now - kept.at < ESTIMATE_KEEP_MS) return kept.rows;
-    this.estimates.delete(key);
-    // The oldest goes first (a Map iterates in insertion order).
-    if (this.estimates.size >= ESTIMATES_KEPT) this.estimates.delete(this.estimates.keys().next().value!);
-    const entry = { at: now, rows: this.planned(matches) };
-    this.estimates.set(key, entry);
-    entry.rows.catch(() => {
-      if (this.estimates.get(key) === entry) this.estimates.delete(key);
-    });
-    return entry.rows;
+    return this.kept(`estimate\n${matches.text}\n${JSON.stringify(matches.values)}`, ESTIMATE_KEEP_MS, () => this.planned(matches));
   }
 
   private async planned(matches: Prisma.Sql): Promise<number> {
