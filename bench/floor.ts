@@ -5,12 +5,13 @@
  * pieces and nothing else:
  *
  *   1. the key: hashed and looked up once, then from memory;
- *   2. at once: the reservation and the record (`GenerationService.createOrReplay`: one `sy_ledger_group`, one
- *      durable commit) and the job (`addJob`, claimed: one Redis script that adds it and makes it active here);
- *   3. the provider call (the service's undici client);
+ *   2. the job (`addJob`, claimed: one Redis script that adds it and makes it active here);
+ *   3. the provider call (the service's undici client), and beside it the reservation and the record
+ *      (`GenerationService.createOrReplay`: one `sy_ledger_group`, one durable commit), as the service's `drawn` path
+ *      commits its record while its job runs;
  *   4. the settlement promised (`SettlementJournal.promise`: one HSET), then the reply;
- *   5. after the reply: the close (held for the next request's reservation to share its commit, as the service's),
- *      the promise erased, and the job completed (BullMQ's `moveToFinished`).
+ *   5. after the reply: the close, then the promise erased and the job completed in one write (BullMQ's
+ *      `moveToFinished`), as the service's.
  *
  * What it leaves out is what the service adds around that I/O: Express and validation, routing and fallbacks, the
  * worker's framework, mapping to and from the provider's format, metrics, logs, history's fields. Run through the
@@ -82,7 +83,8 @@ async function main(): Promise<void> {
 
   const complete = async (id: string, organizationId: string, row: ReturnType<typeof closeRowOf>) => {
     await ledger.close(row, { background: true });
-    await journal.kept(organizationId, id);
+    // The erase and the job's completion leave in one write, as the service's (SettlementJournal.erase).
+    void journal.erase(organizationId, id).catch(() => undefined);
     const c = claimed.get(id);
     claimed.delete(id);
     if (c) await Job.fromJSON(queue, claimedJobJson(c.raw), id).moveToCompleted('done', c.token, false);
@@ -100,21 +102,20 @@ async function main(): Promise<void> {
     const id = newId('gen');
     const inputTokens = body.messages.reduce((n, m) => n + estimateTokens(String(m.content)), 0);
     const bound = textBound(endpoint.price, inputTokens, body.max_tokens ?? endpoint.maxOutputTokens ?? 4096);
-    const [opened] = await Promise.all([
-      generations.createOrReplay({
-        id,
-        ...owner,
-        model: modelId,
-        unifiedModelId: modelId,
-        requestType: 'chat',
-        apiType: 'chat_completions',
-        responseMode: 'sync',
-        request: body,
-        bound,
-      }),
-      addJob(queue, { generationId: id, organizationId: owner.organizationId, request: body }, { jobId: id, removeOnComplete: true }, { ticket: claimers.hold(queue.qualifiedName)! }),
-    ]);
-    if (!('granted' in opened)) return void res.writeHead(409).end();
+    // The job first, claimed here (one Redis script); the reservation and record (one `sy_ledger_group`, one durable
+    // commit) go beside the provider call, as the service's `drawn` path commits its record while its job runs.
+    await addJob(queue, { generationId: id, organizationId: owner.organizationId, request: body }, { jobId: id, removeOnComplete: true }, { ticket: claimers.hold(queue.qualifiedName)! });
+    const opened = generations.createOrReplay({
+      id,
+      ...owner,
+      model: modelId,
+      unifiedModelId: modelId,
+      requestType: 'chat',
+      apiType: 'chat_completions',
+      responseMode: 'sync',
+      request: body,
+      bound,
+    });
 
     const reply = await upstream.request(
       provider.baseUrl,
@@ -126,8 +127,10 @@ async function main(): Promise<void> {
     const cost = tokenCost(endpoint.price, usage);
     const row = closeRowOf(id, { status: 'completed', cost, result: answer, usage, model: modelId, provider: provider.id, finalEndpointSlug: endpoint.slug });
     const text = JSON.stringify({ ...answer, id, model: modelId });
+    // The reply waits for the promise, not for the record's commit (the service's promise carries the record).
     await journal.promise(owner.organizationId, { row, replyTo: null, message: { type: 'done', payload: { cost: cost.toFixed(10) } } });
     res.writeHead(200, { 'content-type': 'application/json' }).end(text);
+    if (!('granted' in (await opened))) return;
     await complete(id, owner.organizationId, row);
   };
 

@@ -7,7 +7,6 @@ import { Agent, type Dispatcher } from 'undici';
 import type { ErrorBodyExtractor, SseEvent } from './adapter.types';
 import type { HttpRequestSpec } from './provider.types';
 import { abortedError, isUpstreamError, parseRetryAfter, upstreamError, type UpstreamError } from './upstream-error';
-import { Stop, type StopSignal } from '../stop';
 
 export interface UpstreamClientOptions {
   /** Connection cap per origin (default: no cap; the catalog's `maxConcurrency` limits calls above this). */
@@ -23,7 +22,7 @@ export interface UpstreamCallOptions {
    */
   timeoutMs: number;
   /** The caller's cancellation (job cancelled, client gone); ends with an `UpstreamError` whose `aborted` is true. */
-  signal?: StopSignal;
+  signal?: AbortSignal;
   /** The provider kind's error-body reader (`adapter.extractError`), for messages of non-2xx replies. */
   extractError?: ErrorBodyExtractor;
 }
@@ -58,8 +57,8 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
 
   return {
     async request(baseUrl, spec, call) {
-      // The call's deadline, in the form undici takes as a signal (shared/stop.ts).
-      const deadline = new Stop();
+      // The call's deadline, as undici takes it: a signal.
+      const deadline = new AbortController();
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
@@ -72,7 +71,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
       cancel?.addEventListener('abort', onCancel, { once: true });
       const failure = (error: unknown): UpstreamError => (timedOut ? upstreamError({ kind: 'timeout', timeoutMs: call.timeoutMs }, { cause: error }) : toUpstreamError(error, call));
       try {
-        const res = await send(agent, baseUrl, spec, call, deadline);
+        const res = await send(agent, baseUrl, spec, call, deadline.signal);
         const text = await res.body.text();
         const headers = flattenHeaders(res.headers);
         if (!isSuccess(res.statusCode)) throw replyError(res.statusCode, headers, text, call);
@@ -130,7 +129,7 @@ function splitOnce(text: string, separator: string): [string, string | undefined
   return at === -1 ? [text, undefined] : [text.slice(0, at), text.slice(at + 1)];
 }
 
-function send(agent: Agent, baseUrl: string, spec: HttpRequestSpec, call: UpstreamCallOptions, signal: StopSignal | undefined): Promise<Dispatcher.ResponseData> {
+function send(agent: Agent, baseUrl: string, spec: HttpRequestSpec, call: UpstreamCallOptions, signal: AbortSignal | undefined): Promise<Dispatcher.ResponseData> {
   if (call.signal?.aborted) return Promise.reject(abortedError(call.signal.reason));
   const target = joinUpstreamUrl(baseUrl, spec.path);
   const headers = { ...spec.headers };

@@ -5,7 +5,6 @@ import type { TextStreamEvent } from '../providers/provider.types';
 import type { StoredError } from '../errors/app-error';
 import { listenForJson } from './redis';
 import { JobLost, type JobLock } from './job-lock';
-import { Stop, type StopSignal } from '../stop';
 
 /** What a worker tells the API process that waits for a generation. */
 export type GenerationEvent =
@@ -266,24 +265,24 @@ export function listenForStops(sub: Redis, prefix: string, onStop: (id: string, 
  * The stop signals of the jobs this process runs, by job id (the generation id): the processor takes one when its job
  * starts and gives it back when it ends; a stop message (listenForStops) aborts it. BullMQ would make an
  * AbortController for every job of a processor taking a third parameter; the text and embeddings processors take two,
- * and their jobs' signals come from here (a Stop: shared/stop.ts).
+ * and their jobs' signals come from here.
  */
 export class JobStops {
-  private readonly running = new Map<string, Stop>();
+  private readonly running = new Map<string, AbortController>();
 
-  start(jobId: string): Stop {
-    const stop = new Stop();
+  start(jobId: string): AbortSignal {
+    const stop = new AbortController();
     this.running.set(jobId, stop);
-    return stop;
+    return stop.signal;
   }
 
-  end(jobId: string, stop: Stop): void {
-    if (this.running.get(jobId) === stop) this.running.delete(jobId);
+  end(jobId: string, signal: AbortSignal): void {
+    if (this.running.get(jobId)?.signal === signal) this.running.delete(jobId);
   }
 
   /** The stop of a job running here (a media run's long calls listen to it). */
-  of(jobId: string): Stop | undefined {
-    return this.running.get(jobId);
+  of(jobId: string): AbortSignal | undefined {
+    return this.running.get(jobId)?.signal;
   }
 
   /** True when a job of this process was told (a stop for another process's job finds nothing here). */
@@ -295,7 +294,7 @@ export class JobStops {
 }
 
 /** The stop reason of an aborted job signal (`cancelled` for anything else, e.g. a shutdown). */
-export function stopReasonOf(signal: StopSignal | undefined): StopReason | undefined {
+export function stopReasonOf(signal: AbortSignal | undefined): StopReason | undefined {
   if (!signal?.aborted) return undefined;
   return isStopReason(signal.reason) ? signal.reason : 'cancelled';
 }

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { JobStops, stopReasonOf } from '../../shared/queue/generation-bus';
 import { waitFor } from '../../workers/services/attempt-loop';
 import { textProcessor } from '../../workers/processors/text.processor';
@@ -18,7 +19,7 @@ describe('JobStops', () => {
     expect(stops.abort('gen_other', 'cancelled')).toBe(false);
     expect(stop.aborted).toBe(false);
     expect(stops.abort('gen_1', 'client_gone')).toBe(true);
-    stop.abort('timeout');
+    stops.abort('gen_1', 'timeout');
     expect([stop.aborted, stop.reason, heard]).toEqual([true, 'client_gone', ['client_gone']]);
     expect(stopReasonOf(stop)).toBe('client_gone');
   });
@@ -38,19 +39,20 @@ describe('JobStops', () => {
     // Jest's clock (promises stay real): the wait ends at the stop, the clock short of its end.
     jest.useFakeTimers({ doNotFake: ['nextTick', 'queueMicrotask'] });
     try {
-      const stop = new JobStops().start('gen_3');
+      const stops = new JobStops();
+      const stop = stops.start('gen_3');
       let ended = false;
       const waiting = waitFor(5_000, stop).then(() => void (ended = true));
       await jest.advanceTimersByTimeAsync(4_999);
       expect(ended).toBe(false);
-      stop.abort('cancelled');
+      stops.abort('gen_3', 'cancelled');
       await waiting;
-      expect(stop.listenerCount('abort')).toBe(0);
+      expect(getEventListeners(stop, 'abort')).toHaveLength(0);
       const untouched = new JobStops().start('gen_4');
       const waited = waitFor(10, untouched);
       await jest.advanceTimersByTimeAsync(10);
       await waited;
-      expect([untouched.aborted, untouched.listenerCount('abort')]).toEqual([false, 0]);
+      expect([untouched.aborted, getEventListeners(untouched, 'abort').length]).toEqual([false, 0]);
     } finally {
       jest.useRealTimers();
     }

@@ -6,7 +6,6 @@ import type { WorkerDeps } from '../worker-deps';
 import type { ResolvedEndpoint } from '../../shared/catalog/catalog-index';
 import type { ProviderAdapter } from '../../shared/providers/adapter.types';
 import type { PlannedCandidate } from '../../shared/queue/job-catalog';
-import type { StopSignal } from '../../shared/stop';
 
 /** The endpoint one attempt calls, handed to the executor's own "call this endpoint" function. */
 export interface EndpointCall {
@@ -14,7 +13,7 @@ export interface EndpointCall {
   resolved: ResolvedEndpoint;
   adapter: ProviderAdapter;
   /** Aborts the upstream call (cancel, timeout, client gone: shared/queue/cancel-channel.ts). */
-  signal?: StopSignal;
+  signal?: AbortSignal;
 }
 
 /** The operation a job needs from an endpoint's adapter; an endpoint without it is recorded `unavailable`. */

@@ -12,7 +12,6 @@ import type { WorkerDeps } from '../worker-deps';
 import type { ProviderConfig } from '../../shared/catalog/catalog.types';
 import { attemptOf, failedAttempt, notCalled, type EndpointCall, type Operation } from './attempt-failures';
 import type { Finish } from '../../shared/billing/ledger';
-import type { StopSignal } from '../../shared/stop';
 import { endGeneration, type EndingJob } from '../../shared/billing/ending';
 import type { GenAiUsage } from '../../shared/telemetry/tracing';
 import { AttemptSpan } from './job-spans';
@@ -40,7 +39,7 @@ export interface AttemptLoopInput<T> {
   operation: Operation;
   /** Calls one endpoint. Throws an UpstreamError to fall back (any other error counts as a malformed reply). */
   call: (c: EndpointCall) => Promise<T>;
-  signal?: StopSignal;
+  signal?: AbortSignal;
   /** Errors the loop does not judge: rethrown as they are (a stream cut after content; a media job's own retry). */
   passThrough?: (e: unknown) => boolean;
   /** Failed attempts are appended here (a typed-question job shares one list across its questions). */
@@ -136,7 +135,7 @@ export async function runAttempts<T>(deps: WorkerDeps, job: AttemptJob, input: A
 }
 
 /** One upstream exchange with an endpoint, within its provider's concurrency cap (catalog `maxConcurrency`). */
-export function upstreamRequest(deps: WorkerDeps, c: Pick<EndpointCall, 'resolved' | 'adapter'>, spec: HttpRequestSpec, signal?: StopSignal): Promise<UpstreamReply> {
+export function upstreamRequest(deps: WorkerDeps, c: Pick<EndpointCall, 'resolved' | 'adapter'>, spec: HttpRequestSpec, signal?: AbortSignal): Promise<UpstreamReply> {
   const { provider } = c.resolved;
   return withinCap(deps, provider, () => deps.upstream.request(provider.baseUrl, spec, { timeoutMs: provider.timeoutMs, extractError: c.adapter.extractError, signal }));
 }
@@ -219,7 +218,7 @@ export class AttemptOrder<C extends { slug: string }> {
 }
 
 /** Waits `ms`, or less when `signal` aborts (the caller then sees `signal.aborted`). */
-export function waitFor(ms: number, signal?: StopSignal): Promise<void> {
+export function waitFor(ms: number, signal?: AbortSignal): Promise<void> {
   if (ms <= 0 || signal?.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {

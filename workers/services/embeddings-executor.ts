@@ -8,7 +8,6 @@ import type { WorkerDeps } from '../worker-deps';
 import { endGeneration } from '../../shared/billing/ending';
 import { endFailed, endStopped, runAttempts, upstreamRequest, type EndpointCall, type RunTiming } from './attempt-loop';
 import { failureError } from './attempt-failures';
-import type { StopSignal } from '../../shared/stop';
 import type { GenAiUsage } from '../../shared/telemetry/tracing';
 
 /** Runs an embeddings job through the attempt loop (attempt-loop.ts), as text does. */
@@ -16,7 +15,7 @@ export class EmbeddingsExecutor {
   constructor(private readonly deps: WorkerDeps) {}
 
   /** `signal` aborts the upstream call when the generation is cancelled or timed out (cancel-channel.ts). */
-  async run(data: EmbeddingsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: StopSignal, lock?: JobLock): Promise<void> {
+  async run(data: EmbeddingsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: AbortSignal, lock?: JobLock): Promise<void> {
     const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId, this.deps.lane.buses, lock);
     const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };
     const out = await runAttempts(this.deps, data, {

@@ -16,7 +16,6 @@ import { StreamAccumulator } from './stream-accumulator';
 import { StreamCheckpoints, type CheckpointOutcome } from '../../shared/billing/settlement-journal';
 import { withoutText } from '../../shared/formats/unstored-text';
 import { MaskSession } from '../../shared/plugins/masker';
-import type { StopSignal } from '../../shared/stop';
 import type { GenAiUsage } from '../../shared/telemetry/tracing';
 import { endFailed, endStopped, runAttempts, upstreamRequest, withinCap, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
 import { attemptOf, failedAttempt, failureError } from './attempt-failures';
@@ -68,7 +67,7 @@ export class TextExecutor {
    * `signal` aborts the upstream call (cancel, timeout, client gone: shared/queue/cancel-channel.ts). `lock`: the job's
    * lock in this process (shared/queue/job-lock.ts): once it is lost, the run sends and settles nothing more (JobLost).
    */
-  async run(data: TextJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: StopSignal, lock?: JobLock): Promise<void> {
+  async run(data: TextJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: AbortSignal, lock?: JobLock): Promise<void> {
     const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId, this.deps.lane.buses, lock);
     const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };
     if (data.mode === 'async') await this.deps.generations.markProcessing(data.generationId, run.queueTimeMs);
@@ -227,7 +226,7 @@ export class TextExecutor {
    * (decisions.md section 4): `cancelled` (through the API) ends it cancelled, `timeout` / `client_gone` failed.
    * A generation that ended first (the API's uncharged cancel) keeps that ending.
    */
-  private async stopped(data: TextJobData, partial: MidStreamFailure | undefined, attempts: Attempt[], pub: GenerationPublisher, signal: StopSignal, timing: RunTiming) {
+  private async stopped(data: TextJobData, partial: MidStreamFailure | undefined, attempts: Attempt[], pub: GenerationPublisher, signal: AbortSignal, timing: RunTiming) {
     const reason = stopReasonOf(signal) ?? 'cancelled';
     if (!partial) return endStopped(this.deps, pub, data, attempts, timing);
     this.deps.logger.info('generation stopped, upstream call aborted', { generationId: data.generationId, reason, trace_id: data.traceId });

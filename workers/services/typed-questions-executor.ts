@@ -12,7 +12,6 @@ import type { WorkerDeps } from '../worker-deps';
 import { endGeneration } from '../../shared/billing/ending';
 import { endFailed, endStopped, runAttempts, upstreamRequest, type Attempt, type EndpointCall, type RunTiming } from './attempt-loop';
 import { failureError } from './attempt-failures';
-import type { StopSignal } from '../../shared/stop';
 import type { GenAiUsage } from '../../shared/telemetry/tracing';
 
 interface Answered {
@@ -36,7 +35,7 @@ export class TypedQuestionsExecutor {
   constructor(private readonly deps: WorkerDeps) {}
 
   /** `signal` aborts every question's upstream call when the generation is cancelled or timed out. */
-  async run(data: TypedQuestionsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: StopSignal, lock?: JobLock): Promise<void> {
+  async run(data: TypedQuestionsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: AbortSignal, lock?: JobLock): Promise<void> {
     const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId, this.deps.lane.buses, lock);
     const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };
     const { queueTimeMs } = run;
@@ -101,7 +100,7 @@ export class TypedQuestionsExecutor {
     data: TypedQuestionsJobData,
     q: TypedQuestionsJobData['questions'][number],
     attempts: QuestionAttempt[],
-    signal?: StopSignal,
+    signal?: AbortSignal,
   ): Promise<Answered | { fatal: Parameters<typeof failureError>[2] }> {
     const scheme = schemeOf(q.type, q.labels);
     const out = await runAttempts(this.deps, data, {
