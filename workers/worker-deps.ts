@@ -45,7 +45,7 @@ export interface WorkerDeps {
   settlements: SettlementJournal;
   /** What this process's workers share with its API: claims, reply channels, the records of jobs claimed here (shared/runtime/local-lane.ts). */
   lane: LocalLane;
-  /** The stop signals of the text and embeddings jobs running here (shared/queue/cancel-channel.ts). */
+  /** The stop signals of the text and embeddings jobs running here (shared/queue/generation-bus.ts). */
   stops: JobStops;
   /** What this process knows of its running jobs' locks: a run that lost its job sends nothing more of it (shared/queue/job-lock.ts). */
   locks: JobLocks;

@@ -45,7 +45,7 @@ export class GenerationGateway {
     private readonly queues: Record<QueueName, Queue>,
     private readonly bus: GenerationBus,
     private readonly logger: Logger,
-    /** Publishes stop messages to the workers (cancel-channel.ts). */
+    /** Publishes stop messages to the workers (shared/queue/generation-bus.ts). */
     private readonly stops: { redis: Redis; prefix: string },
     /** How generations end (shared/billing/ending.ts): a refused reservation waits for promised settlements, a cancel keeps them. */
     private readonly endings: EndingDeps,

@@ -59,7 +59,7 @@ describe('each rule in one place', () => {
   it('a cancel reaches a running job one way, its stop message: no worker polls the database for it', () => {
     const workers = all.filter((s) => s.file.startsWith('workers/'));
     expect(hits(workers, /setInterval\([^;]*?\.db\.generation[^;]*?cancelled/gs)).toEqual([]);
-    // Media takes its run's stop as text does (shared/queue/cancel-channel.ts JobStops).
+    // Media takes its run's stop as text does (shared/queue/generation-bus.ts JobStops).
     expect(hits(workers, /\bstops\.start\(/g).map((h) => h.split(':')[0]).sort()).toEqual(['workers/processors/embeddings.processor.ts', 'workers/processors/text.processor.ts', 'workers/services/media-executor.ts']);
   });
 

@@ -7,7 +7,7 @@ import type { WorkerDeps } from '../../workers/worker-deps';
 import { claimedRuns } from '../../workers/services/drawn-jobs';
 import type { Processor } from 'bullmq';
 
-// The stop signals of running jobs (shared/queue/cancel-channel.ts); the stop channel itself, end to end, is
+// The stop signals of running jobs (shared/queue/generation-bus.ts); the stop channel itself, end to end, is
 // test/api/upstream-abort.test.ts.
 
 describe('JobStops', () => {

@@ -12,7 +12,7 @@ export interface EndpointCall {
   candidate: PlannedCandidate;
   resolved: ResolvedEndpoint;
   adapter: ProviderAdapter;
-  /** Aborts the upstream call (cancel, timeout, client gone: shared/queue/cancel-channel.ts). */
+  /** Aborts the upstream call (cancel, timeout, client gone: shared/queue/generation-bus.ts). */
   signal?: AbortSignal;
 }
 

@@ -14,7 +14,7 @@ import type { GenAiUsage } from '../../shared/telemetry/tracing';
 export class EmbeddingsExecutor {
   constructor(private readonly deps: WorkerDeps) {}
 
-  /** `signal` aborts the upstream call when the generation is cancelled or timed out (cancel-channel.ts). */
+  /** `signal` aborts the upstream call when the generation is cancelled or timed out (shared/queue/generation-bus.ts). */
   async run(data: EmbeddingsJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: AbortSignal, lock?: JobLock): Promise<void> {
     const pub = new GenerationPublisher(this.deps.redis, data.replyTo, data.generationId, this.deps.lane.buses, lock);
     const run: RunTiming = { queueTimeMs: Math.max(0, timing.startedAt - timing.enqueuedAt), startedAt: timing.startedAt };

@@ -226,7 +226,7 @@ export class MediaExecutor {
 
   /**
    * Runs a long upstream exchange with a signal that aborts once the generation is cancelled: the cancel's stop message
-   * (shared/queue/cancel-channel.ts, the same channel as text's) aborts the job's stop, taken when its run started
+   * (shared/queue/generation-bus.ts, the same channel as text's) aborts the job's stop, taken when its run started
    * (`run`), so nobody waits for, or downloads, work nobody will receive.
    */
   private async whileNotCancelled<T>(data: MediaJobData, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {

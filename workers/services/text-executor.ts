@@ -64,7 +64,7 @@ export class TextExecutor {
   constructor(private readonly deps: WorkerDeps) {}
 
   /**
-   * `signal` aborts the upstream call (cancel, timeout, client gone: shared/queue/cancel-channel.ts). `lock`: the job's
+   * `signal` aborts the upstream call (cancel, timeout, client gone: shared/queue/generation-bus.ts). `lock`: the job's
    * lock in this process (shared/queue/job-lock.ts): once it is lost, the run sends and settles nothing more (JobLost).
    */
   async run(data: TextJobData, timing: { enqueuedAt: number; startedAt: number }, signal?: AbortSignal, lock?: JobLock): Promise<void> {
@@ -221,7 +221,7 @@ export class TextExecutor {
   }
 
   /**
-   * The job was told to stop (shared/queue/cancel-channel.ts) and its upstream call is aborted. Nothing streamed yet:
+   * The job was told to stop (shared/queue/generation-bus.ts) and its upstream call is aborted. Nothing streamed yet:
    * the generation ends cancelled, uncharged. A stream that had sent content is charged for what was produced
    * (decisions.md section 4): `cancelled` (through the API) ends it cancelled, `timeout` / `client_gone` failed.
    * A generation that ended first (the API's uncharged cancel) keeps that ending.
