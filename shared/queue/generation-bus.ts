@@ -271,9 +271,9 @@ export class JobStops {
   private readonly running = new Map<string, AbortController>();
 
   start(jobId: string): AbortSignal {
-    const stop = new AbortController();
-    this.running.set(jobId, stop);
-    return stop.signal;
+    const controller = new AbortController();
+    this.running.set(jobId, controller);
+    return controller.signal;
   }
 
   end(jobId: string, signal: AbortSignal): void {

@@ -138,8 +138,8 @@ export class HistoryService {
   private readonly reads: ReadRouting<HistoryReader>;
 
   /**
-   * `pool`: on the same database as `db`, the listings read through it (shared/db/client.ts connectListings); `replica`: DATABASE_READ_URL's (what it cannot give is read
-   * from `db`); `modelName`: a catalog model's display name.
+   * `pool`: on the same database as `db`, the listings read through it (shared/db/client.ts connectListings);
+   * `replica`: DATABASE_READ_URL's (what it cannot give is read from `db`); `modelName`: a catalog model's display name.
    */
   constructor(db: Db, o: { pool?: Pool; replica?: SqlReads; onReplicaError?: (err: unknown) => void; clock?: () => Date; modelName?: (id: string) => string } = {}) {
     const missing = (e: unknown) => e instanceof AppError && e.code === 'NOT_FOUND';

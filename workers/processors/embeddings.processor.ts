@@ -5,8 +5,8 @@ import type { WorkerDeps } from '../worker-deps';
 
 export function embeddingsProcessor(deps: WorkerDeps) {
   const executor = new EmbeddingsExecutor(deps);
-  // Two parameters: BullMQ then makes no AbortController of its own for the job; its stop signal is ours (cancel and timeout:
-  // shared/queue/generation-bus.ts JobStops, aborted from worker-pool.ts).
+  // Two parameters: BullMQ then makes no AbortController of its own for the job; its stop signal is ours (cancel and
+  // timeout: shared/queue/generation-bus.ts JobStops, aborted from worker-pool.ts).
   return async (job: Job<EmbeddingsJobData>) => {
     const signal = deps.stops.start(job.data.generationId);
     try {

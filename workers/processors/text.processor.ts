@@ -8,8 +8,8 @@ import { JobLost } from '../../shared/queue/job-lock';
 export function textProcessor(deps: WorkerDeps) {
   const executor = new TextExecutor(deps);
   const typedQuestions = new TypedQuestionsExecutor(deps);
-  // Two parameters: BullMQ then makes no AbortController of its own for the job; its stop signal is ours (cancel, timeout, client
-  // gone: shared/queue/generation-bus.ts JobStops, aborted from worker-pool.ts).
+  // Two parameters: BullMQ then makes no AbortController of its own for the job; its stop signal is ours (cancel,
+  // timeout, client gone: shared/queue/generation-bus.ts JobStops, aborted from worker-pool.ts).
   return async (job: Job<TextJobData | TypedQuestionsJobData>) => {
     const timing = { enqueuedAt: job.timestamp, startedAt: job.processedOn ?? Date.now() };
     const signal = deps.stops.start(job.data.generationId);

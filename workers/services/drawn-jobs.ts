@@ -16,7 +16,8 @@ import { endGeneration, keepPromised } from '../../shared/billing/ending';
  * client, who waited in the process that claimed it; a keyed job is re-run, and the key's repeat gets its answer.
  */
 export function claimedRuns(deps: WorkerDeps, processor: Processor): Processor {
-  // Two parameters, as the processors it wraps: BullMQ then makes no AbortController of its own beside the one JobStops keeps for the job (shared/queue/generation-bus.ts).
+  // Two parameters, as the processors it wraps: BullMQ then makes no AbortController of its own beside the one
+  // JobStops keeps for the job (shared/queue/generation-bus.ts).
   return async (job, token) => {
     const data = job.data as GenerationJobBase;
     const run = runOf(job, token);

@@ -13,7 +13,8 @@ import type { WorkerDeps } from '../worker-deps';
  * before background work (its client, still waiting, then gets its answer as from any worker).
  */
 export function fairStart(deps: WorkerDeps, caps: OrgCaps, processor: Processor, wake: (queueName: string, jobId: string) => Promise<unknown>): Processor {
-  // Two parameters, as the processors it wraps: BullMQ then makes no AbortController of its own beside the one JobStops keeps for the job (shared/queue/generation-bus.ts).
+  // Two parameters, as the processors it wraps: BullMQ then makes no AbortController of its own beside the one
+  // JobStops keeps for the job (shared/queue/generation-bus.ts).
   return async (job: Job, token?: string) => {
     const data = job.data as Partial<GenerationJobBase>;
     const org = data.organizationId;
