@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { Socket } from 'node:net';
 import express, { type Express } from 'express';
 import { buildContext, type AppContext, type AppDeps } from './app-context';
-import { traceMiddleware, metricsMiddleware } from './middleware/metrics';
+import { telemetryMiddleware } from './middleware/metrics';
 import { metricsRoutes } from './routes/metrics.route';
 import { docsRoutes } from './routes/docs.route';
 import { dashboardRoutes } from './routes/dashboard.route';
@@ -40,8 +40,7 @@ export function createApp(deps: AppDeps): Express & { locals: { ctx: AppContext 
   app.set('trust proxy', deps.config.trustProxy);
   app.locals.ctx = ctx;
 
-  app.use(traceMiddleware(ctx.tracing));
-  app.use(metricsMiddleware(ctx.metrics, app));
+  app.use(telemetryMiddleware(ctx.metrics, app, ctx.tracing));
   // Each router is entered only by the paths it serves (api/routes/gated.ts): a request skips the others unwalked.
   app.use(gated(healthRoutes(ctx)), gated(metricsRoutes(ctx)), gated(docsRoutes(ctx)), gated(dashboardRoutes(ctx)));
   // JSON bodies are parsed by ctx.guard, after authentication (api/middleware/reject-nul.ts).

@@ -19,7 +19,7 @@ import path from 'node:path';
 import { createDb } from '../shared/db/client';
 import { createRedis, deleteKeys } from '../shared/queue/redis';
 import { AccountsService } from '../shared/services/accounts.service';
-import { freePort } from '../shared/runtime/process-utils';
+import { ephemeralPort } from '../shared/runtime/process-utils';
 import { startRedisCluster, type RedisCluster } from '../test/scale/helpers/redis-cluster';
 import type { LoadResult } from './http-load';
 import { firstLine, resetDatabase, waitReady } from './children';
@@ -117,9 +117,9 @@ async function main(): Promise<void> {
         const children: ChildProcess[] = [];
         const urls: string[] = [];
         try {
-          // Distinct ports for every process (two quick freePort() calls can return the same one).
+          // Distinct ports for every process (two quick ephemeralPort() calls can return the same one).
           const ports = new Set<number>();
-          while (ports.size < pairs * 2) ports.add(await freePort());
+          while (ports.size < pairs * 2) ports.add(await ephemeralPort());
           const [apiPorts, metricPorts] = [[...ports].slice(0, pairs), [...ports].slice(pairs)];
           for (let i = 0; i < pairs; i++) {
             const port = apiPorts[i]!;

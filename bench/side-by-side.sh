@@ -8,7 +8,8 @@
 #
 # Needs `bash ../shared/bench-peers/setup.sh` once per machine (Portkey and wrk into /tmp/peers).
 # Environment: BENCH_DATABASE_URL (postgresql://postgres@127.0.0.1:5432/sy_peers; dropped and re-created),
-# BENCH_REDIS_URL (redis://127.0.0.1:6379), SY_PORT (3977), SY_NODE_ARGS (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof),
+# BENCH_REDIS_URL (redis://127.0.0.1:6379), SY_PORT (3977), SY_NODE (the Node binary Switchyard alone runs on, e.g.
+# Node 26 as the Dockerfile's image; default `node`), SY_NODE_ARGS (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof),
 # WEB_CONCURRENCY (1: one process, API and workers, on the gateway core), SY_ENTRY (the script started in Switchyard's
 # place: dist/bench/floor.js measures the guarantees' floor), SY_LOG (a file to keep the gateway's log in, e.g. with
 # SY_NODE_ARGS=--trace-gc-nvp), SKIP_BUILD=1 (run dist/ as it is), and every knob of run.sh.
@@ -45,7 +46,7 @@ redis-cli -u "$REDIS" --scan --pattern "$PREFIX*" | xargs -r redis-cli -u "$REDI
 export DATABASE_URL=$DB_URL REDIS_URL=$REDIS QUEUE_PREFIX=$PREFIX SWITCHYARD_CATALOG=$WORK/catalog.json BENCH_PROVIDER_KEY=bench \
   WEB_CONCURRENCY=${WEB_CONCURRENCY:-1} PORT=$PORT SWITCHYARD_SECRET=side-by-side-bench-secret-0123456789abcdef LOG_LEVEL=warn
 # shellcheck disable=SC2086
-node ${SY_NODE_ARGS:-} "${SY_ENTRY:-dist/bin/start.js}" >"$WORK/switchyard.log" 2>&1 &
+"${SY_NODE:-node}" ${SY_NODE_ARGS:-} "${SY_ENTRY:-dist/bin/start.js}" >"$WORK/switchyard.log" 2>&1 &
 SY_PID=$!
 stop() {
   kill -INT "$SY_PID" 2>/dev/null || true

@@ -24,8 +24,8 @@ export interface Ctx {
   /** A timer that `close()` cancels, so pending delays never keep the process alive. */
   sleep(ms: number): Promise<void>;
   /**
-   * The `holdAfterChunks` hold: resolves when the knobs are next set (or the fake closes), at once when they have been
-   * set since this request began.
+   * The hold of `holdReplies` and `holdAfterChunks`: resolves when the knobs are next set (or the fake closes), at once
+   * when they have been set since this request began.
    */
   held(): Promise<void>;
   shared: SharedState;

@@ -38,6 +38,11 @@ export interface FakeKnobs {
    * the knobs, however slow the machine.
    */
   holdAfterChunks?: number;
+  /**
+   * Generation requests wait, after any latency, until the knobs are set again (or the client leaves): a case that must
+   * act while calls are inside the provider ends them when it has acted, however slow the machine.
+   */
+  holdReplies?: boolean;
   /** Keep streaming deltas forever (until the client disconnects). */
   endlessStream?: boolean;
   /** Send about half of the deltas (half of the body when not streaming), then destroy the socket. */

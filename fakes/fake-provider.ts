@@ -47,7 +47,7 @@ export interface FakeProvider {
   /** e.g. http://127.0.0.1:PORT */
   url: string;
   port: number;
-  /** Replace the knobs (also restarts the `failTimes` count, and lets go of streams held by `holdAfterChunks`). */
+  /** Replace the knobs (also restarts the `failTimes` count, and lets go of requests held by `holdReplies` and streams held by `holdAfterChunks`). */
   setKnobs(k: FakeKnobs): void;
   /** Every API request received (the last 1000). */
   requests: RecordedRequest[];
@@ -110,7 +110,7 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
       }, ms);
       timers.add(t);
     });
-  // Streams held by `holdAfterChunks`, let go when the knobs are set again or the fake closes.
+  // Requests held by `holdReplies` and streams held by `holdAfterChunks`, let go when the knobs are set again or the fake closes.
   let holds: Array<() => void> = [];
   const letGo = (): void => {
     for (const go of holds) go();
@@ -173,6 +173,7 @@ export async function startFakeProvider(opts: { port?: number; knobs?: FakeKnobs
 
     const latency = (knobs.latencyMs ?? 0) + (knobs.latencyJitterMs ? Math.floor(Math.random() * knobs.latencyJitterMs) : 0) + markerLatency(knobs, ctx.path, body);
     if (latency) await sleep(latency);
+    if (theirs.holdReplies) await Promise.race([ctx.held(), new Promise<void>((resolve) => res.once('close', () => resolve()))]);
     if (res.destroyed) return;
     if (ctx.failing && knobs.hang) return; // hold the socket until the client or close() drops it
     if (ctx.failing && knobs.resetConnection) return hangUp(res);

@@ -1,6 +1,6 @@
 import { Worker, type Job } from 'bullmq';
 import { claimedJobJson } from '../shared/queue/claims';
-import { claimToken, isTicketToken, takeToken, type Claimer, type ClaimTicket, type LocalClaimers } from '../shared/queue/claims';
+import { ticketTokenPrefixes, type Claimer, type ClaimTicket, type LocalClaimers } from '../shared/queue/claims';
 import type { JobLocks } from '../shared/queue/job-lock';
 import type { SlotShare } from './services/default-share';
 
@@ -22,6 +22,7 @@ export class ClaimingWorker extends Worker implements Claimer {
   /** Claimed jobs waiting for the event loop's next turn to start. */
   private starting = 0;
   private tickets = 0;
+  private readonly tokens = ticketTokenPrefixes(this.id);
   private readonly claimed = new Set<Promise<unknown>>();
   private withdraw?: () => void;
   private share?: SlotShare;
@@ -63,7 +64,7 @@ export class ClaimingWorker extends Worker implements Claimer {
   }
 
   hold(organizationId?: string): ClaimTicket | null {
-    return this.takesJobs() && !this.full() ? this.ticket(claimToken(this.id, this.tickets++), organizationId) : null;
+    return this.takesJobs() && !this.full() ? this.ticket(this.tokens.claim + this.tickets++, organizationId) : null;
   }
 
   holdBeyond(organizationId: string): ClaimTicket | null {
@@ -71,7 +72,7 @@ export class ClaimingWorker extends Worker implements Claimer {
   }
 
   ticketBeyond(kind: 'claim' | 'take', organizationId: string, ended: () => void): ClaimTicket {
-    return this.ticket(kind === 'claim' ? claimToken(this.id, this.tickets++) : takeToken(this.id, this.tickets++), organizationId, ended);
+    return this.ticket(this.tokens[kind] + this.tickets++, organizationId, ended);
   }
 
   /** A slot for one job; its organization, when known, holds it in the share from now until the job ends or the ticket is released. */
@@ -79,31 +80,35 @@ export class ClaimingWorker extends Worker implements Claimer {
     this.holding++;
     const org = this.share && organizationId;
     if (org) this.share!.started(org);
+    // The first of `start` and `release` gives the held slot back; the other does nothing.
     let open = true;
-    const settle = () => {
-      if (!open) return false;
-      open = false;
-      this.holding--;
-      return true;
-    };
-    const over = () => {
-      if (org) this.share!.ended(org);
-      ended?.();
-    };
     return {
       token,
       lockDuration: this.opts.lockDuration ?? 30_000,
-      start: (raw, jobId, nextTurn) => settle() && this.runClaimed(raw, jobId, token, nextTurn === true, over),
-      release: () => void (settle() && over()),
+      start: (raw, jobId, nextTurn) => {
+        if (!open) return;
+        open = false;
+        this.holding--;
+        this.runClaimed(raw, jobId, token, nextTurn === true, org, ended);
+      },
+      release: () => {
+        if (!open) return;
+        open = false;
+        this.holding--;
+        if (org) this.share!.ended(org);
+        ended?.();
+      },
     };
   }
 
   protected override async callProcessJob(job: Job, token: string, signal?: AbortSignal): Promise<unknown> {
     this.busy++;
     if (this.share && this.full()) this.share.full();
-    // A fetched job's organization holds its slot in the share while it runs (a ticket's was counted with the ticket).
+    // A fetched job's organization holds its slot in the share while it runs (a ticket's was counted with the ticket:
+    // the job runs under one of this worker's ticket tokens).
     const org = (job.data as { organizationId?: unknown } | undefined)?.organizationId;
-    const held = this.share && typeof org === 'string' && !isTicketToken(token) ? org : undefined;
+    const ticketed = token.startsWith(this.tokens.claim) || token.startsWith(this.tokens.take);
+    const held = this.share && typeof org === 'string' && !ticketed ? org : undefined;
     if (held) this.share!.started(held);
     const lock = this.locks?.track(job, token, this.opts.lockDuration ?? 30_000);
     try {
@@ -115,37 +120,41 @@ export class ClaimingWorker extends Worker implements Claimer {
     }
   }
 
-  /** Runs a claimed job now, or on the event loop's next turn (`nextTurn`); `close` waits for it either way; then `ended`. */
-  private runClaimed(raw: string[], jobId: string, token: string, nextTurn: boolean, ended?: () => void): true {
-    const go = () => {
-      let job: Job;
-      try {
-        // Decoded as BullMQ decodes what its fetch returns (numbers, options, short field names).
-        job = this.createJob(claimedJobJson(raw), jobId);
-      } catch (err) {
-        // Not run here: the job is active under a lock nobody renews, so a stalled check hands it to a worker again.
-        this.emit('error', err as Error);
-        return;
-      }
-      job.token = token;
-      this.emit('active', job, 'waiting');
-      // Completed or failed here, never fetching a next job (that is the loop's business).
-      return this.processJob(job, token, () => false);
-    };
+  /**
+   * Runs a claimed job now, or on the event loop's next turn (`nextTurn`); `close` waits for it either way. Once it is
+   * over, `org` (the ticket's) no longer holds the slot in the share, then `ended`.
+   */
+  private runClaimed(raw: string[], jobId: string, token: string, nextTurn: boolean, org?: string, ended?: () => void): void {
     if (nextTurn) this.starting++;
-    const later = () =>
-      new Promise<void>((r) => setImmediate(r)).then(() => {
-        this.starting--;
-        return go();
-      });
-    const run: Promise<unknown> = (nextTurn ? later() : Promise.resolve(go()))
+    const run: Promise<unknown> = this.claimedRun(raw, jobId, token, nextTurn)
       .catch((err: unknown) => this.emit('error', err as Error))
       .finally(() => {
         this.claimed.delete(run);
+        if (org) this.share!.ended(org);
         ended?.();
       });
     this.claimed.add(run);
-    return true;
+  }
+
+  /** A claimed job's run: synchronous up to the processor's first wait, unless it waits for the next turn first. */
+  private async claimedRun(raw: string[], jobId: string, token: string, nextTurn: boolean): Promise<unknown> {
+    if (nextTurn) {
+      await new Promise<void>((r) => setImmediate(r));
+      this.starting--;
+    }
+    let job: Job;
+    try {
+      // Decoded as BullMQ decodes what its fetch returns (numbers, options, short field names).
+      job = this.createJob(claimedJobJson(raw), jobId);
+    } catch (err) {
+      // Not run here: the job is active under a lock nobody renews, so a stalled check hands it to a worker again.
+      this.emit('error', err as Error);
+      return;
+    }
+    job.token = token;
+    this.emit('active', job, 'waiting');
+    // Completed or failed here, never fetching a next job (that is the loop's business).
+    return this.processJob(job, token, () => false);
   }
 
   /** Takes no more claims and lets the claimed jobs finish (unless forced), then closes as a Worker does. */

@@ -46,47 +46,47 @@ export class Authenticator {
   async authenticate(header: string | undefined): Promise<Principal> {
     const token = bearerToken(header);
     if (!token) throw new AppError('UNAUTHORIZED', 'Missing or malformed Authorization header: use "Bearer <API key>"');
-    if (KEY_PATTERN.test(token)) return this.fromKey(token);
-    if (looksLikeJwt(token)) return this.fromToken(token);
-    throw new AppError('UNAUTHORIZED', 'Unknown API key or token');
+    if (!KEY_PATTERN.test(token)) {
+      if (looksLikeJwt(token)) return this.fromToken(token);
+      throw new AppError('UNAUTHORIZED', 'Unknown API key or token');
+    }
+    const cached = this.cache.get(token);
+    const principal = cached && Date.now() - cached.at < this.cacheMs ? cached.principal : await this.readKey(token);
+    if (principal === 'revoked') throw new AppError('api_key_revoked', 'This API key has been revoked');
+    if (principal === 'disabled') throw new AppError('UNAUTHORIZED', 'This API key is disabled (PATCH /v1/keys/{id} with {"disabled": false} enables it again)');
+    if (!principal) throw new AppError('UNAUTHORIZED', 'Unknown API key or token');
+    return principal;
   }
 
   forget(keyId: string): void {
     for (const [k, v] of this.cache) if (v.keyId === keyId) this.cache.delete(k);
   }
 
-  private async fromKey(key: string): Promise<Principal> {
-    const cached = this.cache.get(key);
-    let principal: CacheEntry['principal'];
-    if (cached && Date.now() - cached.at < this.cacheMs) principal = cached.principal;
-    else {
-      // The entry's age counts from before the read: a lookup that read the row just before a revocation
-      // committed, and answered after it, must not stay cached for a whole cacheMs after the revoking reply.
-      const readAt = Date.now();
-      const row = await this.db.apiKey.findUnique({ where: { keyHash: hashApiKey(key) }, include: { organization: { select: { rateLimitPerMinute: true, maxConcurrency: true } } } });
-      principal = !row
-        ? null
-        : row.revokedAt
-          ? 'revoked'
-          : row.disabledAt
-            ? 'disabled'
-            : {
-              kind: 'key',
-              organizationId: row.organizationId,
-              keyId: row.id,
-              userId: row.userId,
-              allowedModels: row.allowedModels,
-              rateLimitPerMinute: row.rateLimitPerMinute ?? row.organization.rateLimitPerMinute,
-              maxConcurrency: row.organization.maxConcurrency,
-            };
-      if (this.cacheMs > 0) {
-        if (this.cache.size > 10_000) this.cache.clear();
-        this.cache.set(key, { at: readAt, keyId: row?.id, principal });
-      }
+  /** An API key's principal (or why it has none) as its row says now; kept for `cacheMs`. */
+  private async readKey(key: string): Promise<CacheEntry['principal']> {
+    // The entry's age counts from before the read: a lookup that read the row just before a revocation
+    // committed, and answered after it, must not stay cached for a whole cacheMs after the revoking reply.
+    const readAt = Date.now();
+    const row = await this.db.apiKey.findUnique({ where: { keyHash: hashApiKey(key) }, include: { organization: { select: { rateLimitPerMinute: true, maxConcurrency: true } } } });
+    const principal: CacheEntry['principal'] = !row
+      ? null
+      : row.revokedAt
+        ? 'revoked'
+        : row.disabledAt
+          ? 'disabled'
+          : {
+            kind: 'key',
+            organizationId: row.organizationId,
+            keyId: row.id,
+            userId: row.userId,
+            allowedModels: row.allowedModels,
+            rateLimitPerMinute: row.rateLimitPerMinute ?? row.organization.rateLimitPerMinute,
+            maxConcurrency: row.organization.maxConcurrency,
+          };
+    if (this.cacheMs > 0) {
+      if (this.cache.size > 10_000) this.cache.clear();
+      this.cache.set(key, { at: readAt, keyId: row?.id, principal });
     }
-    if (principal === 'revoked') throw new AppError('api_key_revoked', 'This API key has been revoked');
-    if (principal === 'disabled') throw new AppError('UNAUTHORIZED', 'This API key is disabled (PATCH /v1/keys/{id} with {"disabled": false} enables it again)');
-    if (!principal) throw new AppError('UNAUTHORIZED', 'Unknown API key or token');
     return principal;
   }
 

@@ -4,7 +4,7 @@ import type { Logger } from '../../shared/logger';
 import { JOB_OPTIONS, type GenerationJobBase } from '../../shared/queue/job-catalog';
 import { Mailbox, publishStop, type StopReason, type GenerationBus } from '../../shared/queue/generation-bus';
 import { QUEUES, type QueueName } from '../../shared/queue/queue-names';
-import { RUNNING, type GenerationService, type GenerationState, type NewGeneration, type ResponseMode } from '../../shared/services/generation.service';
+import { RUNNING, openRowOf, type GenerationService, type GenerationState, type NewGeneration, type ResponseMode } from '../../shared/services/generation.service';
 import { ownerOf } from '../../shared/auth/principal';
 import { money, toStorage, type Decimal } from '../../shared/money';
 import type Redis from 'ioredis';
@@ -18,6 +18,7 @@ import { STOP_GRACE_MS, type FinalMessage, type GenerationOrder, type Submission
 import { attach } from './idempotent-replay';
 import type { Catalog } from '../../shared/catalog/catalog.types';
 import type { UpstreamBatches } from '../../shared/services/upstream-batches.service';
+import type { TextStreamEvent } from '../../shared/providers/provider.types';
 import { takesUpstreamBatch } from '../../shared/providers/batch-routing';
 
 /** Where batch lines bound for a provider's own batch API are parked (docs/batches.md "Provider batch APIs"). */
@@ -183,7 +184,7 @@ export class GenerationGateway {
       ticket.release();
       return null;
     }
-    const row = this.generations.drawnRow(gen, lease);
+    const row = openRowOf(gen, lease);
     const record = new PendingRecord(row);
     const mailbox = new Mailbox();
     const detach = this.bus.listen(gen.id, (m) => {
@@ -281,10 +282,11 @@ export class GenerationGateway {
   }
 
   /**
-   * The final message of a generation, or null after `timeoutMs`. Progress messages are skipped. After a Redis
-   * reconnect (`recheck`) the final state is read from the database with `reread`, when the caller gives one.
+   * The final message of a generation, or null after `timeoutMs`. A stream's deltas before it go to `onDelta`; other
+   * progress messages are skipped. After a Redis reconnect (`recheck`) the final state is read from the database with
+   * `reread`, when the caller gives one.
    */
-  async waitFinal(sub: Submission, timeoutMs: number, reread?: () => Promise<FinalMessage | null>): Promise<FinalMessage | null> {
+  async waitFinal(sub: Submission, timeoutMs: number, reread?: () => Promise<FinalMessage | null>, onDelta?: (ev: TextStreamEvent) => void): Promise<FinalMessage | null> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const left = deadline - Date.now();
@@ -292,7 +294,8 @@ export class GenerationGateway {
       const m = await sub.mailbox!.next(left);
       if (!m) return null;
       if (m.type === 'done' || m.type === 'failed' || m.type === 'cancelled') return m;
-      if (m.type === 'recheck' && reread) {
+      if (m.type === 'delta') onDelta?.(m.event);
+      else if (m.type === 'recheck' && reread) {
         const settled = await reread().catch(() => null);
         if (settled) return settled;
       }

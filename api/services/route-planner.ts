@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Catalog, EndpointConfig, ModelConfig, ModelType } from '../../shared/catalog/catalog.types';
 import { AppError } from '../../shared/errors/app-error';
 import { applyModelSpec, parseModelSpec, type ModelSpec } from '../../shared/routing/inline-model';
-import { planRoute } from '../../shared/routing/plan-route';
+import { chooseEndpoints, planFromChoices, type RouteChoices } from '../../shared/routing/plan-route';
 import { RoutingError, RoutingInputError } from '../../shared/routing/routing-errors';
 import type { ProviderPreferences, RoutePlan } from '../../shared/routing/routing.types';
 import type { PlannedCandidate } from '../../shared/queue/job-catalog';
@@ -42,8 +42,31 @@ export function routingFailure(e: unknown): never {
   throw e;
 }
 
-/** The routing step every generation route shares: model spec, permissions, stickiness, the plan. */
+/** How many request shapes (first model, fallbacks, routing object, parameters) a planner remembers; past it the oldest goes. */
+const REMEMBERED = 256;
+/** A shape spelled longer than this (a long routing object) is planned afresh each time rather than remembered. */
+const LONGEST_SHAPE = 1024;
+
+/** What the catalog decides for one request shape: its models, their endpoints' slugs, the plan before health. */
+interface ShapeChoices {
+  models: string[];
+  slugs: string[];
+  choices: RouteChoices;
+}
+
+/**
+ * The routing step every generation route shares: model spec, permissions, stickiness, the plan.
+ *
+ * The part of a plan that the request and the catalog alone decide (plan-route.ts chooseEndpoints) is made once per
+ * request shape and kept, a bounded few; permissions, statistics and stickiness are read for every request. The
+ * catalog is never changed in place (a new one is a new planner: shared/runtime/bootstrap.ts), so what is kept stays
+ * true. Only a success is kept: a refused request is refused afresh each time.
+ */
 export class RoutePlanner {
+  /** Per first model as sent: its spec, for models of the catalog. */
+  private readonly specs = new Map<string, ModelSpec>();
+  private readonly shapes = new Map<string, ShapeChoices>();
+
   constructor(
     private readonly catalog: Catalog,
     private readonly stats: EndpointStatsStore,
@@ -51,11 +74,15 @@ export class RoutePlanner {
 
   /** The first model of a request (`model`, else `models[0]`) split into its id and inline options; 400 when bad. */
   spec(r: Pick<PlanRequest, 'model' | 'models'>): ModelSpec {
+    const first = r.model ?? r.models?.[0];
+    const known = first === undefined ? undefined : this.specs.get(first);
+    if (known) return known;
     try {
-      const first = r.model ?? r.models?.[0];
       if (!first) throw new RoutingInputError('model', 'model is required');
-      const spec = parseModelSpec(first, { isKnownModel: (id) => Object.hasOwn(this.catalog.models, id) });
-      return { ...spec, model: this.modelId(spec.model) };
+      const parsed = parseModelSpec(first, { isKnownModel: (id) => Object.hasOwn(this.catalog.models, id) });
+      const spec = { ...parsed, model: this.modelId(parsed.model) };
+      if (Object.hasOwn(this.catalog.models, spec.model)) remember(this.specs, first, spec);
+      return spec;
     } catch (e) {
       return routingFailure(e);
     }
@@ -73,23 +100,14 @@ export class RoutePlanner {
   async plan(r: PlanRequest): Promise<PlannedRoute> {
     const spec = r.spec ?? this.spec(r);
     try {
-      const models = [...new Set([spec.model, ...(r.models ?? []).map((m) => this.modelId(m))])];
+      const shape = JSON.stringify([spec, r.models, r.provider, r.requestedParameters, r.modelType, r.requireCapabilities, r.serviceTier]);
+      const known = this.shapes.get(shape);
+      const models = known?.models ?? [...new Set([spec.model, ...(r.models ?? []).map((m) => this.modelId(m))])];
       for (const m of models) assertModelAllowed(r.principal, m);
-      const preferences = applyModelSpec(r.provider, spec);
-      const slugs = models.flatMap((m) => (Object.hasOwn(this.catalog.models, m) ? this.catalog.models[m].endpoints.map((e) => e.slug) : []));
+      const chosen = known ?? this.choose(shape, models, spec, r);
       const stickyKey = r.stickiness ? `${r.principal.organizationId}:${createHash('sha256').update(r.stickiness).digest('hex').slice(0, 32)}` : undefined;
       const sticky = stickyKey ? ((await this.stats.sticky(stickyKey)) ?? undefined) : undefined;
-      const plan = planRoute({
-        catalog: this.catalog,
-        models,
-        preferences,
-        requestedParameters: r.requestedParameters,
-        modelType: r.modelType,
-        stats: this.stats.snapshot(slugs),
-        sticky,
-        requireCapabilities: r.requireCapabilities,
-        serviceTier: r.serviceTier,
-      });
+      const plan = planFromChoices(chosen.choices, { stats: this.stats.snapshot(chosen.slugs), sticky });
       return {
         spec,
         primary: this.catalog.models[spec.model],
@@ -102,4 +120,28 @@ export class RoutePlanner {
       return routingFailure(e);
     }
   }
+
+  /** The catalog's part of the plan of a request shape not met yet (or forgotten), kept for the next. */
+  private choose(shape: string, models: string[], spec: ModelSpec, r: PlanRequest): ShapeChoices {
+    const choices = chooseEndpoints({
+      catalog: this.catalog,
+      models,
+      preferences: applyModelSpec(r.provider, spec),
+      requestedParameters: r.requestedParameters,
+      modelType: r.modelType,
+      requireCapabilities: r.requireCapabilities,
+      serviceTier: r.serviceTier,
+    });
+    const slugs = models.flatMap((m) => (Object.hasOwn(this.catalog.models, m) ? this.catalog.models[m].endpoints.map((e) => e.slug) : []));
+    const chosen = { models, slugs, choices };
+    remember(this.shapes, shape, chosen);
+    return chosen;
+  }
+}
+
+/** Keeps `value` under `key` unless the key is too long; the oldest entry goes when `memo` is full. */
+function remember<T>(memo: Map<string, T>, key: string, value: T): void {
+  if (key.length > LONGEST_SHAPE) return;
+  if (memo.size >= REMEMBERED) memo.delete(memo.keys().next().value as string);
+  memo.set(key, value);
 }

@@ -2,7 +2,7 @@ import type { SettlementJournal } from '../../shared/billing/settlement-journal'
 import type { Db } from '../../shared/db/client';
 import type { Generation, Prisma } from '../../shared/db/generated/client';
 import { AppError, type StoredError } from '../../shared/errors/app-error';
-import { buildResponseObject, incompleteReason, type PublicError, type ResponseObject, type ResponseStatus } from '../../shared/formats/response-object.mapper';
+import { buildResponseObject, INCOMPLETE_REASONS, type PublicError, type ResponseObject, type ResponseStatus } from '../../shared/formats/response-object.mapper';
 import { publicUsage } from '../../shared/formats/format-utils';
 import { withoutText } from '../../shared/formats/unstored-text';
 import type { InputItem, OutputItem, TextResult } from '../../shared/providers/provider.types';
@@ -54,7 +54,7 @@ const STATUS: Record<Generation['status'], ResponseStatus> = {
 };
 
 /** OpenAI answers `incomplete` (not `completed`) for an answer cut by max_output_tokens or a content filter. */
-export const finishedStatus = (result: TextResult | undefined): 'completed' | 'incomplete' => (incompleteReason(result) ? 'incomplete' : 'completed');
+export const finishedStatus = (result: TextResult | undefined): 'completed' | 'incomplete' => (result && INCOMPLETE_REASONS.has(result.finishReason) ? 'incomplete' : 'completed');
 
 export const unix = (d: Date) => Math.floor(d.getTime() / 1000);
 
@@ -264,7 +264,8 @@ export async function orderResponse(
   o: { id: string; mode: 'sync' | 'stream' | 'async' | 'batch' },
 ): Promise<TextSubmitted & { record: (route: PlannedRoute) => StoredResponsesRequest }> {
   const prior = body.previous_response_id ? await d.stored.history(c.principal, body.previous_response_id) : [];
-  const references = await d.stored.resolve(c.principal, itemReferenceIds(body.input));
+  const referenced = itemReferenceIds(body.input);
+  const references = referenced.length > 0 ? await d.stored.resolve(c.principal, referenced) : undefined;
   const { requestedParameters, warnings: formatWarnings, ...request } = responsesToCanonical(body, prior, references);
   // `store: false`: the record keeps what billing and history need, not the conversation (nor the instructions).
   // A reasoning effort no endpoint of the model takes is dropped with a warning, and not echoed either.

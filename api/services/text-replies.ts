@@ -81,11 +81,8 @@ export async function outwaited(
   if (opts.goesOn) return 'running';
   if (opts.produced) {
     await gateway.stop(sub.id, 'timeout');
-    const deadline = Date.now() + STOP_GRACE_MS;
-    for (let m = await sub.mailbox!.next(STOP_GRACE_MS); m; m = await sub.mailbox!.next(Math.max(0, deadline - Date.now()))) {
-      if (m.type === 'delta') opts.onDelta?.(m.event);
-      else if (m.type === 'done' || m.type === 'failed' || m.type === 'cancelled') return m;
-    }
+    const final = await gateway.waitFinal(sub, STOP_GRACE_MS, undefined, opts.onDelta);
+    if (final) return final;
   }
   // Cancelled on the submission's own queue (an embeddings job must leave the embeddings queue) and its upstream call
   // aborted, so a provider never works for a caller who has gone.
@@ -96,7 +93,8 @@ export async function outwaited(
   if (cancelled) return null;
   // The worker ended it first: its own ending (and cost), from its record, which the cancel found ended; else its final
   // message (a record that shows no answer: failed, or `store: false`), which may have been lost with a Redis restart.
-  return (await opts.reread?.().catch(() => null)) ?? (await gateway.waitFinal(sub, STOP_GRACE_MS, opts.reread)) ?? null;
+  // A stream's deltas that came meanwhile go out before it: its cost is for them.
+  return (await opts.reread?.().catch(() => null)) ?? (await gateway.waitFinal(sub, STOP_GRACE_MS, opts.reread, opts.onDelta)) ?? null;
 }
 
 export interface StreamHandlers {
@@ -130,15 +128,16 @@ export async function pumpStream(
   const gone = openEventStream(res, () => sub.mailbox?.close());
   let produced = false;
   let lastSeq = 0;
-  let ended = false;
+  // The stream's final event, written with the reply's end once the loop ends (every way out of it but the client
+  // leaving sets it): one write.
+  let last: string[] | undefined;
   const write = (chunks: string[]) => {
     if (!gone() && chunks.length) res.write(chunks.join(''));
   };
-  const end = (chunks: string[]) => {
-    ended = true;
-    write(chunks);
-  };
   write(head);
+  // Out now: node:http corks a chunk until the next tick, and the work queued before then (sending the drawn record's
+  // commit) held the stream's first byte about 1 ms at concurrency 1 (bench/rounds/29).
+  if (res.socket?.writableCorked) res.socket.uncork();
   try {
     while (!gone()) {
       const m = await sub.mailbox!.next(waitMs);
@@ -148,7 +147,7 @@ export async function pumpStream(
         // the start. What the client already has cannot be taken back, so the stream ends here, uncharged (its re-run
         // found no checkpoint of it to keep: docs/billing-failures.md).
         await gateway.cancel(sub.id, sub.queue);
-        end(h.failed({ code: 'SERVICE_UNAVAILABLE', message: 'The worker running this stream stopped: repeat the request' }));
+        last = h.failed({ code: 'SERVICE_UNAVAILABLE', message: 'The worker running this stream stopped: repeat the request' });
         break;
       }
       // A final message numbered anew is the ending another run made (it kept the stream's checkpoint): relayed below.
@@ -157,11 +156,11 @@ export async function pumpStream(
         const final = await outwaited(gateway, sub, { goesOn: sub.keyed === true, produced, onDelta: (ev) => write(h.delta(ev)) });
         if (final === 'running') {
           // With an Idempotency-Key the generation goes on, and a repeat replays it once it has finished.
-          end(h.failed({ code: 'REQUEST_TIMEOUT', message: `Timed out waiting for the model: generation ${sub.id} keeps running; repeat with the same Idempotency-Key to replay it once finished`, metadata: { reason: 'upstream_timeout', generation_id: sub.id } }));
-        } else if (final?.type === 'done') end(h.done(final.payload as TextDonePayload));
-        else if (final?.type === 'failed') end(h.failed(final.error, final.payload as TextDonePayload | undefined));
-        else if (final?.type === 'cancelled') end(h.failed(CANCELLED, final.payload as TextDonePayload | undefined));
-        else end(h.failed({ code: 'REQUEST_TIMEOUT', message: 'Timed out waiting for the model', metadata: { reason: 'upstream_timeout' } }));
+          last = h.failed({ code: 'REQUEST_TIMEOUT', message: `Timed out waiting for the model: generation ${sub.id} keeps running; repeat with the same Idempotency-Key to replay it once finished`, metadata: { reason: 'upstream_timeout', generation_id: sub.id } });
+        } else if (final?.type === 'done') last = h.done(final.payload as TextDonePayload);
+        else if (final?.type === 'failed') last = h.failed(final.error, final.payload as TextDonePayload | undefined);
+        else if (final?.type === 'cancelled') last = h.failed(CANCELLED, final.payload as TextDonePayload | undefined);
+        else last = h.failed({ code: 'REQUEST_TIMEOUT', message: 'Timed out waiting for the model', metadata: { reason: 'upstream_timeout' } });
         break;
       }
       if (m.type === 'started') h.started?.(m.model);
@@ -172,22 +171,22 @@ export async function pumpStream(
       else if (m.type === 'done') {
         // A repeat of a finished stream (same Idempotency-Key): its stored result, as the deltas it was made of.
         if (sub.replayed && !produced) write(replayEvents((m.payload as TextDonePayload).result).flatMap((ev) => h.delta(ev)));
-        end(h.done(m.payload as TextDonePayload));
+        last = h.done(m.payload as TextDonePayload);
         break;
       } else if (m.type === 'failed') {
-        end(h.failed(m.error, m.payload as TextDonePayload | undefined));
+        last = h.failed(m.error, m.payload as TextDonePayload | undefined);
         break;
       } else if (m.type === 'cancelled') {
-        end(h.failed(CANCELLED, m.payload as TextDonePayload | undefined));
+        last = h.failed(CANCELLED, m.payload as TextDonePayload | undefined);
         break;
       }
     }
   } catch (err) {
-    if (!ended) write(h.failed(toAppError(err).toStored()));
+    last ??= h.failed(toAppError(err).toStored());
     throw err;
   } finally {
     sub.detach();
-    if (!gone()) res.end();
+    if (!gone()) res.end(last?.join(''));
   }
   if (gone() && !sub.keyed) {
     // The client left before the end: stop the provider (with an Idempotency-Key it goes on, for a repeat to replay). With content sent, the worker charges what was produced.

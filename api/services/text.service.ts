@@ -5,7 +5,8 @@ import type { ProviderPreferences } from '../../shared/routing/routing.types';
 import { newId } from '../../shared/ids';
 import { requestedParameters, withReasoningEffort } from '../../shared/formats/format-utils';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from '../../shared/providers/provider.types';
-import { estimateInputTokens, maxBound, outputTokensFor, textBound } from '../../shared/billing/pricing';
+import { estimateInputTokens, outputTokensFor, tokenCost } from '../../shared/billing/pricing';
+import { Decimal, ZERO } from '../../shared/money';
 import { tierPrice } from '../../shared/catalog/catalog-index';
 import { QUEUES } from '../../shared/queue/queue-names';
 import type { TextJobData } from '../../shared/queue/job-catalog';
@@ -131,11 +132,18 @@ export class TextService {
     const warnings = [...(s.warnings ?? []), ...route.plan.warnings];
 
     const inputTokens = estimateInputTokens(request);
-    const outputFor = (max?: number) => Math.min(request.maxOutputTokens ?? Number.MAX_SAFE_INTEGER, max ?? DEFAULT_MAX_OUTPUT_TOKENS);
+    const requested = request.maxOutputTokens ?? Number.MAX_SAFE_INTEGER;
     // At the price of the tier asked for, where an endpoint sells it (a priority call is bounded at the priority price).
     const priced = route.endpoints.map((e) => ({ ...e, price: tierPrice(e, request.serviceTier) }));
-    const bound = maxBound(priced, (e) => textBound(e.price, inputTokens, outputFor(e.maxOutputTokens)));
-    const minimum = maxBound(priced, (e) => textBound(e.price, inputTokens, Math.min(MIN_OUTPUT_TOKENS, outputFor(e.maxOutputTokens))));
+    // The bound and the least that still runs, over every endpoint (a fallback may land on the dearest): every input
+    // token uncached, and every output token the endpoint allows (or MIN_OUTPUT_TOKENS of them) used.
+    let bound = ZERO;
+    let minimum = ZERO;
+    for (const e of priced) {
+      const output = Math.min(requested, e.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS);
+      bound = Decimal.max(bound, tokenCost(e.price, { inputTokens, outputTokens: output }));
+      minimum = Decimal.max(minimum, tokenCost(e.price, { inputTokens, outputTokens: Math.min(MIN_OUTPUT_TOKENS, output) }));
+    }
 
     const submission = await this.d.gateway.order<TextJobData>({
       queue: QUEUES.text,
@@ -155,7 +163,7 @@ export class TextService {
       job: (granted) => {
         if (granted.lessThan(bound)) {
           const fits = outputTokensFor(granted, priced, inputTokens);
-          request.maxOutputTokens = Math.max(1, Math.min(fits, outputFor()));
+          request.maxOutputTokens = Math.max(1, Math.min(fits, requested, DEFAULT_MAX_OUTPUT_TOKENS));
           warnings.push(`max_output_tokens was lowered to ${request.maxOutputTokens} to fit the available balance`);
         }
         return { stickyKey: route.stickyKey, apiType: s.apiType, mode: s.mode, request, plugins: s.plugins?.length ? s.plugins : undefined, ...(s.store === false && { store: false as const }) };

@@ -78,8 +78,16 @@ export async function endGeneration(deps: EndingDeps, pub: ReplyChannel | null, 
   const row = closeRowOf(job.generationId, ending.finish);
   let settled: Settled | null = null;
   try {
-    if (ending.kind === 'answer') await settleAnswer(deps, channel, job, row, ending.payload);
-    else if (ending.kind === 'cut') await settleCut(deps, channel, job, row, ending.last);
+    if (ending.kind === 'cut') await endStream(deps, channel, job, row, ending.last);
+    else if (ending.kind === 'answer' && job.replyTo && job.mode === 'stream') {
+      // A stream settles first: its last message is `done` with the charge, or `cancelled` when another ending won.
+      const { payload } = ending;
+      const done: StreamEnding = (charged, applied) => {
+        payload.cost = charged.toFixed(10);
+        return applied ? { type: 'done', payload } : { type: 'cancelled' };
+      };
+      await endStream(deps, channel, job, row, done);
+    } else if (ending.kind === 'answer') await settleAnswer(deps, channel, job, row, ending.payload);
     else {
       settled = await deps.ledger.close(row);
       await ending.committed?.(settled);
@@ -108,13 +116,13 @@ function ownMessage(f: Finish): GenerationEvent {
 }
 
 /**
- * Settles a generation that answered: charges `row.cost`, records the ending and sends `done` with the cost charged
- * (`payload.cost`), or `cancelled` when another ending won (nothing charged).
+ * Settles a generation that answered, but for a stream (`endStream`): charges `row.cost`, records the ending and sends
+ * `done` with the cost charged (`payload.cost`), or `cancelled` when another ending won (nothing charged).
  *
  * Reply, then settle (docs/architecture.md): when a client waits for the reply and the cost is within the reservation
  * (so the close charges exactly that cost), the settlement is promised in the journal, the reply goes out, and the
  * close commits after it. A run that dies in between leaves the promise for the job's re-run or the reaper to keep
- * (settlement-journal.ts). A stream settles first (`endStream`), unless its commit does not come in time.
+ * (settlement-journal.ts).
  */
 async function settleAnswer(deps: EndingDeps, pub: ReplyChannel, data: EndingJob, row: CloseRow, payload: { cost: string }): Promise<void> {
   await pub.ensureOwned?.();
@@ -123,13 +131,6 @@ async function settleAnswer(deps: EndingDeps, pub: ReplyChannel, data: EndingJob
   // The record failed before any reply: its client was told 503, and there is nothing to settle.
   if (drawn?.lost) return;
   const withinReservation = data.reserved !== undefined && !money(row.cost ?? 0).greaterThan(data.reserved);
-  if (data.replyTo && data.mode === 'stream') {
-    const done: StreamEnding = (charged, applied) => {
-      payload.cost = charged.toFixed(10);
-      return applied ? { type: 'done', payload } : { type: 'cancelled' };
-    };
-    return endStream(deps, pub, { ...data, replyTo: data.replyTo }, row, done, withinReservation, drawn);
-  }
   if (!data.replyTo || !withinReservation) return replySettled(pub, payload, await deps.ledger.close(row));
   payload.cost = money(row.cost ?? 0).toFixed(10);
   const message = { type: 'done', payload } as const;
@@ -149,20 +150,6 @@ async function settleAnswer(deps: EndingDeps, pub: ReplyChannel, data: EndingJob
   await pub.send(message);
   if (record && !(await record.committed.then(() => true, () => false))) return keepAfterLostRecord(deps, data, record);
   settledAfterReply(deps, data, await deps.ledger.close(row, { background: true }));
-}
-
-/**
- * Settles a stream cut after content reached its client: its charge for what was produced, its ending (failed, or
- * cancelled through the API) and its last message, in the order a complete stream's are (`endStream`): content that
- * reached a client is charged however the generation ends, so a commit that does not come in time (PostgreSQL away as
- * the client leaves) is promised and kept, by this run or whoever comes next, like any other.
- */
-async function settleCut(deps: EndingDeps, pub: ReplyChannel, data: EndingJob, row: CloseRow, ending: StreamEnding): Promise<void> {
-  await pub.ensureOwned?.();
-  const drawn = deps.lane.recordOf(data.generationId);
-  if (drawn?.lost) return;
-  const withinReservation = data.reserved !== undefined && !money(row.cost ?? 0).greaterThan(data.reserved);
-  return endStream(deps, pub, { ...data, replyTo: data.replyTo ?? null }, row, ending, withinReservation, drawn);
 }
 
 /**
@@ -188,41 +175,50 @@ function settledAfterReply(deps: EndingDeps, data: JobIds, outcome: { applied: b
 }
 
 /**
- * A stream's ending. Its client already holds the content: only its last event waits for the commit, and the client's
- * next request then reserves, and starts, without a settlement ahead of it (committing after would land on that
- * request's first byte: measured again with leases, +1 ms at concurrency 1). A commit that fails or takes longer than
- * `STREAM_COMMIT_WAIT_MS` (PostgreSQL away) is promised instead, and the last event goes out on the promise, with the
- * cost when it is within the reservation (then charged exactly), else `failed` without it (the charge is not known yet,
- * the content is still charged). The commit is then awaited, and tried again while this run lives (`keepPromise`);
- * past that the reaper keeps the promise. Neither store reachable: the stream ends `failed` and its commit is awaited.
+ * A stream's ending: one that answered (its last message `done` from the charge), or one cut after content reached its
+ * client (charged what it produced, its ending failed or cancelled through the API). Its client already holds the
+ * content: only its last event waits for the commit, and the client's next request then reserves, and starts, without a
+ * settlement ahead of it (committing after would land on that request's first byte: measured again with leases, +1 ms
+ * at concurrency 1). Content that reached a client is charged however the generation ends: a commit that fails or takes
+ * longer than `STREAM_COMMIT_WAIT_MS` (PostgreSQL away, as the client leaves or not) is promised instead, and the last
+ * event goes out on the promise, with the cost when it is within the reservation (then charged exactly), else `failed`
+ * without it (the charge is not known yet, the content is still charged). The commit is then awaited, and tried again
+ * while this run lives (`keepPromise`); past that the reaper keeps the promise. Neither store reachable: the stream ends
+ * `failed` and its commit is awaited.
  */
-async function endStream(
-  deps: EndingDeps,
-  pub: ReplyChannel,
-  data: JobIds & { replyTo: string | null },
-  row: CloseRow,
-  ending: StreamEnding,
-  withinReservation: boolean,
-  drawn: PendingRecord | undefined,
-): Promise<void> {
+async function endStream(deps: EndingDeps, pub: ReplyChannel, data: EndingJob, row: CloseRow, ending: StreamEnding): Promise<void> {
+  await pub.ensureOwned?.();
+  // Granted from a lease in this process, its record may still be committing: a promise then carries it.
+  const drawn = deps.lane.recordOf(data.generationId);
+  // The record failed before any reply: its client was told 503, and there is nothing to settle.
+  if (drawn?.lost) return;
   const commit = deps.ledger.close(row);
-  const outcome = await outcomeWithin(commit, Math.min(STREAM_COMMIT_WAIT_MS, deps.config.syncWaitMs / 4));
-  const settled = async (o: { applied: boolean; charged: Decimal }) => {
-    const last = ending(o.charged, o.applied);
+  // The commit's outcome if it comes within the wait, else undefined (the commit goes on; a later rejection is handled below).
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), Math.min(STREAM_COMMIT_WAIT_MS, deps.config.syncWaitMs / 4))));
+  const outcome = await Promise.race([commit.catch(() => undefined), waited]).finally(() => clearTimeout(timer));
+  if (outcome) {
+    const last = ending(outcome.charged, outcome.applied);
     if (last) await pub.send(last);
-  };
-  if (outcome) return settled(outcome);
+    return;
+  }
   deps.logger.warn('a stream settlement not committed in time: its last event goes out on a promise', { generationId: data.generationId, trace_id: data.traceId });
   const pending = new AppError('SERVICE_UNAVAILABLE', `The stream has ended, but its charge is not recorded yet: it is recorded once the database is back (GET /v1/history/generations/${data.generationId})`, {
     metadata: { generation_id: data.generationId },
   }).toStored();
+  const withinReservation = data.reserved !== undefined && !money(row.cost ?? 0).greaterThan(data.reserved);
   const message: GenerationEvent | null = withinReservation ? ending(money(row.cost ?? 0), true) : { type: 'failed', error: pending };
   const record = drawn && !drawn.done ? drawn : undefined;
   try {
-    await deps.settlements.promise(data.organizationId, { row, replyTo: data.replyTo, message: message ?? { type: 'cancelled' }, ...(record && { open: record.row, at: Date.now() }) });
+    await deps.settlements.promise(data.organizationId, { row, replyTo: data.replyTo ?? null, message: message ?? { type: 'cancelled' }, ...(record && { open: record.row, at: Date.now() }) });
   } catch (err) {
     // A cancel holds the generation: its ending and this commit race in the database, and the first one stands.
-    if (err instanceof PromiseRefused) return settled(await commit);
+    if (err instanceof PromiseRefused) {
+      const settled = await commit;
+      const last = ending(settled.charged, settled.applied);
+      if (last) await pub.send(last);
+      return;
+    }
     deps.logger.warn('a stream settlement neither committed nor promised', { generationId: data.generationId, err, trace_id: data.traceId });
     const unknown = new AppError('SERVICE_UNAVAILABLE', `The stream has ended, but its charge could not be recorded now: GET /v1/history/generations/${data.generationId} shows whether it was`, {
       metadata: { generation_id: data.generationId },
@@ -236,13 +232,6 @@ async function endStream(
   const late = await commit.catch(() => undefined);
   if (late) settledAfterReply(deps, data, late);
   else await keepPromise(deps, data);
-}
-
-/** The outcome of `p` if it settles fulfilled within `ms`, else undefined (`p` goes on; a later rejection is the caller's). */
-function outcomeWithin<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), ms)));
-  return Promise.race([p.catch(() => undefined), late]).finally(() => clearTimeout(timer));
 }
 
 /** Tries to keep a promise this run made: 9 tries over about a minute, then the reaper's turn. */

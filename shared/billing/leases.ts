@@ -126,7 +126,8 @@ export class LeaseDesk {
       this.logger.warn('a lease was gone when a request drawn from it was recorded', { lease: leaseId });
       this.retire(lease);
     }
-    this.giveBackIfDone(lease);
+    // A lease still drawn from stays; a retiring one goes back once its last drawn open has committed.
+    else if (lease.retiring) this.giveBackIfDone(lease);
   }
 
   /**

@@ -289,9 +289,7 @@ export interface Finish {
   upstreamId?: string | null;
 }
 
-const wholeMs = (ms: number | null | undefined) => (ms === undefined || ms === null ? null : Math.round(ms));
-
-/** A generation's ending as the ledger's close row (`sy_ledger_group`'s columns). */
+/** A generation's ending as the ledger's close row (`sy_ledger_group`'s columns; its times in whole milliseconds). */
 export function closeRowOf(id: string, f: Finish): CloseRow {
   const row: CloseRow = {
     id,
@@ -306,9 +304,9 @@ export function closeRowOf(id: string, f: Finish): CloseRow {
     final_endpoint_slug: f.finalEndpointSlug ?? null,
     finish_reason: f.finishReason ?? null,
     attempts_count: f.attemptsCount ?? null,
-    latency_ms: wholeMs(f.latencyMs),
-    queue_time_ms: wholeMs(f.queueTimeMs),
-    generation_time_ms: wholeMs(f.generationTimeMs),
+    latency_ms: f.latencyMs == null ? null : Math.round(f.latencyMs),
+    queue_time_ms: f.queueTimeMs == null ? null : Math.round(f.queueTimeMs),
+    generation_time_ms: f.generationTimeMs == null ? null : Math.round(f.generationTimeMs),
     upstream_id: f.upstreamId ?? null,
   };
   if (f.cost !== undefined) row.cost = toStorage(f.cost);

@@ -1,5 +1,5 @@
 import type { EndpointConfig, Price } from '../catalog/catalog.types';
-import type { TokenUsage, InputItem } from '../providers/provider.types';
+import type { TokenUsage, InputItem, TokenizerFamily } from '../providers/provider.types';
 import { Decimal, money, ZERO } from '../money';
 
 const MILLION = new Decimal(1_000_000);
@@ -35,26 +35,17 @@ function scaled(d: Decimal): Scaled {
   return { units: BigInt(whole + fraction), scale: fraction.length };
 }
 
+/** A price's rates over their common power of ten, worked out once per catalog price (tokenCost reads SCALED first). */
 function scaledPrice(price: Price): ScaledPrice {
-  let p = SCALED.get(price);
-  if (p) return p;
   const prompt = scaled(rate(price, 'prompt'));
   const cached = price.cached_prompt !== undefined ? scaled(rate(price, 'cached_prompt')) : prompt;
   const completion = scaled(rate(price, 'completion'));
   const request = scaled(rate(price, 'request'));
   const scale = Math.max(prompt.scale, cached.scale, completion.scale, request.scale);
   const at = (r: Scaled) => r.units * 10n ** BigInt(scale - r.scale);
-  p = { prompt: at(prompt), cached: at(cached), completion: at(completion), request: at(request), scale };
+  const p = { prompt: at(prompt), cached: at(cached), completion: at(completion), request: at(request), scale };
   SCALED.set(price, p);
   return p;
-}
-
-/** `units / 10^scale` as a Decimal, exactly. */
-function fromScaled(units: bigint, scale: number): Decimal {
-  const negative = units < 0n;
-  const digits = (negative ? -units : units).toString().padStart(scale + 1, '0');
-  const text = scale === 0 ? digits : `${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
-  return new Decimal(negative ? `-${text}` : text);
 }
 
 /**
@@ -66,9 +57,14 @@ function fromScaled(units: bigint, scale: number): Decimal {
 export function tokenCost(price: Price, usage: TokenUsage): Decimal {
   const cached = Math.min(usage.cachedTokens ?? 0, usage.inputTokens);
   if (!Number.isSafeInteger(usage.inputTokens) || !Number.isSafeInteger(cached) || !Number.isSafeInteger(usage.outputTokens)) return decimalTokenCost(price, usage);
-  const p = scaledPrice(price);
+  const p = SCALED.get(price) ?? scaledPrice(price);
   const units = p.prompt * BigInt(usage.inputTokens - cached) + p.cached * BigInt(cached) + p.completion * BigInt(usage.outputTokens) + p.request * 1_000_000n;
-  return fromScaled(units, p.scale + 6);
+  // `units / 10^scale` as a Decimal, exactly: its digits with the point put in.
+  const scale = p.scale + 6;
+  const negative = units < 0n;
+  const digits = (negative ? -units : units).toString().padStart(scale + 1, '0');
+  const text = `${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
+  return new Decimal(negative ? `-${text}` : text);
 }
 
 /** tokenCost in decimal.js arithmetic: token counts that are not whole numbers (never from a provider's usage). */
@@ -123,29 +119,26 @@ export const IMAGE_INPUT_TOKENS = 2_500;
 /** What a file given by reference (a PDF by URL) is reserved for: about ten pages. */
 export const FILE_INPUT_TOKENS = 10_000;
 
-/** The images and files of the input's messages, at IMAGE_INPUT_TOKENS and FILE_INPUT_TOKENS each. */
-function attachmentTokens(input: unknown): number {
-  if (!Array.isArray(input)) return 0;
-  let tokens = 0;
-  for (const item of input as Array<{ content?: unknown }>) {
-    if (!Array.isArray(item.content)) continue;
-    for (const part of item.content as Array<{ type?: string; file_url?: string }>) {
-      if (part.type === 'input_image') tokens += IMAGE_INPUT_TOKENS;
-      // A file sent inline is counted by its characters already (base64: more than its tokens).
-      else if (part.type === 'input_file' && part.file_url !== undefined) tokens += FILE_INPUT_TOKENS;
-    }
-  }
-  return tokens;
-}
-
 /**
  * The one estimate of a text request's input tokens: what the reservation is sized for, and what a stream that
- * ended without the provider's usage is billed for. Images and files by reference count at an allowance each: a
- * request of many image URLs reserved a few tokens apiece, and its provider's charge then went past the balance and
- * the limits (what no reservation holds is not collected).
+ * ended without the provider's usage is billed for. Images and files by reference count at an allowance each
+ * (IMAGE_INPUT_TOKENS, FILE_INPUT_TOKENS) besides their characters: a request of many image URLs reserved a few tokens
+ * apiece, and its provider's charge then went past the balance and the limits (what no reservation holds is not
+ * collected).
  */
 export function estimateInputTokens(req: { input: unknown; instructions?: string; tools?: unknown }): number {
-  return estimateTokens(JSON.stringify(req.input) + (req.instructions ?? '') + JSON.stringify(req.tools ?? '')) + attachmentTokens(req.input);
+  let attachments = 0;
+  if (Array.isArray(req.input)) {
+    for (const item of req.input as Array<{ content?: unknown }>) {
+      if (!Array.isArray(item.content)) continue;
+      for (const part of item.content as Array<{ type?: string; file_url?: string }>) {
+        if (part.type === 'input_image') attachments += IMAGE_INPUT_TOKENS;
+        // A file sent inline is counted by its characters already (base64: more than its tokens).
+        else if (part.type === 'input_file' && part.file_url !== undefined) attachments += FILE_INPUT_TOKENS;
+      }
+    }
+  }
+  return estimateTokens(JSON.stringify(req.input) + (req.instructions ?? '') + JSON.stringify(req.tools ?? '')) + attachments;
 }
 
 /**
@@ -161,13 +154,6 @@ export function estimateInputTokens(req: { input: unknown; instructions?: string
  * published; their providers report the input at the stream's start (Anthropic's `message_start`, Gemini's every chunk),
  * which is used instead (`producedUsage`), so the estimate counts only what they streamed.
  */
-
-/** Whose tokenizer a provider's models use, by its catalog kind (an OpenAI-compatible provider counts as OpenAI). */
-export type TokenizerFamily = 'openai' | 'anthropic' | 'gemini';
-
-export function tokenizerFamily(providerKind: string): TokenizerFamily {
-  return providerKind === 'anthropic' || providerKind === 'gemini' ? providerKind : 'openai';
-}
 
 /** Tokens per character by script: Latin letters, digits, punctuation and spaces; Cyrillic; CJK and kana; anything else. */
 interface Weights {

@@ -88,9 +88,16 @@ const PROBE_AFTER_MS = 50;
  * for money retries once they are.
  */
 export class SettlementJournal {
+  /** The journal's scripts, as ioredis defines them on `redis`. */
+  private readonly scripts: JournalScripts;
+  /** The key of an organization's journal is this and its id (a hash of its promises, by generation). */
+  private readonly journals: string;
+  /** The key of a stream's checkpoint is this and its generation's id. */
+  private readonly checkpoints: string;
+
   constructor(
     private readonly redis: Redis,
-    private readonly prefix: string,
+    prefix: string,
     /**
      * Which of these generations still run (the API passes a database lookup). A promise whose generation has ended
      * is spent (its close committed, or another ending won): one left behind by a Redis error after the commit is
@@ -109,14 +116,9 @@ export class SettlementJournal {
     redis.defineCommand('switchyardPromise', { numberOfKeys: 1, lua: PROMISE_SCRIPT });
     redis.defineCommand('switchyardCancelFence', { numberOfKeys: 1, lua: FENCE_SCRIPT });
     redis.defineCommand('switchyardCancelRelease', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
-  }
-
-  private get scripts(): JournalScripts {
-    return this.redis as unknown as JournalScripts;
-  }
-
-  private key(organizationId: string): string {
-    return `${this.prefix}:settling:${organizationId}`;
+    this.scripts = redis as unknown as JournalScripts;
+    this.journals = `${prefix}:settling:`;
+    this.checkpoints = `${prefix}:checkpoint:`;
   }
 
   /**
@@ -125,7 +127,7 @@ export class SettlementJournal {
    */
   async promise(organizationId: string, s: PromisedSettlement): Promise<void> {
     const stored = s.message.type === 'done' && s.row.result === s.message.payload ? { ...s, row: { ...s.row, result: RESULT_IS_PAYLOAD } } : s;
-    const written = await this.scripts.switchyardPromise(this.key(organizationId), s.row.id, JSON.stringify(stored), Date.now(), CANCEL_FENCE_MS);
+    const written = await this.scripts.switchyardPromise(this.journals + organizationId, s.row.id, JSON.stringify(stored), Date.now(), CANCEL_FENCE_MS);
     if (written === 0) throw new PromiseRefused(s.row.id);
   }
 
@@ -136,17 +138,17 @@ export class SettlementJournal {
    * and the cancel keeps it instead (`keep`).
    */
   async fenceForCancel(organizationId: string, generationId: string): Promise<boolean> {
-    return (await this.scripts.switchyardCancelFence(this.key(organizationId), generationId, `${CANCEL_MARK}${Date.now()}}`)) === 1;
+    return (await this.scripts.switchyardCancelFence(this.journals + organizationId, generationId, `${CANCEL_MARK}${Date.now()}}`)) === 1;
   }
 
   /** Releases a cancel's fence (a promise written since, after the fence ran out, stays). */
   async releaseCancel(organizationId: string, generationId: string): Promise<void> {
-    await this.scripts.switchyardCancelRelease(this.key(organizationId), generationId);
+    await this.scripts.switchyardCancelRelease(this.journals + organizationId, generationId);
   }
 
   /** The promise of one generation, or null. */
   async read(organizationId: string, generationId: string): Promise<PromisedSettlement | null> {
-    const text = await this.redis.hget(this.key(organizationId), generationId);
+    const text = await this.redis.hget(this.journals + organizationId, generationId);
     if (!text || isFence(text)) return null;
     const s = JSON.parse(text) as PromisedSettlement;
     if (s.row.result === RESULT_IS_PAYLOAD && s.message.type === 'done') s.row.result = s.message.payload;
@@ -155,7 +157,7 @@ export class SettlementJournal {
 
   /** The promise is kept (the close is committed, or another ending had won). */
   async kept(organizationId: string, generationId: string): Promise<void> {
-    await this.redis.hdel(this.key(organizationId), generationId);
+    await this.redis.hdel(this.journals + organizationId, generationId);
   }
 
   /**
@@ -167,7 +169,7 @@ export class SettlementJournal {
    * reports a failure (the entry then stays until a read that waits for it finds its generation ended and erases it).
    */
   erase(organizationId: string, generationId: string): Promise<unknown> {
-    return this.eraseVia.hdel(this.key(organizationId), generationId);
+    return this.eraseVia.hdel(this.journals + organizationId, generationId);
   }
 
   /**
@@ -186,10 +188,6 @@ export class SettlementJournal {
     return true;
   }
 
-  private checkpointKey(generationId: string): string {
-    return `${this.prefix}:checkpoint:${generationId}`;
-  }
-
   /**
    * A stream's checkpoint (decisions.md section 4, the bounded exception): the settlement of what it has delivered so
    * far, as a cut would settle it, written by its run every second or so while content goes out
@@ -201,11 +199,11 @@ export class SettlementJournal {
     // The text so far is written once: the row's result is the message's payload (as a promise's: `promise`).
     const payload = (s.message as { payload?: unknown }).payload;
     const stored = payload !== undefined && s.row.result === payload ? { ...s, row: { ...s.row, result: RESULT_IS_PAYLOAD } } : s;
-    await this.redis.set(this.checkpointKey(generationId), JSON.stringify(stored), 'PX', CHECKPOINT_TTL_MS);
+    await this.redis.set(this.checkpoints + generationId, JSON.stringify(stored), 'PX', CHECKPOINT_TTL_MS);
   }
 
   async eraseCheckpoint(generationId: string): Promise<void> {
-    await this.redis.del(this.checkpointKey(generationId));
+    await this.redis.del(this.checkpoints + generationId);
   }
 
   /**
@@ -214,7 +212,7 @@ export class SettlementJournal {
    * charged for what was produced). True when there was one (the generation has ended either way).
    */
   async keepCheckpoint(generationId: string, ledger: PromiseKeeper, opts: { cancelled?: boolean } = {}): Promise<boolean> {
-    const text = await this.redis.get(this.checkpointKey(generationId));
+    const text = await this.redis.get(this.checkpoints + generationId);
     if (!text) return false;
     const s = JSON.parse(text) as PromisedSettlement;
     const payload = (s.message as { payload?: { cost?: string } }).payload;
@@ -237,12 +235,11 @@ export class SettlementJournal {
    */
   async withRecordsOlderThan(minAgeMs: number, now = Date.now()): Promise<Array<{ organizationId: string; generationId: string; open: DrawnRow }>> {
     const found: Array<{ organizationId: string; generationId: string; open: DrawnRow }> = [];
-    const keyPrefix = this.key('');
-    for (const key of await scanKeys(this.redis, `${keyPrefix}*`)) {
+    for (const key of await scanKeys(this.redis, `${this.journals}*`)) {
       for (const [generationId, text] of Object.entries(await this.redis.hgetall(key))) {
         if (isFence(text)) continue;
         const s = JSON.parse(text) as PromisedSettlement;
-        if (s.open && (s.at ?? 0) <= now - minAgeMs) found.push({ organizationId: key.slice(keyPrefix.length), generationId, open: s.open });
+        if (s.open && (s.at ?? 0) <= now - minAgeMs) found.push({ organizationId: key.slice(this.journals.length), generationId, open: s.open });
       }
     }
     return found;
@@ -255,7 +252,7 @@ export class SettlementJournal {
    * asked once the wait is PROBE_AFTER_MS old): no promise can be kept then, and the read goes on to its 503 at once.
    */
   async waitSettled(organizationId: string, opts: { generationIds?: string[]; timeoutMs?: number } = {}): Promise<boolean> {
-    const key = this.key(organizationId);
+    const key = this.journals + organizationId;
     try {
       let ids = opts.generationIds ?? (await this.redis.hkeys(key));
       if (opts.generationIds) ids = pending(ids, await this.redis.hmget(key, ...ids));
@@ -300,19 +297,17 @@ export class PendingRecord {
   done = false;
   /** Settles once the record's commit is known (rejects when it failed). */
   readonly committed: Promise<unknown>;
-  private started!: (commit: Promise<unknown>) => void;
+  /** The record's commit has started (once its job is claimed): `committed` settles as it does. */
+  readonly commit: (commit: Promise<unknown>) => void;
 
   constructor(readonly row: DrawnRow) {
-    this.committed = new Promise((resolve) => (this.started = resolve));
+    let commit!: PendingRecord['commit'];
+    this.committed = new Promise((resolve) => (commit = resolve));
+    this.commit = commit;
     this.committed.then(
       () => (this.done = true),
       () => undefined,
     );
-  }
-
-  /** The record's commit has started (once its job is claimed): `committed` settles as it does. */
-  commit(commit: Promise<unknown>): void {
-    this.started(commit);
   }
 }
 

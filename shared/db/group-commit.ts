@@ -11,7 +11,8 @@
  * transaction, and every item's operation is idempotent).
  */
 export class GroupCommit<I, O> {
-  private readonly queue: Array<{ item: I; background: boolean; resolve: (o: O) => void; reject: (e: unknown) => void }> = [];
+  /** Items waiting for a group, each with its key (asked once, at submit). */
+  private readonly queue: Array<{ item: I; key: string; background: boolean; resolve: (o: O) => void; reject: (e: unknown) => void }> = [];
   private running = false;
   /** The running loop's group in flight carries only background items. */
   private backgroundInFlight = false;
@@ -29,7 +30,7 @@ export class GroupCommit<I, O> {
   submit(item: I, opts: { background?: boolean } = {}): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       const background = opts.background === true;
-      this.queue.push({ item, background, resolve, reject });
+      this.queue.push({ item, key: this.keyOf(item), background, resolve, reject });
       if (!this.running) return void this.drain();
       if (!background && this.backgroundInFlight && !this.beside) this.beside = this.runBeside();
     });
@@ -39,7 +40,7 @@ export class GroupCommit<I, O> {
     const group: typeof this.queue = [];
     const keys = new Set<string>();
     for (let i = 0; i < this.queue.length && group.length < this.maxGroup; ) {
-      const key = this.keyOf(this.queue[i].item);
+      const key = this.queue[i].key;
       if (keys.has(key) || this.flying.has(key)) {
         i++;
         continue;
@@ -85,6 +86,7 @@ export class GroupCommit<I, O> {
     }
   }
 
+  /** Runs a group and answers its items; an item's key may run again once its item is answered (it has landed). */
   private async settle(group: typeof this.queue): Promise<void> {
     let out: O[] | undefined;
     let error: unknown;
@@ -93,28 +95,21 @@ export class GroupCommit<I, O> {
     } catch (e) {
       error = e;
     }
-    if (out) {
-      this.land(group);
-      group.forEach((b, i) => b.resolve(out[i]));
-    } else if (group.length === 1) {
-      this.land(group);
-      group[0].reject(error);
-    } else {
-      for (const b of group) {
-        try {
-          const r = (await this.run([b.item]))[0];
-          this.land([b]);
-          b.resolve(r);
-        } catch (err) {
-          this.land([b]);
-          b.reject(err);
-        }
+    if (out || group.length === 1) {
+      for (const b of group) this.flying.delete(b.key);
+      if (out) group.forEach((b, i) => b.resolve(out[i]));
+      else group[0].reject(error);
+      return;
+    }
+    for (const b of group) {
+      try {
+        const r = (await this.run([b.item]))[0];
+        this.flying.delete(b.key);
+        b.resolve(r);
+      } catch (err) {
+        this.flying.delete(b.key);
+        b.reject(err);
       }
     }
-  }
-
-  /** Items whose group has ended: their keys may run again. */
-  private land(items: typeof this.queue): void {
-    for (const b of items) this.flying.delete(this.keyOf(b.item));
   }
 }

@@ -56,12 +56,10 @@ export function chatToCanonical(body: ChatBody): CanonicalTextRequest {
   if (stop.length > 0) req.stop = [...stop];
   if (body.seed != null) req.seed = body.seed;
 
-  const reasoning = canonicalReasoning(
-    body.reasoning != null || body.reasoning_effort != null
-      ? { ...body.reasoning, effort: body.reasoning?.effort ?? body.reasoning_effort ?? null }
-      : undefined,
-  );
-  if (reasoning) req.reasoning = reasoning;
+  if (body.reasoning != null || body.reasoning_effort != null) {
+    const reasoning = canonicalReasoning({ ...body.reasoning, effort: body.reasoning?.effort ?? body.reasoning_effort ?? null });
+    if (reasoning) req.reasoning = reasoning;
+  }
   if (body.response_format) req.textFormat = toTextFormat(body.response_format);
   if (body.verbosity != null) req.verbosity = body.verbosity;
 

@@ -4,17 +4,15 @@ import { Decimal, parseMoney } from '../money';
 import { askedTier } from '../catalog/catalog-index';
 import type { PublicReasoningEffort, ResponsesReasoning } from '../schemas/responses.schema';
 
-/** Rounds a decimal string (or number) to `places` decimals, half away from zero, exactly (no float math). */
-export function roundDecimal(value: string | number, places = 6): string {
+/**
+ * A money amount as replies show it: a JSON number rounded to 6 places (decisions.md section 4), half away from zero,
+ * exactly (decimal arithmetic, no float math before the final number).
+ */
+export function moneyJson(value: string | number): number {
   const d = parseMoney(value);
   if (!d) throw new TypeError(`Not a decimal number: ${String(value)}`);
-  const rounded = d.toDecimalPlaces(places, Decimal.ROUND_HALF_UP);
-  return rounded.isZero() ? '0' : rounded.toFixed();
-}
-
-/** A money amount as replies show it: a JSON number rounded to 6 places (decisions.md section 4). */
-export function moneyJson(value: string | number): number {
-  return Number(roundDecimal(value, 6));
+  const rounded = d.toDecimalPlaces(6, Decimal.ROUND_HALF_UP);
+  return rounded.isZero() ? 0 : Number(rounded.toFixed());
 }
 
 export interface PublicLogprob {
@@ -267,76 +265,62 @@ export interface EmbeddingUsage {
   cost: number;
 }
 
-function inputDetails(u: TokenUsage): InputTokensDetails {
+/** The token details both usage objects show: cached, cache-write and audio input; reasoning and audio output. */
+function tokenDetails(u: TokenUsage): { input: InputTokensDetails; output: OutputTokensDetails } {
   return {
-    cached_tokens: u.cachedTokens ?? 0,
-    cache_write_tokens: u.cacheWriteTokens ?? 0,
-    audio_tokens: u.audioInputTokens ?? 0,
-    video_tokens: 0,
+    input: { cached_tokens: u.cachedTokens ?? 0, cache_write_tokens: u.cacheWriteTokens ?? 0, audio_tokens: u.audioInputTokens ?? 0, video_tokens: 0 },
+    output: {
+      reasoning_tokens: u.reasoningTokens ?? 0,
+      audio_tokens: u.audioOutputTokens ?? 0,
+      image_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
   };
-}
-
-function outputDetails(u: TokenUsage): OutputTokensDetails {
-  return {
-    reasoning_tokens: u.reasoningTokens ?? 0,
-    audio_tokens: u.audioOutputTokens ?? 0,
-    image_tokens: 0,
-    accepted_prediction_tokens: 0,
-    rejected_prediction_tokens: 0,
-  };
-}
-
-function withExtras<T extends object>(usage: T, extras: UsageExtras | undefined): T {
-  const out: T & { plugins?: Record<string, unknown>; plugin_post_process_error?: boolean } = usage;
-  if (extras?.plugins !== undefined) out.plugins = extras.plugins;
-  if (extras?.pluginPostProcessError !== undefined) out.plugin_post_process_error = extras.pluginPostProcessError;
-  return out;
 }
 
 /** `inputTokens` already includes cached and cache-write tokens (the canonical convention). */
 export function publicUsage(u: TokenUsage, cost: UsageCost, extras?: UsageExtras): PublicUsage {
-  const input = inputDetails(u);
-  const output = outputDetails(u);
+  const { input, output } = tokenDetails(u);
   const total = moneyJson(cost.totalRub);
-  return withExtras<PublicUsage>(
-    {
-      input_tokens: u.inputTokens,
-      output_tokens: u.outputTokens,
-      total_tokens: u.inputTokens + u.outputTokens,
-      prompt_tokens: u.inputTokens,
-      completion_tokens: u.outputTokens,
-      input_tokens_details: input,
-      prompt_tokens_details: { ...input },
-      output_tokens_details: output,
-      completion_tokens_details: { ...output },
-      server_tool_use: { web_search_requests: 0 },
-      server_tool_use_details: { web_search_requests: 0, tool_calls_requested: 0, tool_calls_executed: 0, steps: 0 },
-      cost_rub: total,
-      cost: total,
-      cost_details: {
-        inference_cost_rub: moneyJson(cost.inferenceRub),
-        server_tools_cost_rub: moneyJson(cost.serverToolsRub ?? '0'),
-      },
+  return {
+    input_tokens: u.inputTokens,
+    output_tokens: u.outputTokens,
+    total_tokens: u.inputTokens + u.outputTokens,
+    prompt_tokens: u.inputTokens,
+    completion_tokens: u.outputTokens,
+    input_tokens_details: input,
+    prompt_tokens_details: { ...input },
+    output_tokens_details: output,
+    completion_tokens_details: { ...output },
+    server_tool_use: { web_search_requests: 0 },
+    server_tool_use_details: { web_search_requests: 0, tool_calls_requested: 0, tool_calls_executed: 0, steps: 0 },
+    cost_rub: total,
+    cost: total,
+    cost_details: {
+      inference_cost_rub: moneyJson(cost.inferenceRub),
+      server_tools_cost_rub: moneyJson(cost.serverToolsRub ?? '0'),
     },
-    extras,
-  );
+    ...(extras?.plugins !== undefined && { plugins: extras.plugins }),
+    ...(extras?.pluginPostProcessError !== undefined && { plugin_post_process_error: extras.pluginPostProcessError }),
+  };
 }
 
 /** `usage` of a chat completion (and of the last chunk of a stream with `include_usage`). */
 export function chatUsage(u: TokenUsage, cost: Pick<UsageCost, 'totalRub'>, extras?: UsageExtras): ChatUsage {
+  const { input, output } = tokenDetails(u);
   const total = moneyJson(cost.totalRub);
-  return withExtras<ChatUsage>(
-    {
-      prompt_tokens: u.inputTokens,
-      completion_tokens: u.outputTokens,
-      total_tokens: u.inputTokens + u.outputTokens,
-      prompt_tokens_details: inputDetails(u),
-      completion_tokens_details: outputDetails(u),
-      cost_rub: total,
-      cost: total,
-    },
-    extras,
-  );
+  return {
+    prompt_tokens: u.inputTokens,
+    completion_tokens: u.outputTokens,
+    total_tokens: u.inputTokens + u.outputTokens,
+    prompt_tokens_details: input,
+    completion_tokens_details: output,
+    cost_rub: total,
+    cost: total,
+    ...(extras?.plugins !== undefined && { plugins: extras.plugins }),
+    ...(extras?.pluginPostProcessError !== undefined && { plugin_post_process_error: extras.pluginPostProcessError }),
+  };
 }
 
 /** `usage` of an embedding list. */
@@ -345,6 +329,12 @@ export function embeddingUsage(inputTokens: number, totalRub: string): Embedding
   return { prompt_tokens: inputTokens, total_tokens: inputTokens, cost_rub: total, cost: total };
 }
 
+/** Each count's names, the first present one counting: ours, then the Responses API's, then chat's. */
+const STORED_TOKEN_KEYS: ReadonlyArray<['input' | 'output', readonly string[]]> = [
+  ['input', ['inputTokens', 'input_tokens', 'prompt_tokens']],
+  ['output', ['outputTokens', 'output_tokens', 'completion_tokens']],
+];
+
 /**
  * The input and output tokens a generation's stored usage counts: our TokenUsage names, or the snake_case ones a
  * record may carry (media usage, batch lines). Undefined where it counts none.
@@ -352,6 +342,15 @@ export function embeddingUsage(inputTokens: number, totalRub: string): Embedding
 export function storedTokenCounts(usage: unknown): { input?: number; output?: number } {
   if (!usage || typeof usage !== 'object' || Array.isArray(usage)) return {};
   const u = usage as Record<string, unknown>;
-  const first = (...keys: string[]) => keys.map((k) => u[k]).find((v): v is number => typeof v === 'number' && Number.isFinite(v));
-  return { input: first('inputTokens', 'input_tokens', 'prompt_tokens'), output: first('outputTokens', 'output_tokens', 'completion_tokens') };
+  const counts: { input?: number; output?: number } = { input: undefined, output: undefined };
+  for (const [side, keys] of STORED_TOKEN_KEYS) {
+    for (const key of keys) {
+      const v = u[key];
+      if (typeof v === 'number' && Number.isFinite(v)) {
+        counts[side] = v;
+        break;
+      }
+    }
+  }
+  return counts;
 }

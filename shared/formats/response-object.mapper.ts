@@ -86,7 +86,7 @@ export interface ResponseObject {
 }
 
 /** Finish reasons that make a finished response `incomplete`, with OpenAI's `incomplete_details.reason`. */
-const INCOMPLETE_REASONS: ReadonlyMap<FinishReason, 'max_output_tokens' | 'content_filter'> = new Map([
+export const INCOMPLETE_REASONS: ReadonlyMap<FinishReason, 'max_output_tokens' | 'content_filter'> = new Map([
   ['length', 'max_output_tokens'],
   ['content_filter', 'content_filter'],
 ] as const);
@@ -117,14 +117,6 @@ export function publicOutputItem(item: OutputItem, status: ItemStatus, logprobs?
         ...(item.encrypted_content !== undefined && { encrypted_content: item.encrypted_content }),
       };
   }
-}
-
-/** What the OpenAI SDK computes as `response.output_text`: every output_text of every message, joined. */
-export function outputTextOf(output: readonly PublicOutputItem[]): string {
-  return output
-    .filter((item) => item.type === 'message')
-    .flatMap((item) => item.content.map((c) => c.text))
-    .join('');
 }
 
 /** OpenAI's `incomplete_details.reason` when the answer was cut by the token limit or a content filter. */
@@ -159,6 +151,9 @@ export function responseEnvelope(
   const r = a.request;
   const switchyard: Record<string, unknown> = { ...a.switchyard };
   if (a.warnings && a.warnings.length > 0) switchyard.warnings = [...a.warnings];
+  // What the OpenAI SDK computes as `response.output_text`: every output_text of every message, joined.
+  let outputText = '';
+  for (const item of output) if (item.type === 'message') for (const c of item.content) outputText += c.text;
   return {
     id: a.id,
     object: 'response',
@@ -172,7 +167,7 @@ export function responseEnvelope(
     max_tool_calls: r.max_tool_calls ?? null,
     model: a.model,
     output,
-    output_text: outputTextOf(output),
+    output_text: outputText,
     parallel_tool_calls: r.parallel_tool_calls ?? true,
     previous_response_id: r.previous_response_id ?? null,
     prompt_cache_key: r.prompt_cache_key ?? null,

@@ -30,13 +30,28 @@ export type ItemReferences = ReadonlyMap<string, readonly InputItem[]>;
  */
 export function responsesToCanonical(body: ResponsesBody, history: readonly InputItem[] = [], references: ItemReferences = new Map()): CanonicalTextRequest {
   const warnings: string[] = [];
-  const input = [...history, ...toInputItems(body.input, warnings, references)];
+  // The history, then this request's input: a string is one user message; an `item_reference` stands for what it names.
+  const input = [...history];
+  if (typeof body.input === 'string') {
+    input.push({ type: 'message', role: 'user', content: [{ type: 'input_text', text: body.input }] });
+  } else {
+    for (const [i, item] of (body.input ?? []).entries()) {
+      if (item.type === 'item_reference') {
+        const found = references.get(item.id);
+        if (!found) throw AppError.validation([{ path: `/input/${i}/id`, message: `no stored item '${item.id}'` }], `Item reference '${item.id}' not found`);
+        input.push(...found);
+      } else {
+        const mapped = toInputItem(item, warnings);
+        if (mapped) input.push(mapped);
+      }
+    }
+  }
   if (input.length === 0) throw AppError.validation([{ path: '/input', message: 'must not be empty' }]);
 
   const req: CanonicalTextRequest = { input, stream: body.stream === true, requestedParameters: [], warnings };
   if (body.instructions != null && body.instructions !== '') req.instructions = body.instructions;
 
-  const tools = toFunctionTools(body.tools ?? [], warnings);
+  const tools = body.tools?.length ? toFunctionTools(body.tools, warnings) : [];
   const choice = body.tool_choice === undefined ? undefined : toToolChoice(body.tool_choice, warnings);
   const allowed = choice?.allowed;
   const usable = allowed ? tools.filter((t) => allowed.has(t.name)) : tools;
@@ -51,8 +66,10 @@ export function responsesToCanonical(body: ResponsesBody, history: readonly Inpu
   if (body.presence_penalty != null) req.presencePenalty = body.presence_penalty;
   if (body.frequency_penalty != null) req.frequencyPenalty = body.frequency_penalty;
 
-  const reasoning = canonicalReasoning(body.reasoning);
-  if (reasoning) req.reasoning = reasoning;
+  if (body.reasoning) {
+    const reasoning = canonicalReasoning(body.reasoning);
+    if (reasoning) req.reasoning = reasoning;
+  }
   if (body.text?.format) req.textFormat = toTextFormat(body.text.format);
   if (body.text?.verbosity != null) req.verbosity = body.text.verbosity;
   // Encrypted reasoning comes back only from an upstream Responses API (docs/clients.md "Upstream fidelity").
@@ -67,23 +84,6 @@ export function responsesToCanonical(body: ResponsesBody, history: readonly Inpu
 export function itemReferenceIds(input: ResponsesBody['input']): string[] {
   if (input === undefined || typeof input === 'string') return [];
   return [...new Set(input.flatMap((i) => (i.type === 'item_reference' ? [i.id] : [])))];
-}
-
-function toInputItems(input: ResponsesBody['input'], warnings: string[], references: ItemReferences): InputItem[] {
-  if (input === undefined) return [];
-  if (typeof input === 'string') return [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: input }] }];
-  const out: InputItem[] = [];
-  input.forEach((item, i) => {
-    if (item.type === 'item_reference') {
-      const found = references.get(item.id);
-      if (!found) throw AppError.validation([{ path: `/input/${i}/id`, message: `no stored item '${item.id}'` }], `Item reference '${item.id}' not found`);
-      out.push(...found);
-      return;
-    }
-    const mapped = toInputItem(item, warnings);
-    if (mapped) out.push(mapped);
-  });
-  return out;
 }
 
 function toInputItem(item: Exclude<ResponsesInputItem, { type: 'item_reference' }>, warnings: string[]): InputItem | undefined {

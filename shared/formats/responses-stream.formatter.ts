@@ -12,13 +12,12 @@
 import type { OutputItem, TextResult, TextStreamEvent, TokenLogprob } from '../providers/provider.types';
 import { publicLogprobs, type PublicUsage } from './format-utils';
 import {
-  incompleteReason,
+  INCOMPLETE_REASONS,
   outputTextPart,
   responseEnvelope,
   type ItemStatus,
   type PublicError,
   type PublicOutputItem,
-  type ResponseObject,
   type ResponseObjectInput,
 } from './response-object.mapper';
 
@@ -76,7 +75,6 @@ interface StreamItem {
 export function createResponsesStreamFormatter(base: ResponsesStreamBase): ResponsesStreamFormatter {
   const idSuffix = base.id.replace(/^resp_/, '');
   const perKind: Record<ItemIdPrefix, number> = { msg: 0, fc: 0, rs: 0 };
-  const newId = base.newId ?? ((prefix: ItemIdPrefix) => `${prefix}_${idSuffix}_${perKind[prefix]++}`);
   const items: StreamItem[] = [];
   const byToolIndex = new Map<number, StreamItem>();
   const reported: ResponsesStreamFormatter['reported'] = {};
@@ -91,20 +89,17 @@ export function createResponsesStreamFormatter(base: ResponsesStreamBase): Respo
     data: { type, ...fields, sequence_number: sequence++ },
   });
 
-  const snapshot = (status: ResponseObject['status'], output: PublicOutputItem[], extra: Partial<ResponseObjectInput> = {}) =>
-    responseEnvelope({ ...base, ...extra }, status, output);
-
   function start(): SseEvent[] {
     if (started) return [];
     started = true;
-    const response = snapshot('in_progress', []);
+    const response = responseEnvelope(base, 'in_progress', []);
     return [ev('response.created', { response }), ev('response.in_progress', { response })];
   }
 
   function publicItem(item: StreamItem, status: ItemStatus): PublicOutputItem {
     switch (item.kind) {
       case 'message':
-        return { type: 'message', id: item.id, status, role: 'assistant', content: [textPart(item)] };
+        return { type: 'message', id: item.id, status, role: 'assistant', content: [outputTextPart(item.text, item.logprobs)] };
       case 'function_call':
         return { type: 'function_call', id: item.id, call_id: item.callId, name: item.name, arguments: item.text, status };
       case 'reasoning':
@@ -118,13 +113,13 @@ export function createResponsesStreamFormatter(base: ResponsesStreamBase): Respo
     }
   }
 
-  const textPart = (item: StreamItem) => outputTextPart(item.text, item.logprobs);
-
   function open(kind: StreamItem['kind'], fields: Partial<StreamItem> = {}): { item: StreamItem; events: SseEvent[] } {
-    const events = closeCurrent();
+    // The open message or reasoning item ends where another item begins.
+    const events = current ? close(current) : [];
     const outputIndex = items.length;
     const prefix: ItemIdPrefix = kind === 'message' ? 'msg' : kind === 'function_call' ? 'fc' : 'rs';
-    const item: StreamItem = { kind, id: newId(prefix, outputIndex), outputIndex, text: '', callId: '', name: '', open: true, matched: false, ...fields };
+    const id = base.newId ? base.newId(prefix, outputIndex) : `${prefix}_${idSuffix}_${perKind[prefix]++}`;
+    const item: StreamItem = { kind, id, outputIndex, text: '', callId: '', name: '', open: true, matched: false, ...fields };
     items.push(item);
     const added: PublicOutputItem =
       kind === 'message'
@@ -148,7 +143,7 @@ export function createResponsesStreamFormatter(base: ResponsesStreamBase): Respo
     if (item.kind === 'message') {
       const logprobs = item.logprobs ? publicLogprobs(item.logprobs) : [];
       events.push(ev('response.output_text.done', { ...at, content_index: 0, text: item.text, logprobs }));
-      events.push(ev('response.content_part.done', { ...at, content_index: 0, part: textPart(item) }));
+      events.push(ev('response.content_part.done', { ...at, content_index: 0, part: outputTextPart(item.text, item.logprobs) }));
     } else if (item.kind === 'reasoning') {
       if (item.text && !item.summarised) events.push(...summaryPart(item));
       if (item.summarised) {
@@ -166,10 +161,6 @@ export function createResponsesStreamFormatter(base: ResponsesStreamBase): Respo
   function summaryPart(item: StreamItem): SseEvent[] {
     item.summarised = true;
     return [ev('response.reasoning_summary_part.added', { item_id: item.id, output_index: item.outputIndex, summary_index: 0, part: { type: 'summary_text', text: '' } })];
-  }
-
-  function closeCurrent(): SseEvent[] {
-    return current ? close(current) : [];
   }
 
   function push(event: TextStreamEvent): SseEvent[] {
@@ -235,9 +226,11 @@ export function createResponsesStreamFormatter(base: ResponsesStreamBase): Respo
     return events;
   }
 
-  /** Gives each result item the streamed item it was (same kind, same call id for calls), or a new one. */
-  function reconcile(result: TextResult): SseEvent[] {
-    const events: SseEvent[] = [];
+  function complete(final: ResponsesStreamFinal): SseEvent[] {
+    if (ended) return [];
+    const events = start();
+    // Each result item takes the streamed item it was (same kind, same call id for calls), or a new one.
+    const { result } = final;
     let logprobsGiven = false;
     for (const r of result.output) {
       const candidates = items.filter((i) => !i.matched && i.kind === r.type);
@@ -260,21 +253,14 @@ export function createResponsesStreamFormatter(base: ResponsesStreamBase): Respo
         if (r.encrypted_content !== undefined) item.encrypted = r.encrypted_content;
       }
     }
-    return events;
-  }
-
-  function complete(final: ResponsesStreamFinal): SseEvent[] {
-    if (ended) return [];
-    const events = start();
-    events.push(...reconcile(final.result));
     const status = final.status ?? 'completed';
     const itemStatus: ItemStatus = status === 'incomplete' ? 'incomplete' : 'completed';
     for (const item of items) events.push(...close(item, item.kind === 'message' ? itemStatus : 'completed'));
     ended = true;
     const output = items.map((i) => publicItem(i, i.kind === 'message' ? itemStatus : 'completed'));
-    const reason = incompleteReason(final.result);
+    const reason = INCOMPLETE_REASONS.get(result.finishReason);
     const response = responseEnvelope(
-      { ...base, model: final.model, usage: final.usage, completedAt: final.completedAt ?? base.completedAt ?? null, serviceTier: final.result.serviceTier },
+      { ...base, model: final.model, usage: final.usage, completedAt: final.completedAt ?? base.completedAt ?? null, serviceTier: result.serviceTier },
       status,
       output,
       reason ? { reason } : null,
@@ -288,7 +274,7 @@ export function createResponsesStreamFormatter(base: ResponsesStreamBase): Respo
     const events = start();
     ended = true;
     const output = items.map((i) => publicItem(i, i.open ? 'incomplete' : 'completed'));
-    const response = snapshot('failed', output, { error, usage: partial.usage ?? null, ...(partial.model && { model: partial.model }) });
+    const response = responseEnvelope({ ...base, error, usage: partial.usage ?? null, ...(partial.model && { model: partial.model }) }, 'failed', output);
     events.push(ev('response.failed', { response }));
     return events;
   }

@@ -268,13 +268,13 @@ export function createMetrics(opts: MetricsOptions = {}): Metrics {
  * processedOn/finishedOn stamps: one line in the worker pool instead of timing code in every executor.
  */
 export function instrumentWorker(worker: Worker, metrics: Pick<Metrics, 'jobDuration'>): void {
-  const observe = (job: { processedOn?: number; finishedOn?: number } | undefined, outcome: JobOutcome) => {
-    if (!job?.processedOn) return;
-    const seconds = Math.max(0, ((job.finishedOn ?? Date.now()) - job.processedOn) / 1000);
-    metrics.jobDuration.observe({ queue: worker.name, outcome }, seconds);
-  };
-  worker.on('completed', (job) => observe(job, 'completed'));
-  worker.on('failed', (job) => observe(job, 'failed'));
+  for (const outcome of ['completed', 'failed'] as const) {
+    worker.on(outcome, (job: { processedOn?: number; finishedOn?: number } | undefined) => {
+      if (!job?.processedOn) return;
+      const seconds = Math.max(0, ((job.finishedOn ?? Date.now()) - job.processedOn) / 1000);
+      metrics.jobDuration.observe({ queue: worker.name, outcome }, seconds);
+    });
+  }
 }
 
 /** A generation's settlement (its close applied, once per generation): the RUB charged and the tokens its usage counts, by model. */

@@ -10,6 +10,7 @@ import type {
   TextRequest,
   TextResult,
   TextStreamEvent,
+  TokenizerFamily,
   TokenUsage,
   UpstreamFailure,
 } from './provider.types';
@@ -259,6 +260,8 @@ export interface AdapterSupports {
 }
 
 export interface TextOperation {
+  /** Whose tokenizer counts a stream the provider cut before its usage (shared/billing/pricing.ts `tokenWeight`). */
+  tokenizer: TokenizerFamily;
   /** Honours `req.stream`: a streaming request gets the provider's streaming path/flags. */
   buildRequest(req: TextRequest, apiKey: string, options?: TextMappingOptions): HttpRequestSpec;
   parseResponse(json: unknown): TextResult;

@@ -74,7 +74,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
         const res = await send(agent, baseUrl, spec, call, deadline.signal);
         const text = await res.body.text();
         const headers = flattenHeaders(res.headers);
-        if (!isSuccess(res.statusCode)) throw replyError(res.statusCode, headers, text, call);
+        if (res.statusCode < 200 || res.statusCode >= 300) throw replyError(res.statusCode, headers, text, call);
         if (spec.replyAs === 'text') return { status: res.statusCode, headers, json: undefined, text };
         let json: unknown;
         try {
@@ -98,7 +98,7 @@ export function createUpstreamClient(options: UpstreamClientOptions = {}): Upstr
       } catch (error) {
         throw toUpstreamError(error, call);
       }
-      if (!isSuccess(res.statusCode)) {
+      if (res.statusCode < 200 || res.statusCode >= 300) {
         let text = '';
         try {
           text = await res.body.text();
@@ -206,10 +206,6 @@ function toUpstreamError(error: unknown, call: UpstreamCallOptions): UpstreamErr
   return upstreamError({ kind: 'network', error }, { cause: error });
 }
 
-function isSuccess(status: number): boolean {
-  return status >= 200 && status < 300;
-}
-
 function flattenHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
   const flat: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
@@ -231,91 +227,64 @@ export class SseParser {
   private eventType: string | undefined;
   private id: string | undefined;
 
+  /** Takes a chunk; returns the events its lines complete (a blank line ends an event). */
   push(chunk: string | Uint8Array): SseEvent[] {
     let text = typeof chunk === 'string' ? chunk : this.decoder.decode(chunk, { stream: true });
     if (!this.started && text.length > 0) {
       this.started = true;
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
-    this.buffer += text;
-    return this.drain(false);
+    const buffer = this.buffer + text;
+    const events: SseEvent[] = [];
+    let start = 0;
+    // The next CR, searched again only once passed: a chunk of many LF-ended lines is scanned for CRs once, not per line.
+    let cr = buffer.indexOf('\r');
+    for (;;) {
+      if (cr !== -1 && cr < start) cr = buffer.indexOf('\r', start);
+      const lf = buffer.indexOf('\n', start);
+      if (cr === -1 && lf === -1) break;
+      let end = lf;
+      let next = lf + 1;
+      if (cr !== -1 && (lf === -1 || cr < lf)) {
+        // A lone CR ends a line too; a CR at the end of the buffer may be the first half of CRLF.
+        if (cr === buffer.length - 1) break;
+        end = cr;
+        next = buffer[cr + 1] === '\n' ? cr + 2 : cr + 1;
+      }
+      const line = buffer.slice(start, end);
+      start = next;
+      if (line === '') {
+        // Dispatch: the fields gathered so far make an event, if they have data.
+        if (this.data.length > 0) {
+          const event: SseEvent = { data: this.data.join('\n') };
+          if (this.eventType) event.event = this.eventType;
+          if (this.id !== undefined) event.id = this.id;
+          events.push(event);
+        }
+        this.data = [];
+        this.eventType = undefined;
+        continue;
+      }
+      if (line.startsWith(':')) continue; // comment (keep-alive pings)
+      const colon = line.indexOf(':');
+      const field = colon === -1 ? line : line.slice(0, colon);
+      let value = colon === -1 ? '' : line.slice(colon + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'data') this.data.push(value);
+      else if (field === 'event') this.eventType = value;
+      else if (field === 'id' && !value.includes('\0')) this.id = value;
+      // `retry` and unknown fields are ignored
+    }
+    this.buffer = buffer.slice(start);
+    return events;
   }
 
   /**
-   * The stream ended. Unlike the spec (which drops an event not closed by a blank line) we dispatch it:
-   * some OpenAI-compatible servers end on `data: [DONE]\n` without the blank line.
+   * The stream ended. Unlike the spec (which drops an event not closed by a blank line) we dispatch it, as if the
+   * stream had ended with a blank line: some OpenAI-compatible servers end on `data: [DONE]\n` without it.
    */
   end(): SseEvent[] {
-    this.buffer += this.decoder.decode();
-    const events = this.drain(true);
-    const last = this.dispatch();
-    if (last) events.push(last);
-    return events;
-  }
-
-  private drain(final: boolean): SseEvent[] {
-    const events: SseEvent[] = [];
-    let start = 0;
-    for (;;) {
-      const cr = this.buffer.indexOf('\r', start);
-      const lf = this.buffer.indexOf('\n', start);
-      let end: number;
-      let next: number;
-      if (cr === -1 && lf === -1) break;
-      if (cr !== -1 && (lf === -1 || cr < lf)) {
-        // A lone CR ends a line too; a CR at the end of the buffer may be the first half of CRLF.
-        if (cr === this.buffer.length - 1 && !final) break;
-        end = cr;
-        next = this.buffer[cr + 1] === '\n' ? cr + 2 : cr + 1;
-      } else {
-        end = lf;
-        next = lf + 1;
-      }
-      const event = this.line(this.buffer.slice(start, end));
-      if (event) events.push(event);
-      start = next;
-    }
-    this.buffer = this.buffer.slice(start);
-    if (final && this.buffer.length > 0) {
-      const event = this.line(this.buffer);
-      if (event) events.push(event);
-      this.buffer = '';
-    }
-    return events;
-  }
-
-  private line(line: string): SseEvent | undefined {
-    if (line === '') return this.dispatch();
-    if (line.startsWith(':')) return undefined; // comment (keep-alive pings)
-    const colon = line.indexOf(':');
-    const field = colon === -1 ? line : line.slice(0, colon);
-    let value = colon === -1 ? '' : line.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    switch (field) {
-      case 'data':
-        this.data.push(value);
-        break;
-      case 'event':
-        this.eventType = value;
-        break;
-      case 'id':
-        if (!value.includes('\0')) this.id = value;
-        break;
-      default:
-        break; // `retry` and unknown fields are ignored
-    }
-    return undefined;
-  }
-
-  private dispatch(): SseEvent | undefined {
-    const { data, eventType, id } = this;
-    this.data = [];
-    this.eventType = undefined;
-    if (data.length === 0) return undefined;
-    const event: SseEvent = { data: data.join('\n') };
-    if (eventType) event.event = eventType;
-    if (id !== undefined) event.id = id;
-    return event;
+    return this.push(`${this.decoder.decode()}\n\n`);
   }
 }
 

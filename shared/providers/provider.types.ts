@@ -94,6 +94,9 @@ export type OutputItem =
       encrypted_content?: string;
     };
 
+/** Whose tokenizer a provider's models use (an OpenAI-compatible provider counts as OpenAI): shared/billing/pricing.ts counts by it. */
+export type TokenizerFamily = 'openai' | 'anthropic' | 'gemini';
+
 export interface TokenUsage {
   inputTokens: number;
   outputTokens: number;

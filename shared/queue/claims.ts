@@ -38,12 +38,13 @@ export interface Claimer {
   holdBeyond?(organizationId: string): ClaimTicket | null;
 }
 
-/** The lock token of a claimed job (a fetched job's token is the worker's own). */
-export function claimToken(workerId: string, n: number): string {
-  return `${workerId}:claim:${n}`;
-}
-function isClaimToken(token: string | undefined): boolean {
-  return token?.includes(':claim:') === true;
+/**
+ * The lock tokens a worker gives the jobs it starts on its tickets, as `<prefix><n>`: `claim`, a claimed job's (a fetched
+ * job's token is the worker's own); `take`, a job's taken from the wait list into a headroom slot (it waited, so it was
+ * counted: not a claim's). Made once per worker, which knows a job started on its tickets by them.
+ */
+export function ticketTokenPrefixes(workerId: string): { claim: string; take: string } {
+  return { claim: `${workerId}:claim:`, take: `${workerId}:take:` };
 }
 
 /**
@@ -51,15 +52,7 @@ function isClaimToken(token: string | undefined): boolean {
  * re-run after a stall, a retry, a media step or a put-back); `claimed`: a claim at enqueue started it (its lock token).
  */
 export function runOf(job: Pick<Job, 'attemptsStarted' | 'stalledCounter'>, token?: string): { first: boolean; claimed: boolean } {
-  return { first: job.attemptsStarted <= 1 && !job.stalledCounter, claimed: isClaimToken(token) };
-}
-/** The lock token of a job taken from the wait list into a headroom slot (it waited, so it was counted: not a claim's). */
-export function takeToken(workerId: string, n: number): string {
-  return `${workerId}:take:${n}`;
-}
-/** A claimed or a taken job's token: it started on a ticket, not on the worker's fetch. */
-export function isTicketToken(token: string | undefined): boolean {
-  return isClaimToken(token) || token?.includes(':take:') === true;
+  return { first: job.attemptsStarted <= 1 && !job.stalledCounter, claimed: token?.includes(':claim:') === true };
 }
 
 /**
@@ -132,18 +125,18 @@ export async function addJob(queue: Queue, data: object, opts: JobsOptions & { j
   const ticket = claim?.ticket;
   let started = false;
   try {
-    const args = ticket && (await addStandardJobArgs(queue, data, opts));
-    if (ticket && args) {
-      const raw = await addClaimed(queue, args, ticket.token, ticket.lockDuration, claim!.only === true, fair && fairArgs(queue, fair));
+    if (ticket) {
+      const raw = await addClaimed(queue, data, opts, ticket, claim!.only === true, fair && fairArgs(queue, fair));
       if (raw === 'not-added') return raw;
       if (raw === null) return 'queued';
-      if (raw !== 'backlogged') {
+      if (Array.isArray(raw)) {
         started = true;
         ticket.start(raw, opts.jobId, claim!.nextTurn === true);
         return 'claimed';
       }
     }
-    // Not claimed: its organization has work of its own waiting (`backlogged`), or no slot was free.
+    // Not claimed: no slot was free, its organization has work of its own waiting (`backlogged`), or BullMQ would add it
+    // with another script (`not-standard`).
     if (claim?.only) return 'not-added';
     const priority = fair ? await fairPriority(await queueClient(queue), queue, fair) : 0;
     await queue.add(queue.name, data, priority ? { ...opts, priority } : opts);
@@ -248,29 +241,23 @@ return {added, startJob(jobKey, jobId, eventsKey, ARGV[4], ARGV[5], ARGV[6])}
 const COMMAND = 'switchyardAddClaimed';
 
 /**
- * The arguments BullMQ gives its `addStandardJob` script for this job (as `queue.add` builds them: Queue.addJob,
- * Job.create, addJobToTransaction), caught on their way out; null when BullMQ would use another script (a delayed,
- * prioritized or child job).
+ * Adds the job and claims it for the ticket's token: the job's hash as BullMQ's fetch returns it when it is now active
+ * under that token; null when it stays in `wait`; `not-added` when `only` and it could not be claimed; `backlogged` when
+ * nothing was added because the organization of `fair` (fairness.ts fairArgs) has jobs waiting; `not-standard` when
+ * nothing was added because BullMQ would use another script than `addStandardJob` (a delayed, prioritized or child job).
+ * The script's arguments are the ones BullMQ gives its `addStandardJob` for this job (as `queue.add` builds them:
+ * Queue.addJob, Job.create, addJobToTransaction), caught on their way out.
  */
-export async function addStandardJobArgs(queue: Queue, data: object, opts: JobsOptions & { jobId: string }): Promise<unknown[] | null> {
+export async function addClaimed(queue: Queue, data: object, opts: JobsOptions & { jobId: string }, ticket: Pick<ClaimTicket, 'token' | 'lockDuration'>, only: boolean, fair?: string[]): Promise<string[] | null | 'not-added' | 'backlogged' | 'not-standard'> {
   const job = new Job(queue, queue.name, data, { ...queue.jobsOpts, ...opts }, opts.jobId);
   let caught: { name: string; args: unknown[] } | undefined;
   const catcher = { runCommand: (name: string, args: unknown[]) => ((caught = { name, args }), '') };
   await queue.backend.addJobToTransaction(catcher as never, job.asJSON(), opts.jobId);
-  return caught?.name.startsWith('addStandardJob:') ? caught.args : null;
-}
-
-/**
- * Adds the job with `addStandardJob`'s arguments and claims it for `token`: the job's hash as BullMQ's fetch returns
- * it when it is now active under that token; null when it stays in `wait`; `not-added` when `only` and it could not be
- * claimed; `backlogged` when nothing was added because the organization of `fair` (fairness.ts fairArgs) has jobs
- * waiting.
- */
-export async function addClaimed(queue: Queue, args: unknown[], token: string, lockDuration: number, only: boolean, fair?: string[]): Promise<string[] | null | 'not-added' | 'backlogged'> {
+  if (!caught?.name.startsWith('addStandardJob:')) return 'not-standard';
   const client = (await queue.backend.client) as unknown as Record<string, (...a: unknown[]) => Promise<unknown>> & { defineCommand(name: string, d: { numberOfKeys: number; lua: string }): void };
   // Defined once per connection (ioredis adds the command as a method of the client), as generation-bus.ts does.
   if (!(COMMAND in client)) client.defineCommand(COMMAND, { numberOfKeys: 9, lua: CLAIM_JOB });
-  const [added, raw, backlogged] = (await client[COMMAND]!(...args, token, lockDuration, Date.now(), only ? '1' : '0', ...(fair ?? []))) as [unknown, unknown, unknown];
+  const [added, raw, backlogged] = (await client[COMMAND]!(...caught.args, ticket.token, ticket.lockDuration, Date.now(), only ? '1' : '0', ...(fair ?? []))) as [unknown, unknown, unknown];
   if (raw === -1) return 'not-added';
   if (backlogged === 1) return 'backlogged';
   if (typeof added === 'number' && added < 0) throw new Error(`BullMQ refused the job (code ${added})`);

@@ -48,12 +48,10 @@ export function classOfPriority(priority: number | undefined): WorkClass {
   return (priority ?? 0) >= BACKGROUND_BASE ? 'background' : 'interactive';
 }
 
-/** Keys by qualified queue name (`<prefix>:<queue>`, a job's `queueQualifiedName`). */
-function bandKey(qualifiedName: string, c: WorkClass): string {
-  return `${qualifiedName}:fair:${c}`;
-}
-function orgKey(qualifiedName: string, c: WorkClass, org: string): string {
-  return `${qualifiedName}:fair:${c}:${org}`;
+/** The keys of a class's band and of an organization's state in it, by qualified queue name (`<prefix>:<queue>`, a job's `queueQualifiedName`). */
+function fairKeys(qualifiedName: string, c: WorkClass, org: string): [band: string, org: string] {
+  const band = `${qualifiedName}:fair:${c}`;
+  return [band, `${band}:${org}`];
 }
 
 /**
@@ -91,7 +89,7 @@ end
 export function fairArgs(queue: Pick<Queue, 'qualifiedName' | 'keys'>, group: FairGroup): string[] {
   const b = BANDS[group.workClass];
   const interactive = group.workClass === 'interactive' ? '1' : '0';
-  return [bandKey(queue.qualifiedName, group.workClass), orgKey(queue.qualifiedName, group.workClass, group.organizationId), queue.keys.prioritized, queue.keys.wait, b.lo, b.hi, interactive, String(b.base), String(b.span), String(ORG_STATE_TTL_MS)];
+  return [...fairKeys(queue.qualifiedName, group.workClass, group.organizationId), queue.keys.prioritized, queue.keys.wait, b.lo, b.hi, interactive, String(b.base), String(b.span), String(ORG_STATE_TTL_MS)];
 }
 
 /** In the claim script: `fairPlan` and `fairCount` over ARGV[first..first+9] (fairArgs). */
@@ -140,7 +138,7 @@ export async function fairPriority(client: Redis, queue: Pick<Queue, 'qualifiedN
 export async function uncount(redis: Redis, qualifiedName: string, organizationId: string, priority: number | undefined, started: boolean): Promise<void> {
   const c = classOfPriority(priority);
   const tag = started && priority ? priority - BANDS[c].base : 0;
-  await scripted(redis).switchyardFairUncount!(bandKey(qualifiedName, c), orgKey(qualifiedName, c, organizationId), tag);
+  await scripted(redis).switchyardFairUncount!(...fairKeys(qualifiedName, c, organizationId), tag);
 }
 
 /** Jobs waiting in a queue per class: the wait list and the interactive band are interactive, the band above background. */

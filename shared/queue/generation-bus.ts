@@ -25,23 +25,9 @@ const PROBE = '__probe__';
 /**
  * The reply channels of one process's API (the process's lane: shared/runtime/local-lane.ts). A worker whose job's
  * `replyTo` names one of them (the API request waits in the same process: `npm start` serves both) hands its messages
- * over directly, without a PUBLISH and the subscriber's parse; Redis carries only what crosses processes.
+ * over directly, without a PUBLISH and the subscriber's parse; Redis carries only what crosses processes. By channel.
  */
-export class LocalBuses {
-  private readonly buses = new Map<string, GenerationBus>();
-
-  add(bus: GenerationBus): void {
-    this.buses.set(bus.channel, bus);
-  }
-
-  remove(bus: GenerationBus): void {
-    if (this.buses.get(bus.channel) === bus) this.buses.delete(bus.channel);
-  }
-
-  get(channel: string): GenerationBus | undefined {
-    return this.buses.get(channel);
-  }
-}
+export class LocalBuses extends Map<string, GenerationBus> {}
 
 /**
  * Worker → API delivery over Redis pub/sub. Each API process subscribes ONCE to its own reply channel and
@@ -63,12 +49,12 @@ export class GenerationBus {
     private readonly local?: LocalBuses,
   ) {
     this.channel = `${prefix}:reply:${randomUUID()}`;
-    local?.add(this);
+    local?.set(this.channel, this);
   }
 
   /** Stops taking messages from workers of this process. */
   close(): void {
-    this.local?.remove(this);
+    if (this.local?.get(this.channel) === this) this.local.delete(this.channel);
   }
 
   /** A message from a worker of this process: handed to its waiter as a message from Redis would be. */
@@ -187,21 +173,15 @@ export class GenerationPublisher {
     });
   }
 
-  send(event: GenerationEvent): Promise<unknown> {
+  /** Sends the next numbered message: to a waiter of this process at once (before it resolves), else through Redis. */
+  async send(event: GenerationEvent): Promise<unknown> {
     const channel = this.channel;
-    if (!channel) return Promise.resolve();
+    if (!channel) return;
     // Checked at every message, without I/O while the lock is surely held (a delta's cost: one clock read).
-    if (this.lock && !this.lock.surely()) return this.ensureOwned().then(() => this.deliver(channel, event));
-    return this.deliver(channel, event);
-  }
-
-  private deliver(channel: string, event: GenerationEvent): Promise<unknown> {
+    if (this.lock && !this.lock.surely()) await this.ensureOwned();
     const message: BusMessage = { ...event, id: this.id, seq: ++this.seq };
     const local = this.local?.get(channel);
-    if (local) {
-      local.deliver(message);
-      return Promise.resolve();
-    }
+    if (local) return local.deliver(message);
     return publish(this.pub, channel, JSON.stringify(message)).catch(() => undefined);
   }
 }
@@ -302,6 +282,7 @@ export function stopReasonOf(signal: AbortSignal | undefined): StopReason | unde
 /** The messages of one generation as they arrive, read one at a time with a deadline. */
 export class Mailbox {
   private readonly queue: BusMessage[] = [];
+  /** Resolves the wait of `next`, while it waits. */
   private wake?: () => void;
   private closed = false;
 
@@ -314,13 +295,12 @@ export class Mailbox {
   async next(timeoutMs: number): Promise<BusMessage | null> {
     if (this.queue.length) return this.queue.shift()!;
     if (this.closed) return null;
+    let timer: NodeJS.Timeout | undefined;
     await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
-      this.wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
+      timer = setTimeout(resolve, timeoutMs);
+      this.wake = resolve;
     });
+    clearTimeout(timer);
     this.wake = undefined;
     return this.queue.shift() ?? null;
   }

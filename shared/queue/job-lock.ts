@@ -67,30 +67,24 @@ export class JobLost extends Error {
 
 /**
  * The locks of the jobs a process's Workers run (workers/claiming-worker.ts tracks them and reports its renewals), by job
- * id: a processor reads its job's with `of`. A job run twice here (its lock lapsed and this process's Worker fetched it
+ * id: a processor reads its job's with `get`. A job run twice here (its lock lapsed and this process's Worker fetched it
  * again) has the newer run's lock; the older run keeps its own object, which no renewal reaches any more.
  */
-export class JobLocks {
-  private readonly running = new Map<string, JobLock>();
-
+export class JobLocks extends Map<string, JobLock> {
   track(job: Pick<Job, 'id' | 'extendLock' | 'processedOn'>, token: string, durationMs: number): JobLock {
     const lock = new JobLock(job, token, durationMs, job.processedOn ?? 0);
-    this.running.set(job.id!, lock);
+    this.set(job.id!, lock);
     return lock;
   }
 
   untrack(jobId: string, lock: JobLock): void {
-    if (this.running.get(jobId) === lock) this.running.delete(jobId);
-  }
-
-  of(jobId: string): JobLock | undefined {
-    return this.running.get(jobId);
+    if (this.get(jobId) === lock) this.delete(jobId);
   }
 
   /** The Worker's renewal of these jobs' locks, sent at `sentAt` (performance.now()), answered: `failed` were refused. */
   renewals(jobIds: string[], failed: string[], sentAt: number): void {
     for (const id of jobIds) {
-      const lock = this.running.get(id);
+      const lock = this.get(id);
       if (failed.includes(id)) lock?.refused();
       else lock?.renewed(sentAt);
     }

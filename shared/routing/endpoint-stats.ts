@@ -54,23 +54,15 @@ export function foldStats(
   return stats;
 }
 
-/** Whether the endpoint's last `Retry-After` has not passed yet at `now`. */
-export function isCoolingDown(stats: EndpointStats | undefined, now: number): boolean {
-  return stats?.retryAfterUntil !== undefined && stats.retryAfterUntil > now;
-}
-
 /**
- * True when the slug is in `unhealthy`, its `Retry-After` has not passed at `now`, or its stats show
- * failureRate > 0.5 over >= 10 samples.
+ * True when the slug is in `unhealthy`, its `Retry-After` has not passed at `now` (it is cooling down), or its stats
+ * show failureRate > 0.5 over >= 10 samples.
  */
 export function isUnhealthy(slug: string, stats?: EndpointStats, unhealthy?: ReadonlySet<string>, now = Date.now()): boolean {
   if (unhealthy?.has(slug)) return true;
-  if (isCoolingDown(stats, now)) return true;
-  return (
-    stats !== undefined &&
-    stats.samples >= UNHEALTHY_MIN_SAMPLES &&
-    (stats.failureRate ?? 0) > UNHEALTHY_FAILURE_RATE
-  );
+  if (stats === undefined) return false;
+  if (stats.retryAfterUntil !== undefined && stats.retryAfterUntil > now) return true;
+  return stats.samples >= UNHEALTHY_MIN_SAMPLES && (stats.failureRate ?? 0) > UNHEALTHY_FAILURE_RATE;
 }
 
 /** Compact text form of a sample, for a Redis list. */

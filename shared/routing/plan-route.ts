@@ -1,100 +1,55 @@
 import type { EndpointConfig, ModelConfig, ModelType, PriceField, ProviderConfig } from '../catalog/catalog.types';
 import { compareMoney, money, parseMoney } from '../money';
+import { normName, resolvePreferences, type ResolvedPreferences } from './route-preferences';
 import { askedTier, offersTier, tierPrice } from '../catalog/catalog-index';
 import { isUnhealthy } from './endpoint-stats';
 import { ignoredParameterWarnings } from './route-parameters';
 import { RoutingError, RoutingInputError, type RoutingErrorReason } from './routing-errors';
 import {
-  MAX_PRICE_FIELDS,
-  PROVIDER_SORTS,
   type Candidate,
   type DropReason,
   type DroppedCandidate,
   type EndpointStats,
-  type MaxPriceField,
   type PlanRouteInput,
-  type ProviderPreferences,
-  type ProviderSort,
   type RoutePlan,
 } from './routing.types';
 
-/** The routing object with defaults applied and provider names lower-cased. */
-export interface ResolvedPreferences {
-  order: string[];
-  only?: Set<string>;
-  ignore: Set<string>;
-  allowFallbacks: boolean;
-  requireParameters: boolean;
-  sort?: ProviderSort;
-  dataResidency?: string;
-  maxPrice: Array<{ field: MaxPriceField; ceiling: string | number }>;
-}
-
-/** Apply defaults (`allow_fallbacks` true, `require_parameters` false) and check values; throws RoutingInputError. */
-export function resolvePreferences(preferences: ProviderPreferences | undefined): ResolvedPreferences {
-  const p = preferences ?? {};
-  const names = (field: 'order' | 'only' | 'ignore'): string[] | undefined => {
-    const v: unknown = p[field];
-    if (v === undefined || v === null) return undefined;
-    if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) {
-      throw new RoutingInputError(`provider.${field}`, `provider.${field} must be an array of strings`);
-    }
-    return [...new Set(v.map(normName))];
-  };
-  const bool = (field: 'allow_fallbacks' | 'require_parameters', dflt: boolean): boolean => {
-    const v: unknown = p[field];
-    if (v === undefined || v === null) return dflt;
-    if (typeof v !== 'boolean') throw new RoutingInputError(`provider.${field}`, `provider.${field} must be a boolean`);
-    return v;
-  };
-  const sort: unknown = p.sort ?? undefined;
-  if (sort !== undefined && !(PROVIDER_SORTS as readonly unknown[]).includes(sort)) {
-    throw new RoutingInputError('provider.sort', `provider.sort must be one of ${PROVIDER_SORTS.join(', ')}`);
-  }
-  const residency: unknown = p.data_residency ?? undefined;
-  if (residency !== undefined && (typeof residency !== 'string' || residency.trim() === '')) {
-    throw new RoutingInputError('provider.data_residency', 'provider.data_residency must be a non-empty string');
-  }
-  const maxPrice: ResolvedPreferences['maxPrice'] = [];
-  const mp: unknown = p.max_price ?? undefined;
-  if (mp !== undefined) {
-    if (typeof mp !== 'object' || Array.isArray(mp) || mp === null) {
-      throw new RoutingInputError('provider.max_price', 'provider.max_price must be an object');
-    }
-    const record = mp as Record<string, unknown>;
-    for (const field of MAX_PRICE_FIELDS) {
-      const ceiling = record[field];
-      if (ceiling === undefined || ceiling === null) continue;
-      if ((typeof ceiling !== 'number' && typeof ceiling !== 'string') || !parseMoney(ceiling)) {
-        throw new RoutingInputError(`provider.max_price.${field}`, `provider.max_price.${field} must be a number`);
-      }
-      maxPrice.push({ field, ceiling });
-    }
-  }
-  const only = names('only');
-  return {
-    order: names('order') ?? [],
-    only: only ? new Set(only) : undefined,
-    ignore: new Set(names('ignore') ?? []),
-    allowFallbacks: bool('allow_fallbacks', true),
-    requireParameters: bool('require_parameters', false),
-    sort: sort as ProviderSort | undefined,
-    dataResidency: typeof residency === 'string' ? normName(residency) : undefined,
-    maxPrice,
-  };
+/**
+ * Choose the endpoints to try, in order, for a request (see routing.types.ts for the input): `chooseEndpoints`, then
+ * `planFromChoices` with the request's health. Throws RoutingError (`model_not_found`, `no_eligible_provider`,
+ * `price_above_max`, `parameters_unsupported`) and RoutingInputError (bad routing object values, no model).
+ */
+export function planRoute(input: PlanRouteInput): RoutePlan {
+  return planFromChoices(chooseEndpoints(input), input);
 }
 
 /**
- * Choose the endpoints to try, in order, for a request (see routing.types.ts for the input).
- * Throws RoutingError (`model_not_found`, `no_eligible_provider`, `price_above_max`, `parameters_unsupported`)
- * and RoutingInputError (bad routing object values, no model).
+ * What a route plan takes from the request and the catalog alone, the same for every request that asks alike
+ * (api/services/route-planner.ts keeps it per request shape): the models tried, their eligible endpoints in their order
+ * before health, what was dropped and why, the warnings. Read-only once made: plans share it.
  */
-export function planRoute(input: PlanRouteInput): RoutePlan {
+export interface RouteChoices {
+  prefs: ResolvedPreferences;
+  tier?: string;
+  requested: string[];
+  required: string[];
+  /** The models tried: the first alone when fallbacks are off. */
+  models: string[];
+  /** Per model tried, its eligible endpoints: those `order` names (as it names them), then the rest. */
+  eligible: Array<{ named: Candidate[]; rest: Candidate[] }>;
+  dropped: DroppedCandidate[];
+  warnings: string[];
+  /** For every eligible endpoint: its requested parameters it does not take, and the warnings about them. */
+  unsupportedByEndpoint: Record<string, string[]>;
+  warningsByEndpoint: Record<string, string[]>;
+}
+
+/** The part of `planRoute` that reads no statistics: throws as it does for a bad request or an unknown model. */
+export function chooseEndpoints(input: Omit<PlanRouteInput, 'stats' | 'sticky' | 'unhealthy'>): RouteChoices {
   const { catalog } = input;
   const prefs = resolvePreferences(input.preferences);
   const requested = [...new Set(input.requestedParameters ?? [])];
   const required = [...new Set(input.requireCapabilities ?? [])];
-  const stats = input.stats ?? {};
   const tier = askedTier(input.serviceTier);
   // Whether an endpoint takes a parameter: its catalog `supports`, or for a tier its catalog `tiers`.
   const takes = (endpoint: EndpointConfig, p: string): boolean => (p === 'service_tier' ? offersTier(endpoint, tier) : endpoint.supports.includes(p));
@@ -123,31 +78,55 @@ export function planRoute(input: PlanRouteInput): RoutePlan {
   }
 
   const used = prefs.allowFallbacks ? modelIds : modelIds.slice(0, 1);
-  const dropped: DroppedCandidate[] = [];
-  let candidates: Candidate[] = [];
-
-  used.forEach((id, modelIndex) => {
+  const choices: RouteChoices = { prefs, tier, requested, required, models: used, eligible: [], dropped: [], warnings, unsupportedByEndpoint: {}, warningsByEndpoint: {} };
+  for (const id of used) {
     const model = catalog.models[id];
     const mismatch = typeMismatch(model);
     const eligible: Candidate[] = [];
     for (const endpoint of model.endpoints) {
       const provider = findProvider(catalog.providers, endpoint.provider);
-      const drop = (reason: DropReason, detail: string): void => {
-        dropped.push({ endpoint: endpoint.slug, provider: endpoint.provider, model: id, reason, detail });
-      };
-      if (mismatch) {
-        drop('model_type', mismatch);
-        continue;
-      }
-      const why = checkEndpoint(endpoint, provider, prefs, requested, required, { tier, takes });
+      const why = mismatch ? { reason: 'model_type' as const, detail: mismatch } : checkEndpoint(endpoint, provider, prefs, requested, required, { tier, takes });
       if (why) {
-        drop(why.reason, why.detail);
+        choices.dropped.push({ endpoint: endpoint.slug, provider: endpoint.provider, model: id, reason: why.reason, detail: why.detail });
         continue;
       }
       eligible.push({ model: id, endpoint, provider: provider as ProviderConfig });
+      const missing = requested.filter((p) => !takes(endpoint, p));
+      choices.unsupportedByEndpoint[endpoint.slug] = missing;
+      choices.warningsByEndpoint[endpoint.slug] = ignoredParameterWarnings(missing, id, endpoint.provider);
     }
-    const ordered = orderEndpoints(eligible, model, prefs, stats, input, tier);
-    if (modelIndex === 0 && input.sticky !== undefined) applySticky(ordered, input.sticky, prefs, stats, input.unhealthy, tier);
+    choices.eligible.push(orderEndpoints(eligible, model, prefs, input, tier));
+  }
+  return choices;
+}
+
+/**
+ * The plan of one request from its choices: the statistics' sorts, known-bad endpoints last, the sticky endpoint
+ * first, then `allow_fallbacks: false`. Throws RoutingError when no endpoint is left.
+ */
+export function planFromChoices(choices: RouteChoices, health: Pick<PlanRouteInput, 'stats' | 'sticky' | 'unhealthy'>): RoutePlan {
+  const { prefs, tier } = choices;
+  const stats = health.stats ?? {};
+  const dropped = [...choices.dropped];
+  let candidates: Candidate[] = [];
+  choices.eligible.forEach(({ named, rest }, modelIndex) => {
+    if (prefs.sort === 'latency' || prefs.sort === 'throughput') {
+      // Sorted within the tier groups chooseEndpoints made: as sorting first and grouping after (both are stable).
+      const field = prefs.sort === 'latency' ? 'latencyMs' : 'throughput';
+      const tierLast = (c: Candidate): number => (tier !== undefined && !offersTier(c.endpoint, tier) ? 1 : 0);
+      rest = stableSort(rest, (a, b) =>
+        tierLast(a) - tierLast(b) || compareOptional(statsOf(stats, a.endpoint.slug)?.[field], statsOf(stats, b.endpoint.slug)?.[field], field === 'latencyMs' ? 1 : -1),
+      );
+    }
+    // Known-bad endpoints go last (stable); an explicit `order` is left as the caller gave it.
+    const healthy: Candidate[] = [];
+    const sick: Candidate[] = [];
+    for (const c of rest) {
+      const slug = c.endpoint.slug;
+      (isUnhealthy(slug, Object.hasOwn(stats, slug) ? stats[slug] : undefined, health.unhealthy) ? sick : healthy).push(c);
+    }
+    const ordered = [...named, ...healthy, ...sick];
+    if (modelIndex === 0 && health.sticky !== undefined) applySticky(ordered, health.sticky, prefs, stats, health.unhealthy, tier);
     candidates.push(...ordered);
   });
 
@@ -175,17 +154,18 @@ export function planRoute(input: PlanRouteInput): RoutePlan {
   }
 
   if (candidates.length === 0) {
-    throw noCandidateError(used, dropped, [...new Set([...(prefs.requireParameters ? requested : []), ...required])]);
+    const params = [...new Set([...(prefs.requireParameters ? choices.requested : []), ...choices.required])];
+    throw noCandidateError(choices.models, dropped, params);
   }
 
   const unsupportedByEndpoint: Record<string, string[]> = {};
   const warningsByEndpoint: Record<string, string[]> = {};
   const union = new Set<string>();
   for (const c of candidates) {
-    const missing = requested.filter((p) => !takes(c.endpoint, p));
-    unsupportedByEndpoint[c.endpoint.slug] = missing;
-    warningsByEndpoint[c.endpoint.slug] = ignoredParameterWarnings(missing, c.model, c.endpoint.provider);
-    for (const p of missing) union.add(p);
+    const slug = c.endpoint.slug;
+    unsupportedByEndpoint[slug] = choices.unsupportedByEndpoint[slug];
+    warningsByEndpoint[slug] = choices.warningsByEndpoint[slug];
+    for (const p of unsupportedByEndpoint[slug]) union.add(p);
   }
 
   return {
@@ -193,7 +173,7 @@ export function planRoute(input: PlanRouteInput): RoutePlan {
     dropped,
     droppedParameters: [...union].sort(),
     unsupportedByEndpoint,
-    warnings,
+    warnings: [...choices.warnings],
     warningsByEndpoint,
   };
 }
@@ -218,10 +198,6 @@ export function defaultPriceKey(endpoint: EndpointConfig, tier?: string): string
 }
 
 // ---------------------------------------------------------------------------------------------
-
-function normName(name: string): string {
-  return name.trim().toLowerCase();
-}
 
 function findProvider(providers: Record<string, ProviderConfig>, id: string): ProviderConfig | undefined {
   if (Object.hasOwn(providers, id)) return providers[id];
@@ -282,14 +258,18 @@ function statsOf(stats: Record<string, EndpointStats>, slug: string): EndpointSt
   return Object.hasOwn(stats, slug) ? stats[slug] : undefined;
 }
 
+/**
+ * An eligible list in its order before health: those `order` names first (as it names them), then the rest sorted by
+ * price (`sort: price`) and with the endpoints selling the tier asked for ahead of the others (stable). The statistics'
+ * sorts and known-bad endpoints are planFromChoices's.
+ */
 function orderEndpoints(
   eligible: Candidate[],
   model: ModelConfig,
   prefs: ResolvedPreferences,
-  stats: Record<string, EndpointStats>,
-  input: PlanRouteInput,
+  input: Pick<PlanRouteInput, 'priceOf'>,
   tier: string | undefined,
-): Candidate[] {
+): { named: Candidate[]; rest: Candidate[] } {
   const named: Candidate[] = [];
   for (const name of prefs.order) {
     for (const c of eligible) if (normName(c.endpoint.provider) === name) named.push(c);
@@ -303,21 +283,9 @@ function orderEndpoints(
       keys.set(c, key.every((k) => parseMoney(k) !== undefined) ? key : undefined);
     }
     rest = stableSort(rest, (a, b) => comparePriceKeys(keys.get(a), keys.get(b)));
-  } else if (prefs.sort === 'latency') {
-    rest = stableSort(rest, (a, b) =>
-      compareOptional(statsOf(stats, a.endpoint.slug)?.latencyMs, statsOf(stats, b.endpoint.slug)?.latencyMs, 1),
-    );
-  } else if (prefs.sort === 'throughput') {
-    rest = stableSort(rest, (a, b) =>
-      compareOptional(statsOf(stats, a.endpoint.slug)?.throughput, statsOf(stats, b.endpoint.slug)?.throughput, -1),
-    );
   }
-  // Endpoints selling the tier asked for go before those that would serve it at the standard tier (stable).
   if (tier !== undefined) rest = [...rest.filter((c) => offersTier(c.endpoint, tier)), ...rest.filter((c) => !offersTier(c.endpoint, tier))];
-  // Known-bad endpoints go last (stable); an explicit `order` is left as the caller gave it.
-  const sick = (c: Candidate): boolean => isUnhealthy(c.endpoint.slug, statsOf(stats, c.endpoint.slug), input.unhealthy);
-  rest = [...rest.filter((c) => !sick(c)), ...rest.filter(sick)];
-  return [...named, ...rest];
+  return { named, rest };
 }
 
 /**

@@ -108,7 +108,11 @@ export function isPortFree(port: number, host = '127.0.0.1'): Promise<boolean> {
   });
 }
 
-export function freePort(host = '127.0.0.1'): Promise<number> {
+/**
+ * A port the kernel hands out for port 0 (its ephemeral range), free now: for a server started at once with retry on a
+ * taken port (test/helpers/port-below-ephemeral.ts is for one told its port long before it listens).
+ */
+export function ephemeralPort(host = '127.0.0.1'): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
@@ -123,7 +127,7 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
 /** `preferred` when nothing listens there, else a free port from the OS. */
 export async function choosePort(preferred: number | undefined): Promise<number> {
   if (preferred && (await isPortFree(preferred))) return preferred;
-  return freePort();
+  return ephemeralPort();
 }
 
 export function readIntFile(file: string): number | undefined {

@@ -94,13 +94,8 @@ export class GenerationService {
     return opened;
   }
 
-  /** The ledger row that records a generation granted in memory from a lease (shared/billing/leases.ts). */
-  drawnRow(g: NewGeneration, lease: string): DrawnRow {
-    return Object.assign(openRowOf(g), { lease });
-  }
-
   /**
-   * Records a generation granted in memory from a lease; resolves to what its reservation holds (its bound, or 0 when
+   * Records a generation granted in memory from a lease (its row: `openRowOf(g, lease)`); resolves to what its reservation holds (its bound, or 0 when
    * the lease was gone). Idempotent: a generation already recorded is left as it is (a kept promise records it again).
    */
   createDrawn(row: DrawnRow): Promise<Decimal> {
@@ -142,9 +137,14 @@ export class GenerationService {
 
 }
 
-/** A new generation as the ledger's open row (`sy_ledger_group`'s columns). */
-function openRowOf(g: NewGeneration): OpenRow {
-  return {
+/**
+ * A new generation as the ledger's open row (`sy_ledger_group`'s columns); with `lease`, the row that records a
+ * generation granted in memory from that lease (shared/billing/leases.ts).
+ */
+export function openRowOf(g: NewGeneration): OpenRow;
+export function openRowOf(g: NewGeneration, lease: string): DrawnRow;
+export function openRowOf(g: NewGeneration, lease?: string): OpenRow {
+  const row: OpenRow = {
     id: g.id,
     organization_id: g.organizationId,
     api_key_id: g.apiKeyId,
@@ -167,4 +167,6 @@ function openRowOf(g: NewGeneration): OpenRow {
     idempotency_caller: g.idempotency?.caller ?? null,
     request_hash: g.idempotency?.hash ?? null,
   };
+  if (lease !== undefined) row.lease = lease;
+  return row;
 }

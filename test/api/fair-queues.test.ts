@@ -33,7 +33,10 @@ describe('max concurrency per organization', () => {
     const a = await s.seed({ balance: '1000' });
     const b = await s.seed({ balance: '1000' });
     await s.t.db.organization.update({ where: { id: a.organizationId }, data: { maxConcurrency: 2 } });
-    s.fake.setKnobs({ latencyMs: 300 });
+    // A's calls take 600 ms (its eight end about 2.4 s after the first pair starts), B's 1 s: B's three overlap at the
+    // provider as long as they reach it within a second of each other (with 300 ms for both, a busy CI machine once
+    // started B's third after its first had ended), and still all answer before A's last.
+    s.fake.setKnobs({ latencyMs: 300, markerLatencyMs: { 'capped A-': 300, 'free B-': 700 } });
     try {
       const order: string[] = [];
       const as = Array.from({ length: 8 }, (_, i) => chat(a, `capped A-${i}`).then((r) => (order.push('A'), r)));

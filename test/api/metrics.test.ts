@@ -8,7 +8,7 @@ import { TEST_REDIS_URL } from '../helpers/test-env';
 import { createRedis } from '../../shared/queue/redis';
 import { createMetrics, instrumentWorker } from '../../shared/metrics/metrics';
 import { startMetricsServer } from '../../shared/metrics/metrics-server';
-import { metricsMiddleware } from '../../api/middleware/metrics';
+import { telemetryMiddleware } from '../../api/middleware/metrics';
 import { QUEUE_NAMES, QUEUES } from '../../shared/queue/queue-names';
 import { serveWorkerMetrics } from '../../workers/main';
 import { listen } from '../../shared/runtime/bootstrap';
@@ -215,7 +215,7 @@ describe('route labels', () => {
   it('keep the mount path of a router mounted on a path, also when the route fails', async () => {
     const metrics = createMetrics();
     const app = express();
-    app.use(metricsMiddleware(metrics, app));
+    app.use(telemetryMiddleware(metrics, app, undefined));
     const r = express.Router();
     r.get('/things/:id', (req, res) => {
       if (req.params.id === 'bad') throw new Error('boom');

@@ -71,7 +71,7 @@ describe('response examples have the real replies\' shape', () => {
     const gone = await call('delete', `/v1/responses/${created.body.id}`);
     expect(gone.status).toBe(200);
     expectShape('DELETE /v1/responses/{id}', gone.body);
-    s.fake.setKnobs({ latencyMs: 1000 });
+    s.fake.setKnobs({ holdReplies: true });
     const queued = await call('post', '/v1/responses', { ...(EXAMPLES['POST /v1/responses'].request as object), background: true });
     const cancelled = await call('post', `/v1/responses/${queued.body.id}/cancel`);
     s.fake.setKnobs({});

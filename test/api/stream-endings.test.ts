@@ -14,7 +14,8 @@ import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '..
 import { waitFor, waitUntil } from '../helpers/until';
 import { withContent } from '../../shared/db/generation-reads';
 
-const LOCK_MS = 1_000;
+// Short, for the frozen process's case; 1 s lapsed on its own beside busy processes (the stream then ended as an orphan's).
+const LOCK_MS = 3_000;
 let s: TestStack;
 beforeAll(async () => {
   s = await createTestStack({ env: { SYNC_WAIT_MS: '20000', WORKER_LOCK_DURATION_MS: String(LOCK_MS), WORKER_STALLED_INTERVAL_MS: '300' } });

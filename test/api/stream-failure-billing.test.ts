@@ -14,7 +14,7 @@ import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '..
 import { waitFor } from '../helpers/until';
 import { withContent } from '../../shared/db/generation-reads';
 
-const SYNC_WAIT_MS = 1200;
+const SYNC_WAIT_MS = 3000;
 let s: TestStack;
 
 beforeAll(async () => {
@@ -163,7 +163,8 @@ describe.each<Api>(['responses', 'chat'])('a %s stream that fails: event, histor
   it('timeout after content (SYNC_WAIT_MS of silence): the provider call is aborted, the event shows the charge', async () => {
     const org = await s.seed({ balance: '10' });
     const before = await balanceOf(org);
-    s.fake.setKnobs({ streamChunks: 4, chunkDelayMs: SYNC_WAIT_MS * 3, text: 'first second third fourth' });
+    // Held by the provider after its first delta, until the API's wait runs out and the call is aborted.
+    s.fake.setKnobs({ streamChunks: 4, holdAfterChunks: 1, text: 'first second third fourth' });
     const st = await openStream(api, org);
     expect(st.deltas).toBe(1);
     await s.fake.waitForAborted(1);
@@ -177,7 +178,7 @@ describe.each<Api>(['responses', 'chat'])('a %s stream that fails: event, histor
   it('timeout before any content: the provider call is aborted, nothing charged anywhere', async () => {
     const org = await s.seed({ balance: '10' });
     const before = await balanceOf(org);
-    s.fake.setKnobs({ latencyMs: SYNC_WAIT_MS * 4 });
+    s.fake.setKnobs({ holdReplies: true });
     const st = await openStream(api, org);
     expect(st.deltas).toBe(0);
     await s.fake.waitForAborted(1);
@@ -270,7 +271,8 @@ describe('a stream cancelled through the API (openai SDK): what reached the clie
   it('cancelled before any delta reached the client: nothing charged anywhere', async () => {
     const org = await s.seed({ balance: '10' });
     const before = await balanceOf(org);
-    s.fake.setKnobs({ ...slow, latencyMs: 1000 });
+    // Held before its first delta until the cancel cuts the call.
+    s.fake.setKnobs({ ...slow, holdReplies: true });
     const st = await streamThenCancel(org, 0, (c, id) => c.responses.delete(id));
     expect(st.deltas).toBe(0);
     await s.fake.waitForAborted(1);

@@ -64,14 +64,15 @@ for (const inProcess of [true, false]) {
 
     it(inProcess ? 'its job is claimed at enqueue by the worker of its process (shared/queue/claims.ts)' : 'its job waits in the queue for a worker to fetch it', async () => {
       const org = await s.seed({ balance: '100' });
-      // The job holds its lock while the provider answers (a second): read it once the call reached the provider.
-      s.fake.setKnobs({ latencyMs: 1000 });
+      // The job holds its lock while its call is held by the provider: read it once the call is there, then let go.
+      s.fake.setKnobs({ holdReplies: true });
       try {
         const calls = providerCalls(s);
         const pending = chat(org).then((r) => r);
         await waitFor('the call at the provider', () => providerCalls(s) > calls);
         const [job] = await s.ctx.queues[QUEUES.text].getActive();
         const lock = job ? await s.ctx.redis.get(`${s.ctx.config.queuePrefix}:${QUEUES.text}:${job.id}:lock`) : null;
+        s.fake.setKnobs({});
         expect((await pending).status).toBe(200);
         expect(typeof lock).toBe('string');
         expect(lock).toEqual(inProcess ? expect.stringContaining(':claim:') : expect.not.stringContaining(':claim:'));

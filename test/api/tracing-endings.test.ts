@@ -84,13 +84,14 @@ describe('traces of endings other than a completion, media polls and callbacks',
   });
 
   it('a background response cancelled while its provider call runs ends under a settle span: status cancelled, cost 0', async () => {
-    s.fake.setKnobs({ latencyMs: 3000 });
+    s.fake.setKnobs({ holdReplies: true });
     const caller = incoming();
     const created = await request(s.app).post('/v1/responses').set(org.auth).set('traceparent', caller.header).send({ model: STACK_MODELS.chat, input: 'cancel me', background: true });
     expect(created.status).toBe(200);
     // Wait until a worker holds it (the provider call is under way), then cancel.
     await waitFor('the provider call', () => s.fake.requests.length > 0);
     const cancelled = await request(s.app).post(`/v1/responses/${created.body.id}/cancel`).set(org.auth);
+    s.fake.setKnobs({});
     expect(cancelled.body.status).toBe('cancelled');
     const spans = await trace(caller.traceId, (x) => named(x, 'switchyard.settle').length === 1);
     const [settle] = named(spans, 'switchyard.settle');

@@ -134,7 +134,7 @@ describe('requests through the API drawn from a lease', () => {
     const charged = (await s.t.pool.query(`SELECT COUNT(*)::int AS n FROM ledger_entries WHERE kind = 'charge' AND generation_id = ANY ($1)`, [ids])).rows[0].n;
     expect(charged).toBe(32 * 12);
     expect((await audit(s.t.db)).problems).toEqual([]);
-  });
+  }, 120_000); // 384 requests: as long as the machine takes (30 s was not enough beside busy processes)
 
   it('a request whose record cannot be written answers 503 in the envelope, charges nothing and leaves nothing held', async () => {
     await warmUntilLeased();

@@ -304,7 +304,7 @@ describe('batch lines at providers\' own batch APIs (openai SDK)', () => {
     const poor = await s.seed({ balance: '0.01' });
     const c = new OpenAI({ apiKey: poor.key.key, baseURL: `${s.url}/v1`, maxRetries: 0 });
     const lines = Array.from({ length: 40 }, (_, i) => ({ ...chatLine(STACK_MODELS.chat, i), body: { ...chatLine(STACK_MODELS.chat, i).body, max_tokens: 1000 } }));
-    const b = await until(c, (await run(c, lines)).id, ended);
+    const b = await until(c, (await run(c, lines)).id, ended, 80_000);
     expect(b.status).toBe('completed');
     expect(b.request_counts!.completed).toBeGreaterThan(0);
     expect(b.request_counts!.failed).toBeGreaterThan(0);
@@ -316,10 +316,12 @@ describe('batch lines at providers\' own batch APIs (openai SDK)', () => {
     const after = await balanceOf(s, poor.organizationId);
     expect(after.greaterThanOrEqualTo(0)).toBe(true);
     expect(money('0.01').minus(after).toFixed(10)).toBe(sum((await charges(s, poor, b.id)).values()).toFixed(10));
-  });
+  }, 90_000); // a whole batch's round at the provider: 30 s was not enough beside busy processes
 });
 
 describe('a chunk job run again (a worker crash after the upstream create)', () => {
+  /** How long the fake's batches run: the steps before the last must find them still running, however busy the machine. */
+  const RUNNING_MS = 3000;
   let s: TestStack;
   let org: StackOrg;
   let client: OpenAI;
@@ -363,7 +365,7 @@ describe('a chunk job run again (a worker crash after the upstream create)', () 
 
   it('a run that died after the provider accepted the create, before recording it: the re-run finds that batch by its tag, creates none', async () => {
     s.fake.reset();
-    s.fake.setKnobs({ batchMs: 800 });
+    s.fake.setKnobs({ batchMs: RUNNING_MS });
     const before = await balanceOf(s, org.organizationId);
     const created = await run(client, Array.from({ length: 4 }, (_, i) => chatLine(STACK_MODELS.chat, i)));
     const chunk = await waitUntil(async () => (await s.t.db.upstreamBatch.findFirst({ where: { batchId: created.id } })) ?? undefined, 20_000);
@@ -420,7 +422,7 @@ describe('a chunk job run again (a worker crash after the upstream create)', () 
 
   it('on Anthropic (no tag kept), a run that died after the provider accepted the create, before recording it: the re-run finds that batch by its shape, creates none', async () => {
     s.fake.reset();
-    s.fake.setKnobs({ batchMs: 800 });
+    s.fake.setKnobs({ batchMs: RUNNING_MS });
     const before = await balanceOf(s, org.organizationId);
     const created = await run(client, Array.from({ length: 4 }, (_, i) => chatLine(STACK_MODELS.chatAnthropic, i)));
     const { step, row } = await chunkJob(created.id);
@@ -442,7 +444,7 @@ describe('a chunk job run again (a worker crash after the upstream create)', () 
 
   it('on Anthropic, two batches of the chunk\'s size in the window cannot be told apart: the re-run creates anew; each line answered and charged the batch price once', async () => {
     s.fake.reset();
-    s.fake.setKnobs({ batchMs: 800 });
+    s.fake.setKnobs({ batchMs: RUNNING_MS });
     const before = await balanceOf(s, org.organizationId);
     const created = await run(client, Array.from({ length: 3 }, (_, i) => chatLine(STACK_MODELS.chatAnthropic, i)));
     const { step, row } = await chunkJob(created.id);
@@ -465,7 +467,7 @@ describe('a chunk job run again (a worker crash after the upstream create)', () 
 
   it('on Anthropic, a batch taken by its shape that was another\'s (its results name none of the chunk\'s lines): none applied, the lines run as ordinary jobs, charged the regular price once', async () => {
     s.fake.reset();
-    s.fake.setKnobs({ batchMs: 500 });
+    s.fake.setKnobs({ batchMs: RUNNING_MS });
     const before = await balanceOf(s, org.organizationId);
     const created = await run(client, Array.from({ length: 2 }, (_, i) => chatLine(STACK_MODELS.chatAnthropic, i)));
     const { chunk, step, row } = await chunkJob(created.id);

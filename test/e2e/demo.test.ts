@@ -18,7 +18,7 @@ import { batchEnded, batchUntil, jsonl } from '../helpers/openai-batches';
 import { createTestDb, type TestDb } from '../helpers/test-db';
 import { TEST_REDIS_URL } from '../helpers/test-env';
 import { runProcess } from '../helpers/run-process';
-import { freePort } from '../helpers/free-port';
+import { portBelowEphemeral } from '../helpers/port-below-ephemeral';
 
 jest.setTimeout(120_000);
 
@@ -55,7 +55,7 @@ function printed(re: RegExp): Promise<void> {
 }
 
 it('runs one set of fake providers for both processes: the knobs apply to every call, and a small batch is answered through the provider batch API', async () => {
-  const [port, demoPort] = [await freePort(), await freePort()];
+  const [port, demoPort] = [await portBelowEphemeral(), await portBelowEphemeral()];
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     DATABASE_URL: t.url,

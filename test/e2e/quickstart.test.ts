@@ -26,7 +26,7 @@ import { readRuntimeInfo } from '../../shared/runtime/runtime-file';
 import { isAlive } from '../../shared/runtime/process-utils';
 import { pythonVenv } from '../helpers/python-venv';
 import { waitFor } from '../helpers/until';
-import { freePort } from '../helpers/free-port';
+import { portBelowEphemeral } from '../helpers/port-below-ephemeral';
 
 const ROOT = path.join(__dirname, '..', '..');
 const run = promisify(execFile);
@@ -79,7 +79,7 @@ describe('README quick start', () => {
     const blocks = quickStartBlocks(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8'));
     expect(blocks.map((b) => b.lang)).toEqual(['bash', 'js', 'python']);
 
-    const [port, demoPort] = [await freePort(), await freePort()];
+    const [port, demoPort] = [await portBelowEphemeral(), await portBelowEphemeral()];
     const local = (s: string) => s.replace(/localhost:3000/g, `localhost:${port}`);
     const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), DEMO_PROVIDER_PORT: String(demoPort), SWITCHYARD_HOME: path.join(dir, 'home'), LOG_LEVEL: 'warn' };
     for (const name of ['DATABASE_URL', 'DIRECT_DATABASE_URL', 'REDIS_URL', 'SWITCHYARD_DEMO', 'SWITCHYARD_API_KEY', 'QUEUE_PREFIX']) delete env[name];

@@ -301,14 +301,15 @@ describe('stored-response routes the SDKs expose (issue 9.5)', () => {
   });
 
   it('responses.cancel cancels a queued or running background response and releases its money; a finished one is a 400', async () => {
-    s.fake.setKnobs({ latencyMs: 1500 });
+    s.fake.setKnobs({ holdReplies: true });
     const before = await orgMoney();
     const r = await client.responses.create({ model: STACK_MODELS.chat, input: 'slow', background: true });
     expect(r.status).toBe('queued');
     const cancelled = await client.responses.cancel(r.id);
     expect(cancelled.status).toBe('cancelled');
     expect((await client.responses.cancel(r.id)).status).toBe('cancelled'); // again: the same answer
-    // Its job has ended and its provider call with it (cut, or answered after all: too late).
+    // Its job has ended and its provider call with it (cut, or let go here and answered after all: too late).
+    s.fake.setKnobs({});
     const live = ['active', 'waiting', 'delayed', 'prioritized'];
     await waitFor('the job and its provider call to end', async () => !live.includes(await s.ctx.queues[QUEUES.text].getJobState(r.id)) && s.fake.requests.every((q) => q.endedAt !== undefined));
     const after = await orgMoney();
@@ -316,7 +317,6 @@ describe('stored-response routes the SDKs expose (issue 9.5)', () => {
     expect(after.reserved.isZero()).toBe(true);
     expect((await client.responses.retrieve(r.id)).status).toBe('cancelled');
 
-    s.fake.setKnobs({});
     const done = await client.responses.create({ model: STACK_MODELS.chat, input: 'quick', background: true });
     await waitEnded(done.id);
     await expect(client.responses.cancel(done.id)).rejects.toMatchObject({ status: 400 });

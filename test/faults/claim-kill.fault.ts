@@ -2,7 +2,7 @@
  * Case 17. Claim at enqueue (docs/architecture.md, shared/queue/claims.ts): a waiting client's text job is added and
  * made active for a worker of its own process in one Redis script, and runs there without being fetched. Here one of
  * the two processes of `npm start` (WEB_CONCURRENCY=2) is SIGKILLed while such claimed jobs are inside their provider
- * call (2 s): half of the requests carry an Idempotency-Key (reserved first, then enqueued), half do not (drawn from
+ * call (held there by the provider): half of the requests carry an Idempotency-Key (reserved first, then enqueued), half do not (drawn from
  * the process's lease when it has one with room, else reserved like the keyed ones: docs/architecture.md "Submitting").
  * What must hold: every in-flight job was claimed (its lock carries a claim token; nothing waited in the queue); the
  * killed process's jobs are re-run by the survivor once their locks lapse, like any stalled BullMQ job: a keyed one
@@ -43,7 +43,7 @@ function claimKill(o: { name: string; injected: string; tightKey?: boolean }) {
       await waitFor('the key\'s leases given back', async () => (await k.leasesHeld()) === 0, 10_000).catch(() => undefined);
     }
 
-    c.fake.setKnobs({ latencyMs: 2000 });
+    c.fake.setKnobs({ holdReplies: true });
     const burst = await burstOnBoth(k, 8, (round, indexes, base) =>
       // Half keyed; none in 17b, whose point is the unkeyed reserved requests (17 has the keyed ones).
       indexes.map((i) => k.ask(100 + i, i % 2 === 0 && !o.tightKey ? { 'Idempotency-Key': `claim-kill-${round}-${i}-${Date.now()}` } : {}, base)),
@@ -92,12 +92,12 @@ function claimKill(o: { name: string; injected: string; tightKey?: boolean }) {
 it('17. jobs claimed at enqueue, their process SIGKILLed mid-call: keyed ones re-run by the survivor and charged once, the others released', () =>
   claimKill({
     name: '17. claimed at enqueue, process SIGKILL',
-    injected: 'npm start, WEB_CONCURRENCY=2; 8 text requests (4 with an Idempotency-Key, the others drawn from a lease or reserved) whose jobs were claimed at enqueue by the worker of their own process; one process SIGKILLed inside their provider calls (2 s)',
+    injected: 'npm start, WEB_CONCURRENCY=2; 8 text requests (4 with an Idempotency-Key, the others drawn from a lease or reserved) whose jobs were claimed at enqueue by the worker of their own process; one process SIGKILLed inside their provider calls (held there by the provider)',
   }));
 
 it('17b. the same for a key too tight for a lease: the unkeyed requests, reserved and claimed, are released too', () =>
   claimKill({
     name: '17b. claimed at enqueue, no lease, process SIGKILL',
-    injected: `as 17 without Idempotency-Keys; after the warm-up the API key's limit leaves room for ${TIGHT_BOUNDS} requests' bounds, below what a lease needs (8 leases of 32 bounds): its leases revoked, none taken again, so each of the 8 requests is reserved, then claimed at enqueue; one process SIGKILLed inside their provider calls (2 s)`,
+    injected: `as 17 without Idempotency-Keys; after the warm-up the API key's limit leaves room for ${TIGHT_BOUNDS} requests' bounds, below what a lease needs (8 leases of 32 bounds): its leases revoked, none taken again, so each of the 8 requests is reserved, then claimed at enqueue; one process SIGKILLed inside their provider calls (held there by the provider)`,
     tightKey: true,
   }));

@@ -22,7 +22,7 @@ afterAll(async () => {
 });
 
 test('SIGTERM: the API finishes in-flight requests and refuses new ones; workers finish or hand back their jobs', async () => {
-  const checks = new Checks('9. graceful shutdown', 'SIGTERM to the API with 8 requests in flight; SIGTERM to a worker with 8 active jobs (2 s each); SIGTERM to a worker whose 6 jobs (5 s) outlast its 1 s shutdown deadline');
+  const checks = new Checks('9. graceful shutdown', 'SIGTERM to the API with 8 requests in flight; SIGTERM to a worker with 8 active jobs (held by the provider until its shutdown began); SIGTERM to a worker whose 6 jobs (held) outlast its 1 s shutdown deadline');
   const tally = new Tally();
   const api1 = await c.startApi();
   // LOG_LEVEL info: it says when its shutdown begins.
@@ -31,14 +31,21 @@ test('SIGTERM: the API finishes in-flight requests and refuses new ones; workers
   const org = await c.seed({ balance: '100' });
   const body = (i: number) => ({ model: MODELS.chat, input: `shutdown ${i}`, max_output_tokens: 32 });
 
+  // Each step's calls are held inside the provider until its SIGTERM has taken effect.
+  const calls = () => c.fake.requests.filter((r) => r.method === 'POST').length;
+  const atProvider = (what: string, n: number, since: number) => waitFor(what, async () => (await c.queues.text.getActiveCount()) >= n && calls() >= since + n);
+
   // 1. The API.
-  c.fake.setKnobs({ latencyMs: 2000 });
+  c.fake.setKnobs({ holdReplies: true });
+  let since = calls();
   const inFlight = Array.from({ length: 8 }, (_, i) => post(`${api1.url}/v1/responses`, body(i), org.auth));
-  await waitFor('requests in flight', async () => (await c.queues.text.getActiveCount()) >= 8);
+  await atProvider('requests in flight', 8, since);
   api1.kill('SIGTERM');
   // Its listening socket closed (it takes no new connection), the requests in flight still running.
   await waitFor('the API to stop listening', async () => !listensOn(api1.pid, api1.port));
   const refused = await Promise.all(Array.from({ length: 3 }, (_, i) => post(`${api1.url}/v1/responses`, body(100 + i), org.auth, 5000)));
+  // Lets go of step 1's calls, and holds step 2's.
+  c.fake.setKnobs({ holdReplies: true });
   const served = await Promise.all(inFlight);
   const apiExit = await api1.exited;
   tally.addAll([...served, ...refused]);
@@ -49,24 +56,27 @@ test('SIGTERM: the API finishes in-flight requests and refuses new ones; workers
   // 2. A worker with active jobs that fit in its shutdown deadline: they finish, then it exits 0.
   const api2 = await c.startApi();
   const [w1] = c.procs.filter((p) => p.role === 'worker');
+  since = calls();
   const jobs = Array.from({ length: 8 }, (_, i) => post(`${api2.url}/v1/responses`, body(200 + i), org.auth));
-  await waitFor('jobs active', async () => (await c.queues.text.getActiveCount()) >= 8);
+  await atProvider('jobs active', 8, since);
   const logged = fs.readFileSync(w1.log, 'utf8').length;
   w1.kill('SIGTERM');
   await waitFor('the worker to begin its shutdown', async () => fs.readFileSync(w1.log, 'utf8').slice(logged).includes('SIGTERM: shutting down gracefully'));
   // Sent while the only worker shuts down: they wait in the queue for the next worker.
   const queued = Array.from({ length: 4 }, (_, i) => post(`${api2.url}/v1/responses`, body(300 + i), org.auth));
+  c.fake.setKnobs({});
   const w1Exit = await w1.exited;
   const finishedByW1 = await Promise.all(jobs);
   checks.that(w1Exit.code === 0, `worker exit ${JSON.stringify(w1Exit)}`);
   checks.that(finishedByW1.every((r) => r.status === 200), `jobs active at the worker's SIGTERM: ${finishedByW1.map((r) => r.status).join(',')}`);
 
   // 3. A worker whose jobs outlast its shutdown deadline: it exits, the jobs are handed back and run again.
-  c.fake.setKnobs({ latencyMs: 5000 });
   const w2 = await c.startWorker({ SHUTDOWN_TIMEOUT_MS: '1000' });
   const queuedReplies = await Promise.all(queued);
+  c.fake.setKnobs({ holdReplies: true });
+  since = calls();
   const slow = Array.from({ length: 6 }, (_, i) => post(`${api2.url}/v1/responses`, body(400 + i), org.auth));
-  await waitFor('slow jobs active', async () => (await c.queues.text.getActiveCount()) >= 6);
+  await atProvider('slow jobs active', 6, since);
   w2.kill('SIGTERM');
   const w2Exit = await w2.exited;
   c.fake.setKnobs({ latencyMs: 200 });

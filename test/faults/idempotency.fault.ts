@@ -22,11 +22,12 @@ afterAll(async () => {
 });
 
 test('a retry with the same Idempotency-Key after the worker died mid-job gets the same generation, charged once', async () => {
-  const checks = new Checks('10. Idempotency-Key retry across a worker SIGKILL', 'SIGKILL of the only worker while a keyed synchronous text job runs (provider latency 2.5 s, SYNC_WAIT_MS 3 s); the client repeats with the same key until it gets an answer; a new worker starts once the killed one has exited');
+  const checks = new Checks('10. Idempotency-Key retry across a worker SIGKILL', 'SIGKILL of the only worker while a keyed synchronous text job runs (held inside its provider call, SYNC_WAIT_MS 3 s; the call run again 2.5 s); the client repeats with the same key until it gets an answer; a new worker starts once the killed one has exited');
   const api = await c.startApi();
   const w1 = await c.startWorker();
   await c.warmUp(api);
-  c.fake.setKnobs({ latencyMs: 2500, promptTokens: 1000, completionTokens: 500 });
+  const knobs = { latencyMs: 2500, promptTokens: 1000, completionTokens: 500 };
+  c.fake.setKnobs({ ...knobs, holdReplies: true });
   const org = await c.seed({ balance: '100' });
   const tally = new Tally();
   const headers = { ...org.auth, 'Idempotency-Key': 'order-4711-summary' };
@@ -39,6 +40,7 @@ test('a retry with the same Idempotency-Key after the worker died mid-job gets t
   await waitFor('the job inside its provider call', async () => (await c.queues.text.getActiveCount()) >= 1 && calls() > callsBefore);
   w1.kill('SIGKILL');
   await w1.exited;
+  c.fake.setKnobs(knobs);
   const firstReply = await first;
   await c.startWorker();
 

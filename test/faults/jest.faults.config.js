@@ -14,7 +14,7 @@ module.exports = {
   testMatch: ['**/*.fault.ts'],
   testEnvironment: 'node',
   transform: {
-    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
+    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022', transform: { useDefineForClassFields: false } }, module: { type: 'commonjs' } }],
   },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   globalSetup: '<rootDir>/test/faults/helpers/global-setup.ts',

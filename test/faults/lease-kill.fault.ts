@@ -2,7 +2,7 @@
  * Case 18. Reservation leases (docs/architecture.md "Leases", shared/billing/leases.ts): each process of `npm start`
  * holds a lease for the caller after its first requests, and grants the next ones from it in memory, calling their
  * providers while their records commit. Here one of the two processes (WEB_CONCURRENCY=2) is SIGKILLed while 8 such
- * requests are inside their provider calls (2 s).
+ * requests are inside their provider calls (held there by the provider).
  * What must hold: the requests were granted from leases (their reservation entries move no money), in both processes
  * (a burst the kernel gave one process alone is let finish and sent again: kill-case.ts `burstOnBoth`); the killed
  * process's drawn jobs are re-run by the survivor, find no outcome and end failed, uncharged, with no second provider
@@ -23,7 +23,7 @@ it('18. requests granted from leases, their process SIGKILLed mid-call: re-run u
     cluster(),
     {
       name: '18. reservation leases, process SIGKILL',
-      injected: 'npm start, WEB_CONCURRENCY=2; both processes hold a lease for the caller after a warm-up; 8 text requests granted from the leases; one process SIGKILLed inside their provider calls (2 s)',
+      injected: 'npm start, WEB_CONCURRENCY=2; both processes hold a lease for the caller after a warm-up; 8 text requests granted from the leases; one process SIGKILLed inside their provider calls (held there by the provider)',
       input: 'leased',
     },
     async (k) => {
@@ -32,7 +32,7 @@ it('18. requests granted from leases, their process SIGKILLed mid-call: re-run u
       const held = await k.leasesHeld();
       checks.that(held >= 1, `leases held after the warm-up: ${held}`);
 
-      c.fake.setKnobs({ latencyMs: 2000 });
+      c.fake.setKnobs({ holdReplies: true });
       // Both processes must hold requests drawn from their leases: the killed one's are what the case is about.
       const burst = await burstOnBoth(k, 8, (_round, indexes, base) => indexes.map((i) => k.ask(100 + i, {}, base)), (b) => {
         const workersDrawing = new Set(b.jobs.flatMap((j, i) => (b.drawn.has(String(j.id)) ? [b.locks[i]?.split(':')[0]] : [])));

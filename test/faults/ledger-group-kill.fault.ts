@@ -14,7 +14,7 @@ import { settledAudit } from './helpers/audit';
 import { MODELS, PREFIX, startCluster, type Cluster } from './helpers/cluster';
 import { post, Tally, type Reply } from './helpers/http';
 import { Checks } from './helpers/report';
-import { childrenOf, listensOn, startNpmStart, tcpSocketsOf } from './helpers/processes';
+import { childrenOf, killChild, listensOn, startNpmStart, tcpSocketsOf } from './helpers/processes';
 import { waitFor as poll } from '../helpers/until';
 import { queueSettled, waitFor } from './helpers/wait';
 import { lockOrganization, type RowLock } from './helpers/locks';
@@ -75,8 +75,10 @@ it('14. a process SIGKILLed while its ledger group commit (opens and closes) wai
     };
     const inBoth = async (lockPid: number) => new Set((await waiting(lockPid)).map((w) => w.process).filter(Boolean)).size === 2;
 
-    // Wave 1: inside its provider call, its reservations committed.
-    c.fake.setKnobs({ latencyMs: 2000 });
+    // Wave 1: inside its provider call, its reservations committed, held there until wave 2 waits in both processes
+    // (a close that came earlier, when the machine is slow, would hold its process's group commit behind the
+    // organization's row, and that process's gate requests below would never reach PostgreSQL).
+    c.fake.setKnobs({ holdReplies: true });
     const posts = () => c.fake.requests.filter((r) => r.method === 'POST').length;
     const upstreamBefore = posts();
     const wave1 = Array.from({ length: 12 }, (_, i) => ask(org, 100 + i));
@@ -117,8 +119,8 @@ it('14. a process SIGKILLed while its ledger group commit (opens and closes) wai
     }
     checks.that(await inBoth(gateLock.pid), `the gate organization's groups wait in ${JSON.stringify(await waiting(gateLock.pid))}`);
 
-    // Wave 2's opens, then wave 1's closes (its provider calls end), queue behind the gate in each process: a close is
-    // queued once its settlement is promised in Redis (the reply goes out on it). Six to each process.
+    // Wave 2's opens, then wave 1's closes (its provider calls let go), queue behind the gate in each process: a close
+    // is queued once its settlement is promised in Redis (the reply goes out on it). Six to each process.
     const wave2: Array<Promise<Reply>> = [];
     for (const h of [0, 1]) {
       await alone(h, async (base, running) => {
@@ -127,6 +129,7 @@ it('14. a process SIGKILLed while its ledger group commit (opens and closes) wai
         await waitFor(`process ${running} holding its half of wave 2`, async () => accepted(running) >= before + 6, 15_000);
       });
     }
+    c.fake.setKnobs({ latencyMs: 2000 });
     await waitFor("wave 1's settlements promised", async () => (await c.conn.hlen(`${PREFIX}:settling:${org.organizationId}`)) >= 12, 30_000);
     const ended = await endedOf(org);
     checks.that(ended === warm.length, `generations of the organization ended while its row was locked: ${ended - warm.length}`);
@@ -140,8 +143,7 @@ it('14. a process SIGKILLed while its ledger group commit (opens and closes) wai
     // The lowest pid among the processes with a waiting group: a deterministic choice among equals.
     const victim = blocked.map((w) => w.process!).filter(Boolean).sort((a, b) => a - b)[0] ?? first[0];
     const victimBackends = blocked.filter((w) => w.process === victim).map((w) => w.backend);
-    process.kill(victim, 'SIGKILL');
-    await waitFor('the killed process gone', async () => !childrenOf(parent.pid!).includes(victim), 10_000);
+    await killChild(parent.pid!, victim);
     await orgLock.release();
     // What PostgreSQL did with the dead process's statement: the backend ends once it tries to answer.
     await waitFor('the killed process\'s backends ended', async () => {

@@ -30,11 +30,12 @@ it('15. replies sent, their settlements promised but never committed (process SI
       tally.addAll(warm);
 
       // The jobs reserve (committed) and wait in their provider calls; the row is locked; the answers come.
-      c.fake.setKnobs({ latencyMs: 1500 });
+      c.fake.setKnobs({ holdReplies: true });
       const before = k.upstreamPosts();
       const pending = Array.from({ length: 8 }, (_, i) => k.ask(100 + i));
       await waitFor('8 jobs inside their provider calls', async () => k.upstreamPosts() >= before + 8);
       const lock = await k.lockOrganization();
+      c.fake.setKnobs({});
       const replies = await Promise.all(pending);
       tally.addAll(replies);
       checks.that(replies.every((r) => r.status === 200 && r.json?.status === 'completed'), `replies while the row was locked: ${replies.map((r) => r.status).join(',')}`);
@@ -46,7 +47,6 @@ it('15. replies sent, their settlements promised but never committed (process SI
 
       const batches = await killWhileBatchesWait(k);
       await lock.release();
-      c.fake.setKnobs({ latencyMs: 0 });
 
       // The replacements re-run the stalled jobs; they keep the promises.
       await k.replaced(2);

@@ -14,7 +14,7 @@ import { settledAudit } from './helpers/audit';
 import { MODELS, startCluster, type Cluster } from './helpers/cluster';
 import { get, post, Tally } from './helpers/http';
 import { Checks } from './helpers/report';
-import { childrenOf, listensOn, startNpmStart, tcpSocketsOf } from './helpers/processes';
+import { childrenOf, killChild, listensOn, startNpmStart, tcpSocketsOf } from './helpers/processes';
 import { waitFor } from './helpers/wait';
 
 let c: Cluster;
@@ -43,13 +43,13 @@ it('13. npm start with WEB_CONCURRENCY=2 serves on both processes, replaces a ki
     // Kill one process with requests in flight (at the provider, one at least held by that process); the parent
     // replaces it.
     const port = Number(new URL(url).port);
-    c.fake.setKnobs({ latencyMs: 1000 });
+    c.fake.setKnobs({ holdReplies: true });
     const calls = c.fake.requests.length;
     const during = Array.from({ length: 12 }, (_, i) => ask(100 + i));
     await waitFor('requests in flight at the provider, one held by the process to kill', async () => c.fake.requests.length - calls >= 12 && tcpSocketsOf(first[0]).some((s) => !s.listening && s.port === port), 20_000);
-    process.kill(first[0], 'SIGKILL');
+    await killChild(parent.pid!, first[0]);
+    c.fake.setKnobs({});
     tally.addAll(await Promise.all(during));
-    c.fake.setKnobs({ latencyMs: 0 });
     // The parent forks a replacement (a second later), which serves once it listens on the port.
     const replacement = () => childrenOf(parent.pid!).filter((p) => !first.includes(p));
     await waitFor('the replacement to listen', async () => replacement().some((p) => listensOn(p, port)) && childrenOf(parent.pid!).length === 2, 30_000).catch(() => undefined);

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type Redis from 'ioredis';
 import { createRedis, warnWithoutAppendOnly, whenReady } from '../../shared/queue/redis';
 import { redisPing } from '../../shared/runtime/embedded-redis';
-import { freePort } from '../../shared/runtime/process-utils';
+import { portBelowEphemeral } from '../helpers/port-below-ephemeral';
 import { waitFor } from '../helpers/until';
 
 // At start every process says so when its Redis keeps no append-only file (README.md "Redis in production"), and
@@ -29,7 +29,7 @@ describe('warnWithoutAppendOnly', () => {
 
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sy-appendonly-'));
-    port = await freePort();
+    port = await portBelowEphemeral();
     child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
     await waitFor('redis-server to answer', () => redisPing(port, ''), 10_000, 50);
     admin = await connect(`redis://127.0.0.1:${port}`);

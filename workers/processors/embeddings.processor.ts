@@ -10,7 +10,7 @@ export function embeddingsProcessor(deps: WorkerDeps) {
   return async (job: Job<EmbeddingsJobData>) => {
     const signal = deps.stops.start(job.data.generationId);
     try {
-      await executor.run(job.data, { enqueuedAt: job.timestamp, startedAt: job.processedOn ?? Date.now() }, signal, deps.locks.of(job.id!));
+      await executor.run(job.data, { enqueuedAt: job.timestamp, startedAt: job.processedOn ?? Date.now() }, signal, deps.locks.get(job.id!));
     } finally {
       deps.stops.end(job.data.generationId, signal);
     }

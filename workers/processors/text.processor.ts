@@ -14,7 +14,7 @@ export function textProcessor(deps: WorkerDeps) {
     const timing = { enqueuedAt: job.timestamp, startedAt: job.processedOn ?? Date.now() };
     const signal = deps.stops.start(job.data.generationId);
     // Its run sends nothing more once this process has lost the job (frozen past its lock: shared/queue/job-lock.ts).
-    const lock = deps.locks.of(job.id!);
+    const lock = deps.locks.get(job.id!);
     try {
       // A typed-questions job (`/v1/systemone`) carries its questions; any other job of the queue is text.
       const data = job.data;

@@ -22,14 +22,19 @@ export type { Attempt };
 /** The endpoint one attempt calls and what it is asked to do: attempt-failures.ts, where the job-spans floor finds them too. */
 export type { EndpointCall, Operation };
 
-/** Whether an endpoint's adapter can do the operation (a hosted image model runs as a media task). */
-const SUPPORTS: Record<Operation, (adapter: ProviderAdapter) => boolean> = {
-  text: (a) => a.text !== undefined,
-  embeddings: (a) => a.embeddings !== undefined,
-  image: (a) => a.media !== undefined || a.images !== undefined,
-  video: (a) => a.media !== undefined,
-  audio: (a) => a.media !== undefined,
-  upscale: (a) => a.media !== undefined,
+/** The provider kinds whose adapter `can`: read once from the registry. */
+function kindsThat(can: (adapter: ProviderAdapter) => boolean): ReadonlySet<string> {
+  return new Set(Object.entries(adapterByKind).filter(([, adapter]) => adapter && can(adapter)).map(([kind]) => kind));
+}
+
+/** The provider kinds whose adapter can do each operation (a hosted image model runs as a media task). */
+const SUPPORTS: Record<Operation, ReadonlySet<string>> = {
+  text: kindsThat((a) => a.text !== undefined),
+  embeddings: kindsThat((a) => a.embeddings !== undefined),
+  image: kindsThat((a) => a.media !== undefined || a.images !== undefined),
+  video: kindsThat((a) => a.media !== undefined),
+  audio: kindsThat((a) => a.media !== undefined),
+  upscale: kindsThat((a) => a.media !== undefined),
 };
 
 /** The job the loop runs for: its generation and its planned endpoints. */
@@ -80,22 +85,23 @@ export async function runAttempts<T>(deps: WorkerDeps, job: AttemptJob, input: A
       record(notCalled(deps, candidate.slug, next.skipMs));
       continue;
     }
-    await waitFor(next.waitMs, signal);
+    if (next.waitMs > 0) await waitFor(next.waitMs, signal);
     if (signal?.aborted) return { kind: 'stopped', attempts };
     const resolved = endpointBySlug(deps.catalog, candidate.slug);
     const adapter = resolved && adapterByKind[resolved.provider.kind];
-    if (!resolved || !adapter || !SUPPORTS[input.operation](adapter)) {
+    if (!resolved || !adapter || !SUPPORTS[input.operation].has(resolved.provider.kind)) {
       record({ provider: resolved?.provider.id ?? candidate.slug, endpoint: candidate.slug, reason: 'unavailable', message: `no ${input.operation} operation for this endpoint` });
       continue;
     }
     const call: EndpointCall = { candidate, resolved, adapter, signal };
     const span = deps.tracing && job.traceparent ? AttemptSpan.start(deps.tracing, job, input.operation, call, input.question) : undefined;
     const started = Date.now();
+    // The call's latency, by its outcome (an answer's is observed where it came).
     const took = (outcome: string) => deps.metrics.providerLatency.observe({ provider: resolved.provider.id, endpoint: candidate.slug, outcome }, (Date.now() - started) / 1000);
     try {
       const value = await input.call(call);
       const finished = Date.now();
-      took('ok');
+      deps.metrics.providerLatency.observe({ provider: resolved.provider.id, endpoint: candidate.slug, outcome: 'ok' }, (finished - started) / 1000);
       span?.answered(input.usageOf?.(value));
       if (input.onAnswer !== false) {
         const sample = input.onAnswer ? input.onAnswer(value, started, finished) : { ttftMs: finished - started };
@@ -137,7 +143,10 @@ export async function runAttempts<T>(deps: WorkerDeps, job: AttemptJob, input: A
 /** One upstream exchange with an endpoint, within its provider's concurrency cap (catalog `maxConcurrency`). */
 export function upstreamRequest(deps: WorkerDeps, c: Pick<EndpointCall, 'resolved' | 'adapter'>, spec: HttpRequestSpec, signal?: AbortSignal): Promise<UpstreamReply> {
   const { provider } = c.resolved;
-  return withinCap(deps, provider, () => deps.upstream.request(provider.baseUrl, spec, { timeoutMs: provider.timeoutMs, extractError: c.adapter.extractError, signal }));
+  const options = { timeoutMs: provider.timeoutMs, extractError: c.adapter.extractError, signal };
+  // As withinCap below: a provider without a cap is called at once.
+  if (!provider.maxConcurrency) return deps.upstream.request(provider.baseUrl, spec, options);
+  return deps.limiter.run(provider, () => deps.upstream.request(provider.baseUrl, spec, options));
 }
 
 /** `call` within its provider's concurrency cap; a provider without a cap is called at once (nothing to count). */

@@ -1,38 +1,45 @@
-import type { FinishReason, OutputItem, TextResult, TextStreamEvent, TokenUsage } from '../../shared/providers/provider.types';
-import { tokenWeight, type TokenizerFamily } from '../../shared/billing/pricing';
+import type { FinishReason, OutputItem, TextResult, TextStreamEvent, TokenizerFamily, TokenUsage } from '../../shared/providers/provider.types';
+import { tokenWeight } from '../../shared/billing/pricing';
 
 /** Builds the final TextResult out of a stream's canonical events (what the client saw, exactly). */
 export class StreamAccumulator {
+  /** Content reached the stream (text, reasoning, a tool call), first at `firstTokenAt`. */
   produced = false;
   firstTokenAt?: number;
+  /** The provider's usage, when it reported it (before its `finish`). */
+  reported?: TokenUsage;
+  /**
+   * The output so far in tokens of the provider's family, counted delta by delta (shared/billing/token-count.ts),
+   * unrounded: the runaway-stream guard's measure, and a cut stream's output.
+   */
+  outputTokens = 0;
   private text = '';
   /** Reasoning items in order: their summary text, their encrypted reasoning, whether a delta still extends them. */
   private readonly reasoning: Array<{ text: string; encrypted?: string; open: boolean }> = [];
   private readonly calls: Array<{ callId: string; name: string; args: string }> = [];
-  /** The provider's usage, when it reported it (before its `finish`). */
-  reported?: TokenUsage;
   private finishReason?: FinishReason;
   private modelVersion?: string;
   private serviceTier?: string;
-  /** The output so far in tokens of the provider's family, counted delta by delta (shared/billing/token-count.ts). */
-  private outputWeight = 0;
 
   constructor(readonly family: TokenizerFamily) {}
 
   push(ev: TextStreamEvent): void {
+    // Content: text, reasoning, a tool call (a reasoning item's end only with its encrypted reasoning).
+    if (ev.type === 'text_delta' || ev.type === 'reasoning_delta' || ev.type === 'tool_call_start' || (ev.type === 'reasoning_end' && ev.encryptedContent !== undefined)) {
+      this.produced = true;
+      this.firstTokenAt ??= Date.now();
+    }
     switch (ev.type) {
       case 'text_delta':
-        this.mark();
         this.text += ev.text;
-        this.outputWeight += tokenWeight(ev.text, this.family);
+        this.outputTokens += tokenWeight(ev.text, this.family);
         break;
       case 'reasoning_delta': {
-        this.mark();
         if (ev.text === '') break;
         const last = this.reasoning.at(-1);
         if (last?.open) last.text += ev.text;
         else this.reasoning.push({ text: ev.text, open: true });
-        this.outputWeight += tokenWeight(ev.text, this.family);
+        this.outputTokens += tokenWeight(ev.text, this.family);
         break;
       }
       case 'reasoning_end': {
@@ -41,17 +48,15 @@ export class StreamAccumulator {
           last.open = false;
           last.encrypted = ev.encryptedContent;
         } else if (ev.encryptedContent !== undefined) this.reasoning.push({ text: '', encrypted: ev.encryptedContent, open: false });
-        if (ev.encryptedContent !== undefined) this.mark();
         break;
       }
       case 'tool_call_start':
-        this.mark();
         this.calls[ev.index] = { callId: ev.callId, name: ev.name, args: '' };
-        this.outputWeight += tokenWeight(ev.name, this.family);
+        this.outputTokens += tokenWeight(ev.name, this.family);
         break;
       case 'tool_call_delta':
         if (this.calls[ev.index]) this.calls[ev.index].args += ev.argumentsDelta;
-        this.outputWeight += tokenWeight(ev.argumentsDelta, this.family);
+        this.outputTokens += tokenWeight(ev.argumentsDelta, this.family);
         break;
       case 'usage':
         this.reported = ev.usage;
@@ -64,16 +69,6 @@ export class StreamAccumulator {
       default:
         break;
     }
-  }
-
-  /** The output so far, counted (unrounded): the runaway-stream guard's measure, and a cut stream's output. */
-  outputTokens(): number {
-    return this.outputWeight;
-  }
-
-  private mark(): void {
-    this.produced = true;
-    this.firstTokenAt ??= Date.now();
   }
 
   /** The result so far, with the usage it is charged for (`producedUsage`). */

@@ -1,7 +1,7 @@
 import { AppError, type StoredError } from '../../shared/errors/app-error';
 import { isUpstreamError, UpstreamError } from '../../shared/providers/upstream-error';
 import { DEFAULT_MAX_OUTPUT_TOKENS, type InputItem, type TextResult, type TextStreamEvent, type TokenUsage, type UpstreamFailure } from '../../shared/providers/provider.types';
-import { tokenCost, producedUsage, tokenizerFamily, type UsageSoFar } from '../../shared/billing/pricing';
+import { tokenCost, producedUsage, type UsageSoFar } from '../../shared/billing/pricing';
 import { requestWithout } from '../../shared/formats/format-utils';
 import { tierPrice, type ResolvedEndpoint } from '../../shared/catalog/catalog-index';
 import { ignoredParameterWarnings } from '../../shared/routing/route-parameters';
@@ -89,7 +89,8 @@ export class TextExecutor {
     try {
       out = await runAttempts<Answer>(this.deps, data, {
         operation: 'text',
-        call: (c) => this.attempt(job, c, pub, masker, checkpoint),
+        // (c) => this.attempt(job, pub, masker, checkpoint, c), without a function of its own in between.
+        call: this.attempt.bind(this, job, pub, masker, checkpoint),
         signal,
         passThrough: (e) => e instanceof MidStreamFailure || e instanceof JobLost,
         attempts,
@@ -112,7 +113,8 @@ export class TextExecutor {
     if (masker && !data.request.stream) masker.unmaskResult(result);
     // At the price of the tier the provider says served it (a priority call it answered at `default` costs the standard price).
     const cost = tokenCost(tierPrice(resolved.endpoint, result.serviceTier ?? data.request.serviceTier), result.usage);
-    const warnings = [...data.warnings, ...ignoredParameterWarnings(candidate.dropParams, candidate.model, resolved.provider.id), ...out.value.warnings];
+    const dropped = candidate.dropParams.length ? ignoredParameterWarnings(candidate.dropParams, candidate.model, resolved.provider.id) : [];
+    const warnings = [...data.warnings, ...dropped, ...out.value.warnings];
     const payload: TextDonePayload = {
       result,
       model: candidate.model,
@@ -147,7 +149,7 @@ export class TextExecutor {
   }
 
   /** Calls one endpoint: a plain request, or a stream whose deltas go to the waiting API process as they come. */
-  private async attempt(data: TextJobData, c: EndpointCall, pub: GenerationPublisher, masker?: MaskedRun, checkpoint?: Checkpointing): Promise<Answer> {
+  private async attempt(data: TextJobData, pub: GenerationPublisher, masker: MaskedRun | undefined, checkpoint: Checkpointing | undefined, c: EndpointCall): Promise<Answer> {
     const { candidate, resolved, adapter, signal } = c;
     const text = adapter.text!;
     const req = requestWithout(data.request, resolved.endpoint.upstreamModel, candidate.dropParams);
@@ -161,13 +163,12 @@ export class TextExecutor {
     return withinCap(this.deps, resolved.provider, async () => {
       const events = await this.deps.upstream.stream(resolved.provider.baseUrl, spec, { timeoutMs: resolved.provider.timeoutMs, extractError: adapter.extractError, signal });
       const parser = text.createStreamParser();
-      const acc = new StreamAccumulator(tokenizerFamily(resolved.provider.kind));
+      const acc = new StreamAccumulator(text.tokenizer);
       const cut = (failure: UpstreamFailure) => new MidStreamFailure(failure, acc, candidate, resolved, parser.usageSoFar?.());
       const unmasker = masker?.streamUnmasker();
       // A provider that ignores the output limit and never stops would hold the job (and the stream) forever: past
       // twice the output the request is reserved for, the stream is cut and billed up to that limit (settlePartial).
       const outputLimit = outputLimitOf(data, resolved);
-      let announced = false;
       const handle = async (ev: TextStreamEvent): Promise<void> => {
         if (unmasker && ev.type === 'text_delta') {
           const text = unmasker.push(ev.text);
@@ -183,19 +184,17 @@ export class TextExecutor {
           if (acc.produced) throw cut(failure);
           throw new UpstreamError(failure);
         }
-        const content = ev.type === 'text_delta' || ev.type === 'tool_call_start' || ev.type === 'reasoning_delta' || (ev.type === 'reasoning_end' && ev.encryptedContent !== undefined);
-        if (!announced && content) {
-          announced = true;
-          await pub.send({ type: 'started', endpoint: candidate.slug, model: candidate.model });
-        }
+        // The first content (the accumulator's rule of what is content) announces the endpoint that answers.
+        const before = acc.produced;
         acc.push(ev);
-        if (acc.outputTokens() > 2 * outputLimit) {
+        if (!before && acc.produced) await pub.send({ type: 'started', endpoint: candidate.slug, model: candidate.model });
+        if (acc.outputTokens > 2 * outputLimit) {
           throw cut({ reason: 'malformed_reply', message: `the provider kept streaming past max_output_tokens (${outputLimit})`, fallback: false });
         }
         if (ev.type === 'usage' || ev.type === 'finish') return;
         await pub.send({ type: 'delta', event: ev });
         // What reached the client is settled in advance every second or so (the bounded exception: decisions.md section 4).
-        checkpoint?.at.delivered(acc.outputTokens(), () => checkpoint.of(cut({ reason: 'provider_error', message: 'checkpoint', fallback: false })));
+        checkpoint?.at.delivered(acc.outputTokens, () => checkpoint.of(cut({ reason: 'provider_error', message: 'checkpoint', fallback: false })));
       };
       try {
         for await (const sse of events) for (const ev of parser.push(sse)) await handle(ev);
@@ -207,7 +206,7 @@ export class TextExecutor {
         if (acc.produced) throw cut(failure);
         throw isUpstreamError(e) ? e : new UpstreamError(failure);
       }
-      const usage = producedUsage({ final: acc.reported, soFar: parser.usageSoFar?.(), outputWeight: acc.outputTokens(), request: data.request, family: acc.family });
+      const usage = producedUsage({ final: acc.reported, soFar: parser.usageSoFar?.(), outputWeight: acc.outputTokens, request: data.request, family: acc.family });
       return { result: acc.result(usage), firstTokenAt: acc.firstTokenAt ?? Date.now(), warnings };
     });
   }
@@ -263,7 +262,7 @@ export class TextExecutor {
    */
   private cutSettlement(data: TextJobData, e: MidStreamFailure, attempts: Attempt[], timing: RunTiming, ending: AppError | 'cancelled'): { finish: Finish; payload: TextDonePayload; error?: StoredError } {
     const { candidate, providerId } = e;
-    const usage = producedUsage({ final: e.partial.reported, soFar: e.soFar, outputWeight: e.partial.outputTokens(), request: data.request, family: e.partial.family });
+    const usage = producedUsage({ final: e.partial.reported, soFar: e.soFar, outputWeight: e.partial.outputTokens, request: data.request, family: e.partial.family });
     const result = e.partial.result({ ...usage, outputTokens: Math.min(usage.outputTokens, outputLimitOf(data, e.resolved)) });
     const cost = tokenCost(tierPrice(e.resolved.endpoint, result.serviceTier ?? data.request.serviceTier), result.usage);
     const error = ending === 'cancelled' ? undefined : ending.toStored();

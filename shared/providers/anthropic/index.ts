@@ -10,6 +10,7 @@ export const anthropicAdapter: ProviderAdapter<'anthropic'> = {
   supports: { text: true, textStream: true, embeddings: false, images: false, logprobs: false, structuredOutput: false },
   extractError: extractAnthropicError,
   text: {
+    tokenizer: 'anthropic',
     buildRequest: buildMessagesRequest,
     parseResponse: parseMessage,
     createStreamParser: createAnthropicStreamParser,

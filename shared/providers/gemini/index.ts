@@ -9,6 +9,7 @@ export const geminiAdapter: ProviderAdapter<'gemini'> = {
   supports: { text: true, textStream: true, embeddings: true, images: false, logprobs: true, structuredOutput: true },
   extractError: extractGeminiError,
   text: {
+    tokenizer: 'gemini',
     buildRequest: buildGenerateContentRequest,
     parseResponse: parseGenerateContent,
     createStreamParser: createGeminiStreamParser,

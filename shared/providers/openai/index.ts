@@ -11,6 +11,7 @@ export const openaiAdapter: ProviderAdapter<'openai'> = {
   supports: { text: true, textStream: true, embeddings: true, images: true, logprobs: true, structuredOutput: true, embeddingTokens: true },
   extractError: extractOpenAIError,
   text: {
+    tokenizer: 'openai',
     // An endpoint with `responsesApi` speaks the Responses API; its replies are told apart by their shape (a Responses
     // API response object's `object` is `response`, a chat completion's `chat.completion`).
     buildRequest: (req, apiKey, options) => (options?.responsesApi ? buildResponsesRequest(req, apiKey) : buildChatCompletionRequest(req, apiKey)),

@@ -32,10 +32,20 @@ export function openaiHeaders(apiKey: string, stream = false): Record<string, st
   };
 }
 
+/** The fields chat completions and the Responses API name alike (ours, theirs): the end user's ids, the cache key, the service tier. */
+const SHARED_OPTIONS: ReadonlyArray<[keyof TextRequest, string]> = [
+  ['user', 'user'],
+  ['safetyIdentifier', 'safety_identifier'],
+  ['promptCacheKey', 'prompt_cache_key'],
+  ['serviceTier', 'service_tier'],
+];
+
 export function buildChatCompletionRequest(req: TextRequest, apiKey: string): HttpRequestSpec {
   const warnings: string[] = [];
   earlierReasoningLeftOut(req, warnings);
-  const body: Record<string, unknown> = { model: req.model, messages: toChatMessages(req) };
+  const messages: ChatMessage[] = req.instructions ? [{ role: 'system', content: req.instructions }] : [];
+  for (const item of req.input) appendItem(messages, item);
+  const body: Record<string, unknown> = { model: req.model, messages };
   const tools = req.tools ?? [];
   if (tools.length > 0) {
     body.tools = tools.map((t) => ({
@@ -59,7 +69,7 @@ export function buildChatCompletionRequest(req: TextRequest, apiKey: string): Ht
   if (req.frequencyPenalty !== undefined) body.frequency_penalty = req.frequencyPenalty;
   if (req.stop !== undefined && req.stop.length > 0) body.stop = req.stop;
   if (req.seed !== undefined) body.seed = req.seed;
-  const effort = openaiEffort(req, warnings);
+  const effort = req.reasoning ? openaiEffort(req, warnings) : undefined;
   if (effort !== undefined) body.reasoning_effort = effort;
   if (req.textFormat && req.textFormat.type !== 'text') {
     const f = req.textFormat;
@@ -80,24 +90,14 @@ export function buildChatCompletionRequest(req: TextRequest, apiKey: string): Ht
     body.logprobs = true;
     if (req.topLogprobs !== undefined) body.top_logprobs = req.topLogprobs;
   }
-  Object.assign(body, sharedOptions(req));
-  const verbosity = verbosityOf(req, warnings);
+  for (const [field, name] of SHARED_OPTIONS) if (req[field] !== undefined) body[name] = req[field];
+  const verbosity = req.verbosity !== undefined ? verbosityOf(req, warnings) : undefined;
   if (verbosity !== undefined) body.verbosity = verbosity;
   if (req.stream) {
     body.stream = true;
     body.stream_options = { include_usage: true };
   }
   return { method: 'POST', path: '/chat/completions', headers: openaiHeaders(apiKey, req.stream), body, ...(warnings.length > 0 && { warnings }) };
-}
-
-/** The fields chat completions and the Responses API name alike: the end user's ids, the cache key, the service tier. */
-export function sharedOptions(req: TextRequest): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  if (req.user !== undefined) out.user = req.user;
-  if (req.safetyIdentifier !== undefined) out.safety_identifier = req.safetyIdentifier;
-  if (req.promptCacheKey !== undefined) out.prompt_cache_key = req.promptCacheKey;
-  if (req.serviceTier !== undefined) out.service_tier = req.serviceTier;
-  return out;
 }
 
 /** The verbosity to send: the caller's, where the model takes one (model-rules.ts); else none, with a warning. */
@@ -138,16 +138,10 @@ function toChatToolChoice(choice: ToolChoice): unknown {
 }
 
 /**
- * Instructions and system/developer messages become `system` messages (`developer` is OpenAI-only; OpenAI
- * treats `system` as `developer` for reasoning models). Function calls join the assistant message before them.
+ * One input item onto the chat messages. Instructions (first) and system/developer messages become `system` messages
+ * (`developer` is OpenAI-only; OpenAI treats `system` as `developer` for reasoning models). Function calls join the
+ * assistant message before them.
  */
-export function toChatMessages(req: TextRequest): ChatMessage[] {
-  const messages: ChatMessage[] = [];
-  if (req.instructions) messages.push({ role: 'system', content: req.instructions });
-  for (const item of req.input) appendItem(messages, item);
-  return messages;
-}
-
 function appendItem(messages: ChatMessage[], item: InputItem): void {
   switch (item.type) {
     case 'message': {
@@ -156,7 +150,10 @@ function appendItem(messages: ChatMessage[], item: InputItem): void {
       } else if (item.role === 'assistant') {
         messages.push({ role: 'assistant', content: textOf(item.content, '') });
       } else {
-        messages.push({ role: 'user', content: userContent(item.content) });
+        // A lone text part goes as a plain string; other content as chat's parts.
+        const only = item.content.length === 1 ? item.content[0] : undefined;
+        const text = only?.type === 'input_text' || only?.type === 'output_text' ? only.text : undefined;
+        messages.push({ role: 'user', content: text ?? userParts(item.content) });
       }
       return;
     }
@@ -181,9 +178,7 @@ function textOf(parts: InputContentPart[], separator: string): string {
     .join(separator);
 }
 
-function userContent(parts: InputContentPart[]): string | ChatContentPart[] {
-  const only = parts.length === 1 ? parts[0] : undefined;
-  if (only && (only.type === 'input_text' || only.type === 'output_text')) return only.text;
+function userParts(parts: InputContentPart[]): ChatContentPart[] {
   return parts.map((p): ChatContentPart => {
     switch (p.type) {
       case 'input_text':
@@ -275,26 +270,14 @@ export function buildResponsesRequest(req: TextRequest, apiKey: string): HttpReq
     const value = req[field];
     if (value !== undefined && !(Array.isArray(value) && value.length === 0)) warnings.push(leftOutWarning(name, req.model, "OpenAI's Responses API has no such parameter"));
   }
-  const reasoning: Record<string, unknown> = {};
-  const effort = openaiEffort(req, warnings);
-  if (effort !== undefined) reasoning.effort = effort;
-  if (req.reasoning?.summary !== undefined && req.reasoning.enabled !== false) reasoning.summary = req.reasoning.summary;
-  if (Object.keys(reasoning).length > 0) body.reasoning = reasoning;
-  const text = textOptions(req, warnings);
-  if (text) body.text = text;
-  const include = new Set(req.include ?? []);
-  if (req.logprobs || (req.topLogprobs ?? 0) > 0) {
-    include.add(LOGPROBS_INCLUDE);
-    if (req.topLogprobs !== undefined) body.top_logprobs = req.topLogprobs;
+  if (req.reasoning) {
+    const reasoning: Record<string, unknown> = {};
+    const effort = openaiEffort(req, warnings);
+    if (effort !== undefined) reasoning.effort = effort;
+    if (req.reasoning.summary !== undefined && req.reasoning.enabled !== false) reasoning.summary = req.reasoning.summary;
+    if (Object.keys(reasoning).length > 0) body.reasoning = reasoning;
   }
-  if (include.size > 0) body.include = [...include];
-  Object.assign(body, sharedOptions(req));
-  if (req.stream) body.stream = true;
-  return { method: 'POST', path: '/responses', headers: openaiHeaders(apiKey, req.stream), body, ...(warnings.length > 0 && { warnings }) };
-}
-
-/** `text`: the output format and the verbosity (which the Responses API keeps there). */
-function textOptions(req: TextRequest, warnings: string[]): Record<string, unknown> | undefined {
+  // `text`: the output format and the verbosity (which the Responses API keeps there).
   const text: Record<string, unknown> = {};
   const f = req.textFormat;
   if (f && f.type !== 'text') {
@@ -303,9 +286,18 @@ function textOptions(req: TextRequest, warnings: string[]): Record<string, unkno
         ? { type: 'json_object' }
         : { type: 'json_schema', name: f.name, schema: f.schema, ...(f.strict !== undefined && { strict: f.strict }), ...(f.description !== undefined && { description: f.description }) };
   }
-  const verbosity = verbosityOf(req, warnings);
+  const verbosity = req.verbosity !== undefined ? verbosityOf(req, warnings) : undefined;
   if (verbosity !== undefined) text.verbosity = verbosity;
-  return Object.keys(text).length > 0 ? text : undefined;
+  if (Object.keys(text).length > 0) body.text = text;
+  const include = new Set(req.include ?? []);
+  if (req.logprobs || (req.topLogprobs ?? 0) > 0) {
+    include.add(LOGPROBS_INCLUDE);
+    if (req.topLogprobs !== undefined) body.top_logprobs = req.topLogprobs;
+  }
+  if (include.size > 0) body.include = [...include];
+  for (const [field, name] of SHARED_OPTIONS) if (req[field] !== undefined) body[name] = req[field];
+  if (req.stream) body.stream = true;
+  return { method: 'POST', path: '/responses', headers: openaiHeaders(apiKey, req.stream), body, ...(warnings.length > 0 && { warnings }) };
 }
 
 function toResponsesTool(t: FunctionTool): Record<string, unknown> {

@@ -3,7 +3,7 @@ import type { ErrorBodyInfo, ImageResult } from '../adapter.types';
 import type { EmbeddingRequest, EmbeddingResult, FinishReason, OutputItem, TextResult, TokenLogprob, TokenUsage, UpstreamFailure } from '../provider.types';
 import { arr, isRecord, malformed, num, rec, str } from '../mapper-utils';
 
-/** https://platform.openai.com/docs/api-reference/chat/object#chat/object-choices (`finish_reason`). */
+/** https://platform.openai.com/docs/api-reference/chat/object#chat/object-choices (`finish_reason`); any other is `stop`. */
 export const OPENAI_FINISH_REASONS: ReadonlyMap<string, FinishReason> = new Map<string, FinishReason>([
   ['stop', 'stop'],
   ['length', 'length'],
@@ -11,10 +11,6 @@ export const OPENAI_FINISH_REASONS: ReadonlyMap<string, FinishReason> = new Map<
   ['function_call', 'tool_calls'], // deprecated functions API
   ['content_filter', 'content_filter'],
 ]);
-
-export function openaiFinishReason(value: unknown): FinishReason {
-  return (typeof value === 'string' && OPENAI_FINISH_REASONS.get(value)) || 'stop';
-}
 
 /**
  * Error `type`/`code` values → our reasons; consulted for in-stream errors (a non-2xx status decides by itself).
@@ -69,32 +65,29 @@ export function openaiLogprobs(content: unknown): TokenLogprob[] {
   }));
 }
 
-/** Compatible servers (DeepSeek, vLLM, OpenRouter) put chain-of-thought in `reasoning_content` or `reasoning`. */
-export function reasoningText(message: Record<string, unknown>): string | undefined {
-  return str(message.reasoning_content) ?? str(message.reasoning);
-}
-
 /** https://platform.openai.com/docs/api-reference/chat/object */
 export function parseChatCompletion(json: unknown): TextResult {
   const body = rec(json);
-  const choice = arr(body.choices)[0];
+  const choice: unknown = Array.isArray(body.choices) ? body.choices[0] : undefined;
   if (!isRecord(choice) || !isRecord(choice.message)) return malformed('OpenAI chat completion without choices[0].message', json);
   const message = choice.message;
   const id = str(body.id) ?? 'chatcmpl';
   const output: OutputItem[] = [];
 
-  const reasoning = reasoningText(message);
+  // Compatible servers (DeepSeek, vLLM, OpenRouter) put chain-of-thought in `reasoning_content` or `reasoning`.
+  const reasoning = str(message.reasoning_content) ?? str(message.reasoning);
   if (reasoning) output.push({ type: 'reasoning', id: `rs_${id}`, summary: [{ type: 'summary_text', text: reasoning }] });
   const text = str(message.content) ?? str(message.refusal);
   if (text) output.push({ type: 'message', id: `msg_${id}`, role: 'assistant', content: [{ type: 'output_text', text }] });
-  for (const call of arr(message.tool_calls)) {
+  for (const call of Array.isArray(message.tool_calls) ? message.tool_calls : []) {
     if (!isRecord(call)) continue;
     const fn = rec(call.function);
     const callId = str(call.id) ?? `call_${id}_${output.length}`;
     output.push({ type: 'function_call', id: `fc_${callId}`, call_id: callId, name: str(fn.name) ?? '', arguments: str(fn.arguments) ?? '' });
   }
 
-  const result: TextResult = { output, finishReason: openaiFinishReason(choice.finish_reason), usage: openaiUsage(body.usage) };
+  const finish = choice.finish_reason;
+  const result: TextResult = { output, finishReason: (typeof finish === 'string' && OPENAI_FINISH_REASONS.get(finish)) || 'stop', usage: openaiUsage(body.usage) };
   const logprobs = rec(choice.logprobs).content;
   if (Array.isArray(logprobs)) result.logprobs = openaiLogprobs(logprobs);
   const model = str(body.model);

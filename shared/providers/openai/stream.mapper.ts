@@ -8,7 +8,7 @@
 import type { SseEvent, TextStreamParser } from '../adapter.types';
 import type { FinishReason, TextStreamEvent, TokenUsage, OutputItem, TextResult, TokenLogprob } from '../provider.types';
 import { arr, isRecord, num, parseStreamJson, rec, str, malformed, type Json } from '../mapper-utils';
-import { extractOpenAIError, openaiFinishReason, openaiUsage, reasoningText, openaiLogprobs } from './response.mapper';
+import { extractOpenAIError, OPENAI_FINISH_REASONS, openaiUsage, openaiLogprobs } from './response.mapper';
 
 export class OpenAIStreamParser implements TextStreamParser {
   private pendingFinish: FinishReason | undefined;
@@ -38,12 +38,13 @@ export class OpenAIStreamParser implements TextStreamParser {
     for (const c of arr(chunk.choices)) {
       if (!isRecord(c) || (num(c.index) ?? 0) !== 0) continue;
       const delta = rec(c.delta);
-      const reasoning = reasoningText(delta);
+      const reasoning = str(delta.reasoning_content) ?? str(delta.reasoning); // as in parseChatCompletion
       if (reasoning) out.push({ type: 'reasoning_delta', text: reasoning });
       const content = str(delta.content);
       if (content) out.push({ type: 'text_delta', text: content });
       for (const call of arr(delta.tool_calls)) if (isRecord(call)) this.toolCall(call, out);
-      if (c.finish_reason !== null && c.finish_reason !== undefined) this.pendingFinish = openaiFinishReason(c.finish_reason);
+      const finish = c.finish_reason;
+      if (finish !== null && finish !== undefined) this.pendingFinish = (typeof finish === 'string' && OPENAI_FINISH_REASONS.get(finish)) || 'stop';
     }
     if (isRecord(chunk.usage)) this.usage = openaiUsage(chunk.usage);
     // The usage chunk is the last one before [DONE]; no need to wait for [DONE] once both are known.
@@ -224,8 +225,17 @@ export class ResponsesStreamParser implements TextStreamParser {
         return ordinal !== undefined && delta ? [{ type: 'tool_call_delta', index: ordinal, argumentsDelta: delta }] : [];
       }
       case 'response.completed':
-      case 'response.incomplete':
-        return this.finish(rec(e.response));
+      case 'response.incomplete': {
+        if (this.finished) return [];
+        this.finished = true;
+        const response = rec(e.response);
+        const out: TextStreamEvent[] = [];
+        if (isRecord(response.usage)) out.push({ type: 'usage', usage: responsesUsage(response.usage) });
+        const model = str(response.model);
+        const tier = str(response.service_tier);
+        out.push({ type: 'finish', finishReason: finishOf(response, this.calls.size > 0), ...(model !== undefined && { modelVersion: model }), ...(tier !== undefined && { serviceTier: tier }) });
+        return out;
+      }
       case 'response.failed': {
         this.finished = true;
         const message = str(rec(rec(e.response).error).message) ?? 'the response failed';
@@ -243,16 +253,5 @@ export class ResponsesStreamParser implements TextStreamParser {
     if (this.finished) return [];
     this.finished = true;
     return [{ type: 'error', message: 'OpenAI response stream ended before response.completed' }];
-  }
-
-  private finish(response: Json): TextStreamEvent[] {
-    if (this.finished) return [];
-    this.finished = true;
-    const out: TextStreamEvent[] = [];
-    if (isRecord(response.usage)) out.push({ type: 'usage', usage: responsesUsage(response.usage) });
-    const model = str(response.model);
-    const tier = str(response.service_tier);
-    out.push({ type: 'finish', finishReason: finishOf(response, this.calls.size > 0), ...(model !== undefined && { modelVersion: model }), ...(tier !== undefined && { serviceTier: tier }) });
-    return out;
   }
 }

@@ -18,7 +18,7 @@ import type Redis from 'ioredis';
 import { createDb, type Db } from '../../../shared/db/client';
 import { migrate } from '../../../shared/db/migrate';
 import { createRedis } from '../../../shared/queue/redis';
-import { freePort } from '../../../shared/runtime/process-utils';
+import { portBelowEphemeral } from '../../helpers/port-below-ephemeral';
 import { waitFor } from './wait';
 import { AccountsService } from '../../../shared/services/accounts.service';
 import { QUEUES, type QueueName } from '../../../shared/queue/queue-names';
@@ -181,7 +181,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   let seq = 0;
 
   async function spawnProc(role: Proc['role'], extra: Record<string, string> = {}): Promise<Proc> {
-    const port = role === 'worker' ? 0 : await freePort();
+    const port = role === 'worker' ? 0 : await portBelowEphemeral();
     const log = path.join(dir, `${role}-${++seq}.log`);
     const fd = fs.openSync(log, 'a');
     const script = path.join(ROOT, 'dist', { api: 'api/main.js', worker: 'workers/main.js', all: 'bin/start.js' }[role]);

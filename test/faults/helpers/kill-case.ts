@@ -3,7 +3,7 @@ import { MODELS, PREFIX, type Cluster, type SeededOrg } from './cluster';
 import { post, Tally, type Reply } from './http';
 import { ledgerBatchesWaiting, lockOrganization, type RowLock } from './locks';
 import { Checks } from './report';
-import { childrenOf, startNpmStart, type NpmStart } from './processes';
+import { childrenOf, killChild, startNpmStart, type NpmStart } from './processes';
 import { queueIdle, queueSettled, waitFor } from './wait';
 import { QUEUES } from '../../../shared/queue/queue-names';
 import type { Job } from 'bullmq';
@@ -268,16 +268,18 @@ export async function burstOnBoth(
 }
 
 /**
- * SIGKILLs one first process while the `pending` requests are inside their provider calls, then waits for its
- * replacement and for the text queue to settle (cases 17 and 18). Checks that it held some of the requests but not all,
+ * SIGKILLs one first process while the `pending` requests are held inside their provider calls (the fake's
+ * `holdReplies`), lets the calls go once it is gone, then waits for its replacement and for the text queue to settle
+ * (cases 17 and 18). Checks that it held some of the requests but not all,
  * cut as connection errors; returns the replies and the indexes of the cut ones.
  */
 export async function killOneMidCall(k: KillCase, pending: Array<Promise<Reply>>): Promise<{ replies: Reply[]; cut: number[] }> {
   const { c, checks } = k;
-  process.kill(k.first[0]!, 'SIGKILL');
+  await killChild(k.npm.parent.pid!, k.first[0]!);
+  // The calls held by the provider (`holdReplies`) end: the survivor's answer, the killed process's reach nobody.
+  c.fake.setKnobs({});
   const replies = await Promise.all(pending);
   k.tally.addAll(replies);
-  c.fake.setKnobs({});
   const cut = replies.flatMap((r, i) => (r.status !== 200 ? [i] : []));
   checks.that(cut.length > 0 && cut.length < replies.length, `replies: ${replies.map((r) => r.status).join(',')} (the killed process should hold some, not all)`);
   checks.that(cut.every((i) => replies[i]!.status === 0), `cut replies that were not connection errors: ${cut.map((i) => replies[i]!.status).join(',')}`);

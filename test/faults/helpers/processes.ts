@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { freePort } from '../../../shared/runtime/process-utils';
+import { portBelowEphemeral } from '../../helpers/port-below-ephemeral';
 import { ROOT, type Cluster } from './cluster';
 import { waitFor } from './wait';
 
@@ -18,6 +18,12 @@ export function childrenOf(pid: number): number[] {
     }
   }
   return out;
+}
+
+/** SIGKILLs a child of `parent` (a process of `npm start`) and waits until the parent has reaped it. */
+export async function killChild(parent: number, pid: number): Promise<void> {
+  process.kill(pid, 'SIGKILL');
+  await waitFor('the killed process gone', async () => !childrenOf(parent).includes(pid), 10_000);
 }
 
 /** `npm start` running on a fault cluster's services: its parent process, the URL it serves and its log. */
@@ -71,7 +77,7 @@ export interface NpmStart {
  * `env` over them), and waits until it answers /readyz with all its processes forked.
  */
 export async function startNpmStart(c: Cluster, processes: number, env: Record<string, string> = {}): Promise<NpmStart> {
-  const port = await freePort();
+  const port = await portBelowEphemeral();
   const log = path.join(c.dir, 'start.log');
   const fd = fs.openSync(log, 'a');
   const parent = spawn(process.execPath, [path.join(ROOT, 'dist/bin/start.js')], {

@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../../shared/runtime/embedded-postgres';
-import { freePort } from '../../../shared/runtime/process-utils';
+import { ephemeralPort } from '../../../shared/runtime/process-utils';
 import { waitFor } from './wait';
 import { redisPing } from '../../../shared/runtime/embedded-redis';
 
@@ -26,7 +26,7 @@ export interface RedisServer {
 /** `redis-server` from PATH, no RDB snapshots, append-only file on (jobs survive a restart). */
 export async function startRedis(dir: string): Promise<RedisServer> {
   fs.mkdirSync(dir, { recursive: true });
-  let port = await freePort();
+  let port = await ephemeralPort();
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
   const log = fs.openSync(path.join(dir, 'redis.log'), 'a');
@@ -54,7 +54,7 @@ export async function startRedis(dir: string): Promise<RedisServer> {
     await exited;
   }
 
-  await onFreePort(start, async () => void (port = await freePort()));
+  await onFreePort(start, async () => void (port = await ephemeralPort()));
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
@@ -96,7 +96,7 @@ export async function refusesConnections(url: string): Promise<boolean> {
 
 /** The embedded PostgreSQL (shared/runtime/embedded-postgres.ts); as root it runs as the `postgres` user. */
 export async function startPostgres(dir: string): Promise<PgServer> {
-  let port = await freePort();
+  let port = await ephemeralPort();
   let pg!: EmbeddedPostgres;
   await onFreePort(
     async () => {
@@ -104,7 +104,7 @@ export async function startPostgres(dir: string): Promise<PgServer> {
         throw Object.assign(e, { portTaken: /address already in use|could not create any TCP\/IP sockets/i.test(e.message) });
       });
     },
-    async () => void (port = await freePort()),
+    async () => void (port = await ephemeralPort()),
   );
   return {
     port,
@@ -119,7 +119,7 @@ export async function startPostgres(dir: string): Promise<PgServer> {
 }
 
 /**
- * A server's first start on the port `freePort` chose: a port free when chosen can be taken before the server binds it
+ * A server's first start on the port `ephemeralPort` chose: a port free when chosen can be taken before the server binds it
  * (by another process's outgoing connection, from the same ephemeral range), so a start refused for that reason
  * (`portTaken`) is tried again on another port, up to 5 times. Restarts keep their port: that is the fault under test.
  */

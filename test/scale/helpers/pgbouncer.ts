@@ -8,7 +8,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
-import { freePort, isRoot, lookupUser } from '../../../shared/runtime/process-utils';
+import { isRoot, lookupUser } from '../../../shared/runtime/process-utils';
+import { portBelowEphemeral } from '../../helpers/port-below-ephemeral';
 import { waitFor } from '../../helpers/until';
 
 export interface PgBouncer {
@@ -22,7 +23,7 @@ export async function startPgBouncer(dir: string, upstreamUrl: string, opts: { p
   fs.mkdirSync(dir, { recursive: true });
   const up = new URL(upstreamUrl);
   const user = decodeURIComponent(up.username || 'postgres');
-  const port = await freePort();
+  const port = await portBelowEphemeral();
   const conf = path.join(dir, 'pgbouncer.ini');
   const users = path.join(dir, 'userlist.txt');
   fs.writeFileSync(users, `"${user}" "${decodeURIComponent(up.password)}"\n`);

@@ -9,7 +9,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
-import { freePort, isRoot, lookupUser } from '../../../shared/runtime/process-utils';
+import { isRoot, lookupUser } from '../../../shared/runtime/process-utils';
+import { portBelowEphemeral } from '../../helpers/port-below-ephemeral';
 import { waitFor } from '../../helpers/until';
 
 const BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
@@ -50,7 +51,7 @@ export async function startReplicaPair(): Promise<ReplicaPair> {
   const owner = isRoot() ? lookupUser('postgres') : null;
   if (owner) fs.chownSync(dir, owner.uid, owner.gid);
   const [pdir, rdir] = [path.join(dir, 'primary'), path.join(dir, 'replica')];
-  const [pport, rport] = [await freePort(), await freePort()];
+  const [pport, rport] = [await portBelowEphemeral(), await portBelowEphemeral()];
   const opts = (port: number) => `-c port=${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir} -c fsync=off -c shared_buffers=32MB`;
   run('initdb', ['-D', pdir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C']);
   run('pg_ctl', ['-D', pdir, '-l', path.join(dir, 'primary.log'), '-o', `${opts(pport)} -c wal_level=replica -c max_wal_senders=4`, '-w', 'start']);

@@ -1,4 +1,6 @@
-import { countInputTokens, countTokens, producedUsage, tokenizerFamily, estimateInputTokens } from '../../../shared/billing/pricing';
+import { countInputTokens, countTokens, producedUsage, estimateInputTokens } from '../../../shared/billing/pricing';
+import { providerAdapters } from '../../../shared/providers/registry';
+import type { ProviderAdapter } from '../../../shared/providers/adapter.types';
 import { createAnthropicStreamParser } from '../../../shared/providers/anthropic/stream.mapper';
 import { createGeminiStreamParser } from '../../../shared/providers/gemini/stream.mapper';
 import { SseParser } from '../../../shared/providers/api';
@@ -40,8 +42,9 @@ describe('an honest token count (what a stream cut without usage is charged)', (
     expect(producedUsage({ outputWeight: 3.2, request, family: 'openai' })).toEqual({ inputTokens: 100, outputTokens: 4 });
   });
 
-  it('names the family by the provider kind (an OpenAI-compatible provider counts as OpenAI)', () => {
-    expect(['openai', 'anthropic', 'gemini', 'replicate'].map(tokenizerFamily)).toEqual(['openai', 'anthropic', 'gemini', 'openai']);
+  it("counts by each text adapter's own tokenizer (an OpenAI-compatible provider's is OpenAI's)", () => {
+    const families = Object.fromEntries(Object.entries(providerAdapters).map(([kind, a]) => [kind, (a as ProviderAdapter).text?.tokenizer ?? null]));
+    expect(families).toEqual({ openai: 'openai', anthropic: 'anthropic', gemini: 'gemini', replicate: null });
   });
 });
 

@@ -17,14 +17,20 @@ let clockMs = Date.now();
 let history: HistoryService;
 let listings: Pool;
 
-/** `n` completed generations of the organization, a second apart back from now; then fresh statistics. */
+/**
+ * `n` completed generations of the organization, a second apart back from now; then fresh statistics. Recorded pending
+ * and ended by one update, as the service does: the activity totals then add them up once per statement, where an
+ * insert of ended rows adds each to the same totals row, row by row (42 s for 24,000 rows at once here).
+ */
 async function insert(n: number): Promise<void> {
+  const prefix = `${newId('gen')}_`;
   await t.pool.query(
-    `INSERT INTO generations (id, organization_id, model, request_type, api_type, response_mode, request, status, created_at, completed_at)
-     SELECT $1 || i, $2, 'm', 'chat', 'chat', 'sync', '{}', 'completed', now() - i * interval '1 second', now()
+    `INSERT INTO generations (id, organization_id, model, request_type, api_type, response_mode, request, status, created_at)
+     SELECT $1 || i, $2, 'm', 'chat', 'chat', 'sync', '{}', 'pending', now() - i * interval '1 second'
        FROM generate_series(1, $3::int) i`,
-    [`${newId('gen')}_`, organizationId, n],
+    [prefix, organizationId, n],
   );
+  await t.pool.query(`UPDATE generations SET status = 'completed', completed_at = now() WHERE organization_id = $1 AND id LIKE $2 || '%'`, [organizationId, prefix]);
   await t.pool.query('ANALYZE generations');
 }
 

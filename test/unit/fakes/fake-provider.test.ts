@@ -483,6 +483,26 @@ describe('knobs', () => {
     expect(text).toContain('[DONE]');
   });
 
+  it('holds a reply with holdReplies until the knobs are set again, or until its client leaves', async () => {
+    fake.setKnobs({ holdReplies: true });
+    const held = call('/openai/v1/chat/completions', chatBody(), OPENAI);
+    await waitFor('the call at the fake', () => fake.requests.filter((r) => r.path.endsWith('/chat/completions') && r.endedAt === undefined).length > 0);
+    // Held: after a round trip to the fake, the call is still open.
+    await (await fetch(`${fake.url}/_fake/knobs`)).json();
+    expect(fake.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)?.endedAt).toBeUndefined();
+    fake.setKnobs({});
+    expect((await held).status).toBe(200);
+
+    fake.setKnobs({ holdReplies: true });
+    const before = fake.aborted.length;
+    const ac = new AbortController();
+    const left = call('/openai/v1/chat/completions', chatBody(), OPENAI, { signal: ac.signal });
+    await waitFor('the call at the fake', () => fake.requests.filter((r) => r.path.endsWith('/chat/completions') && r.endedAt === undefined).length > 0);
+    ac.abort();
+    await expect(left).rejects.toThrow();
+    expect((await fake.waitForAborted(before + 1)).at(-1)?.path).toBe('/openai/v1/chat/completions');
+  });
+
   it('a stream whose knobs were set again before it reached its hold does not stop there', async () => {
     // A delay between deltas: the 2nd delta is written, and the hold reached only chunkDelayMs later.
     fake.setKnobs({ streamChunks: 4, chunkDelayMs: 200, holdAfterChunks: 2 });

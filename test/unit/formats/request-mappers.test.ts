@@ -1,5 +1,5 @@
 import { chatToCanonical } from '../../../shared/formats/chat.mapper';
-import { roundDecimal } from '../../../shared/formats/format-utils';
+import { moneyJson } from '../../../shared/formats/format-utils';
 import { responsesToCanonical } from '../../../shared/formats/responses-request.mapper';
 import { AppError } from '../../../shared/errors/app-error';
 import type { InputItem } from '../../../shared/providers/provider.types';
@@ -343,18 +343,22 @@ describe('chatToCanonical', () => {
   });
 });
 
-describe('roundDecimal', () => {
+describe('moneyJson', () => {
   it.each([
-    ['0.0000004', '0'],
-    ['0.0000005', '0.000001'],
-    ['1.2345675', '1.234568'],
-    ['-1.2345675', '-1.234568'],
-    ['12', '12'],
-    ['0.1', '0.1'],
-    ['1e-7', '0'],
-    ['5e-7', '0.000001'],
-    ['99.9999995', '100'],
+    ['0.0000004', 0],
+    ['0.0000005', 0.000001],
+    ['1.2345675', 1.234568],
+    ['-1.2345675', -1.234568],
+    ['12', 12],
+    ['0.1', 0.1],
+    ['1e-7', 0],
+    ['5e-7', 0.000001],
+    ['99.9999995', 100],
   ])('%s → %s', (value, expected) => {
-    expect(roundDecimal(value)).toBe(expected);
+    expect(moneyJson(value)).toBe(expected);
+  });
+
+  it('refuses what is not a decimal number', () => {
+    expect(() => moneyJson('1,5')).toThrow(TypeError);
   });
 });

@@ -12,6 +12,10 @@ describe('SSE parser', () => {
     expect(parseSse('data: one\r\n\r\ndata: two\r\rdata: three\n\n')).toEqual([{ data: 'one' }, { data: 'two' }, { data: 'three' }]);
   });
 
+  it('reads LF lines before and after a CR in one chunk (the CR found once, then searched again past it)', () => {
+    expect(parseSse('data: a\ndata: b\n\ndata: c\r\n\r\ndata: d\n\ndata: e\rdata: f\n\n')).toEqual([{ data: 'a\nb' }, { data: 'c' }, { data: 'd' }, { data: 'e\nf' }]);
+  });
+
   it('assembles events split anywhere, even inside CRLF and a UTF-8 character', () => {
     const bytes = Buffer.from('event: delta\r\ndata: {"text":"héllo ✓"}\r\n\r\ndata: [DONE]\r\n\r\n', 'utf8');
     for (let size = 1; size <= 6; size++) {

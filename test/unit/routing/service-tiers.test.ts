@@ -82,6 +82,14 @@ describe('planRoute: service tiers', () => {
     expect(slugs(plan(undefined, { preferences: { sort: 'price' } }).candidates)[0]).toBe(`${M}:beta`);
   });
 
+  it('sort: latency and throughput order the endpoints within the tier groups: those selling the tier first', () => {
+    const stats = { [`${M}:beta`]: { samples: 20, latencyMs: 100, throughput: 90 }, [`${M}:acme`]: { samples: 20, latencyMs: 300, throughput: 40 }, [`${M}:gamma`]: { samples: 20, latencyMs: 200, throughput: 120 } };
+    expect(slugs(plan('priority', { stats, preferences: { sort: 'latency' } }).candidates)).toEqual([`${M}:gamma`, `${M}:acme`, `${M}:beta`]);
+    expect(slugs(plan('priority', { stats, preferences: { sort: 'throughput' } }).candidates)).toEqual([`${M}:gamma`, `${M}:acme`, `${M}:beta`]);
+    expect(slugs(plan('flex', { stats, preferences: { sort: 'latency' } }).candidates)).toEqual([`${M}:acme`, `${M}:beta`, `${M}:gamma`]);
+    expect(slugs(plan(undefined, { stats, preferences: { sort: 'latency' } }).candidates)).toEqual([`${M}:beta`, `${M}:gamma`, `${M}:acme`]);
+  });
+
   it('an explicit order still wins; a sticky endpoint without the tier does not jump ahead of one that sells it', () => {
     expect(slugs(plan('priority', { preferences: { order: ['beta'] } }).candidates)[0]).toBe(`${M}:beta`);
     expect(slugs(plan('priority', { sticky: `${M}:beta` }).candidates)[0]).toBe(`${M}:acme`);

@@ -15,7 +15,7 @@ function ephemeralFloor(): number {
  * a port the kernel handed out for port 0 could be handed to another test's socket (or an outgoing connection) before
  * the process listens, and its listen would then fail (EADDRINUSE).
  */
-export async function freePort(): Promise<number> {
+export async function portBelowEphemeral(): Promise<number> {
   const floor = Math.min(ephemeralFloor(), 32768);
   for (;;) {
     const port = 10_000 + Math.floor(Math.random() * (floor - 10_000));
