@@ -20,10 +20,12 @@ it('20. Redis restarted empty, then an API process SIGKILLed: the running worker
   const c = cluster();
   const checks = new Checks(
     '20. Redis wiped, then an API SIGKILL',
-    '1 API-and-workers process + 1 worker (text concurrency 1 each); the first holds a lease after 6 requests; 4 background requests (provider latency 3 s), 2 of them waiting in the queue; Redis SIGKILLed and started again without its append-only file; the API-and-workers process SIGKILLed; the worker left running',
+    '1 API-and-workers process + 1 worker (text concurrency 1 each); the first holds a lease after 6 requests (kept, never idle nor old); 4 background requests (held inside their provider calls), 2 of them waiting in the queue; Redis SIGKILLed and started again without its append-only file; the API-and-workers process SIGKILLed; the worker left running',
   );
   const tally = new Tally();
-  const api = await c.startAll({ WORKER_CONCURRENCY_TEXT: '1' });
+  // Its lease is kept until the SIGKILL: not given back idle (1 s by default, which a slow machine may pass between
+  // two requests) nor replaced for its age.
+  const api = await c.startAll({ WORKER_CONCURRENCY_TEXT: '1', LEASE_IDLE_MS: '600000', LEASE_MAX_AGE_MS: '600000' });
   const worker = await c.startWorker({ WORKER_CONCURRENCY_TEXT: '1' });
   const org = await c.seed({ balance: '100' });
   const ask = (i: number, extra: object = {}) => post(`${api.url}/v1/responses`, { model: MODELS.chat, input: `wipe ${i}`, max_output_tokens: 32, ...extra }, org.auth, 30_000);
@@ -34,10 +36,11 @@ it('20. Redis restarted empty, then an API process SIGKILLed: the running worker
   for (let i = 0; i < 6; i++) sync.push(await ask(i));
   tally.addAll(sync);
   checks.that(sync.every((r) => r.status === 200), `requests before the wipe: ${sync.map((r) => r.status).join(',')}`);
+  await waitFor('a lease held by the API-and-workers process', async () => (await leasesHeld()) >= 1, 10_000).catch(() => undefined);
   const held = await leasesHeld();
   checks.that(held >= 1, `leases held before the wipe: ${held}`);
 
-  c.fake.setKnobs({ latencyMs: 3000 });
+  c.fake.setKnobs({ holdReplies: true });
   const background = await Promise.all(Array.from({ length: 4 }, (_, i) => ask(100 + i, { background: true })));
   tally.addAll(background);
   checks.that(background.every((r) => r.status === 200), `background requests: ${background.map((r) => r.status).join(',')}`);
@@ -54,12 +57,12 @@ it('20. Redis restarted empty, then an API process SIGKILLed: the running worker
   c.fake.setKnobs({});
 
   // The lease expires LEASE_TTL_MS (5 s) after its last renewal, the lost jobs' generations are old enough for the reaper
-  // REAPER_MIN_AGE_MS (5 s) after their creation; the reaper runs every REAPER_EVERY_MS (1 s).
+  // REAPER_MIN_AGE_MS (5 s) after their creation; the reaper runs every REAPER_EVERY_MS (1 s). Waited for up to 20 s: a
+  // reaper not scheduled again would never run, and they would stay; the time it took is reported, not judged.
   await waitFor('the lease released and no generation running', async () => (await leasesHeld()) === 0 && (await running()) === 0, 20_000).catch(() => undefined);
   const sweptMs = Date.now() - wipedAt;
   const left = { leases: await leasesHeld(), running: await running() };
   checks.that(left.leases === 0 && left.running === 0, `${left.leases} lease(s) still held and ${left.running} generation(s) still running ${sweptMs} ms after the wipe (the reaper did not run again)`);
-  checks.that(sweptMs <= 12_000, `swept ${sweptMs} ms after the wipe (lease TTL 5 s, reaper every 1 s)`);
   checks.that(worker.alive && c.procs.filter((p) => p.role === 'worker').length === 1, 'the worker was restarted or died');
   const scheduler = await c.queues[QUEUES.maintenance].getJobScheduler(REAP_STUCK_GENERATIONS);
   checks.that(scheduler !== undefined, 'the reaper is not scheduled in Redis after the wipe');
