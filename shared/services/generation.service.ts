@@ -95,8 +95,9 @@ export class GenerationService {
   }
 
   /**
-   * Records a generation granted in memory from a lease (its row: `openRowOf(g, lease)`); resolves to what its reservation holds (its bound, or 0 when
-   * the lease was gone). Idempotent: a generation already recorded is left as it is (a kept promise records it again).
+   * Records a generation granted in memory from a lease (its row: `openRowOf(g, lease)`); resolves to what its
+   * reservation holds (its bound, or 0 when the lease was gone). Idempotent: a generation already recorded is left as it
+   * is (a kept promise records it again).
    */
   createDrawn(row: DrawnRow): Promise<Decimal> {
     return this.ledger.openDrawn(row);
