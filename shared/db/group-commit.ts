@@ -2,9 +2,11 @@
  * Group commit: callers submit items one at a time; the group commit runs them as few groups as possible, one group
  * in flight at a time. The first item of an idle group commit goes out at once (no added latency when quiet); items
  * arriving while a group runs form the next one. Items submitted as `background` are ones nobody waits on (a close
- * whose reply went out): a waited-on item that arrives while the group in flight carries background items only does
- * not queue behind its commit: it starts one group beside it (at most one), which the database orders by its row
- * locks (bench/rounds/08: the next request's open behind the last one's close). Items with the same key never
+ * whose reply went out): they are gathered for `gatherMs` and then go together, so that requests coming one at a time
+ * do not each pay a commit of their own beside the next one (bench/rounds/31); a waited-on item that arrives while
+ * the group in flight carries background items only does not queue behind its commit: it starts one group beside it
+ * (at most one), which the database orders by its row locks (bench/rounds/08: the next request's open behind the
+ * last one's close). Items with the same key never
  * share a group, nor run in two groups at once (an item waits while an earlier one of its key is in the group
  * beside), so each caller gets the result of its own item, and a key's items commit in the order they were
  * submitted. A failed group is retried item by item to isolate the one that failed (safe: a group is one
@@ -20,21 +22,39 @@ export class GroupCommit<I, O> {
   private beside?: Promise<void>;
   /** Keys of the items in the groups in flight. */
   private readonly flying = new Set<string>();
+  /** Background items gathered until `gatherMs` after the first of them (then they join the queue together). */
+  private readonly gathered: typeof this.queue = [];
+  private gathering?: NodeJS.Timeout;
 
   constructor(
     private readonly run: (items: I[]) => Promise<O[]>,
     private readonly keyOf: (item: I) => string,
+    /** How long a background item waits for others before they go (0: at once, as any item). */
+    private readonly gatherMs = 0,
     private readonly maxGroup = 256,
   ) {}
 
   submit(item: I, opts: { background?: boolean } = {}): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       const background = opts.background === true;
-      this.queue.push({ item, key: this.keyOf(item), background, resolve, reject });
+      const entry = { item, key: this.keyOf(item), background, resolve, reject };
+      if (background && this.gatherMs > 0) {
+        this.gathered.push(entry);
+        this.gathering ??= setTimeout(this.release, this.gatherMs);
+        return;
+      }
+      this.queue.push(entry);
       if (!this.running) return void this.drain();
       if (!background && this.backgroundInFlight && !this.beside) this.beside = this.runBeside();
     });
   }
+
+  /** The gathered background items join the queue (the loop's next group, or one of their own when it is idle). */
+  private readonly release = (): void => {
+    this.gathering = undefined;
+    this.queue.push(...this.gathered.splice(0));
+    if (!this.running) void this.drain();
+  };
 
   private take() {
     const group: typeof this.queue = [];

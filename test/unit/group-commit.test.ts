@@ -36,6 +36,28 @@ describe('GroupCommit', () => {
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
   });
 
+  it('gathers background items for its gatherMs and commits them as one group; a waited-on item does not wait for them', async () => {
+    jest.useFakeTimers();
+    try {
+      const groups: number[][] = [];
+      const b = new GroupCommit<number, number>(async (items) => (groups.push(items), items), String, 20);
+      const gathered = [b.submit(1, { background: true }), b.submit(2, { background: true })];
+      expect(await b.submit(3)).toBe(3);
+      await jest.advanceTimersByTimeAsync(19);
+      expect(groups).toEqual([[3]]);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(await Promise.all(gathered)).toEqual([1, 2]);
+      expect(groups).toEqual([[3], [1, 2]]);
+      // The next background item starts a gathering of its own.
+      const next = b.submit(4, { background: true });
+      await jest.advanceTimersByTimeAsync(20);
+      expect(await next).toBe(4);
+      expect(groups).toEqual([[3], [1, 2], [4]]);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   /** A group commit whose groups wait until released, recording which started. */
   function gated() {
     const started: number[][] = [];
