@@ -6,11 +6,10 @@
  * do not each pay a commit of their own beside the next one (bench/rounds/31); a waited-on item that arrives while
  * the group in flight carries background items only does not queue behind its commit: it starts one group beside it
  * (at most one), which the database orders by its row locks (bench/rounds/08: the next request's open behind the
- * last one's close). Items with the same key never
- * share a group, nor run in two groups at once (an item waits while an earlier one of its key is in the group
- * beside), so each caller gets the result of its own item, and a key's items commit in the order they were
- * submitted. A failed group is retried item by item to isolate the one that failed (safe: a group is one
- * transaction, and every item's operation is idempotent).
+ * last one's close). Items with the same key never share a group, nor run in two groups at once (an item waits while
+ * an earlier one of its key is in the group beside), so each caller gets the result of its own item, and a key's items
+ * commit in the order they were submitted. A failed group is retried item by item to isolate the one that failed
+ * (safe: a group is one transaction, and every item's operation is idempotent).
  */
 export class GroupCommit<I, O> {
   /** Items waiting for a group, each with its key (asked once, at submit). */
