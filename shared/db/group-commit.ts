@@ -23,6 +23,7 @@ export class GroupCommit<I, O> {
   private readonly flying = new Set<string>();
   /** Background items gathered until `gatherMs` after the first of them (then they join the queue together). */
   private readonly gathered: typeof this.queue = [];
+  private readonly gatheredKeys = new Set<string>();
   private gathering?: NodeJS.Timeout;
 
   constructor(
@@ -39,9 +40,12 @@ export class GroupCommit<I, O> {
       const entry = { item, key: this.keyOf(item), background, resolve, reject };
       if (background && this.gatherMs > 0) {
         this.gathered.push(entry);
+        this.gatheredKeys.add(entry.key);
         this.gathering ??= setTimeout(this.release, this.gatherMs);
         return;
       }
+      // An item of a key gathered goes after it: the gathered items join the queue first.
+      if (this.gatheredKeys.has(entry.key)) this.release();
       this.queue.push(entry);
       if (!this.running) return void this.drain();
       if (!background && this.backgroundInFlight && !this.beside) this.beside = this.runBeside();
@@ -50,7 +54,9 @@ export class GroupCommit<I, O> {
 
   /** The gathered background items join the queue (the loop's next group, or one of their own when it is idle). */
   private readonly release = (): void => {
+    clearTimeout(this.gathering);
     this.gathering = undefined;
+    this.gatheredKeys.clear();
     this.queue.push(...this.gathered.splice(0));
     if (!this.running) void this.drain();
   };

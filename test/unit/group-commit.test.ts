@@ -58,6 +58,23 @@ describe('GroupCommit', () => {
     }
   });
 
+  it("a waited-on item of a key gathered goes after it: the gathered items are not kept waiting", async () => {
+    jest.useFakeTimers();
+    try {
+      const groups: string[][] = [];
+      const b = new GroupCommit<string, string>(async (items) => (groups.push(items), items), (s) => s[0]!, 20);
+      const gathered = [b.submit('a1', { background: true }), b.submit('b1', { background: true })];
+      expect(await b.submit('a2')).toBe('a2');
+      expect(await Promise.all(gathered)).toEqual(['a1', 'b1']);
+      expect(groups).toEqual([['a1', 'b1'], ['a2']]);
+      // Nothing is left to the timer.
+      await jest.advanceTimersByTimeAsync(20);
+      expect(groups).toEqual([['a1', 'b1'], ['a2']]);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   /** A group commit whose groups wait until released, recording which started. */
   function gated() {
     const started: number[][] = [];
