@@ -1,6 +1,6 @@
 /**
  * The reservation that arrives while replied requests' settlements commit (bench/rounds/08-slow-noisy-machine.md). A
- * reply's close commits in the background, gathered with others for `CLOSE_GATHER_MS` (bench/rounds/31), and an open
+ * reply's close commits in the background, gathered with others for `GATHER_MS` (bench/rounds/31), and an open
  * that arrives meanwhile does not queue behind them. This times that open, N times, through the service's Ledger on a
  * scratch database: a close in the background, the open on the next turn (and 5 ms before the next round).
  *

@@ -164,7 +164,9 @@ export class GenerationGateway {
   /**
    * The `drawn` path: a reservation granted from this process's lease (shared/billing/leases.ts) for a job claimed here
    * (shared/queue/claims.ts, `only`: added only if claimed). The whole bound is reserved in PostgreSQL already, so the job
-   * runs while the generation's record commits (its bound moving from the lease to its own reservation). Its worker takes
+   * runs while the generation's record commits (its bound moving from the lease to its own reservation; a synchronous
+   * request's record is gathered with others for `GATHER_MS`, shared/billing/ledger.ts, a stream's is not: its ending
+   * waits for it). Its worker takes
    * the record from the lane (shared/runtime/local-lane.ts) with the job: a reply never goes out for a generation that
    * neither the database nor a settlement promise holds, so its `done` may leave once its promise carries the record
    * (shared/billing/ending.ts endGeneration); every other final message waits for the record's commit. A record
@@ -212,7 +214,7 @@ export class GenerationGateway {
       leases.undraw(lease, bound);
       return null;
     }
-    const recorded = this.generations.createDrawn(row);
+    const recorded = this.generations.createDrawn(row, { background: gen.responseMode !== 'stream' });
     record.commit(recorded);
     recorded.then(
       (g) => leases.opened(lease, g),

@@ -93,11 +93,12 @@ export const RUNNING_STATUSES: readonly GenerationStatus[] = ['pending', 'proces
 export const RUNNING: ReadonlySet<string> = new Set(RUNNING_STATUSES);
 
 /**
- * How long a close whose reply went out (`close(row, { background: true })`) waits for others before they commit as
- * one group. Its settlement is promised in the journal meanwhile (reads wait for it); at concurrency 1 this takes a
- * commit of its own off each next request (bench/rounds/31: 0.8 ms of added latency).
+ * How long a money write nobody waits on (`{ background: true }`) waits for others before they commit as one group:
+ * the close of a generation replied to (its settlement promised in the journal meanwhile: reads wait for it), and the
+ * record of a synchronous request drawn from a lease (its reply rides on that promise). At concurrency 1 this takes two
+ * commits of their own off each request's neighbours (bench/rounds/31: 2 ms of added latency in two steps).
  */
-export const CLOSE_GATHER_MS = 20;
+export const GATHER_MS = 20;
 
 /** How often a money call chosen as a deadlock's victim is run again before its error goes to the caller. */
 const DEADLOCK_RETRIES = 3;
@@ -127,7 +128,7 @@ export class Ledger {
   ) {
     this.pool = opts.pool;
     this.metrics = opts.metrics;
-    this.group = new GroupCommit<LedgerItem, GroupRow>((items) => this.runGroup(items), (i) => i.row.id, CLOSE_GATHER_MS);
+    this.group = new GroupCommit<LedgerItem, GroupRow>((items) => this.runGroup(items), (i) => i.row.id, GATHER_MS);
   }
 
   /** One group commit for both kinds; keyed by generation id, so a generation's open and close never share a group. */
@@ -181,10 +182,11 @@ export class Ledger {
 
   /**
    * Records a generation granted from a lease (the migration reservation_leases): its bound moves from the lease's
-   * reservation to its own, in the next group. Resolves to what it holds: its bound, or 0 when the lease was gone.
+   * reservation to its own, in the next group (`background`: gathered for `GATHER_MS` first). Resolves to what it holds:
+   * its bound, or 0 when the lease was gone.
    */
-  async openDrawn(row: DrawnRow): Promise<Decimal> {
-    const { granted } = await this.group.submit({ kind: 'drawn', row });
+  async openDrawn(row: DrawnRow, opts: { background?: boolean } = {}): Promise<Decimal> {
+    const { granted } = await this.group.submit({ kind: 'drawn', row }, opts);
     const g = money(granted!);
     this.metrics?.moneyReserved.inc({}, g);
     return g;
@@ -231,7 +233,7 @@ export class Ledger {
   /**
    * Settles a generation's reservation (charges `cost`, or releases it all) and writes its ending in one
    * transaction. `applied: false` when the generation had already ended: its first ending stands. `background`: nobody
-   * waits on the result (the reply went out): it is gathered with others for `CLOSE_GATHER_MS`, and a waited-on item
+   * waits on the result (the reply went out): it is gathered with others for `GATHER_MS`, and a waited-on item
    * need not queue behind its commit (group-commit.ts).
    */
   async close(row: CloseRow, opts: { background?: boolean } = {}): Promise<{ applied: boolean; charged: Decimal }> {

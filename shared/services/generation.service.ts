@@ -99,8 +99,8 @@ export class GenerationService {
    * reservation holds (its bound, or 0 when the lease was gone). Idempotent: a generation already recorded is left as it
    * is (a kept promise records it again).
    */
-  createDrawn(row: DrawnRow): Promise<Decimal> {
-    return this.ledger.openDrawn(row);
+  createDrawn(row: DrawnRow, opts: { background?: boolean } = {}): Promise<Decimal> {
+    return this.ledger.openDrawn(row, opts);
   }
 
   /** Releases the leases of processes that stopped renewing them (the reaper). */
