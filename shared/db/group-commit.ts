@@ -2,12 +2,13 @@
  * Group commit: callers submit items one at a time; the group commit runs them as few groups as possible, one group
  * in flight at a time. The first item of an idle group commit goes out at once (no added latency when quiet); items
  * arriving while a group runs form the next one. Items submitted as `background` are ones nobody waits on (a close
- * whose reply went out): they are gathered for `gatherMs` and then go together, so that requests coming one at a time
- * do not each pay a commit of their own beside the next one (bench/rounds/31); a waited-on item that arrives while
- * the group in flight carries background items only does not queue behind its commit: it starts one group beside it
- * (at most one), which the database orders by its row locks (bench/rounds/08: the next request's open behind the
- * last one's close). Items with the same key never share a group, nor run in two groups at once (an item waits while
- * an earlier one of its key is in the group beside), so each caller gets the result of its own item, and a key's items
+ * whose reply went out, a record its reply does not wait for): they are gathered for `gatherMs` and then go together,
+ * so that requests coming one at a time do not each pay a commit of their own beside the next one (bench/rounds/31); a
+ * waited-on item that arrives while the group in flight carries background items only does not queue behind its
+ * commit: it starts one group beside it (at most one), which the database orders by its row locks (bench/rounds/08:
+ * the next request's open behind the last one's close). Items with the same key never share a group, nor run in two
+ * groups at once (an item waits while an earlier one of its key is in the group beside; a waited-on item of a key
+ * gathered sends the gathered items on first), so each caller gets the result of its own item, and a key's items
  * commit in the order they were submitted. A failed group is retried item by item to isolate the one that failed
  * (safe: a group is one transaction, and every item's operation is idempotent).
  */
