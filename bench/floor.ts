@@ -84,7 +84,7 @@ async function main(): Promise<void> {
   const complete = async (id: string, organizationId: string, row: ReturnType<typeof closeRowOf>) => {
     await ledger.close(row, { background: true });
     // The erase and the job's completion leave in one write, as the service's (SettlementJournal.erase).
-    void journal.erase(organizationId, id).catch(() => undefined);
+    journal.erase(organizationId, id);
     const c = claimed.get(id);
     claimed.delete(id);
     if (c) await Job.fromJSON(queue, claimedJobJson(c.raw), id).moveToCompleted('done', c.token, false);

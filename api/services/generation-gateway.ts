@@ -145,7 +145,7 @@ export class GenerationGateway {
       if (drawn) return drawn;
     }
     const created = await this.reserve(gen);
-    if ('replayOf' in created) return attach(this.generations, created.replayOf, queue, gen, opts.listen);
+    if ('replayOf' in created) return attach(this.generations, this.endings.settlements, created.replayOf, queue, gen, opts.listen);
     const { granted, createdAt } = created;
     if (opts.park) return this.parkLine(queue, gen, job(granted), opts.park, granted, createdAt);
     const mailbox = opts.listen ? new Mailbox() : undefined;
@@ -163,18 +163,19 @@ export class GenerationGateway {
 
   /**
    * The `drawn` path: a reservation granted from this process's lease (shared/billing/leases.ts) for a job claimed here
-   * (shared/queue/claims.ts, `only`: added only if claimed). The whole bound is reserved in PostgreSQL already, so the job
-   * runs while the generation's record commits (its bound moving from the lease to its own reservation; a synchronous
-   * request's record is gathered with others for `GATHER_MS`, shared/billing/ledger.ts, a stream's is not: its ending
-   * waits for it). Its worker takes the record from the lane (shared/runtime/local-lane.ts) with the job: a reply never
-   * goes out for a generation that neither the database nor a settlement promise holds, so its `done` may leave once its
-   * promise carries the record (shared/billing/ending.ts endGeneration); every other final message waits for the
-   * record's commit. A record that fails before any `done` went out ends the generation for its client as unavailable,
-   * and its job is stopped (it settles nothing: there is no record); after a `done`, the promise is kept by the run, its
-   * re-run or the reaper. The job is marked `drawn`: a run anywhere else (a re-run after this process died) finds no
-   * record in its lane and ends the generation as orphaned, with no second provider call for a client that is gone,
-   * unless the first run had promised a reply (then that promise is kept). Null when there is no free slot, no lease
-   * with room, or BullMQ would not give the job now: nothing was added, and the request takes the `reserved` path.
+   * (shared/queue/claims.ts, `only`: added only if claimed). The whole bound is reserved in PostgreSQL already, so the
+   * job runs while the generation's record commits (its bound moving from the lease to its own reservation; a
+   * synchronous request's record is gathered with others for `GATHER_MS`, shared/billing/ledger.ts, a stream's is not:
+   * its id reaches its client with the first event, and a read of it should find the record). Its worker takes the
+   * record from the lane (shared/runtime/local-lane.ts) with the job: a reply never goes out for a generation that
+   * neither the database nor a settlement promise holds, so its `done` may leave once its promise carries the record
+   * (shared/billing/ending.ts endGeneration); every other final message waits for the record's commit. A record that
+   * fails before any `done` went out ends the generation for its client as unavailable, and its job is stopped (it
+   * settles nothing: there is no record); after a `done`, the promise is kept by the run, its re-run or the reaper. The
+   * job is marked `drawn`: a run anywhere else (a re-run after this process died) finds no record in its lane and ends
+   * the generation as orphaned, with no second provider call for a client that is gone, unless the first run had
+   * promised a reply (then that promise is kept). Null when there is no free slot, no lease with room, or BullMQ would
+   * not give the job now: nothing was added, and the request takes the `reserved` path.
    */
   private async submitDrawn<T extends object>(leases: LeaseDesk, queue: QueueName, gen: NewGeneration, job: (granted: Decimal) => T, opts: { forget?: boolean }): Promise<Submission | null> {
     const ticket = this.lane.claimers.hold(this.queues[queue].qualifiedName, gen.organizationId);
@@ -213,7 +214,7 @@ export class GenerationGateway {
       leases.undraw(lease, bound);
       return null;
     }
-    const recorded = this.generations.createDrawn(row, { background: gen.responseMode !== 'stream' });
+    const recorded = this.endings.ledger.openDrawn(row, { background: gen.responseMode !== 'stream' });
     record.commit(recorded);
     recorded.then(
       (g) => leases.opened(lease, g),

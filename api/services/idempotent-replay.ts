@@ -3,6 +3,7 @@ import type { QueueName } from '../../shared/queue/queue-names';
 import { RUNNING, type GenerationService, type GenerationState, type NewGeneration } from '../../shared/services/generation.service';
 import { ZERO } from '../../shared/money';
 import { Mailbox } from '../../shared/queue/generation-bus';
+import type { SettlementJournal } from '../../shared/billing/settlement-journal';
 import type { Submission } from './generation-order';
 
 /** How often a repeated request reads the state of the generation it attached to. */
@@ -13,9 +14,11 @@ const REPLAY_POLL_MS = 150;
  * replies to the first request's API process, so the repeat reads the generation's state from the database
  * until it ends and hands the outcome to the route like a worker message: a finished generation is replayed
  * from what it stored, a running one is waited for. A stream cannot join one that is still streaming (its
- * earlier deltas went to the first client): 409.
+ * earlier deltas went to the first client): 409. Like any read, it first waits for the generation's promised
+ * settlement (the first request's reply may have gone out on it).
  */
-export async function attach(generations: Pick<GenerationService, 'state'>, id: string, queue: QueueName, gen: NewGeneration, listen: boolean): Promise<Submission> {
+export async function attach(generations: Pick<GenerationService, 'state'>, settlements: Pick<SettlementJournal, 'waitSettled'>, id: string, queue: QueueName, gen: NewGeneration, listen: boolean): Promise<Submission> {
+  await settlements.waitSettled(gen.organizationId, { generationIds: [id] });
   const first = await generations.state(id);
   // Both 409s below pass once the first request has gone further: the SDKs may repeat them (x-should-retry).
   if (!first) throw new AppError('CONFLICT', `The first request with this Idempotency-Key is still being accepted: repeat in a moment`, { metadata: { generation_id: id }, retry: true });

@@ -5,7 +5,6 @@ import type { TextDonePayload } from '../../shared/queue/job-catalog';
 import type { GenerationGateway } from './generation-gateway';
 import { STOP_GRACE_MS, type FinalMessage, type Submission } from './generation-order';
 import type { RoutePlanner } from './route-planner';
-import { toAppError } from '../middleware/error-handler';
 import { buildChatCompletion, type ChatCompletion } from '../../shared/formats/chat.mapper';
 import { chatUsage } from '../../shared/formats/format-utils';
 
@@ -106,94 +105,6 @@ export interface StreamHandlers {
 }
 
 export { STOP_GRACE_MS };
-
-/** The error a cancelled stream ends with; with the cost charged when content had reached the client. */
-const CANCELLED: StoredError = { code: 'REQUEST_TIMEOUT', message: 'The generation was cancelled' };
-
-/**
- * Relays a streamed generation as Server-Sent Events, event by event, as the worker publishes them (nothing is
- * buffered). A client that leaves stops the job and its upstream call: after content reached it, the generation
- * is billed for what was produced; before, it is cancelled uncharged (decisions.md section 4). Every stream ends with
- * a final event: one whose ending cannot be learned (PostgreSQL or Redis away) ends with `failed`, and the error is
- * rethrown for the log.
- */
-export async function pumpStream(
-  res: Response,
-  gateway: GenerationGateway,
-  sub: Submission,
-  waitMs: number,
-  head: string[],
-  h: StreamHandlers,
-): Promise<void> {
-  const gone = openEventStream(res, () => sub.mailbox?.close());
-  let produced = false;
-  let lastSeq = 0;
-  // The stream's final event, written with the reply's end once the loop ends (every way out of it but the client
-  // leaving sets it): one write.
-  let last: string[] | undefined;
-  const write = (chunks: string[]) => {
-    if (!gone() && chunks.length) res.write(chunks.join(''));
-  };
-  write(head);
-  // Out now: node:http corks a chunk until the next tick, and the work queued before then (sending the drawn record's
-  // commit) held the stream's first byte about 1 ms at concurrency 1 (bench/rounds/29).
-  if (res.socket?.writableCorked) res.socket.uncork();
-  try {
-    while (!gone()) {
-      const m = await sub.mailbox!.next(waitMs);
-      if (gone()) break;
-      if (m && m.seq <= lastSeq && produced && (m.type === 'started' || m.type === 'delta')) {
-        // The numbering started over: the job is being re-run (its worker died) and would send the text again from
-        // the start. What the client already has cannot be taken back, so the stream ends here, uncharged (its re-run
-        // found no checkpoint of it to keep: docs/billing-failures.md).
-        await gateway.cancel(sub.id, sub.queue);
-        last = h.failed({ code: 'SERVICE_UNAVAILABLE', message: 'The worker running this stream stopped: repeat the request' });
-        break;
-      }
-      // A final message numbered anew is the ending another run made (it kept the stream's checkpoint): relayed below.
-      if (m && m.type !== 'recheck') lastSeq = m.seq;
-      if (!m) {
-        const final = await outwaited(gateway, sub, { goesOn: sub.keyed === true, produced, onDelta: (ev) => write(h.delta(ev)) });
-        if (final === 'running') {
-          // With an Idempotency-Key the generation goes on, and a repeat replays it once it has finished.
-          last = h.failed({ code: 'REQUEST_TIMEOUT', message: `Timed out waiting for the model: generation ${sub.id} keeps running; repeat with the same Idempotency-Key to replay it once finished`, metadata: { reason: 'upstream_timeout', generation_id: sub.id } });
-        } else if (final?.type === 'done') last = h.done(final.payload as TextDonePayload);
-        else if (final?.type === 'failed') last = h.failed(final.error, final.payload as TextDonePayload | undefined);
-        else if (final?.type === 'cancelled') last = h.failed(CANCELLED, final.payload as TextDonePayload | undefined);
-        else last = h.failed({ code: 'REQUEST_TIMEOUT', message: 'Timed out waiting for the model', metadata: { reason: 'upstream_timeout' } });
-        break;
-      }
-      if (m.type === 'started') h.started?.(m.model);
-      else if (m.type === 'delta') {
-        produced = true;
-        write(h.delta(m.event));
-      }
-      else if (m.type === 'done') {
-        // A repeat of a finished stream (same Idempotency-Key): its stored result, as the deltas it was made of.
-        if (sub.replayed && !produced) write(replayEvents((m.payload as TextDonePayload).result).flatMap((ev) => h.delta(ev)));
-        last = h.done(m.payload as TextDonePayload);
-        break;
-      } else if (m.type === 'failed') {
-        last = h.failed(m.error, m.payload as TextDonePayload | undefined);
-        break;
-      } else if (m.type === 'cancelled') {
-        last = h.failed(CANCELLED, m.payload as TextDonePayload | undefined);
-        break;
-      }
-    }
-  } catch (err) {
-    last ??= h.failed(toAppError(err).toStored());
-    throw err;
-  } finally {
-    sub.detach();
-    if (!gone()) res.end(last?.join(''));
-  }
-  if (gone() && !sub.keyed) {
-    // The client left before the end: stop the provider (with an Idempotency-Key it goes on, for a repeat to replay). With content sent, the worker charges what was produced.
-    if (produced) await gateway.stop(sub.id, 'client_gone');
-    else await gateway.cancel(sub.id, sub.queue);
-  }
-}
 
 /** A finished result as the stream events that would have produced it (replays of an Idempotency-Key). */
 export function replayEvents(result: TextResult): TextStreamEvent[] {

@@ -16,8 +16,8 @@ import { closeRowOf, type CloseRow, type Finish, type Ledger, type NewGeneration
 import { PromiseRefused, type PromiseKeeper, type SettlementJournal, type PendingRecord } from './settlement-journal';
 
 /**
- * How long a stream's last event waits for its settlement's commit (at most a quarter of SYNC_WAIT_MS) before it goes
- * out on a promise instead (reply, then settle): a PostgreSQL that is away or slow never holds a stream's ending.
+ * How long a cut stream's last event waits for its settlement's commit (at most a quarter of SYNC_WAIT_MS) before it
+ * goes out on a promise instead (reply, then settle): a PostgreSQL that is away or slow never holds a stream's ending.
  */
 export const STREAM_COMMIT_WAIT_MS = 1_000;
 
@@ -44,7 +44,7 @@ export interface ReplyChannel {
 
 /** The generation ended: the job's fields an ending reads (`replyTo` absent or null: nobody waits for a reply). */
 export type EndingJob = Pick<GenerationJobBase, 'generationId' | 'organizationId'> &
-  Partial<Pick<GenerationJobBase, 'replyTo' | 'reserved' | 'traceId' | 'traceparent'>> & { mode?: string };
+  Partial<Pick<GenerationJobBase, 'replyTo' | 'reserved' | 'traceId' | 'traceparent'>>;
 
 type JobIds = Pick<GenerationJobBase, 'generationId' | 'organizationId'> & { traceId?: string | null };
 
@@ -57,7 +57,7 @@ export interface Settled {
 /**
  * A generation's outcome as its kind reports it.
  * - `answer`: it answered; `done` carries `payload` (its `cost` set to what is charged). Reply, then settle when a
- *   client waits and the cost is within the reservation; a stream settles first (`endStream`).
+ *   client waits (a synchronous request or a stream) and the cost is within the reservation.
  * - `cut`: a stream cut after content reached its client: charged what it produced, its last message from the charge.
  * - `end`: anything else (a failure, a cancel, a media result): committed first; then `committed` (a callback queued,
  *   files discarded), then the reply `reply(settled)` (default: the ending's own message when it was the generation's).
@@ -79,15 +79,7 @@ export async function endGeneration(deps: EndingDeps, pub: ReplyChannel | null, 
   let settled: Settled | null = null;
   try {
     if (ending.kind === 'cut') await endStream(deps, channel, job, row, ending.last);
-    else if (ending.kind === 'answer' && job.replyTo && job.mode === 'stream') {
-      // A stream settles first: its last message is `done` with the charge, or `cancelled` when another ending won.
-      const { payload } = ending;
-      const done: StreamEnding = (charged, applied) => {
-        payload.cost = charged.toFixed(10);
-        return applied ? { type: 'done', payload } : { type: 'cancelled' };
-      };
-      await endStream(deps, channel, job, row, done);
-    } else if (ending.kind === 'answer') await settleAnswer(deps, channel, job, row, ending.payload);
+    else if (ending.kind === 'answer') await settleAnswer(deps, channel, job, row, ending.payload);
     else {
       settled = await deps.ledger.close(row);
       await ending.committed?.(settled);
@@ -116,8 +108,9 @@ function ownMessage(f: Finish): GenerationEvent {
 }
 
 /**
- * Settles a generation that answered, but for a stream (`endStream`): charges `row.cost`, records the ending and sends
- * `done` with the cost charged (`payload.cost`), or `cancelled` when another ending won (nothing charged).
+ * Settles a generation that answered (a synchronous reply, a stream's last event): charges `row.cost`, records the
+ * ending and sends `done` with the cost charged (`payload.cost`), or `cancelled` when another ending won (nothing
+ * charged).
  *
  * Reply, then settle (docs/architecture.md): when a client waits for the reply and the cost is within the reservation
  * (so the close charges exactly that cost), the settlement is promised in the journal, the reply goes out, and the
@@ -149,7 +142,10 @@ async function settleAnswer(deps: EndingDeps, pub: ReplyChannel, data: EndingJob
   }
   await pub.send(message);
   if (record && !(await record.committed.then(() => true, () => false))) return keepAfterLostRecord(deps, data, record);
-  settledAfterReply(deps, data, await deps.ledger.close(row, { background: true }));
+  // Committed after the reply (or kept first by whoever keeps promises: then this close applies nothing). The promise
+  // is spent: erased with the job's completion (SettlementJournal.erase).
+  await deps.ledger.close(row, { background: true });
+  deps.settlements.erase(data.organizationId, data.generationId);
 }
 
 /**
@@ -164,27 +160,15 @@ async function replySettled(pub: ReplyChannel, payload: { cost: string }, outcom
   await pub.send(outcome.applied ? { type: 'done', payload } : { type: 'cancelled' });
 }
 
-/** A promised settlement committed after its reply: the promise is spent (erased with the job's completion). */
-function settledAfterReply(deps: EndingDeps, data: JobIds, outcome: { applied: boolean }): void {
-  // Another ending committed first (a cancel that raced the reply): it stands, and the client saw this one.
-  if (!outcome.applied) deps.logger.warn('a generation replied to was ended otherwise first', { generationId: data.generationId, trace_id: data.traceId });
-  // Not waited for: it leaves with the job's completion (SettlementJournal.erase).
-  deps.settlements.erase(data.organizationId, data.generationId).catch((err: unknown) =>
-    deps.logger.warn('settlement promise not erased (a read waiting for it erases it)', { generationId: data.generationId, err, trace_id: data.traceId }),
-  );
-}
-
 /**
- * A stream's ending: one that answered (its last message `done` from the charge), or one cut after content reached its
- * client (charged what it produced, its ending failed or cancelled through the API). Its client already holds the
- * content: only its last event waits for the commit, and the client's next request then reserves, and starts, without a
- * settlement ahead of it (committing after would land on that request's first byte: measured again with leases, +1 ms
- * at concurrency 1). Content that reached a client is charged however the generation ends: a commit that fails or takes
- * longer than `STREAM_COMMIT_WAIT_MS` (PostgreSQL away, as the client leaves or not) is promised instead, and the last
- * event goes out on the promise, with the cost when it is within the reservation (then charged exactly), else `failed`
- * without it (the charge is not known yet, the content is still charged). The commit is then awaited, and tried again
- * while this run lives (`keepPromise`); past that the reaper keeps the promise. Neither store reachable: the stream ends
- * `failed` and its commit is awaited.
+ * The ending of a stream cut after content reached its client (charged what it produced, its ending failed or cancelled
+ * through the API; a stream that answered ends as any answer, `settleAnswer`). Its client already holds the content:
+ * its last event, from the charge, waits for the commit. Content that reached a client is charged however the
+ * generation ends: a commit that fails or takes longer than `STREAM_COMMIT_WAIT_MS` (PostgreSQL away, as the client
+ * leaves or not) is promised instead, and the last event goes out on the promise, with the cost when it is within the
+ * reservation (then charged exactly), else `failed` without it (the charge is not known yet, the content is still
+ * charged). The commit is then awaited, and tried again while this run lives (`keepPromise`); past that the reaper
+ * keeps the promise. Neither store reachable: the stream ends `failed` and its commit is awaited.
  */
 async function endStream(deps: EndingDeps, pub: ReplyChannel, data: EndingJob, row: CloseRow, ending: StreamEnding): Promise<void> {
   await pub.ensureOwned?.();
@@ -224,13 +208,14 @@ async function endStream(deps: EndingDeps, pub: ReplyChannel, data: EndingJob, r
       metadata: { generation_id: data.generationId },
     }).toStored();
     await pub.send({ type: 'failed', error: unknown });
-    settledAfterReply(deps, data, await commit);
+    await commit;
+    // Should Redis have kept the promise after all, it is spent now.
+    deps.settlements.erase(data.organizationId, data.generationId);
     return;
   }
   if (message) await pub.send(message);
   if (record && !(await record.committed.then(() => true, () => false))) return keepAfterLostRecord(deps, data, record);
-  const late = await commit.catch(() => undefined);
-  if (late) settledAfterReply(deps, data, late);
+  if (await commit.then(() => true, () => false)) deps.settlements.erase(data.organizationId, data.generationId);
   else await keepPromise(deps, data);
 }
 

@@ -165,11 +165,11 @@ export class SettlementJournal {
    * not waited for, so the job's completion, which BullMQ sends in the same tick, leaves in the same write after it
    * (shared/queue/redis.ts coalesceWrites) and the two replies come back together: one socket write a request fewer.
    * Redis applies the two in order, so a job that completed has no promise left; a process that dies
-   * before the write loses both, and the stalled job's re-run keeps the promise (`keep`). The returned promise only
-   * reports a failure (the entry then stays until a read that waits for it finds its generation ended and erases it).
+   * before the write loses both, and the stalled job's re-run keeps the promise (`keep`). An erase that fails leaves the
+   * entry until a read that waits for it finds its generation ended and erases it.
    */
-  erase(organizationId: string, generationId: string): Promise<unknown> {
-    return this.eraseVia.hdel(this.journals + organizationId, generationId);
+  erase(organizationId: string, generationId: string): void {
+    this.eraseVia.hdel(this.journals + organizationId, generationId).catch(() => undefined);
   }
 
   /**

@@ -94,15 +94,6 @@ export class GenerationService {
     return opened;
   }
 
-  /**
-   * Records a generation granted in memory from a lease (its row: `openRowOf(g, lease)`); resolves to what its
-   * reservation holds (its bound, or 0 when the lease was gone). Idempotent: a generation already recorded is left as it
-   * is (a kept promise records it again).
-   */
-  createDrawn(row: DrawnRow, opts: { background?: boolean } = {}): Promise<Decimal> {
-    return this.ledger.openDrawn(row, opts);
-  }
-
   /** Releases the leases of processes that stopped renewing them (the reaper). */
   sweepLeases(): Promise<number> {
     return this.ledger.sweepLeases();

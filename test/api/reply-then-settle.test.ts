@@ -75,8 +75,14 @@ describe('reads right after the reply see the settlement the reply showed', () =
     return letGo;
   };
   afterEach(() => letGo?.()); // a test that failed holding them lets them go
+  // The generations whose close was submitted after their reply (`background`: nobody waits on it).
+  const closedAfterReply = new Set<string>();
   beforeAll(async () => {
-    s = await createTestStack({ beforeClose: () => hold ?? Promise.resolve(), knobs: { promptTokens: 1000, completionTokens: 500 } });
+    const beforeClose = (row: { id: string }, opts?: { background?: boolean }) => {
+      if (opts?.background) closedAfterReply.add(row.id);
+      return hold ?? Promise.resolve();
+    };
+    s = await createTestStack({ beforeClose, knobs: { promptTokens: 1000, completionTokens: 500 } });
     org = await s.seed({ balance: '1000' });
   });
   afterAll(() => s.close());
@@ -168,25 +174,33 @@ describe('reads right after the reply see the settlement the reply showed', () =
     expect(got.body.status).toBe('completed');
   });
 
-  // Its client already holds the content: only the last event waits, and the client's next request then reserves
-  // without a settlement ahead of it (docs/architecture.md "Endings and rules"; for what ending on a promise
-  // instead measured, bench/rounds/09-slow-flush-after-idle.md).
-  it("a stream's settlement commits before its last event: charged when the stream ends, no promise made", async () => {
+  // A stream that answered ends as a synchronous answer does (docs/architecture.md "Endings and rules"; measured in
+  // bench/rounds/32-streams-on-their-promise.md): its last event goes out on the promise, the close commits after it.
+  it("a stream's last event goes out on its promise: reads after it see the charge it showed", async () => {
+    const before = await orgMoney(s, org.organizationId);
+    const release = holdCloses();
     const res = await streamed(s, org, '/v1/chat/completions', { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'hi' }], stream_options: { include_usage: true } });
     expect(res.status).toBe(200);
+    expect(res.text.trimEnd().endsWith('data: [DONE]')).toBe(true);
     const chunks = chatChunks(res.text);
     const id = chunks[0]!.id;
     const cost = money(String(chunks.find((c) => c.usage)?.usage?.cost_rub));
     expect(cost.greaterThan(0)).toBe(true);
-    const g = await s.t.db.generation.findFirstOrThrow({ where: { id }, select: { status: true, clientCost: true } });
-    expect(g.status).toBe('completed');
-    expect(money(g.clientCost).toFixed(6)).toBe(cost.toFixed(6));
-    expect(await s.ctx.settlements.read(org.organizationId, id)).toBeNull();
+    // Promised, replied, and its close submitted after the reply (a close that waited for the hold first would not be).
+    expect(await s.ctx.settlements.read(org.organizationId, id)).not.toBeNull();
+    await waitFor("the stream's close, submitted after its reply", () => closedAfterReply.has(id), 5_000);
+    const reads = Promise.all([request(s.app).get('/v1/balance').set(org.auth), request(s.app).get(`/v1/history/generations/${id}`).set(org.auth)]);
+    release();
+    const [balance, detail] = await reads;
+    expect(balance.body).toMatchObject({ amount: before.balance.minus(cost).toFixed(6), reservedAmount: '0.000000' });
+    expect(detail.body).toMatchObject({ status: 'completed', clientCost: cost.toFixed(6) });
+    const charges = await s.t.db.ledgerEntry.findMany({ where: { generationId: id, kind: { in: ['charge', 'release'] } } });
+    expect(charges.map((e) => [e.kind, money(e.amount).negated().toFixed(6)])).toEqual([['charge', cost.toFixed(6)]]);
   });
 
-  // PostgreSQL away or slow: the last event waits for the commit at most STREAM_COMMIT_WAIT_MS, then goes out on a
-  // promise with the cost; the commit lands after it, charged exactly that, once.
-  it("a stream whose settlement does not commit in time ends on a promise, with the cost it is then charged once", async () => {
+  // PostgreSQL away or slow: the last event goes out on the promise with the cost; the commit lands once it can,
+  // charged exactly that, once.
+  it("a stream whose settlement cannot commit yet ends on its promise, with the cost it is then charged once", async () => {
     s.fake.setKnobs({ promptTokens: 1000, completionTokens: 500, streamChunks: 4, chunkDelayMs: 150 });
     const before = await s.t.db.generation.count({ where: { organizationId: org.organizationId } });
     const reply = streamed(s, org, '/v1/chat/completions', { model: 'openai/gpt-4.1-mini', messages: [{ role: 'user', content: 'slow commit' }], stream_options: { include_usage: true } });

@@ -140,14 +140,14 @@ describe('requests through the API drawn from a lease', () => {
     await warmUntilLeased();
     const before = await s.t.db.organization.findUniqueOrThrow({ where: { id: org.organizationId } });
     const recordsBefore = await s.t.db.generation.count({ where: { organizationId: org.organizationId } });
-    const generations = s.ctx.generations as unknown as { createDrawn: (...a: unknown[]) => Promise<unknown> };
-    const real = generations.createDrawn;
-    generations.createDrawn = () => Promise.reject(new Error('the database went away'));
+    const ledger = s.ctx.ledger as unknown as { openDrawn: (...a: unknown[]) => Promise<unknown> };
+    const real = ledger.openDrawn;
+    ledger.openDrawn = () => Promise.reject(new Error('the database went away'));
     let r;
     try {
       r = await chat();
     } finally {
-      generations.createDrawn = real;
+      ledger.openDrawn = real;
     }
     expect(r.status).toBe(503);
     expect(r.body.error).toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
@@ -247,17 +247,17 @@ describe('requests through the API drawn from a lease', () => {
   it('a record that fails after its reply went out on a promise is written by the promise: charged once, the reply stands', async () => {
     await warmUntilLeased();
     // The API's record fails once the reply is out; the worker's run keeps its promise (recording it itself).
-    const generations = s.ctx.generations as unknown as { createDrawn: (...a: unknown[]) => Promise<unknown> };
-    const real = generations.createDrawn;
+    const ledger = s.ctx.ledger as unknown as { openDrawn: (...a: unknown[]) => Promise<unknown> };
+    const real = ledger.openDrawn;
     let replied!: () => void;
     const out = new Promise<void>((resolve) => (replied = resolve));
-    generations.createDrawn = () => out.then(() => Promise.reject(new Error('the database went away')));
+    ledger.openDrawn = () => out.then(() => Promise.reject(new Error('the database went away')));
     let r;
     try {
       r = await chat();
       replied();
     } finally {
-      generations.createDrawn = real;
+      ledger.openDrawn = real;
     }
     expect(r.status).toBe(200);
     const cost = money((r.body.usage as { cost_rub: number }).cost_rub);

@@ -37,8 +37,8 @@ export async function createTestApp(
     catalog?: Catalog;
     env?: Record<string, string>;
     deps?: Partial<AppDeps>;
-    /** Awaited before each close of the app's ledger commits: a test holds settlements with it. */
-    beforeClose?: () => Promise<void>;
+    /** Awaited before each close of the app's ledger commits, given its arguments: a test holds settlements with it. */
+    beforeClose?: (...close: Parameters<Ledger['close']>) => Promise<void>;
   } = {},
 ): Promise<TestApp> {
   const t = await createTestDb();
@@ -83,12 +83,12 @@ export async function createTestApp(
 
 /** A ledger whose closes wait for `beforeClose` first (createTestApp's option). */
 class HeldLedger extends Ledger {
-  constructor(db: Db, private readonly beforeClose: () => Promise<void>, pool: Pool) {
+  constructor(db: Db, private readonly beforeClose: (...close: Parameters<Ledger['close']>) => Promise<void>, pool: Pool) {
     super(db, undefined, { pool });
   }
 
   override async close(...args: Parameters<Ledger['close']>): ReturnType<Ledger['close']> {
-    await this.beforeClose();
+    await this.beforeClose(...args);
     return super.close(...args);
   }
 }

@@ -19,6 +19,7 @@ import { createUpstreamClient, type UpstreamClient } from '../../shared/provider
 import { createRedis, whenReady } from '../../shared/queue/redis';
 import { createLogger } from '../../shared/logger';
 import type { AppContext, AppDeps } from '../../api/app-context';
+import type { Ledger } from '../../shared/billing/ledger';
 import { buildWorkerDeps, type WorkerDeps } from '../../workers/worker-deps';
 import { startWorkerPool, type WorkerPool } from '../../workers/worker-pool';
 import { startBatchDriver } from '../../api/services/batch-driver-worker';
@@ -192,8 +193,11 @@ export interface TestStackOptions {
   /** Start no workers (tests of what happens while nothing runs the queue). */
   noWorkers?: boolean;
   appDeps?: Partial<AppDeps>;
-  /** Awaited before each close of the stack's ledger (the API's and the workers') commits: a test holds settlements with it. */
-  beforeClose?: () => Promise<void>;
+  /**
+   * Awaited before each close of the stack's ledger (the API's and the workers') commits, given the close's arguments: a
+   * test holds settlements with it.
+   */
+  beforeClose?: (...close: Parameters<Ledger['close']>) => Promise<void>;
   /**
    * The workers run as another process's would: a lane of their own (shared/runtime/local-lane.ts), so nothing is claimed
    * at enqueue and every reply crosses Redis. Default: one lane for the API and the workers, as in a process of `npm start`.
