@@ -114,8 +114,8 @@ function ownMessage(f: Finish): GenerationEvent {
  *
  * Reply, then settle (docs/architecture.md): when a client waits for the reply and the cost is within the reservation
  * (so the close charges exactly that cost), the settlement is promised in the journal, the reply goes out, and the
- * close commits after it. A run that dies in between leaves the promise for the job's re-run or the reaper to keep
- * (settlement-journal.ts).
+ * close commits after it. A commit that fails (PostgreSQL away) is tried again while this run lives (`keepPromise`);
+ * a run that dies in between leaves the promise for the job's re-run or the reaper to keep (settlement-journal.ts).
  */
 async function settleAnswer(deps: EndingDeps, pub: ReplyChannel, data: EndingJob, row: CloseRow, payload: { cost: string }): Promise<void> {
   await pub.ensureOwned?.();
@@ -142,10 +142,10 @@ async function settleAnswer(deps: EndingDeps, pub: ReplyChannel, data: EndingJob
   }
   await pub.send(message);
   if (record && !(await record.committed.then(() => true, () => false))) return keepAfterLostRecord(deps, data, record);
-  // Committed after the reply (or kept first by whoever keeps promises: then this close applies nothing). The promise
-  // is spent: erased with the job's completion (SettlementJournal.erase).
-  await deps.ledger.close(row, { background: true });
-  deps.settlements.erase(data.organizationId, data.generationId);
+  // Committed after the reply (or kept first by whoever keeps promises: then this close applies nothing), the promise
+  // is spent: erased with the job's completion (SettlementJournal.erase). A commit that fails is tried again.
+  if (await deps.ledger.close(row, { background: true }).then(() => true, () => false)) deps.settlements.erase(data.organizationId, data.generationId);
+  else await keepPromise(deps, data);
 }
 
 /**

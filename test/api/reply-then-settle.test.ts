@@ -77,9 +77,15 @@ describe('reads right after the reply see the settlement the reply showed', () =
   afterEach(() => letGo?.()); // a test that failed holding them lets them go
   // The generations whose close was submitted after their reply (`background`: nobody waits on it).
   const closedAfterReply = new Set<string>();
+  // The next close submitted after its reply fails, as with PostgreSQL gone at that moment.
+  let failNextAfterReply = false;
   beforeAll(async () => {
     const beforeClose = (row: { id: string }, opts?: { background?: boolean }) => {
       if (opts?.background) closedAfterReply.add(row.id);
+      if (opts?.background && failNextAfterReply) {
+        failNextAfterReply = false;
+        return Promise.reject(new Error('the database went away'));
+      }
       return hold ?? Promise.resolve();
     };
     s = await createTestStack({ beforeClose, knobs: { promptTokens: 1000, completionTokens: 500 } });
@@ -194,6 +200,21 @@ describe('reads right after the reply see the settlement the reply showed', () =
     const [balance, detail] = await reads;
     expect(balance.body).toMatchObject({ amount: before.balance.minus(cost).toFixed(6), reservedAmount: '0.000000' });
     expect(detail.body).toMatchObject({ status: 'completed', clientCost: cost.toFixed(6) });
+    const charges = await s.t.db.ledgerEntry.findMany({ where: { generationId: id, kind: { in: ['charge', 'release'] } } });
+    expect(charges.map((e) => [e.kind, money(e.amount).negated().toFixed(6)])).toEqual([['charge', cost.toFixed(6)]]);
+  });
+
+  it('a close that fails after its reply is tried again by its run: charged once, the promise spent', async () => {
+    failNextAfterReply = true;
+    const res = await chat();
+    expect(res.status).toBe(200);
+    const id: string = res.headers['x-generation-id'] ?? res.body.id;
+    const cost = money(res.body.usage.cost_rub);
+    await waitFor('the promise kept by its run', async () => (await s.ctx.settlements.read(org.organizationId, id)) === null, 10_000);
+    expect(failNextAfterReply).toBe(false); // the close did fail once
+    const g = await s.t.db.generation.findFirstOrThrow({ where: { id }, select: { status: true, clientCost: true } });
+    expect(g.status).toBe('completed');
+    expect(money(g.clientCost).toFixed(6)).toBe(cost.toFixed(6));
     const charges = await s.t.db.ledgerEntry.findMany({ where: { generationId: id, kind: { in: ['charge', 'release'] } } });
     expect(charges.map((e) => [e.kind, money(e.amount).negated().toFixed(6)])).toEqual([['charge', cost.toFixed(6)]]);
   });
