@@ -222,7 +222,8 @@ export class TextService {
           last = h.failed({ code: 'SERVICE_UNAVAILABLE', message: 'The worker running this stream stopped: repeat the request' });
           break;
         }
-        // A final message numbered anew is the ending another run made (it kept the stream's checkpoint): relayed below.
+        // A final message numbered anew is the ending another run made (it kept the stream's checkpoint): relayed
+        // below.
         if (m && m.type !== 'recheck') lastSeq = m.seq;
         if (!m) {
           const final = await outwaited(gateway, sub, { goesOn: sub.keyed === true, produced, onDelta: (ev) => write(h.delta(ev)) });
@@ -261,7 +262,8 @@ export class TextService {
       if (!gone()) res.end(last?.join(''));
     }
     if (gone() && !sub.keyed) {
-      // The client left before the end: stop the provider (with an Idempotency-Key it goes on, for a repeat to replay). With content sent, the worker charges what was produced.
+      // The client left before the end: stop the provider (with an Idempotency-Key it goes on, for a repeat to replay).
+      // With content sent, the worker charges what was produced.
       if (produced) await gateway.stop(sub.id, 'client_gone');
       else await gateway.cancel(sub.id, sub.queue);
     }
