@@ -144,9 +144,7 @@ export async function runAttempts<T>(deps: WorkerDeps, job: AttemptJob, input: A
 export function upstreamRequest(deps: WorkerDeps, c: Pick<EndpointCall, 'resolved' | 'adapter'>, spec: HttpRequestSpec, signal?: AbortSignal): Promise<UpstreamReply> {
   const { provider } = c.resolved;
   const options = { timeoutMs: provider.timeoutMs, extractError: c.adapter.extractError, signal };
-  // As withinCap below: a provider without a cap is called at once.
-  if (!provider.maxConcurrency) return deps.upstream.request(provider.baseUrl, spec, options);
-  return deps.limiter.run(provider, () => deps.upstream.request(provider.baseUrl, spec, options));
+  return withinCap(deps, provider, () => deps.upstream.request(provider.baseUrl, spec, options));
 }
 
 /** `call` within its provider's concurrency cap; a provider without a cap is called at once (nothing to count). */
