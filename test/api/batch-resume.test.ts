@@ -26,8 +26,14 @@ it('a batch whose driver and line jobs Redis lost is driven again from PostgreSQ
   await text.pause();
   const { id, auth, organizationId } = await newChatBatch(s, chatLines(3, 'wiped'));
   const suffix = id.slice('batch_'.length);
-  // The lines ordered, their jobs waiting (no worker takes them): then Redis loses everything.
-  await waitUntil(async () => ((await s.t.db.generation.count({ where: { id: { contains: `_${suffix}l` }, status: 'pending' } })) === 3 ? true : undefined), 10_000);
+  // The lines ordered, their jobs waiting (no worker takes them): then Redis loses everything. A line is recorded before
+  // its job is added, so the wait is for the jobs themselves (a job added after the wipe's scan passed would survive it).
+  await waitUntil(async () => {
+    const lines = await s.t.db.generation.findMany({ where: { id: { contains: `_${suffix}l` }, status: 'pending' }, select: { id: true } });
+    if (lines.length !== 3) return undefined;
+    const states = await Promise.all(lines.map((g) => text.getJobState(g.id)));
+    return states.every((state) => state !== 'unknown') ? true : undefined;
+  }, 10_000);
   await deleteKeys(s.ctx.redis, `${s.ctx.config.queuePrefix}*`);
   // A run of the driver active at the wipe stops once it can no longer move its job (within its 5 s budget).
   await waitUntil(async () => ((await drivers.getJobState(id)) === 'unknown' ? true : undefined), 15_000);
