@@ -44,11 +44,24 @@ async function planned(sql: string, params: unknown[]): Promise<string[]> {
   walk(rows[0]['QUERY PLAN'][0].Plan);
   return [...out].sort();
 }
+/**
+ * When the partitions' migration ran: the months it made are counted from then, not from this test's clock (the
+ * template may have been migrated before a month turned).
+ */
+async function migratedAt(): Promise<Date> {
+  const { rows } = await t.pool.query(`SELECT started_at FROM "_prisma_migrations" WHERE migration_name = '20261204000000_history_partitions'`);
+  return rows[0].started_at;
+}
+/** The 15th of the migration's month, plus `days`: well inside a month the migration made. */
+async function inMigratedMonth(days = 0): Promise<Date> {
+  const at = await migratedAt();
+  return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 15 + days));
+}
 const monthName = (d: Date) => `generations_p${d.getUTCFullYear()}${String(d.getUTCMonth() + 1).padStart(2, '0')}`;
 
 describe('monthly partitions', () => {
-  it('the migration made this month and the next two, and a default', async () => {
-    const now = new Date();
+  it('the migration made its month and the next two, and a default', async () => {
+    const now = await migratedAt();
     const parts = await months('generations');
     expect(parts).toContain('generations_default');
     for (let i = 0; i <= 2; i++) expect(parts).toContain(monthName(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + i, 1))));
@@ -77,9 +90,10 @@ describe('monthly partitions', () => {
   });
 
   it('a read by id reads the months its id names; an id without its time is still found', async () => {
-    const id = newId('gen');
     expect(idTime(`gen_${timedBase62(1_796_000_000_123)}`)).toEqual(new Date(1_796_000_000_123));
-    await insertGeneration(id, new Date());
+    const at = await inMigratedMonth();
+    const id = `gen_${timedBase62(at.getTime())}`;
+    await insertGeneration(id, at);
     const key = generationKey(id);
     const parts = await planned(`SELECT * FROM generations WHERE id = $1 AND created_at >= $2 AND created_at <= $3`, [key.id, key.createdAt!.gte, key.createdAt!.lte]);
     expect(parts.length).toBeGreaterThanOrEqual(1);
@@ -96,13 +110,13 @@ describe('monthly partitions', () => {
   });
 
   it("a listing bounded in time reads only its months", async () => {
-    const from = new Date(Date.UTC(2026, 10, 3));
-    const before = new Date(Date.UTC(2026, 10, 20));
+    const from = await inMigratedMonth(-12);
+    const before = await inMigratedMonth(5);
     const parts = await planned(
       `SELECT id FROM generations WHERE organization_id = $1 AND created_at >= $2 AND created_at < $3 ORDER BY created_at DESC LIMIT 20`,
       [org, from, before],
     );
-    expect(parts).toEqual(['generations_p202611']);
+    expect(parts).toEqual([monthName(from)]);
   });
 
   it('retention drops whole months of generations past HISTORY_RETENTION_DAYS; the ledger keeps every month', async () => {
