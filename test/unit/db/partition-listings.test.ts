@@ -89,9 +89,13 @@ describe('a history listing without dates', () => {
     expect(merged).toBe(false);
     expect(parts.has('generations_default')).toBe(false);
     const read = [...parts].filter(([, ran]) => ran).map(([p]) => p);
-    // This month and the empty ones made ahead of it; none of the five before.
+    // This month and the empty ones made ahead of it; none of the months before (the five made above, and the
+    // migration's own when the template was migrated in an earlier month).
     expect(read.length).toBeLessThanOrEqual(4);
-    expect([...parts].filter(([, ran]) => !ran)).toHaveLength(MONTHS);
+    const now = new Date();
+    const before = [...parts].filter(([p]) => p < `generations_p${now.getUTCFullYear()}${String(now.getUTCMonth() + 1).padStart(2, '0')}`);
+    expect(before.length).toBeGreaterThanOrEqual(MONTHS);
+    expect(before.filter(([, ran]) => ran)).toEqual([]);
   });
 
   it('oldest first scans the oldest month only', async () => {
