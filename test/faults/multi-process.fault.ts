@@ -88,6 +88,9 @@ test('two API and two worker processes: same results as one of each, no overspen
   checks.that(diff.length === 0, `replies differ:\n${diff.join('\n')}`);
   checks.that(one.every((l) => / 200 /.test(l)), `single-process workload: ${one.filter((l) => !/ 200 /.test(l)).join(' | ')}`);
   checks.that(one.filter((l) => l.startsWith('stream')).every((l) => l.includes('response.completed')), 'every stream completed');
+  // Each request's charge commits after its reply (reply, then settle): a read of the key through the API waits for
+  // the settlements promised to its organization, as a client's would.
+  for (const o of [single, multi]) checks.that((await get(`${a1.url}/v1/key`, o.auth)).status === 200, 'GET /v1/key');
   const spent = await c.db.organization.findMany({ where: { id: { in: [single.organizationId, multi.organizationId] } }, select: { id: true, spent: true } });
   const [s1, s2] = [single, multi].map((o) => money(spent.find((s) => s.id === o.organizationId)!.spent));
   checks.that(s1.equals(s2) && s1.greaterThan(0), `charged ${s1} with one of each, ${s2} with two of each`);
