@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the durable path's PostgreSQL work costs on this machine, before any speed claim is read
 # (bench/rounds/07-cheap-flush.md and 08-slow-noisy-machine.md): a round trip, a WAL flush (a one-row insert with
-# synchronous_commit on, then off), one open through sy_ledger_batch back to back, the same after 35 ms idle (the rhythm
+# synchronous_commit on, then off), one open through sy_ledger_group back to back, the same after 35 ms idle (the rhythm
 # of the harness's streamed case), and a pair (an open with the previous open's close: the batch concurrency 1 makes).
 # pgbench, one client, on a scratch database migrated like the service's.
 #
@@ -25,7 +25,7 @@ ORG=$(DATABASE_URL=$DB_URL node bin/switchyard.js org create --name pg-costs --b
 KEY_ID=$(DATABASE_URL=$DB_URL node bin/switchyard.js key create --org "$ORG" --json | node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).id')
 psql "$DB_URL" -qc 'CREATE TABLE pg_costs_rows (id bigserial PRIMARY KEY, v int)'
 
-OPEN="SELECT * FROM sy_ledger_batch(('[{\"id\":\"pgc_' || :n || '_' || :client_id || '\",\"organization_id\":\"$ORG\",\"api_key_id\":\"$KEY_ID\",\"bound\":\"0.001\",\"minimum\":\"0.001\",\"model\":\"bench/mini\",\"unified_model_id\":\"bench/mini\",\"request_type\":\"chat\",\"api_type\":\"chat_completions\",\"response_mode\":\"sync\",\"request\":{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}}]')::jsonb, '[]'::jsonb, now());"
+OPEN="SELECT * FROM sy_ledger_group(('[{\"id\":\"pgc_' || :n || '_' || :client_id || '\",\"organization_id\":\"$ORG\",\"api_key_id\":\"$KEY_ID\",\"bound\":\"0.001\",\"minimum\":\"0.001\",\"model\":\"bench/mini\",\"unified_model_id\":\"bench/mini\",\"request_type\":\"chat\",\"api_type\":\"chat_completions\",\"response_mode\":\"sync\",\"request\":{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}}]')::jsonb, '[]'::jsonb, now());"
 echo 'SELECT 1;' >"$WORK/round-trip.sql"
 echo 'INSERT INTO pg_costs_rows (v) VALUES (1);' >"$WORK/insert.sql"
 printf '\\set n random(1, 1000000000)\n%s\n' "$OPEN" >"$WORK/open.sql"
@@ -48,9 +48,9 @@ printf '%-58s %s\n' 'PostgreSQL, one client (pgbench)' 'ms'
 printf '%-58s %s\n' 'round trip (SELECT 1)' "$(measure round-trip.sql)"
 printf '%-58s %s\n' 'one-row insert, synchronous_commit on' "$(measure insert.sql '-c synchronous_commit=on')"
 printf '%-58s %s\n' 'one-row insert, synchronous_commit off' "$(measure insert.sql '-c synchronous_commit=off')"
-printf '%-58s %s\n' 'one open through sy_ledger_batch, back to back' "$(measure open.sql)"
-printf '%-58s %s\n' 'one open through sy_ledger_batch, after 35 ms idle' "$(measure open-idle.sql)"
-printf '%-58s %s\n' 'one open with the previous close (sy_ledger_batch pair)' "$(measure pair.sql)"
+printf '%-58s %s\n' 'one open through sy_ledger_group, back to back' "$(measure open.sql)"
+printf '%-58s %s\n' 'one open through sy_ledger_group, after 35 ms idle' "$(measure open-idle.sql)"
+printf '%-58s %s\n' 'one open with the previous close (sy_ledger_group pair)' "$(measure pair.sql)"
 # The same pair timed inside the server (no round trip, no commit, no wake-up of another process: the steadiest of
 # these figures on a noisy machine), over 2,000 pairs that each commit, by a procedure of the scratch database.
 psql "$DB_URL" -qv ON_ERROR_STOP=1 <<SQL
@@ -62,7 +62,7 @@ BEGIN
     o := jsonb_build_object('id', 'pgp_' || i, 'organization_id', '$ORG', 'api_key_id', '$KEY_ID', 'bound', '0.001',
       'minimum', '0.001', 'model', 'bench/mini', 'unified_model_id', 'bench/mini',       'request_type', 'chat', 'api_type', 'chat_completions', 'response_mode', 'sync', 'request', '{"messages":[]}'::jsonb);
     t0 := clock_timestamp();
-    PERFORM * FROM sy_ledger_batch(jsonb_build_array(o), CASE WHEN prev IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(
+    PERFORM * FROM sy_ledger_group(jsonb_build_array(o), CASE WHEN prev IS NULL THEN '[]'::jsonb ELSE jsonb_build_array(
       jsonb_build_object('id', prev, 'cost', '0.0004', 'status', 'completed', 'result', '{"text":"hi"}'::jsonb,
                          'usage', '{"input_tokens":3,"output_tokens":2}'::jsonb, 'provider', 'mock', 'latency_ms', 3)) END, now());
     IF prev IS NOT NULL THEN spent := spent + (clock_timestamp() - t0); END IF;
