@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# What one request costs each process on this machine: the gateway's CPU (user and system), PostgreSQL's backends' and
-# Redis's, per non-streaming chat completion, at each concurrency, in REPS consecutive windows of the same process (so
-# the JIT's warm-up shows). The side-by-side harness counts the gateway's process tree only: PostgreSQL and Redis run
-# beside it, in its `unattr%`. Same layout as the harness: the mock and the load generator on CPU 0, the gateway on
-# CPU 1, PostgreSQL and Redis free. Redis's CPU counts every client of the server: run it alone.
+# What one request costs each process on this machine: the gateway's CPU (user and system), PostgreSQL's and Redis's,
+# per non-streaming chat completion, at each concurrency, in REPS consecutive windows of the same process (so the JIT's
+# warm-up, or the machine's drift, shows). The side-by-side harness counts the gateway's process tree only: PostgreSQL
+# and Redis run beside it, in its `unattr%`. Same layout as the harness: the mock and the load generator on CPU 0, the
+# gateway on CPU 1, PostgreSQL and Redis free. PostgreSQL's and Redis's CPU is their servers' whole: run it alone.
 #
 #   bash bench/cost-per-request.sh                       # c=1 and 32, 5 s windows, 3 of them, after 10 s at 32
 #   CONCURRENCY=1 REPS=8 SKIP_BUILD=1 bash bench/cost-per-request.sh
@@ -69,12 +69,14 @@ export WRK_BODY='{"model":"bench/mini","messages":[{"role":"user","content":"Say
 URL="http://127.0.0.1:$PORT/v1/chat/completions"
 load() { taskset -c 0 node "$PEERS/loadgen.mjs" "$URL" -c "$1" -d "$2" -H "Authorization: Bearer $KEY"; }
 
-# Clock ticks (user, system) of a process and its threads; the sum over PostgreSQL's backends on this database (their
-# process titles name it); Redis's.
+# Clock ticks (user, system) of a process and its threads; PostgreSQL's: the server's whole process tree (the
+# postmaster's own and its children's, live or ended: a pooled connection closed meanwhile counts too); Redis's.
 ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
+PM_PID=$(pgrep -o -x postgres)
 pg_ticks() {
-  local s=0 p
-  for p in $(pgrep -f "postgres: .* ${DB_URL##*/} " || true); do s=$((s + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done
+  local s p
+  s=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$PM_PID/stat")
+  for p in $(pgrep -P "$PM_PID" || true); do s=$((s + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done
   echo "$s"
 }
 redis_ticks() { awk '{print $14 + $15}' "/proc/$(pgrep -x redis-server | head -1)/stat"; }
@@ -94,4 +96,4 @@ for c in ${CONCURRENCY:-1 32}; do
       'BEGIN { k = 1e6 / t / n; printf "%-5s %-4s %8.0f %9.2f %9.0f %9.0f %9.0f %9.0f\n", c, rep, n / d, p50 / 1000, u * k, s * k, p * k, r * k }'
   done
 done
-echo "(CPU in µs per request: the gateway's process, PostgreSQL's backends, Redis)"
+echo "(CPU in µs per request: the gateway's process, PostgreSQL's server, Redis's)"
