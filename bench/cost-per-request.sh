@@ -21,50 +21,16 @@ REDIS=${BENCH_REDIS_URL:-redis://127.0.0.1:6379}
 PORT=${SY_PORT:-3978}
 PREFIX='{sycost}'
 WORK=$(mktemp -d)
-cd "$ROOT"
-
-cat >"$WORK/catalog.json" <<'EOF'
-{
-  "providers": { "mock": { "kind": "openai", "baseUrl": "http://127.0.0.1:18000/v1", "apiKeyEnv": "BENCH_PROVIDER_KEY", "timeoutMs": 30000 } },
-  "models": {
-    "bench/mini": {
-      "displayName": "Bench mini",
-      "type": "chat",
-      "endpoints": [
-        { "provider": "mock", "upstreamModel": "gpt-4o-mini", "price": { "prompt": "10", "completion": "40", "request": "0" },
-          "supports": ["max_tokens", "stream", "temperature"], "contextLength": 128000, "maxOutputTokens": 16384 }
-      ]
-    }
-  }
-}
-EOF
-
-[ -n "${SKIP_BUILD:-}" ] || npm run -s build
-node -e "require('./dist/bench/children').resetDatabase(process.argv[1]).then(() => process.exit(0), (e) => { console.error(e); process.exit(1); })" "$DB_URL"
-redis-cli -u "$REDIS" --scan --pattern "$PREFIX*" | xargs -r redis-cli -u "$REDIS" del >/dev/null
+# shellcheck source=bench/bench-service.sh
+. "$ROOT/bench/bench-service.sh"
 
 taskset -c 0 node "$PEERS/mock-openai.mjs" >"$WORK/mock.log" 2>&1 &
 MOCK_PID=$!
 disown "$MOCK_PID"
-export DATABASE_URL=$DB_URL REDIS_URL=$REDIS QUEUE_PREFIX=$PREFIX SWITCHYARD_CATALOG=$WORK/catalog.json BENCH_PROVIDER_KEY=bench \
-  WEB_CONCURRENCY=1 PORT=$PORT SWITCHYARD_SECRET=cost-per-request-bench-secret-0123456789abcdef LOG_LEVEL=warn
-# shellcheck disable=SC2086
-taskset -c 1 node ${SY_NODE_ARGS:-} "${SY_ENTRY:-dist/bin/start.js}" >"$WORK/switchyard.log" 2>&1 &
-SY_PID=$!
-stop() {
-  kill -INT "$SY_PID" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$SY_PID" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$SY_PID" "$MOCK_PID" 2>/dev/null || true
-  redis-cli -u "$REDIS" --scan --pattern "$PREFIX*" | xargs -r redis-cli -u "$REDIS" del >/dev/null || true
-  rm -rf "$WORK"
-}
-trap stop EXIT
-for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.2; done
-curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null || { cat "$WORK/switchyard.log"; exit 1; }
+bench_stopped() { kill -KILL "$MOCK_PID" 2>/dev/null || true; }
+start_switchyard cost-per-request taskset -c 1
 [ -z "${SQL_BEFORE:-}" ] || psql "$DB_URL" -qc "$SQL_BEFORE"
 
-ORG=$(node bin/switchyard.js org create --name cost --balance 100000000 --json | node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).organizationId')
-KEY=$(node bin/switchyard.js key create --org "$ORG" --rate-limit 0 --json | node -pe 'JSON.parse(require("fs").readFileSync(0, "utf8")).key')
 export WRK_BODY='{"model":"bench/mini","messages":[{"role":"user","content":"Say hello in one short sentence."}],"max_tokens":16}'
 URL="http://127.0.0.1:$PORT/v1/chat/completions"
 load() { taskset -c 0 node "$PEERS/loadgen.mjs" "$URL" -c "$1" -d "$2" -H "Authorization: Bearer $KEY"; }
