@@ -1,7 +1,7 @@
 import type { Job, Queue } from 'bullmq';
 import { AppError } from '../../shared/errors/app-error';
 import type { Logger } from '../../shared/logger';
-import { JOB_OPTIONS, type GenerationJobBase } from '../../shared/queue/job-catalog';
+import { JOB_OPTIONS, STEP_QUEUES, type GenerationJobBase } from '../../shared/queue/job-catalog';
 import { Mailbox, publishStop, type StopReason, type GenerationBus } from '../../shared/queue/generation-bus';
 import { QUEUES, type QueueName } from '../../shared/queue/queue-names';
 import { RUNNING, openRowOf, type GenerationService, type GenerationState, type NewGeneration, type ResponseMode } from '../../shared/services/generation.service';
@@ -306,9 +306,9 @@ export class GenerationGateway {
 
   /**
    * Ends a running generation as cancelled, uncharged, unless it ended first (then `applied` is false and its ending
-   * stands). A job still waiting is removed; a job holding an upstream task (a media step waiting for its next
-   * poll) runs once more at once, to cancel that task; a running job is told to abort its upstream call. Whoever
-   * waits for the generation's reply (any API process) is told it was cancelled.
+   * stands). A text or embeddings job still waiting is removed; an image or media job is not (it may hold an upstream
+   * task): a delayed one runs once more at once, sees the cancel and cancels its task upstream; a running job is told to
+   * abort its upstream call. Whoever waits for the generation's reply (any API process) is told it was cancelled.
    *
    * `chargeStreamed` (a cancel the caller asked for: DELETE /v1/responses/{id}, POST /v1/responses/{id}/cancel): a
    * stream whose job is running may have sent content to its client, which is charged however the generation ends
@@ -320,7 +320,7 @@ export class GenerationGateway {
    */
   async cancel(id: string, queue: QueueName, opts: { chargeStreamed?: boolean } = {}): Promise<boolean> {
     const job = await this.queues[queue].getJob(id).catch(() => undefined);
-    const data = job?.data as Partial<GenerationJobBase & { step: unknown; mode: ResponseMode }> | undefined;
+    const data = job?.data as Partial<GenerationJobBase & { mode: ResponseMode }> | undefined;
     const org = data?.organizationId;
     if (!org) return this.cancelFenced(id, queue, job, data, opts);
     // While this cancel decides, no worker can promise the generation's settlement and reply on it (its commit then
@@ -330,22 +330,28 @@ export class GenerationGateway {
   }
 
   /** `cancel`, once no settlement can be promised ahead of it. */
-  private async cancelFenced(id: string, queue: QueueName, job: Job | undefined, data: Partial<GenerationJobBase & { step: unknown; mode: ResponseMode }> | undefined, opts: { chargeStreamed?: boolean }): Promise<boolean> {
-    const holdsTask = job !== undefined && data?.step !== undefined && (await job.getState().catch(() => 'unknown')) === 'delayed';
+  private async cancelFenced(id: string, queue: QueueName, job: Job | undefined, data: Partial<GenerationJobBase & { mode: ResponseMode }> | undefined, opts: { chargeStreamed?: boolean }): Promise<boolean> {
+    // A job that runs in steps (image, media) is never removed: between two steps it may hold an upstream task only its
+    // run can cancel, and only the run knows whether it does (data read here may predate the step that created the task).
+    // It runs once more at once instead: it sees the cancel, cancels its task upstream if it holds one, and ends.
+    const inSteps = STEP_QUEUES.has(queue);
     // Removing fails when the job is running (locked by its worker).
-    const removed = job !== undefined && !holdsTask && (await job.remove().then(() => true, () => false));
+    const removed = job !== undefined && !inSteps && (await job.remove().then(() => true, () => false));
     // A job that never started no longer waits in its organization's fair order.
     if (removed && !job.attemptsStarted && data?.organizationId) await uncount(this.stops.redis, this.queues[queue].qualifiedName, data.organizationId, job.opts.priority, false).catch(() => undefined);
-    if (opts.chargeStreamed && job && !removed && !holdsTask && data?.mode === 'stream') {
+    if (opts.chargeStreamed && job && !removed && data?.mode === 'stream') {
       const ended = await this.stopUntilEnded(id);
       if (ended) return ended === 'cancelled';
     }
     // A stream whose worker did not end it (gone, frozen past its lock, or stuck) charges what its last checkpoint holds:
     // what had reached the client by then (docs/billing-failures.md).
     if (data?.mode === 'stream' && (await keepCheckpoint(this.endings, id, opts.chargeStreamed).catch(() => false))) return false;
-    // A job holding a task runs again now to cancel it upstream (it must not be stopped); a running job stops calling
-    // its provider (the upstream request is aborted): nobody will receive the work.
-    const stopped = async () => (holdsTask ? job.promote().catch(() => undefined) : this.stop(id, 'cancelled'));
+    // A running job stops calling its provider (the upstream request is aborted): nobody will receive the work. A step
+    // job waiting for its next step (delayed) runs now; one that is running sees the cancel at its next step.
+    const stopped = async () => {
+      await this.stop(id, 'cancelled');
+      if (inSteps) await job?.promote().catch(() => undefined);
+    };
     const ended = { generationId: id, organizationId: data?.organizationId ?? '', replyTo: data?.replyTo ?? null };
     const r = await endGeneration(this.endings, null, ended, { kind: 'end', finish: { status: 'cancelled' }, committed: async (s) => void (s.applied && (await stopped())) });
     return r!.applied;

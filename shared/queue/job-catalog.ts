@@ -291,6 +291,13 @@ export const JOB_OPTIONS: Record<QueueName, JobsOptions> = {
  */
 export const AT_ONCE_QUEUES: ReadonlySet<QueueName> = new Set([QUEUES.text, QUEUES.embeddings]);
 
+/**
+ * Queues whose jobs run in steps (MediaExecutor: a task created upstream, then polled in later runs of the job): between
+ * two steps a job may hold an upstream task that only its run can cancel, so a cancel never removes one
+ * (api/services/generation-gateway.ts `cancel`).
+ */
+export const STEP_QUEUES: ReadonlySet<QueueName> = new Set([QUEUES.image, QUEUES.media]);
+
 /** Default concurrency per worker process and queue; override with WORKER_CONCURRENCY_<QUEUE>. */
 export const DEFAULT_CONCURRENCY: Record<QueueName, number> = {
   text: 128,

@@ -204,6 +204,46 @@ describe('cancelling upstream (issue 9 item 14)', () => {
   });
 });
 
+describe('a cancel that decides on an early read of the job', () => {
+  // Polls a minute apart: the job waits for its next poll (delayed) until something runs it.
+  let w: TestStack;
+  let wo: StackOrg;
+  beforeAll(async () => {
+    w = await createTestStack({ env: { ...ENV, MEDIA_POLL_MS: '60000', MEDIA_POLL_MAX_MS: '60000' } });
+    wo = await w.seed({ balance: '1000' });
+  });
+  afterEach(() => w.fake.setKnobs({}));
+  afterAll(() => w.close());
+  const cancelW = (id: string) => request(w.app).post(`/v1/media/${id}/cancel`).set(wo.auth).send();
+
+  it('a cancel that read the job before its first run saved the task still cancels the prediction (the job is run again, not removed)', async () => {
+    // The first run is held inside its create call: the job read now has no task in it, as a cancel's read can.
+    w.fake.setKnobs({ holdReplies: true });
+    const r = await request(w.app).post('/v1/media').set(wo.auth).send({ model: STACK_MODELS.video, input: { prompt: 'read early' }, async: true });
+    const creating = (q: { method: string; path: string; body: unknown }) => q.method === 'POST' && q.path.endsWith('/predictions') && JSON.stringify(q.body).includes('read early');
+    await until(async () => (w.fake.requests.some(creating) ? true : undefined));
+    const early = (await w.ctx.queues.media.getJob(r.body.id))!;
+    expect((early.data as { step?: unknown }).step).toBeUndefined();
+    // Let go: the run creates the prediction, saves its step and waits for its next poll (delayed).
+    w.fake.setKnobs({ replicateSteps: 1000 });
+    await until(async () => ((await w.ctx.queues.media.getJobState(r.body.id)) === 'delayed' ? true : undefined));
+    const prediction = [...w.fake.replicatePredictions.values()].at(-1)!;
+    // The cancel decides on that early read.
+    const getJob = jest.spyOn(w.ctx.queues.media, 'getJob').mockResolvedValueOnce(early);
+    try {
+      expect((await cancelW(r.body.id)).body.status).toBe('cancelled');
+    } finally {
+      getJob.mockRestore();
+    }
+    // Cancelled upstream while it still ran.
+    const recorded = await until(async () => w.fake.replicateCancels.find((x) => x.id === prediction.id));
+    expect(['starting', 'processing']).toContain(recorded.status);
+    const g = await w.t.db.generation.findFirstOrThrow({ where: { id: r.body.id } });
+    expect(g.status).toBe('cancelled');
+    expect(money(g.clientCost.toString()).toNumber()).toBe(0);
+  });
+});
+
 describe('a prediction that outlives MEDIA_TASK_TIMEOUT_MS', () => {
   let t: TestStack;
   let o: StackOrg;
