@@ -16,9 +16,14 @@ const REFUSAL_MESSAGES: Record<ReserveRefusal, string> = {
   member_limit_exceeded: 'Your personal spending limit is reached for the current period',
 };
 
-/** Throws the error a reservation's refusal reason stands for (an unknown organization is 404). */
+/**
+ * Throws the error a reservation's refusal reason stands for (an unknown organization is 404). `already_settled`: the
+ * id's reservation was released or charged before (a generation discarded when its job could not be enqueued, opened
+ * again): it never opens again, and the caller repeats on a new id (a batch line's next try), as after any 503.
+ */
 function refuse(reason: string): never {
   if (reason === 'not_found') throw new AppError('NOT_FOUND', 'Organization not found');
+  if (reason === 'already_settled') throw new AppError('SERVICE_UNAVAILABLE', 'The generation was refused before it could run (nothing was charged): repeat the request');
   throw AppError.fromReason(reason as ReserveRefusal, REFUSAL_MESSAGES[reason as ReserveRefusal]);
 }
 

@@ -81,6 +81,51 @@ it('orders a line again, on a generation of its own, when its order failed becau
   }
 });
 
+it('orders a line again on a try of its own when its first try was discarded and the step that ordered it could not commit that: never a generation that cannot end', async () => {
+  const queue = s.ctx.queues.batches;
+  const text = s.ctx.queues.text;
+  await queue.pause();
+  const realAdd = text.add.bind(text);
+  const add = jest.spyOn(text, 'add');
+  try {
+    const { id, auth, organizationId } = await newChatBatch(s, chatLines(3, 'gone'));
+    const suffix = id.slice('batch_'.length);
+    const first = `gen_${suffix}l2`;
+    // Line 2's job cannot be added (Redis away): its generation is discarded (reservation released, record deleted).
+    // Meanwhile another run of the driver commits (as after a Redis wipe, when the resumer starts a second run), so this
+    // step's commit of the refusal does not apply and the batch still names the first try.
+    let refused = false;
+    add.mockImplementation(async (name, data, opts) => {
+      if (opts?.jobId !== first) return realAdd(name, data, opts);
+      await s.t.db.batch.update({ where: { id }, data: { version: { increment: 1 } } });
+      refused = true;
+      throw new Error('Connection is closed.');
+    });
+    const driver = handDriver(s, { clock });
+    // The first step validates the input, the next one orders the lines.
+    for (let i = 0; i < 5 && !refused; i++) await driver.step(id);
+    add.mockRestore();
+    expect(refused).toBe(true);
+    const row = await s.t.db.batch.findUniqueOrThrow({ where: { id } });
+    expect((row.inFlight as Array<{ id: string }>).map((l) => l.id)).toContain(first);
+    expect(await s.t.db.generation.count({ where: { id: first } })).toBe(0);
+
+    // The next step orders that first try again: refused (its id was settled when it was discarded), the line goes on
+    // to a try of its own, which answers.
+    await runOn(driver, id);
+    const { b, out, errors } = await ended(id, auth);
+    expect(b.status).toBe('completed');
+    expect(errors).toEqual([]);
+    expect(out.find((l) => l.custom_id === 'gone-1')!.response.request_id).toBe(`gen_${suffix}l2t2`);
+    const { gens, charges } = await chargesOf(s, organizationId, id);
+    expect(gens.map((g) => g.id).sort()).toEqual([`gen_${suffix}l1`, `gen_${suffix}l2t2`, `gen_${suffix}l3`]);
+    expect(charges).toHaveLength(3);
+  } finally {
+    add.mockRestore();
+    await queue.resume();
+  }
+});
+
 it('orders a line again when its generation failed 503 uncharged (its job lost with Redis, reaped): the failed try stays released, the new one is the answer', async () => {
   const queue = s.ctx.queues.batches;
   const text = s.ctx.queues.text;

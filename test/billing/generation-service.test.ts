@@ -100,6 +100,42 @@ describe('GenerationService (batched reserve-and-record, settle-and-record)', ()
     expect(money(row.clientCost).toFixed(10)).toBe('1.2345678901');
     expect((await finish(ledger, g.id, { status: 'failed' })).applied).toBe(false);
   });
+
+  it('never opens an id again once its money was settled (discarded, or ended): 503, nothing reserved or recorded; its repeat while held is still itself', async () => {
+    const { organizationId } = await seedOrg(t.db, { balance: '10' });
+    const ledger = new Ledger(t.db);
+    const s = new GenerationService(t.db, undefined, ledger);
+    const balances = async () => {
+      const o = await t.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
+      return [money(o.balance).toFixed(2), money(o.reserved).toFixed(2)];
+    };
+    // Held: the open's repeat answers its own reservation (a step re-run's replay).
+    const held = gen(organizationId, { bound: '2', responseMode: 'batch' });
+    expect((await s.create(held)).toFixed(2)).toBe('2.00');
+    expect((await s.create(held)).toFixed(2)).toBe('2.00');
+    expect(await balances()).toEqual(['10.00', '2.00']);
+
+    // Discarded (its job could not be enqueued), then opened again with the same id: refused, nothing written.
+    const discarded = gen(organizationId, { bound: '2', responseMode: 'batch' });
+    await s.create(discarded);
+    expect(await ledger.discard(discarded)).toBe(true);
+    await expect(s.create(discarded)).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+    expect(await t.db.generation.count({ where: { id: discarded.id } })).toBe(0);
+    // Ended and charged: opened again, refused too; its record and charge stay as they were.
+    const ended = gen(organizationId, { bound: '2', responseMode: 'batch' });
+    await s.create(ended);
+    expect((await finish(ledger, ended.id, { status: 'completed', cost: '1' })).applied).toBe(true);
+    await expect(s.create(ended)).rejects.toMatchObject({ code: 'SERVICE_UNAVAILABLE' });
+    expect((await t.db.generation.findFirstOrThrow({ where: { id: ended.id } })).status).toBe('completed');
+    expect(await balances()).toEqual(['9.00', '2.00']);
+    const entries = await t.db.ledgerEntry.groupBy({ by: ['generationId', 'kind'], where: { generationId: { in: [discarded.id, ended.id] } }, _count: true });
+    expect(entries.map((e) => `${e.generationId === ended.id ? 'ended' : 'discarded'} ${e.kind} ${e._count}`).sort()).toEqual([
+      'discarded release 1',
+      'discarded reserve 1',
+      'ended charge 1',
+      'ended reserve 1',
+    ]);
+  });
 });
 
 describe('the ledger hot path over the injected pool', () => {

@@ -8,6 +8,7 @@
  * every answered line charged exactly once (the parked ones at the batch price), each chunk sent upstream once, the
  * batches' cost what the ledger charged, and nothing left held or reserved.
  */
+import fs from 'node:fs';
 import { settledAudit } from './helpers/audit';
 import { batchGenerations, chatLines, createBatch, ENDED, fileLines, sumCharged, upload, type FileLine, type LineGeneration } from './helpers/batches';
 import { MODELS, useCluster, type Proc, type SeededOrg } from './helpers/cluster';
@@ -37,6 +38,24 @@ const cluster = useCluster({
 /** Where a batch stands, from its row (the API's reads may wait on Redis while it is away). */
 async function rowOf(id: string) {
   return cluster().db.batch.findUniqueOrThrow({ where: { id }, select: { status: true, completed: true, failed: true, total: true } });
+}
+
+/**
+ * Why a batch has lines still running, for a failure's report: each running line's job in Redis (a job that will run
+ * keeps the reaper off it), whether the maintenance schedulers will fire again (their next job), the maintenance jobs
+ * running, and what the worker's log says of the reaper.
+ */
+async function whyRunning(id: string, worker: Proc): Promise<string> {
+  const c = cluster();
+  const running = (await batchGenerations(c.db, id)).filter((g) => g.status === 'pending' || g.status === 'processing');
+  const jobs = await Promise.all(running.slice(0, 10).map(async (g) => `${g.id.slice(-6)} ${g.status} job ${await c.queues.text.getJobState(g.id).catch(() => 'unreadable')}`));
+  const m = c.queues.maintenance;
+  const schedulers = await m.getJobSchedulers().catch(() => []);
+  const next = await Promise.all(schedulers.map(async (s) => `${s.key} next ${s.next ? await m.getJobState(`repeat:${s.key}:${s.next}`).catch(() => 'unreadable') : 'none'}`));
+  const active = (await m.getActive().catch(() => [])).map((j) => `${j.name} for ${Date.now() - (j.processedOn ?? Date.now())} ms`);
+  const log = fs.readFileSync(worker.log, 'utf8').split('\n');
+  const reaper = log.filter((l) => /reap|maintenance|scheduler/i.test(l));
+  return `running lines: ${jobs.join(', ') || 'none'}; maintenance schedulers: ${next.join(', ') || 'none'}; active maintenance jobs: ${active.join(', ') || 'none'}; the worker's log: ${reaper.length} lines of the reaper, the last: ${reaper.at(-1)?.slice(0, 300) ?? '-'}`;
 }
 
 /** One batch's audit once it ended: its answers, each line's generations and charges; the summary for the row. */
@@ -124,7 +143,8 @@ it('27. Redis restarted empty mid-batch, ordinary and provider-batch lines: both
   }
   const endedMs = Date.now() - wipedAt;
   const left = { ordinary: await rowOf(ordinary), parked: await rowOf(parked) };
-  checks.that(ENDED.includes(left.ordinary.status) && ENDED.includes(left.parked.status), `not ended ${(endedMs / 1000).toFixed(0)} s after the wipe: ordinary ${JSON.stringify(left.ordinary)}, parked ${JSON.stringify(left.parked)}`);
+  const ended = ENDED.includes(left.ordinary.status) && ENDED.includes(left.parked.status);
+  checks.that(ended, `not ended ${(endedMs / 1000).toFixed(0)} s after the wipe: ordinary ${JSON.stringify(left.ordinary)}, parked ${JSON.stringify(left.parked)}${ended ? '' : `; ${await whyRunning(ordinary, worker)}`}`);
   checks.that(api.alive && worker.alive, 'a process died');
 
   const summaryOrdinary = await auditBatch(checks, api, org, ordinary, ORDINARY, 'ordinary', false);
