@@ -136,6 +136,31 @@ describe('GenerationService (batched reserve-and-record, settle-and-record)', ()
       'ended reserve 1',
     ]);
   });
+
+  it('ends a record left running while its reservation was settled (as such an open wrote before): at what was settled, moving no money', async () => {
+    const { organizationId } = await seedOrg(t.db, { balance: '10' });
+    const ledger = new Ledger(t.db);
+    const s = new GenerationService(t.db, undefined, ledger);
+    const g = gen(organizationId, { bound: '2', responseMode: 'batch' });
+    await s.create(g);
+    // The record as it was, put back after the discard: a `pending` generation whose reservation is released.
+    const kept = `sy_kept_${n}`;
+    await t.db.$executeRawUnsafe(`CREATE TABLE ${kept} AS SELECT * FROM generations WHERE id = $1`, g.id);
+    expect(await ledger.discard(g)).toBe(true);
+    await t.db.$executeRawUnsafe(`INSERT INTO generations SELECT * FROM ${kept}`);
+    await t.db.$executeRawUnsafe(`DROP TABLE ${kept}`);
+    const entries = () => t.db.ledgerEntry.count({ where: { generationId: g.id } });
+    expect(await entries()).toBe(2);
+
+    // The reaper's close (any close) ends it; a second one finds it ended.
+    expect(await finish(ledger, g.id, { status: 'failed', error: { code: 'SERVICE_UNAVAILABLE', message: 'interrupted' } })).toMatchObject({ applied: true });
+    const row = await t.db.generation.findFirstOrThrow({ where: { id: g.id } });
+    expect([row.status, money(row.clientCost).toFixed(2)]).toEqual(['failed', '0.00']);
+    expect((await finish(ledger, g.id, { status: 'cancelled' })).applied).toBe(false);
+    expect(await entries()).toBe(2);
+    const o = await t.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
+    expect([money(o.balance).toFixed(2), money(o.reserved).toFixed(2)]).toEqual(['10.00', '0.00']);
+  });
 });
 
 describe('the ledger hot path over the injected pool', () => {

@@ -5,7 +5,8 @@
 -- refusal: docs/batches.md "Transient failures") was granted without reserving anything and recorded `pending`, and
 -- every close of it found the reservation settled: never ended, and a job that ran was never charged. Such an open is
 -- now refused (`already_settled`, nothing written); the ledger answers it 503, and a batch line is ordered again on a
--- try of its own. Only sy_ledger_apply's opens change: the reservation's status is read with its amount.
+-- try of its own. And a close of a record left running that way ends it at what its reservation settled (moving no
+-- money), as a close of a generation without a reservation does: the reaper ends those written before.
 CREATE OR REPLACE FUNCTION sy_ledger_apply(p_opens jsonb, p_closes jsonb, p_now timestamp with time zone)
  RETURNS TABLE(kind text, id text, granted numeric, reason text, outcome text, charged numeric, applied boolean)
  LANGUAGE plpgsql
@@ -275,7 +276,10 @@ BEGIN
         is_cancelled = (d.it->>'status') = 'cancelled',
         completed_at = p_now
       FROM unnest(c_it, c_outcome, c_charged) d(it, outcome, c)
-      WHERE g.id = d.it->>'id' AND g.id = ANY (c_id) AND d.outcome IN ('charged', 'released', 'not_found') AND g.status IN ('pending', 'processing')
+      -- A record still running whose reservation was settled (written so before this migration) ends too, at what was
+      -- settled: nothing moves, and the generation is no longer one no close can end.
+      WHERE g.id = d.it->>'id' AND g.id = ANY (c_id) AND d.outcome IN ('charged', 'released', 'not_found', 'already_settled')
+        AND g.status IN ('pending', 'processing')
         AND (d.it->>'record') IS DISTINCT FROM 'false'
       RETURNING g.id)
     SELECT array_agg(done.id) INTO applied_ids FROM done;
