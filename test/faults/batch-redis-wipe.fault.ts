@@ -41,14 +41,14 @@ async function rowOf(id: string) {
 }
 
 /**
- * Why a batch has lines still running, for a failure's report: each running line's job in Redis (a job that will run
- * keeps the reaper off it), whether the maintenance schedulers will fire again (their next job), the maintenance jobs
+ * Why a batch has lines still running, for a failure's report: each running line's settlements (one: its money settled
+ * while its record runs) and job in Redis (a job that will run keeps the reaper off it), whether the maintenance schedulers will fire again (their next job), the maintenance jobs
  * running, and what the worker's log says of the reaper.
  */
 async function whyRunning(id: string, worker: Proc): Promise<string> {
   const c = cluster();
   const running = (await batchGenerations(c.db, id)).filter((g) => g.status === 'pending' || g.status === 'processing');
-  const jobs = await Promise.all(running.slice(0, 10).map(async (g) => `${g.id.slice(-6)} ${g.status} job ${await c.queues.text.getJobState(g.id).catch(() => 'unreadable')}`));
+  const jobs = await Promise.all(running.slice(0, 10).map(async (g) => `${g.id.slice(-6)} ${g.status} (${g.settlements} settlements) job ${await c.queues.text.getJobState(g.id).catch(() => 'unreadable')}`));
   const m = c.queues.maintenance;
   const schedulers = await m.getJobSchedulers().catch(() => []);
   const next = await Promise.all(schedulers.map(async (s) => `${s.key} next ${s.next ? await m.getJobState(`repeat:${s.key}:${s.next}`).catch(() => 'unreadable') : 'none'}`));
