@@ -68,4 +68,8 @@ it('19. replies granted from leases sent on promises carrying their records, nev
         holds: `${held} leases after the warm-up; ${ids.length} replies (200, with a cost) sent on promises carrying their records while the organization row was locked, none recorded; ${batches} ledger group commit(s) waiting there ended with the SIGKILLed processes; the replacements' re-runs kept all ${ids.length} promises: each generation recorded and charged once, exactly the replied cost; ${upstream} upstream calls for them (no second call); no promise, lease, reservation or money left over`,
       };
     },
-  ));
+  ),
+  // Its waits add up to about 185 s when a precondition is missed (the leases, the asks' 30 s, the replacements, the
+  // settling, the leases' release, the audit): within this budget a failure reports its checks instead of a time-out.
+  240_000,
+);
