@@ -126,22 +126,24 @@ export function replayEvents(result: TextResult): TextStreamEvent[] {
 }
 
 /**
- * Starts a Server-Sent Events reply: status, headers (no buffering by proxies), flushed at once. Returns whether
- * the client has gone; `onGone` runs once when the connection drops before the reply ended.
+ * Starts a Server-Sent Events reply: status and headers (no buffering by proxies), sent at once, with `head` (the
+ * stream's first events) when there is one: one write, one packet. Returns whether the client has gone; `onGone` runs
+ * once when the connection drops before the reply ended.
  */
-export function openEventStream(res: Response, onGone?: () => void): () => boolean {
+export function openEventStream(res: Response, opts: { head?: string; onGone?: () => void } = {}): () => boolean {
   res.status(200);
   res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
   res.setHeader('Cache-Control', 'no-cache, no-transform');
   res.setHeader('Connection', 'keep-alive');
   res.setHeader('X-Accel-Buffering', 'no');
-  res.flushHeaders();
+  if (opts.head) res.write(opts.head);
+  else res.flushHeaders();
   let gone = false;
   // `res` closes when the reply ends or the connection drops (a request's own 'close' fires once its body is read).
   res.on('close', () => {
     if (res.writableEnded) return;
     gone = true;
-    onGone?.();
+    opts.onGone?.();
   });
   return () => gone;
 }

@@ -197,7 +197,7 @@ export class TextService {
    */
   async stream(res: Response, sub: Submission, head: string[], h: StreamHandlers): Promise<void> {
     const { gateway, syncWaitMs: waitMs } = this.d;
-    const gone = openEventStream(res, () => sub.mailbox?.close());
+    const gone = openEventStream(res, { head: head.join(''), onGone: () => sub.mailbox?.close() });
     let produced = false;
     let lastSeq = 0;
     // The stream's final event, written with the reply's end once the loop ends (every way out of it but the client
@@ -206,7 +206,6 @@ export class TextService {
     const write = (chunks: string[]) => {
       if (!gone() && chunks.length) res.write(chunks.join(''));
     };
-    write(head);
     // Out now: node:http corks a chunk until the next tick, and the work queued before then (sending the drawn record's
     // commit) held the stream's first byte about 1 ms at concurrency 1 (bench/rounds/29).
     if (res.socket?.writableCorked) res.socket.uncork();
