@@ -12,8 +12,9 @@
 #   TARGET=portkey STREAM=1 CONCURRENCY=16 bash bench/cost-per-request.sh            # Portkey in the gateway's place
 #
 # STREAM=1: streamed chat completions, the mock waiting 5 ms between its events (the harness's streamed case),
-# STREAM_N of them a window (3000), through the harness's stream probe; the p50 is the whole stream's. The last column
-# is the whole machine's busy CPU (both cores: load generator, mock, kernel, everything) a request.
+# STREAM_N of them a window (3000; the warm-up: 300 at 32), through the harness's stream probe; the p50 is the whole
+# stream's. The last column is the whole machine's busy CPU (both cores: load generator, mock, kernel, everything) a
+# request.
 #
 # Needs `bash ../shared/bench-peers/setup.sh` once per machine (the mock, the load generator). Environment:
 # BENCH_PEERS, COST_DATABASE_URL (postgresql://postgres@127.0.0.1:5432/sy_cost; dropped and re-created),
