@@ -40,6 +40,9 @@ export function limitRemaining(subject: Limited, now: Date): Decimal | null {
 
 type Reserving = { id: string; reserved: Limited['reserved'] };
 
+/** The table of the rows whose leases a reservations column names. */
+const OWNER_TABLES = { organization_id: 'organizations', api_key_id: 'api_keys', user_id: 'users' } as const;
+
 /**
  * Key info, balances: read models over the ledger and the counters the money functions keep. What they show as
  * reserved leaves out the unspent part of reservation leases (shared/billing/leases.ts): money a process set aside
@@ -51,17 +54,24 @@ export class KeyInfoService {
     private readonly clock: () => Date = () => new Date(),
   ) {}
 
-  /** The rows with `reserved` less what leases hold for them (`column`: whose leases: the organization's, a key's, a member's). */
-  async unleased<T extends Reserving>(column: 'organization_id' | 'api_key_id' | 'user_id', rows: T[]): Promise<T[]> {
+  /**
+   * The rows with `reserved` less what leases hold for them (`column`: whose leases: the organization's, a key's, a
+   * member's). The row's `reserved` is read again with its leases, in one statement: one snapshot, so a lease taken or
+   * given back meanwhile is counted on both sides or on neither (read apart, a lease given back between the two reads
+   * showed as money reserved).
+   */
+  async unleased<T extends Reserving>(column: keyof typeof OWNER_TABLES, rows: T[]): Promise<T[]> {
     if (rows.length === 0) return rows;
-    const sums = await this.db.$queryRawUnsafe<Array<{ id: string; leased: string }>>(
-      `SELECT ${column} AS id, SUM(amount)::text AS leased FROM reservations
-        WHERE expires_at IS NOT NULL AND status = 'held' AND ${column} = ANY ($1::text[]) GROUP BY ${column}`,
+    const now = await this.db.$queryRawUnsafe<Array<{ id: string; reserved: string }>>(
+      `SELECT t.id, (t.reserved - COALESCE(l.leased, 0))::text AS reserved
+         FROM ${OWNER_TABLES[column]} t
+         LEFT JOIN (SELECT ${column} AS id, SUM(amount) AS leased FROM reservations
+                     WHERE expires_at IS NOT NULL AND status = 'held' AND ${column} = ANY ($1::text[]) GROUP BY ${column}) l ON l.id = t.id
+        WHERE t.id = ANY ($1::text[])`,
       rows.map((r) => r.id),
     );
-    if (sums.length === 0) return rows;
-    const leased = new Map(sums.map((x) => [x.id, money(x.leased)]));
-    return rows.map((r) => (leased.has(r.id) ? { ...r, reserved: money(r.reserved).minus(leased.get(r.id)!) } : r));
+    const reserved = new Map(now.map((x) => [x.id, money(x.reserved)]));
+    return rows.map((r) => (reserved.has(r.id) ? { ...r, reserved: reserved.get(r.id)! } : r));
   }
 
   async usage(keyId: string): Promise<Usage> {

@@ -5,6 +5,7 @@ import { LeaseDesk, type LeaseSettings } from '../../shared/billing/leases';
 import { money, ZERO, type Decimal } from '../../shared/money';
 import { AppError } from '../../shared/errors/app-error';
 import { createLogger } from '../../shared/logger';
+import { KeyInfoService } from '../../shared/services/key-info.service';
 import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';
 import { audit } from '../faults/helpers/audit';
 import { seedKey, seedOrg } from '../helpers/fixtures';
@@ -397,5 +398,25 @@ describe('leases of two processes racing for one balance (the ledger, real Postg
     expect(money(r.uncollected).toFixed(2)).toBe('1.00');
     const a = await audit(t.db);
     expect(a.problems.filter((p) => p.includes(organizationId))).toEqual([]);
+  });
+
+  it("reads a row's reserved money and its leases as one snapshot: a lease taken or given back after the row was read is counted on both sides or neither", async () => {
+    const { organizationId } = await seedOrg(t.db, { balance: '10' });
+    const ledger = new Ledger(t.db, undefined, { pool: t.pool });
+    const info = new KeyInfoService(t.db);
+    const read = () => t.db.organization.findUniqueOrThrow({ where: { id: organizationId } });
+    const reserved = async (row: Awaited<ReturnType<typeof read>>) => money((await info.unleased('organization_id', [row]))[0].reserved).toFixed(2);
+
+    // Read before a lease is taken: nothing reserved (read apart, the lease counted on one side only showed -4).
+    const beforeTake = await read();
+    expect(await ledger.takeLease({ id: 'lease_snapshot', organizationId, apiKeyId: null, userId: null, amount: '4', headroom: '4', expiresAt: new Date(Date.now() + 60_000) })).toEqual({ granted: money(4) });
+    expect(money((await read()).reserved).toFixed(2)).toBe('4.00');
+    expect(await reserved(beforeTake)).toBe('0.00');
+
+    // Read while it is held, then given back: still nothing reserved (read apart: 4, the lease's money shown as held).
+    const whileHeld = await read();
+    await ledger.returnLease('lease_snapshot');
+    expect(money((await read()).reserved).toFixed(2)).toBe('0.00');
+    expect(await reserved(whileHeld)).toBe('0.00');
   });
 });
