@@ -62,7 +62,7 @@ export class KeyInfoService {
    */
   async unleased<T extends Reserving>(column: keyof typeof OWNER_TABLES, rows: T[]): Promise<T[]> {
     if (rows.length === 0) return rows;
-    const now = await this.db.$queryRawUnsafe<Array<{ id: string; reserved: string }>>(
+    const fresh = await this.db.$queryRawUnsafe<Array<{ id: string; reserved: string }>>(
       `SELECT t.id, (t.reserved - COALESCE(l.leased, 0))::text AS reserved
          FROM ${OWNER_TABLES[column]} t
          LEFT JOIN (SELECT ${column} AS id, SUM(amount) AS leased FROM reservations
@@ -70,7 +70,7 @@ export class KeyInfoService {
         WHERE t.id = ANY ($1::text[])`,
       rows.map((r) => r.id),
     );
-    const reserved = new Map(now.map((x) => [x.id, money(x.reserved)]));
+    const reserved = new Map(fresh.map((x) => [x.id, money(x.reserved)]));
     return rows.map((r) => (reserved.has(r.id) ? { ...r, reserved: reserved.get(r.id)! } : r));
   }
 
