@@ -31,7 +31,10 @@ describe('requests through the API drawn from a lease', () => {
   let s: TestStack;
   let org: StackOrg;
   beforeAll(async () => {
-    s = await createTestStack({ env: { LEASE_REQUESTS: '16', LEASE_HEADROOM: '4', LEASE_IDLE_MS: '400', LEASE_TTL_MS: '5000' } });
+    // A lease idle 2 s is given back: long enough for a test's request under the organization's row lock to still find
+    // the lease its warm-up took (one given back first took the reserved path, which waits on that lock: CI timed out
+    // with 400 ms on a loaded machine), short enough for the tests that wait for every lease to be given back.
+    s = await createTestStack({ env: { LEASE_REQUESTS: '16', LEASE_HEADROOM: '4', LEASE_IDLE_MS: '2000', LEASE_TTL_MS: '5000' } });
     org = await s.seed({ balance: '1000', keyLimit: '900' });
   });
   afterAll(() => s.close());
