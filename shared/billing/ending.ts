@@ -141,10 +141,12 @@ async function settleAnswer(deps: EndingDeps, pub: ReplyChannel, data: EndingJob
     return;
   }
   await pub.send(message);
+  // A record still waiting for its group takes the close with it (written once, ended); else the close follows its commit.
+  const closed = deps.ledger.close(row, { background: true, after: record?.committed }).then(() => true, () => false);
   if (record && !(await record.committed.then(() => true, () => false))) return keepAfterLostRecord(deps, data, record);
   // Committed after the reply (or kept first by whoever keeps promises: then this close applies nothing), the promise
   // is spent: erased with the job's completion (SettlementJournal.erase). A commit that fails is tried again.
-  if (await deps.ledger.close(row, { background: true }).then(() => true, () => false)) deps.settlements.erase(data.organizationId, data.generationId);
+  if (await closed) deps.settlements.erase(data.organizationId, data.generationId);
   else await keepPromise(deps, data);
 }
 

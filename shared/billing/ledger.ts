@@ -61,12 +61,20 @@ export interface DrawnRow extends OpenRow {
   lease: string;
 }
 
-type LedgerItem = { kind: 'open'; row: OpenRow } | { kind: 'close'; row: CloseRow } | { kind: 'drawn'; row: DrawnRow };
+/** A drawn open may carry its generation's close (folded in while it waited for its group): its record is inserted ended. */
+type LedgerItem = { kind: 'open'; row: OpenRow } | { kind: 'close'; row: CloseRow } | { kind: 'drawn'; row: DrawnRow; close?: CloseRow };
+
+/** A close submitted while its generation's drawn record still waits for a group goes with it, as one item. */
+const foldClose = (waiting: LedgerItem, next: LedgerItem): LedgerItem | null =>
+  waiting.kind === 'drawn' && !waiting.close && next.kind === 'close' ? { ...waiting, close: next.row } : null;
 
 /** What a lease's process is told when it asks for one: granted, or why not (`thin`: too close to a limit to lease). */
 export type LeaseTaken = { granted: Decimal } | { refused: string };
 
-/** A row of `sy_ledger_group`: an open's or a drawn open's columns (granted, reason, existing_id) or a close's (outcome, charged, applied). */
+/**
+ * A row of `sy_ledger_group`: an open's or a drawn open's columns (granted, reason, existing_id) or a close's (outcome,
+ * charged, applied); a drawn open that carried its close has both.
+ */
 interface GroupRow {
   kind: 'open' | 'close' | 'drawn';
   id: string;
@@ -133,7 +141,8 @@ export class Ledger {
   ) {
     this.pool = opts.pool;
     this.metrics = opts.metrics;
-    this.group = new GroupCommit<LedgerItem, GroupRow>((items) => this.runGroup(items), (i) => i.row.id, GATHER_MS);
+    const grouping = { gatherMs: GATHER_MS, fold: foldClose };
+    this.group = new GroupCommit<LedgerItem, GroupRow>((items) => this.runGroup(items), (i) => i.row.id, grouping);
   }
 
   /** One group commit for both kinds; keyed by generation id, so a generation's open and close never share a group. */
@@ -142,7 +151,7 @@ export class Ledger {
   private async runGroup(items: LedgerItem[]): Promise<GroupRow[]> {
     const opens = items.flatMap((i) => (i.kind === 'open' ? [i.row] : []));
     const closes = items.flatMap((i) => (i.kind === 'close' ? [i.row] : []));
-    const drawn = items.flatMap((i) => (i.kind === 'drawn' ? [i.row] : []));
+    const drawn = items.flatMap((i) => (i.kind === 'drawn' ? [i.close ? { ...i.row, close: i.close } : i.row] : []));
     const now = this.clock();
     const params: unknown[] = [JSON.stringify(opens), JSON.stringify(closes), now];
     // Drawn opens go to the four-argument overload (the migration reservation_leases).
@@ -239,10 +248,16 @@ export class Ledger {
    * Settles a generation's reservation (charges `cost`, or releases it all) and writes its ending in one
    * transaction. `applied: false` when the generation had already ended: its first ending stands. `background`: nobody
    * waits on the result (the reply went out): it is gathered with others for `GATHER_MS`, and a waited-on item
-   * need not queue behind its commit (group-commit.ts).
+   * need not queue behind its commit (group-commit.ts). `after`: the commit of the generation's drawn record; while
+   * that record still waits for its group the close goes with it (the record inserted ended, one write instead of an
+   * insert and an update: the migration drawn_records_ended_once), else it is submitted once the record commits (a
+   * record that fails fails the close).
    */
-  async close(row: CloseRow, opts: { background?: boolean } = {}): Promise<{ applied: boolean; charged: Decimal }> {
-    const r = await this.group.submit({ kind: 'close', row }, opts);
+  async close(row: CloseRow, opts: { background?: boolean; after?: Promise<unknown> } = {}): Promise<{ applied: boolean; charged: Decimal }> {
+    const item: LedgerItem = { kind: 'close', row };
+    const folded = opts.after && this.group.foldIn(item);
+    if (opts.after && !folded) await opts.after;
+    const r = await (folded || this.group.submit(item, opts));
     const charged = money(r.charged!);
     if (r.applied && this.metrics) countSettled(this.metrics, row.model ?? 'unknown', charged, row.usage);
     return { applied: r.applied!, charged };

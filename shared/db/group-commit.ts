@@ -9,7 +9,8 @@
  * the next request's open behind the last one's close). Items with the same key never share a group, nor run in two
  * groups at once (an item waits while an earlier one of its key is in the group beside; a waited-on item of a key
  * gathered sends the gathered items on first), so each caller gets the result of its own item, and a key's items
- * commit in the order they were submitted. A failed group is retried item by item to isolate the one that failed
+ * commit in the order they were submitted; one may instead be folded into an earlier one still waiting (`foldIn`: a
+ * close into the record it ends, written once). A failed group is retried item by item to isolate the one that failed
  * (safe: a group is one transaction, and every item's operation is idempotent).
  */
 export class GroupCommit<I, O> {
@@ -27,13 +28,39 @@ export class GroupCommit<I, O> {
   private readonly gatheredKeys = new Set<string>();
   private gathering?: NodeJS.Timeout;
 
+  /** How long a background item waits for others before they go (0: at once, as any item). */
+  private readonly gatherMs: number;
+  private readonly maxGroup: number;
+  /** What an item waiting for a group and a later one of its key make together (`foldIn`), or null to keep them apart. */
+  private readonly fold?: (waiting: I, next: I) => I | null;
+
   constructor(
     private readonly run: (items: I[]) => Promise<O[]>,
     private readonly keyOf: (item: I) => string,
-    /** How long a background item waits for others before they go (0: at once, as any item). */
-    private readonly gatherMs = 0,
-    private readonly maxGroup = 256,
-  ) {}
+    opts: { gatherMs?: number; maxGroup?: number; fold?: (waiting: I, next: I) => I | null } = {},
+  ) {
+    this.gatherMs = opts.gatherMs ?? 0;
+    this.maxGroup = opts.maxGroup ?? 256;
+    this.fold = opts.fold;
+  }
+
+  /**
+   * Folds an item into one of its key still waiting for a group (gathered or queued, not in flight), as the
+   * constructor's `fold` makes them one: the folded item keeps the waiting one's place in its gathering or queue, and
+   * both callers get its result. Null when there is none to fold into (nothing was submitted).
+   */
+  foldIn(item: I): Promise<O> | null {
+    const key = this.keyOf(item);
+    const host = (this.gatheredKeys.has(key) && this.gathered.find((e) => e.key === key)) || this.queue.find((e) => e.key === key);
+    const folded = host && this.fold?.(host.item, item);
+    if (!host || !folded) return null;
+    return new Promise<O>((resolve, reject) => {
+      const first = { resolve: host.resolve, reject: host.reject };
+      host.item = folded;
+      host.resolve = (o) => (first.resolve(o), resolve(o));
+      host.reject = (e) => (first.reject(e), reject(e));
+    });
+  }
 
   submit(item: I, opts: { background?: boolean } = {}): Promise<O> {
     return new Promise<O>((resolve, reject) => {

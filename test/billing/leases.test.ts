@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import request from 'supertest';
-import { Ledger, type OpenRow } from '../../shared/billing/ledger';
+import { closeRowOf, Ledger, type OpenRow } from '../../shared/billing/ledger';
 import { LeaseDesk, type LeaseSettings } from '../../shared/billing/leases';
 import { money, ZERO, type Decimal } from '../../shared/money';
 import { AppError } from '../../shared/errors/app-error';
@@ -421,5 +421,63 @@ describe('leases of two processes racing for one balance (the ledger, real Postg
     await ledger.returnLease('lease_snapshot');
     expect(money((await read()).reserved).toFixed(2)).toBe('0.00');
     expect(await reserved(whileHeld)).toBe('0.00');
+  });
+
+  it('a close that comes while its drawn record waits for its group writes the record once, ended: the same money, record and totals as a record then its close', async () => {
+    const { accounts, organizationId } = await seedOrg(t.db, { balance: '100' });
+    const member = await accounts.createUser({ organizationId, email: `m@${organizationId.toLowerCase()}.example.com`, role: 'member', limit: '50', reset: 'monthly' });
+    const key = await seedKey(accounts, organizationId, { userId: member.userId, limit: '40', reset: 'daily' });
+    const ledger = new Ledger(t.db, undefined, { pool: t.pool });
+    expect(await ledger.takeLease({ id: 'lease_fold', organizationId, apiKeyId: key.id, userId: member.userId, amount: '10', headroom: '1', expiresAt: new Date(Date.now() + 60_000) })).toEqual({ granted: money(10) });
+    // Every update of a generation record, seen by a trigger of the test's own.
+    await t.pool.query(`CREATE TABLE seen_updates (id text);
+      CREATE FUNCTION seen_update() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO seen_updates VALUES (NEW.id); RETURN NULL; END $$;
+      CREATE TRIGGER seen_update AFTER UPDATE ON generations FOR EACH ROW EXECUTE FUNCTION seen_update();`);
+    const open = (id: string) => ({
+      ...row(organizationId, key.id, id, money(2)), user_id: member.userId, lease: 'lease_fold', unified_model_id: 'u',
+      request: { messages: [{ role: 'user', content: 'hi' }] }, routing: { requested: 'm' }, warnings: ['w'], trace_id: 't',
+    });
+    // Answered by a fallback model, charged less than its bound, then (the second pair) more than it: the excess comes from free room.
+    const close = (id: string, cost: string) => closeRowOf(id, {
+      status: 'completed', cost, result: { text: 'hello' }, usage: { input_tokens: 3, output_tokens: 5 }, routing: { attempts: [{ model: 'm2' }] },
+      model: 'm2', provider: 'p', finalEndpointSlug: 'p/m2', finishReason: 'stop', attemptsCount: 2, latencyMs: 12, queueTimeMs: 1, generationTimeMs: 11, upstreamId: 'up',
+    });
+    const settled = (c: { applied: boolean; charged: Decimal }) => ({ applied: c.applied, charged: c.charged.toFixed(4) });
+    for (const cost of ['1.5', '2.5']) {
+      // Folded: the record waits in its gathering (GATHER_MS) when its close comes.
+      const drawn = ledger.openDrawn(open(`gen_fold_${cost}`), { background: true });
+      const folded = ledger.close(close(`gen_fold_${cost}`, cost), { background: true, after: drawn });
+      expect((await drawn).toFixed(2)).toBe('2.00');
+      expect(settled(await folded)).toEqual({ applied: true, charged: money(cost).toFixed(4) });
+      // Apart: the record commits, then its close (with nothing left to fold into, it follows the commit).
+      const committed = ledger.openDrawn(open(`gen_apart_${cost}`));
+      expect((await committed).toFixed(2)).toBe('2.00');
+      expect(settled(await ledger.close(close(`gen_apart_${cost}`, cost), { background: true, after: committed }))).toEqual({ applied: true, charged: money(cost).toFixed(4) });
+      // A second close of either changes nothing.
+      expect((await ledger.close(close(`gen_fold_${cost}`, '9'))).applied).toBe(false);
+    }
+    const q = async (text: string) => (await t.pool.query(text, [organizationId])).rows;
+    expect((await t.pool.query(`SELECT id FROM seen_updates ORDER BY id`)).rows).toEqual([{ id: 'gen_apart_1.5' }, { id: 'gen_apart_2.5' }]);
+    // The records, their contents, reservations and ledger entries, each folded one as its twin written apart.
+    const both = async (text: string) => {
+      const rows = await q(text);
+      const by = (kind: string) => rows.filter((r) => r.id.startsWith(`gen_${kind}_`)).map((r) => ({ ...r, id: r.id.replace(`gen_${kind}_`, '') }));
+      expect(by('fold')).toEqual(by('apart'));
+      return by('fold');
+    };
+    const records = await both(`SELECT id, api_key_id, user_id, model, unified_model_id, request_type, api_type, response_mode, status::text, finish_reason,
+        provider, final_endpoint_slug, usage, client_cost::text, reserved_amount::text, request, result, error, warnings, routing, attempts_count,
+        latency_ms, queue_time_ms, generation_time_ms, is_cancelled, upstream_id, trace_id, completed_at IS NOT NULL AS ended
+      FROM generations WHERE organization_id = $1 ORDER BY id`);
+    expect(records[0]).toMatchObject({ status: 'completed', model: 'm2', unified_model_id: 'u', routing: { requested: 'm', attempts: [{ model: 'm2' }] }, ended: true });
+    expect(await both(`SELECT c.generation_id AS id, c.request, c.result FROM generation_contents c JOIN generations g ON g.id = c.generation_id WHERE g.organization_id = $1 ORDER BY 1`)).toHaveLength(2);
+    expect(await both(`SELECT generation_id AS id, amount::text, charged::text, uncollected::text, status::text FROM reservations WHERE organization_id = $1 AND expires_at IS NULL ORDER BY 1`)).toHaveLength(2);
+    expect(await both(`SELECT generation_id AS id, kind::text, amount::text, reserved_delta::text FROM ledger_entries WHERE organization_id = $1 AND generation_id LIKE 'gen_%' ORDER BY 1, 2`)).toHaveLength(4);
+    const [org] = await q(`SELECT balance::text, reserved::text FROM organizations WHERE id = $1`);
+    expect({ balance: money(org.balance).toFixed(2), reserved: money(org.reserved).toFixed(2) }).toEqual({ balance: '92.00', reserved: '2.00' });
+    const [requests] = await q(`SELECT SUM(requests)::int AS n, SUM(usage)::text AS usage FROM activity_org_totals WHERE organization_id = $1`);
+    expect({ n: requests.n, usage: money(requests.usage).toFixed(2) }).toEqual({ n: 4, usage: '8.00' });
+    await ledger.returnLease('lease_fold');
+    expect((await audit(t.db)).problems.filter((p) => p.includes(organizationId))).toEqual([]);
   });
 });

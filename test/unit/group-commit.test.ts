@@ -40,7 +40,7 @@ describe('GroupCommit', () => {
     jest.useFakeTimers();
     try {
       const groups: number[][] = [];
-      const b = new GroupCommit<number, number>(async (items) => (groups.push(items), items), String, 20);
+      const b = new GroupCommit<number, number>(async (items) => (groups.push(items), items), String, { gatherMs: 20 });
       const gathered = [b.submit(1, { background: true }), b.submit(2, { background: true })];
       expect(await b.submit(3)).toBe(3);
       await jest.advanceTimersByTimeAsync(19);
@@ -62,7 +62,7 @@ describe('GroupCommit', () => {
     jest.useFakeTimers();
     try {
       const groups: string[][] = [];
-      const b = new GroupCommit<string, string>(async (items) => (groups.push(items), items), (s) => s[0]!, 20);
+      const b = new GroupCommit<string, string>(async (items) => (groups.push(items), items), (s) => s[0]!, { gatherMs: 20 });
       const gathered = [b.submit('a1', { background: true }), b.submit('b1', { background: true })];
       expect(await b.submit('a2')).toBe('a2');
       expect(await Promise.all(gathered)).toEqual(['a1', 'b1']);
@@ -156,5 +156,55 @@ describe('GroupCommit', () => {
     expect(started).toEqual([[1], [7], [7]]); // once the open has ended
     gates[2]!();
     expect(await Promise.all([background, open, close])).toEqual([10, 70, 70]);
+  });
+
+  describe('foldIn', () => {
+    /** Items are [key, parts]; an item folds into a waiting one of its key as their parts together. */
+    type Item = [string, string[]];
+    const fold = (waiting: Item, next: Item): Item | null => (next[1][0] === 'never' ? null : [waiting[0], [...waiting[1], ...next[1]]]);
+
+    it('folds an item into one of its key still gathered: one item in its gathering, one result for both callers', async () => {
+      jest.useFakeTimers();
+      try {
+        const groups: Item[][] = [];
+        const b = new GroupCommit<Item, string>(async (items) => (groups.push(items), items.map((i) => i[1].join('+'))), (i) => i[0], { gatherMs: 20, fold });
+        const open = b.submit(['g', ['open']], { background: true });
+        const other = b.submit(['h', ['open']], { background: true });
+        const close = b.foldIn(['g', ['close']]);
+        expect(close).not.toBeNull();
+        expect(b.foldIn(['x', ['close']])).toBeNull(); // nothing of its key waits: nothing submitted
+        expect(b.foldIn(['h', ['never']])).toBeNull(); // `fold` keeps them apart
+        await jest.advanceTimersByTimeAsync(20);
+        expect(await Promise.all([open, close, other])).toEqual(['open+close', 'open+close', 'open']);
+        expect(groups).toEqual([[['g', ['open', 'close']], ['h', ['open']]]]);
+      } finally {
+        jest.useRealTimers();
+      }
+    });
+
+    it('folds into an item queued behind a group in flight, never into one in flight; a failure rejects both callers', async () => {
+      const started: Item[][] = [];
+      const gates: Array<(ok: boolean) => void> = [];
+      const b = new GroupCommit<Item, string>(
+        async (items) => {
+          started.push(items);
+          if (!(await new Promise<boolean>((r) => gates.push(r)))) throw new Error('the database went away');
+          return items.map((i) => i[1].join('+'));
+        },
+        (i) => i[0],
+        { fold },
+      );
+      const first = b.submit(['g', ['open']]);
+      expect(b.foldIn(['g', ['close']])).toBeNull(); // in flight
+      const queued = b.submit(['h', ['open']]);
+      const folded = b.foldIn(['h', ['close']]);
+      gates[0]!(true);
+      expect(await first).toBe('open');
+      await new Promise((r) => setImmediate(r));
+      expect(started).toEqual([[['g', ['open']]], [['h', ['open', 'close']]]]);
+      gates[1]!(false);
+      await expect(queued).rejects.toThrow('the database went away');
+      await expect(folded).rejects.toThrow('the database went away');
+    });
   });
 });
