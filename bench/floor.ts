@@ -6,12 +6,11 @@
  *
  *   1. the key: hashed and looked up once, then from memory;
  *   2. the job (`addJob`, claimed: one Redis script that adds it and makes it active here);
- *   3. the provider call (the service's undici client), and beside it the reservation and the record
- *      (`GenerationService.createOrReplay`: one `sy_ledger_group`, one durable commit), as the service's `drawn` path
- *      commits its record while its job runs;
- *   4. the settlement promised (`SettlementJournal.promise`: one HSET), then the reply;
- *   5. after the reply: the close, then the promise erased and the job completed in one write (BullMQ's
- *      `moveToFinished`), as the service's.
+ *   3. the provider call (the service's undici client), granted from a lease taken once (as the service's `drawn`
+ *      path: leases.ts), its record gathered for a group commit beside the call (`Ledger.openDrawn`, background);
+ *   4. the settlement promised (`SettlementJournal.promise`: one script), then the reply;
+ *   5. after the reply: the close, with the record when it still waits for its group (`Ledger.close`'s `after`), then
+ *      the promise erased and the job completed in one write (BullMQ's `moveToFinished`), as the service's.
  *
  * What it leaves out is what the service adds around that I/O: Express and validation, routing and fallbacks, the
  * worker's framework, mapping to and from the provider's format, metrics, logs, history's fields. Run through the
@@ -30,7 +29,7 @@ import { addJob, LocalClaimers } from '../shared/queue/claims';
 import { Ledger } from '../shared/billing/ledger';
 import { SettlementJournal } from '../shared/billing/settlement-journal';
 import { estimateTokens, textBound, tokenCost } from '../shared/billing/pricing';
-import { GenerationService } from '../shared/services/generation.service';
+import { openRowOf } from '../shared/services/generation.service';
 import { closeRowOf } from '../shared/billing/ledger';
 import { hashApiKey } from '../shared/auth/api-keys';
 import { newId } from '../shared/ids';
@@ -49,7 +48,6 @@ async function main(): Promise<void> {
   const redis = createRedis(env.REDIS_URL!, { patient: true });
   const prefix = env.QUEUE_PREFIX ?? '{switchyard}';
   const ledger = new Ledger(db, () => new Date(), { pool });
-  const generations = new GenerationService(db, () => new Date(), ledger);
   const journal = new SettlementJournal(redis, prefix);
   const queue = new Queue('floor', { connection: redis, prefix });
   const upstream = createUpstreamClient();
@@ -81,8 +79,21 @@ async function main(): Promise<void> {
     return owner;
   };
 
-  const complete = async (id: string, organizationId: string, row: ReturnType<typeof closeRowOf>) => {
-    await ledger.close(row, { background: true });
+  // One lease for every request, as large as the bench's organization allows (the service's are sized by rate).
+  const leases = new Map<string, string>();
+  const leaseOf = async (owner: Owner): Promise<string> => {
+    let id = leases.get(owner.apiKeyId);
+    if (!id) {
+      id = newId('lease');
+      const taken = await ledger.takeLease({ id, ...owner, amount: '10000', headroom: '0', expiresAt: new Date(Date.now() + 3_600_000) });
+      if (!('granted' in taken)) throw new Error(`no lease: ${taken.refused}`);
+      leases.set(owner.apiKeyId, id);
+    }
+    return id;
+  };
+
+  const complete = async (id: string, organizationId: string, row: ReturnType<typeof closeRowOf>, recorded: Promise<unknown>) => {
+    await ledger.close(row, { background: true, after: recorded });
     // The erase and the job's completion leave in one write, as the service's (SettlementJournal.erase).
     journal.erase(organizationId, id);
     const c = claimed.get(id);
@@ -102,20 +113,11 @@ async function main(): Promise<void> {
     const id = newId('gen');
     const inputTokens = body.messages.reduce((n, m) => n + estimateTokens(String(m.content)), 0);
     const bound = textBound(endpoint.price, inputTokens, body.max_tokens ?? endpoint.maxOutputTokens ?? 4096);
-    // The job first, claimed here (one Redis script); the reservation and record (one `sy_ledger_group`, one durable
-    // commit) go beside the provider call, as the service's `drawn` path commits its record while its job runs.
+    // Granted from the lease; the job claimed here (one Redis script); the record gathered beside the provider call.
+    const lease = await leaseOf(owner);
     await addJob(queue, { generationId: id, organizationId: owner.organizationId, request: body }, { jobId: id, removeOnComplete: true }, { ticket: claimers.hold(queue.qualifiedName)! });
-    const opened = generations.createOrReplay({
-      id,
-      ...owner,
-      model: modelId,
-      unifiedModelId: modelId,
-      requestType: 'chat',
-      apiType: 'chat_completions',
-      responseMode: 'sync',
-      request: body,
-      bound,
-    });
+    const gen = { id, ...owner, model: modelId, unifiedModelId: modelId, requestType: 'chat', apiType: 'chat_completions', responseMode: 'sync', request: body, bound } as const;
+    const recorded = ledger.openDrawn(openRowOf(gen, lease), { background: true });
 
     const reply = await upstream.request(
       provider.baseUrl,
@@ -130,8 +132,7 @@ async function main(): Promise<void> {
     // The reply waits for the promise, not for the record's commit (the service's promise carries the record).
     await journal.promise(owner.organizationId, { row, replyTo: null, message: { type: 'done', payload: { cost: cost.toFixed(10) } } });
     res.writeHead(200, { 'content-type': 'application/json' }).end(text);
-    if (!('granted' in (await opened))) return;
-    await complete(id, owner.organizationId, row);
+    await complete(id, owner.organizationId, row, recorded);
   };
 
   http
