@@ -79,7 +79,7 @@ async function main(): Promise<void> {
     return owner;
   };
 
-  // One lease for every request, as large as the bench's organization allows (the service's are sized by rate).
+  // One lease a key, large enough for any run of the harness (the service's are sized by the caller's rate).
   const leases = new Map<string, string>();
   const leaseOf = async (owner: Owner): Promise<string> => {
     let id = leases.get(owner.apiKeyId);
