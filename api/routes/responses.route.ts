@@ -70,7 +70,7 @@ export function responsesRoutes(ctx: AppContext): Router {
       // A repeat (same Idempotency-Key) reads the first request's events instead of relaying them again.
       if (!submission.replayed) background.relay(submission, f, res.locals.traceId);
       else submission.detach();
-      await submission.recorded;
+      await submission.recorded?.();
       await background.serve(res, await stored.get(principal, id), -1);
       return;
     }

@@ -9,7 +9,7 @@ import { ownerOf } from '../../shared/auth/principal';
 import { money, toStorage, type Decimal } from '../../shared/money';
 import type Redis from 'ioredis';
 import { discardRefused, endGeneration, keepCheckpoint, underCancelFence, type EndingDeps } from '../../shared/billing/ending';
-import { PendingRecord } from '../../shared/billing/settlement-journal';
+import { PendingRecord, STREAM_RECORD_WAIT_MS } from '../../shared/billing/settlement-journal';
 import { addJob, mayClaim, type ClaimTicket } from '../../shared/queue/claims';
 import { uncount, workClassOf } from '../../shared/queue/fairness';
 import type { LocalLane } from '../../shared/runtime/local-lane';
@@ -165,8 +165,9 @@ export class GenerationGateway {
    * The `drawn` path: a reservation granted from this process's lease (shared/billing/leases.ts) for a job claimed here
    * (shared/queue/claims.ts, `only`: added only if claimed). The whole bound is reserved in PostgreSQL already, so the
    * job runs while the generation's record commits (its bound moving from the lease to its own reservation; a
-   * synchronous request's record is gathered with others for `GATHER_MS`, shared/billing/ledger.ts, a stream's is not:
-   * its id reaches its client with the first event, and a read of it should find the record). Its worker takes the
+   * synchronous request's record is gathered with others for `GATHER_MS`, shared/billing/ledger.ts; a stream's waits
+   * for its close to be written once with it, up to STREAM_RECORD_WAIT_MS, or until a route asks for it: `recorded`,
+   * a background stream reading itself back). Its worker takes the
    * record from the lane (shared/runtime/local-lane.ts) with the job: a reply never goes out for a generation that
    * neither the database nor a settlement promise holds, so its `done` may leave once its promise carries the record
    * (shared/billing/ending.ts endGeneration); every other final message waits for the record's commit. A record that
@@ -214,7 +215,8 @@ export class GenerationGateway {
       leases.undraw(lease, bound);
       return null;
     }
-    const recorded = this.endings.ledger.openDrawn(row, { background: gen.responseMode !== 'stream' });
+    const stream = gen.responseMode === 'stream';
+    const recorded = this.endings.ledger.openDrawn(row, { background: true, ...(stream && { closeWaitMs: STREAM_RECORD_WAIT_MS }) });
     record.commit(recorded);
     recorded.then(
       (g) => leases.opened(lease, g),
@@ -230,7 +232,7 @@ export class GenerationGateway {
         void this.stop(gen.id, 'cancelled').catch(() => undefined);
       },
     );
-    return { id: gen.id, queue, granted: bound, mailbox, detach, keyed: false, recorded };
+    return { id: gen.id, queue, granted: bound, mailbox, detach, keyed: false, recorded: () => (this.endings.ledger.writeNow(gen.id), recorded) };
   }
 
   /**

@@ -35,10 +35,11 @@ export interface Submission {
    */
   createdAt?: Date;
   /**
-   * Resolves once the generation's record is committed: at once, except for a request granted from a lease, whose
-   * record commits while its job runs (a route that reads the record back right away awaits it).
+   * The generation's record, committed: at once, except for a request granted from a lease, whose record commits while
+   * its job runs, a stream's when it ends (STREAM_RECORD_WAIT_MS); asked, it is written now (a route that reads the
+   * record back right away awaits it).
    */
-  recorded?: Promise<unknown>;
+  recorded?: () => Promise<unknown>;
 }
 
 /** Who asks: the caller, the request's trace id and its Idempotency-Key (docs/idempotency.md), as the guard left them. */

@@ -24,7 +24,7 @@ export const STREAM_COMMIT_WAIT_MS = 1_000;
 /** What an ending needs of the process (the workers' WorkerDeps has it; the API builds its own). */
 export interface EndingDeps {
   /** The ledger's closes (and the record of a drawn generation a kept promise writes). */
-  ledger: PromiseKeeper & Pick<Ledger, 'discard'>;
+  ledger: PromiseKeeper & Pick<Ledger, 'discard' | 'writeNow'>;
   settlements: SettlementJournal;
   /** The records of the generations drawn from a lease and run here (shared/runtime/local-lane.ts). */
   lane: { recordOf(generationId: string): PendingRecord | undefined; buses: ConstructorParameters<typeof GenerationPublisher>[3] };

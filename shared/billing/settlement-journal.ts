@@ -207,7 +207,8 @@ export class SettlementJournal {
   }
 
   /**
-   * Keeps a stream's checkpoint, if there is one: commits the charge it holds and, when that is how the generation ends,
+   * Keeps a stream's checkpoint, if there is one: commits the charge it holds (first the record it carries, one not
+   * committed when it was written: its run's process died with it) and, when that is how the generation ends,
    * sends its last message with what was charged. `cancelled`: as a cancel through the API ends a stream (cancelled,
    * charged for what was produced). True when there was one (the generation has ended either way).
    */
@@ -218,6 +219,7 @@ export class SettlementJournal {
     const payload = (s.message as { payload?: { cost?: string } }).payload;
     if (s.row.result === RESULT_IS_PAYLOAD) s.row.result = payload;
     const row: CloseRow = opts.cancelled ? { ...s.row, status: 'cancelled', error: null, finish_reason: 'cancelled' } : s.row;
+    if (s.open) await ledger.openDrawn(s.open);
     const outcome = await ledger.close(row);
     if (outcome.applied) {
       if (payload) payload.cost = outcome.charged.toFixed(10);
@@ -320,6 +322,14 @@ export type CheckpointOutcome = Omit<PromisedSettlement, 'row'> & { finish: Fini
  */
 export const CHECKPOINT_MS = 1_000;
 export const CHECKPOINT_TOKENS = 200;
+
+/**
+ * How long a stream's record drawn from a lease waits for its close before it is written alone: a stream ending sooner
+ * is written once, ended (round 37). A process that dies meanwhile leaves no record, and unpaid what its stream
+ * delivered: what it leaves unpaid without a checkpoint anyway (decisions.md section 4), so no longer than CHECKPOINT_MS;
+ * the lease's money goes back with the lease (the reaper), as the job's re-run finds no record to end.
+ */
+export const STREAM_RECORD_WAIT_MS = CHECKPOINT_MS;
 
 /**
  * A stream's checkpoints (shared/billing/settlement-journal.ts `checkpoint`): once content has reached its client, what

@@ -8,6 +8,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { money } from '../../shared/money';
 import { QUEUES } from '../../shared/queue/queue-names';
 import { closeRowOf } from '../../shared/billing/ledger';
+import { openRowOf } from '../../shared/services/generation.service';
 import { CHECKPOINT_MS, type PromisedSettlement } from '../../shared/billing/settlement-journal';
 import { stuckGenerationReaper } from '../../workers/processors/reap-stuck-generations.processor';
 import { createTestStack, STACK_MODELS, type StackOrg, type TestStack } from '../helpers/test-stack';
@@ -211,5 +212,24 @@ describe('a checkpoint is kept by whoever ends the stream', () => {
     expect(money((await s.t.db.generation.findFirstOrThrow({ where: { id: done } })).clientCost).toFixed(2)).toBe('0.50');
     for (const id of [reaped, cancelled, done]) await nothingLeft(org, id);
     expect(await s.t.db.ledgerEntry.count({ where: { generationId: { in: [reaped, cancelled, done] }, kind: { in: ['charge', 'release'] } } })).toBe(3);
+  });
+
+  it("carries a record not committed when it was written (a stream's waits for its close): the job's re-run records it, then charges it once", async () => {
+    const org = await s.seed({ balance: '10' });
+    const id = `gen_checkpoint_unrecorded_${Date.now()}`;
+    const error = { code: 'SERVICE_UNAVAILABLE', message: 'The process streaming this answer stopped' };
+    const payload = { cost: '0.25', result: { output: [] }, usage: { inputTokens: 10, outputTokens: 100 } };
+    const open = openRowOf({ id, organizationId: org.organizationId, apiKeyId: org.key.id, userId: null, model: STACK_MODELS.chat, unifiedModelId: STACK_MODELS.chat, requestType: 'chat', apiType: 'responses', responseMode: 'stream', request: {}, bound: '1' }, 'lease_of_a_dead_process');
+    const row = closeRowOf(id, { status: 'failed', cost: '0.25', error, result: payload, usage: payload.usage });
+    await s.ctx.settlements.checkpoint(id, { row, replyTo: null, message: { type: 'failed', error, payload }, open });
+    expect(await s.t.db.generation.count({ where: { id } })).toBe(0);
+    // What an orphaned re-run asks first (workers/services/drawn-jobs.ts); twice, charged once.
+    expect(await s.ctx.settlements.keep(org.organizationId, id, s.ctx.ledger)).toBe(true);
+    expect(await s.ctx.settlements.keep(org.organizationId, id, s.ctx.ledger)).toBe(false);
+    const g = await s.t.db.generation.findFirstOrThrow({ where: { id } });
+    expect(g.status).toBe('failed');
+    expect(money(g.clientCost).toFixed(2)).toBe('0.25');
+    expect(await s.t.db.ledgerEntry.count({ where: { generationId: id, kind: 'charge' } })).toBe(1);
+    await nothingLeft(org, id);
   });
 });

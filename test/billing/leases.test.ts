@@ -480,4 +480,46 @@ describe('leases of two processes racing for one balance (the ledger, real Postg
     await ledger.returnLease('lease_fold');
     expect((await audit(t.db)).problems.filter((p) => p.includes(organizationId))).toEqual([]);
   });
+
+  it("a stream's record waits for its close (closeWaitMs) and is written once with it; asked for, or its time up, it is written alone", async () => {
+    const { accounts, organizationId } = await seedOrg(t.db, { balance: '100' });
+    const key = await seedKey(accounts, organizationId, { limit: '40', reset: 'daily' });
+    const ledger = new Ledger(t.db, undefined, { pool: t.pool });
+    expect(await ledger.takeLease({ id: 'lease_wait', organizationId, apiKeyId: key.id, userId: null, amount: '10', headroom: '1', expiresAt: new Date(Date.now() + 60_000) })).toEqual({ granted: money(10) });
+    await t.pool.query(`CREATE TABLE seen_wait_updates (id text);
+      CREATE FUNCTION seen_wait_update() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO seen_wait_updates VALUES (NEW.id); RETURN NULL; END $$;
+      CREATE TRIGGER seen_wait_update AFTER UPDATE ON generations FOR EACH ROW EXECUTE FUNCTION seen_wait_update();`);
+    const open = (id: string) => ({ ...row(organizationId, key.id, id, money(2)), lease: 'lease_wait' });
+    const close = (id: string) => closeRowOf(id, { status: 'completed', cost: '1.5', result: { text: 'hello' }, usage: { input_tokens: 3, output_tokens: 5 } });
+    const recorded = async (id: string) => (await t.pool.query(`SELECT status::text FROM generations WHERE id = $1`, [id])).rows[0]?.status;
+
+    // Its close comes: one write, ended, whatever `after` says (the record is not committed: nothing to wait for).
+    const waiting = ledger.openDrawn(open('gen_wait'), { background: true, closeWaitMs: 60_000 });
+    expect(await recorded('gen_wait')).toBeUndefined();
+    expect((await ledger.close(close('gen_wait'), { background: true, after: waiting })).charged.toFixed(2)).toBe('1.50');
+    expect((await waiting).toFixed(2)).toBe('2.00');
+    // Asked for (a background stream reads itself back): written now, pending; its close then updates it.
+    const asked = ledger.openDrawn(open('gen_asked'), { background: true, closeWaitMs: 60_000 });
+    ledger.writeNow('gen_asked');
+    expect((await asked).toFixed(2)).toBe('2.00');
+    expect(await recorded('gen_asked')).toBe('pending');
+    await ledger.close(close('gen_asked'), { background: true, after: asked });
+    // Its time up (a stream longer than STREAM_RECORD_WAIT_MS): written alone, pending.
+    const outlasted = ledger.openDrawn(open('gen_outlasted'), { background: true, closeWaitMs: 1 });
+    expect((await outlasted).toFixed(2)).toBe('2.00');
+    expect(await recorded('gen_outlasted')).toBe('pending');
+    await ledger.close(close('gen_outlasted'));
+
+    expect((await t.pool.query(`SELECT id FROM seen_wait_updates ORDER BY id`)).rows).toEqual([{ id: 'gen_asked' }, { id: 'gen_outlasted' }]);
+    const records = (await t.pool.query(`SELECT id, status::text, client_cost::text FROM generations WHERE organization_id = $1 ORDER BY id`, [organizationId])).rows;
+    expect(records.map((r) => [r.id, r.status, money(r.client_cost).toFixed(2)])).toEqual([
+      ['gen_asked', 'completed', '1.50'],
+      ['gen_outlasted', 'completed', '1.50'],
+      ['gen_wait', 'completed', '1.50'],
+    ]);
+    await ledger.returnLease('lease_wait');
+    const [org] = (await t.pool.query(`SELECT balance::text, reserved::text FROM organizations WHERE id = $1`, [organizationId])).rows;
+    expect({ balance: money(org.balance).toFixed(2), reserved: money(org.reserved).toFixed(2) }).toEqual({ balance: '95.50', reserved: '0.00' });
+    expect((await audit(t.db)).problems.filter((p) => p.includes(organizationId))).toEqual([]);
+  });
 });

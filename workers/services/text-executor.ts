@@ -81,7 +81,9 @@ export class TextExecutor {
           at: new StreamCheckpoints(this.deps.settlements, data.generationId, this.deps.logger, lock),
           of: (cut) => {
             const { finish, payload, error } = this.cutSettlement(job, cut, attempts, run, checkpointEnding());
-            return { finish, replyTo: job.replyTo, message: { type: 'failed', error: error!, payload } };
+            // A record not committed yet (a stream's waits for its close: STREAM_RECORD_WAIT_MS) rides with it, as with a promise.
+            const record = this.deps.lane.recordOf(job.generationId);
+            return { finish, replyTo: job.replyTo, message: { type: 'failed', error: error!, payload }, ...(record && !record.done && { open: record.row }) };
           },
         }
       : undefined;
