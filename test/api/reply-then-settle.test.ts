@@ -257,9 +257,11 @@ describe('reads right after the reply see the settlement the reply showed', () =
 describe('promised settlements are kept by whoever comes next', () => {
   let s: TestStack;
   let org: StackOrg;
+  // While a test holds it, the stack's closes wait before they commit, as with a PostgreSQL that does not answer.
+  let hold: Promise<void> | undefined;
   beforeAll(async () => {
     // No workers: a request that gets past its reservation waits for nobody and times out (408) after 300 ms.
-    s = await createTestStack({ noWorkers: true, env: { SYNC_WAIT_MS: '300' } });
+    s = await createTestStack({ noWorkers: true, env: { SYNC_WAIT_MS: '300' }, beforeClose: () => hold ?? Promise.resolve() });
     org = await s.seed({ balance: '10' });
   });
   afterAll(() => s.close());
@@ -438,24 +440,23 @@ describe('promised settlements are kept by whoever comes next', () => {
     await s.ctx.settlements.kept(org.organizationId, id);
   });
 
-  // Nothing answered within SYNC_WAIT_MS and the cancel cannot commit (the organization's row held, as by a PostgreSQL
-  // that does not answer): the stream still ends, with a final event, within STOP_GRACE_MS.
+  // Nothing answered within SYNC_WAIT_MS and the cancel cannot commit (its close held from before the request, as by a
+  // PostgreSQL that does not answer): the stream still ends, with a final event, within STOP_GRACE_MS.
   it('a stream whose ending cannot commit still ends with a final event', async () => {
-    const before = await s.t.db.generation.count({ where: { organizationId: org.organizationId } });
-    const reply = streamed(s, org, '/v1/responses', { model: 'openai/gpt-4.1-mini', input: 'nobody answers' });
-    const lock = await lockRowWhen(s, org.organizationId, async () => (await s.t.db.generation.count({ where: { organizationId: org.organizationId } })) > before, 25_000);
+    let letGo!: () => void;
+    hold = new Promise<void>((r) => (letGo = r));
+    let id: string;
     try {
-      const res = await reply;
-      // Ended while the row is still locked: not by a commit (the lock's safety release comes long after the grace).
-      expect(lock.held()).toBe(true);
+      const res = await streamed(s, org, '/v1/responses', { model: 'openai/gpt-4.1-mini', input: 'nobody answers' });
       expect(res.text).toMatch(/event: response\.failed\ndata: .*"code":"SERVICE_UNAVAILABLE"/);
+      id = /"id":"(resp_[^"]+)"/.exec(res.text)![1]!;
     } finally {
-      await lock.release();
+      hold = undefined;
+      letGo();
     }
-    // The cancel commits once the row is free: uncharged, nothing left reserved.
-    const g = await s.t.db.generation.findFirstOrThrow({ where: { organizationId: org.organizationId }, orderBy: { createdAt: 'desc' } });
-    await waitUntil(async () => ((await s.t.db.generation.findFirstOrThrow({ where: { id: g.id } })).status === 'cancelled' ? true : undefined));
-    expect(await s.t.db.ledgerEntry.count({ where: { generationId: g.id, kind: 'charge' } })).toBe(0);
+    // The cancel commits once its close is let go: uncharged, nothing left reserved.
+    await waitUntil(async () => ((await s.t.db.generation.findFirst({ where: { id } }))?.status === 'cancelled' ? true : undefined));
+    expect(await s.t.db.ledgerEntry.count({ where: { generationId: id, kind: 'charge' } })).toBe(0);
     expect((await orgMoney(s, org.organizationId)).reserved.isZero()).toBe(true);
   });
 
