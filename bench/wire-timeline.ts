@@ -11,7 +11,7 @@
  *
  * Concurrency 1 only: a request is the span from a client's packet to the gateway until the gateway's first packet
  * back (for a stream, its first byte); spans in which another connection sent a request too (the harness's warm-up
- * at 32), and spans with no PostgreSQL exchange (readiness probes, reads), are left out. Needs tcpdump to read the capture.
+ * at 32), and spans with no upstream call (readiness probes, reads), are left out. Needs tcpdump to read the capture.
  */
 import { execFileSync } from 'node:child_process';
 import { percentiles } from './http-load';
@@ -56,8 +56,8 @@ export function timelines(packets: Packet[], ports: Ports): Array<Record<string,
     if (!cur) continue;
     if (p.srcPort === ports.gateway) {
       cur.ev.reply = p.t - cur.start;
-      // A generation reserves first: a span without PostgreSQL is a probe or a read, not one of the harness's requests.
-      if (!cur.overlapped && cur.ev['pg sent'] !== undefined) out.push(cur.ev);
+      // A generation calls the provider: a span without an upstream call is a probe or a read, not one of the harness's requests.
+      if (!cur.overlapped && cur.ev['upstream sent'] !== undefined) out.push(cur.ev);
       cur = undefined;
       continue;
     }
