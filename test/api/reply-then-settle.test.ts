@@ -61,20 +61,37 @@ async function lockRowWhen(s: TestStack, organizationId: string, ready: () => Pr
   return { release, held: () => held };
 }
 
+/**
+ * A stack's closes, held while a test holds them: they wait before they commit, as with a PostgreSQL that does not
+ * answer. `wait` is what the stack's `beforeClose` returns; `hold` holds them and returns the function that lets them go;
+ * `letGo` lets them go if they are held (after a test that failed holding them).
+ */
+function closeHolds() {
+  let held: Promise<void> | undefined;
+  let release: (() => void) | undefined;
+  const letGo = () => {
+    const r = release;
+    held = release = undefined;
+    r?.();
+  };
+  return {
+    wait: (): Promise<void> => held ?? Promise.resolve(),
+    hold: (): (() => void) => {
+      held = new Promise<void>((r) => (release = r));
+      return letGo;
+    },
+    letGo,
+  };
+}
+
 describe('reads right after the reply see the settlement the reply showed', () => {
   let s: TestStack;
   let org: StackOrg;
   // While a test holds them, the stack's closes wait before they commit: the reads it sends meanwhile arrive while the
   // settlement is still only promised.
-  let hold: Promise<void> | undefined;
-  let letGo: (() => void) | undefined;
-  const holdCloses = () => {
-    let release!: () => void;
-    hold = new Promise<void>((r) => (release = r));
-    letGo = () => ((hold = undefined), (letGo = undefined), release());
-    return letGo;
-  };
-  afterEach(() => letGo?.()); // a test that failed holding them lets them go
+  const closes = closeHolds();
+  const holdCloses = closes.hold;
+  afterEach(closes.letGo); // a test that failed holding them lets them go
   // The generations whose close was submitted after their reply (`background`: nobody waits on it).
   const closedAfterReply = new Set<string>();
   // The next close submitted after its reply fails, as with PostgreSQL gone at that moment.
@@ -86,7 +103,7 @@ describe('reads right after the reply see the settlement the reply showed', () =
         failNextAfterReply = false;
         return Promise.reject(new Error('the database went away'));
       }
-      return hold ?? Promise.resolve();
+      return closes.wait();
     };
     s = await createTestStack({ beforeClose, knobs: { promptTokens: 1000, completionTokens: 500 } });
     org = await s.seed({ balance: '1000' });
@@ -257,11 +274,11 @@ describe('reads right after the reply see the settlement the reply showed', () =
 describe('promised settlements are kept by whoever comes next', () => {
   let s: TestStack;
   let org: StackOrg;
-  // While a test holds it, the stack's closes wait before they commit, as with a PostgreSQL that does not answer.
-  let hold: Promise<void> | undefined;
+  const closes = closeHolds();
+  afterEach(closes.letGo);
   beforeAll(async () => {
     // No workers: a request that gets past its reservation waits for nobody and times out (408) after 300 ms.
-    s = await createTestStack({ noWorkers: true, env: { SYNC_WAIT_MS: '300' }, beforeClose: () => hold ?? Promise.resolve() });
+    s = await createTestStack({ noWorkers: true, env: { SYNC_WAIT_MS: '300' }, beforeClose: closes.wait });
     org = await s.seed({ balance: '10' });
   });
   afterAll(() => s.close());
@@ -443,15 +460,13 @@ describe('promised settlements are kept by whoever comes next', () => {
   // Nothing answered within SYNC_WAIT_MS and the cancel cannot commit (its close held from before the request, as by a
   // PostgreSQL that does not answer): the stream still ends, with a final event, within STOP_GRACE_MS.
   it('a stream whose ending cannot commit still ends with a final event', async () => {
-    let letGo!: () => void;
-    hold = new Promise<void>((r) => (letGo = r));
+    const letGo = closes.hold();
     let id: string;
     try {
       const res = await streamed(s, org, '/v1/responses', { model: 'openai/gpt-4.1-mini', input: 'nobody answers' });
       expect(res.text).toMatch(/event: response\.failed\ndata: .*"code":"SERVICE_UNAVAILABLE"/);
       id = /"id":"(resp_[^"]+)"/.exec(res.text)![1]!;
     } finally {
-      hold = undefined;
       letGo();
     }
     // The cancel commits once its close is let go: uncharged, nothing left reserved.
